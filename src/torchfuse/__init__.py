@@ -1,0 +1,53 @@
+"""torchfuse: a just-in-time fusion compiler for PyTorch.
+
+``torch.compile(model, backend="torchfuse")`` or ``torchfuse.compile(model, **options)``
+captures the program with TorchDynamo (and AOTAutograd for training), groups its
+memory-bound operations into fusions, generates one Triton kernel per fusion, compiles and
+caches it, and launches it on every later call. Matrix products and convolutions stay on the
+vendor libraries.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from .backend import register as _register
+from .backend import resolve_options, torchfuse_backend
+from .config import Options
+
+__version__ = "0.1.0"
+
+__all__ = ["compile", "Options", "torchfuse_backend", "__version__"]
+
+
+def compile(model: Any = None, *, dynamic: bool | None = None, fullgraph: bool = False,
+            options: Options | dict | None = None, **option_overrides) -> Callable:
+    """Compile ``model`` (an ``nn.Module`` or a function) with torchfuse.
+
+    The same as ``torch.compile(model, backend="torchfuse", dynamic=..., fullgraph=...)``
+    with torchfuse options.
+
+    Args:
+        model: what to compile; when omitted, returns a decorator.
+        dynamic: passed to ``torch.compile`` (``None``: static first, dynamic after a size
+            changes).
+        fullgraph: passed to ``torch.compile`` (raise on graph breaks).
+        options: an :class:`Options` or a dict; keyword arguments override single options
+            (``interpret=True``, ``dump_dir="..."`` ...).
+
+    Raises:
+        TypeError: an option name is unknown.
+    """
+    opts = resolve_options(options, **option_overrides)
+
+    def backend(gm, example_inputs):
+        return torchfuse_backend(gm, example_inputs, options=opts)
+
+    def wrap(m):
+        return torch.compile(m, backend=backend, dynamic=dynamic, fullgraph=fullgraph)
+
+    return wrap if model is None else wrap(model)
+
+
+_register()

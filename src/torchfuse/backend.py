@@ -1,0 +1,131 @@
+"""Capture: the TorchDynamo backend and the AOTAutograd glue.
+
+Takes an FX graph of Torch-level ops from TorchDynamo; returns a callable. AOTAutograd
+functionalizes the graph (so in-place updates of inputs, aliased outputs and views behave as
+in eager: its runtime wrappers replay them), decomposes it with
+:func:`torchfuse.decompose.decomposition_table`, and, when inputs require grad, traces the
+joint forward-backward graph and splits it with PyTorch's min-cut rematerialization
+partitioner. Each resulting graph (forward, backward, or inference) goes through
+:func:`compile_graph`: IR, segmentation, and the runtime that generates, compiles and launches
+kernels.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import time
+import warnings
+from typing import Any, Callable
+
+import torch
+import torch.fx
+
+from .config import Options
+from .decompose import decomposition_table
+
+log = logging.getLogger("torchfuse.fusion")
+
+#: The most recent compiled graphs (name -> CompiledGraph), newest last; for reports.
+RECENT: list = []
+_MAX_RECENT = 64
+
+
+def _boxed(fn: Callable) -> Callable:
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    return make_boxed_func(fn)
+
+
+def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Options, name: str = "graph") -> Callable:
+    """Compile one ATen-level FX graph (as AOTAutograd produces) into a boxed callable.
+
+    Never raises for a graph it cannot fuse: anything unsupported runs through ATen, and an
+    unexpected failure of the compiler itself runs the whole graph as traced, with a warning.
+    """
+    from .ir.from_fx import graph_from_fx
+    from .runtime.executor import CompiledGraph
+    from .segment import segment
+
+    t0 = time.perf_counter()
+    try:
+        graph = graph_from_fx(gm, options)
+        seg = segment(graph, options)
+    except Exception as e:  # a compiler bug must not break the user's program
+        warnings.warn(f"torchfuse: could not compile {name} graph ({type(e).__name__}: {e}); running it unfused",
+                      RuntimeWarning, stacklevel=2)
+        log.exception("compile failure")
+        return _boxed(gm.forward)
+    if options.dump_dir:
+        _dump_stage(options, name, gm, graph, seg)
+    if not seg.groups:
+        log.info("%s: nothing to fuse; running the traced graph", name)
+        return _boxed(gm.forward)
+    compiled = CompiledGraph(seg, options, name=name)
+    compiled.stats["segment_seconds"] = time.perf_counter() - t0
+    RECENT.append(compiled)
+    del RECENT[:-_MAX_RECENT]
+    log.info("%s: %d fusion groups, %d ATen calls", name, len(seg.groups), len(seg.calls))
+    return compiled
+
+
+_dump_counter = [0]
+
+
+def _dump_stage(options: Options, name: str, gm, graph, seg) -> None:
+    import os
+
+    _dump_counter[0] += 1
+    stem = os.path.join(options.dump_dir, f"{_dump_counter[0]:03d}_{name}")
+    os.makedirs(options.dump_dir, exist_ok=True)
+    with open(stem + ".fx.py", "w") as f:
+        f.write(gm.print_readable(print_output=False))
+    with open(stem + ".ir.txt", "w") as f:
+        f.write(str(graph))
+    with open(stem + ".groups.txt", "w") as f:
+        f.write(str(seg))
+
+
+def resolve_options(options: Any = None, **overrides) -> Options:
+    """An :class:`Options` from an ``Options``, a dict, or keyword overrides of the environment."""
+    if isinstance(options, Options):
+        return options if not overrides else Options.from_env(**{**options.__dict__, **overrides})
+    merged = dict(options or {})
+    merged.update(overrides)
+    return Options.from_env(**merged)
+
+
+def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options: Any = None,
+                      mode: str | None = None, **kwargs) -> Callable:
+    """The TorchDynamo backend: ``torch.compile(model, backend="torchfuse", options={...})``.
+
+    Args:
+        gm: the graph TorchDynamo captured.
+        example_inputs: its (fake) example inputs.
+        options: an :class:`Options` or a dict of option names to values.
+        mode: accepted for ``torch.compile`` compatibility; only ``None`` and ``"default"``
+            are meaningful today.
+
+    Raises:
+        TypeError: an option name is unknown.
+    """
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    opts = resolve_options(options, **kwargs)
+    backend = aot_autograd(
+        fw_compiler=functools.partial(compile_graph, options=opts, name="forward"),
+        bw_compiler=functools.partial(compile_graph, options=opts, name="backward"),
+        inference_compiler=functools.partial(compile_graph, options=opts, name="inference"),
+        partition_fn=min_cut_rematerialization_partition,
+        decompositions=decomposition_table(),
+    )
+    return backend(gm, example_inputs)
+
+
+def register() -> None:
+    """Register ``"torchfuse"`` with TorchDynamo unless its entry point is about to."""
+    from torch._dynamo.backends import registry
+
+    if "torchfuse" in registry._COMPILER_FNS or registry._BACKENDS.get("torchfuse") is not None:
+        return
+    registry.register_backend(compiler_fn=torchfuse_backend, name="torchfuse")

@@ -1,0 +1,735 @@
+"""Triton source generation for one fusion group.
+
+Takes a :class:`~torchfuse.segment.FusionGroup`, the code-relevant layout of a call
+(:class:`~torchfuse.schedulers.layout.KernelLayout`) and the scheduler kind; returns a
+:class:`KernelSource`: the text of a Python module holding one Triton kernel and the helpers
+it calls, and the order of the kernel's arguments.
+
+Kernel shapes:
+
+* ``pointwise``: a flat loop; program ``p`` handles kept elements
+  ``[p*XBLOCK, (p+1)*XBLOCK)``.
+* ``reduction.persistent``: program ``p`` handles XBLOCK rows; the whole reduced extent is one
+  RBLOCK-wide tile, loaded once; the group's reductions and outputs all work on it.
+* ``reduction.loop``: reductions that depend on earlier reductions run in later loops over
+  the reduced extent (softmax: max, then sum of exponentials, then the output), values that
+  vary along the reduced dims are recomputed in each loop that needs them, and outputs are
+  written in the first loop after everything they need is known.
+
+Every generated module is self-contained text (no pickles): the cache stores it as is, and
+``TORCHFUSE_DUMP_DIR`` writes it out for reading.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from typing import Any
+
+import torch
+
+from ..domain import Domain
+from ..ir.graph import Node, Value
+from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as PROMOTE
+
+from ..ir.ops import REDUCTIONS, REGISTRY, Unsupported, literal, triton_dtype
+from ..schedulers.layout import KernelLayout, TensorAccess
+
+HEADER = '''\
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+
+@triton.jit
+def tf_div_trunc_int(a, b):
+    # C division truncates; INT_MIN // -1 wraps to INT_MIN instead of trapping.
+    return tl.where(b == -1, -a, a // tl.where(b == -1, 1, b))
+
+
+@triton.jit
+def tf_div_floor_int(a, b):
+    q = tf_div_trunc_int(a, b)
+    r = a - q * b
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), q - 1, q)
+
+
+@triton.jit
+def tf_remainder_int(a, b):
+    r = a - tf_div_trunc_int(a, b) * b
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+
+
+@triton.jit
+def tf_fmod_int(a, b):
+    return a - tf_div_trunc_int(a, b) * b
+
+
+@triton.jit
+def tf_remainder_float(a, b):
+    # PyTorch: fmod, then shift into the divisor's sign (c10/util/generic_math.h).
+    m = libdevice.fmod(a, b)
+    return tl.where((m != 0) & ((b < 0) != (m < 0)), m + b, m)
+
+
+@triton.jit
+def tf_div_floor_float(a, b):
+    # PyTorch's div_floor_floating (c10/util/generic_math.h), step by step.
+    m = libdevice.fmod(a, b)
+    d = (a - m) / b
+    d = tl.where((m != 0) & ((b < 0) != (m < 0)), d - 1.0, d)
+    f = libdevice.floor(d)
+    f = tl.where(d - f > 0.5, f + 1.0, f)
+    zero = libdevice.copysign(tl.zeros_like(d), a / b)
+    return tl.where(b == 0, a / b, tl.where(d != 0, f, zero))
+
+
+@triton.jit
+def tf_sum_combine(a, b):
+    return a + b
+
+
+@triton.jit
+def tf_prod_combine(a, b):
+    return a * b
+
+
+@triton.jit
+def tf_max_combine(a, b):
+    # NaN propagates, as torch.amax
+    return tl.where((a > b) | (a != a), a, b)
+
+
+@triton.jit
+def tf_min_combine(a, b):
+    return tl.where((a < b) | (a != a), a, b)
+
+
+@triton.jit
+def tf_argmax_combine(v1, i1, v2, i2):
+    # PyTorch: NaN is the largest value; ties go to the first index.
+    n1 = v1 != v1
+    n2 = v2 != v2
+    first = (v1 > v2) | (n1 & (n2 == 0)) | (((v1 == v2) | (n1 & n2)) & (i1 < i2))
+    return tl.where(first, v1, v2), tl.where(first, i1, i2)
+
+
+@triton.jit
+def tf_argmin_combine(v1, i1, v2, i2):
+    n1 = v1 != v1
+    n2 = v2 != v2
+    first = (v1 < v2) | (n1 & (n2 == 0)) | (((v1 == v2) | (n1 & n2)) & (i1 < i2))
+    return tl.where(first, v1, v2), tl.where(first, i1, i2)
+
+'''
+
+#: Helpers defined in HEADER, which the loader turns into Triton functions.
+HELPERS = ("tf_div_trunc_int", "tf_div_floor_int", "tf_remainder_int", "tf_fmod_int",
+           "tf_remainder_float", "tf_div_floor_float", "tf_sum_combine", "tf_prod_combine",
+           "tf_max_combine", "tf_min_combine", "tf_argmax_combine", "tf_argmin_combine")
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelSource:
+    """A generated kernel.
+
+    Attributes:
+        name: the kernel function's name (also what profilers show).
+        text: the module source.
+        key: SHA-256 of ``text``: the kernel cache key (the source fixes everything the
+            compiled code depends on, and nothing else).
+        params: the kernel's runtime parameter names in order (constexprs excluded).
+    """
+
+    name: str
+    text: str
+    key: str
+    params: tuple[str, ...]
+
+
+def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def convert(expr: str, src: torch.dtype, dst: torch.dtype) -> str:
+    """Triton expression converting ``expr`` from ``src`` to ``dst`` as PyTorch casts."""
+    if src == dst:
+        return expr
+    if dst == torch.bool:
+        return f"({expr} != 0)"
+    return f"{expr}.to({triton_dtype(dst)})"
+
+
+class _Writer:
+    def __init__(self, group, layout: KernelLayout, scheduler: str, exact_rounding: bool):
+        self.g = group
+        self.dom: Domain = group.domain
+        self.layout = layout
+        self.scheduler = scheduler
+        self.exact = exact_rounding
+        self.reduce = scheduler != "pointwise"
+        self.loop = scheduler == "reduction.loop"
+        self.lines: list[str] = []
+        self.indent = 1
+        self.counter = 0
+        self.tensors: list[Value] = [v for v in group.inputs if v.meta is not None] + list(group.outputs)
+        self.access: dict[Value, TensorAccess] = dict(zip(self.tensors, layout.accesses))
+        self.pname: dict[Value, str] = {}
+        for i, v in enumerate(v for v in group.inputs):
+            self.pname[v] = f"in{i}"
+        for i, v in enumerate(group.outputs):
+            self.pname[v] = f"out{i}"
+        self.stride_params: dict[Value, list[str]] = {}
+        for t in self.tensors:
+            acc = self.access[t]
+            names = []
+            for k, c in enumerate(acc.x + acc.r):
+                if c == "g":
+                    names.append(f"{self.pname[t]}_s{k}")
+            self.stride_params[t] = names
+        # emitted values per scope: name -> (variable, dtype)
+        self.scopes: list[dict[Value, tuple[str, torch.dtype]]] = [{}]
+        self.producer_of = {o: n for n in group.nodes for o in n.outputs}
+
+    # ------------------------------------------------------------------ text helpers
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.indent + line)
+
+    def fresh(self, prefix: str = "t") -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def in_r(self, v: Value) -> bool:
+        return self.reduce and v.meta is not None and self.dom.varies_along_reduced(v)
+
+    # ------------------------------------------------------------------ indexing
+    def x_offsets(self, t: Value) -> str:
+        acc = self.access[t]
+        if not acc.x:
+            return "0"
+        if acc.x_linear and "0" not in acc.x:
+            return "xindex"
+        return self._offsets(t, acc.x, "x")
+
+    def r_offsets(self, t: Value) -> str:
+        acc = self.access[t]
+        if not acc.r:
+            return "0"
+        if acc.r_linear and "0" not in acc.r:
+            return "rindex"
+        return self._offsets(t, acc.r, "r")
+
+    def _offsets(self, t: Value, classes, prefix: str) -> str:
+        terms = []
+        gnames = self.stride_params[t]
+        # runtime strides are ordered x dims first, then r dims
+        gi = sum(1 for c in self.access[t].x if c == "g") if prefix == "r" else 0
+        for k, c in enumerate(classes):
+            if c == "0":
+                continue
+            if c == "1":
+                terms.append(f"{prefix}{k}")
+            else:
+                terms.append(f"{prefix}{k} * {gnames[gi]}")
+                gi += 1
+        return " + ".join(terms) if terms else "0"
+
+    def address(self, t: Value) -> str:
+        xo = self.x_offsets(t)
+        if self.in_r(t):
+            ro = self.r_offsets(t)
+            return f"{self.pname[t]} + ({xo}) + ({ro})"
+        return f"{self.pname[t]} + ({xo})"
+
+    def unravel(self, prefix: str, n: int, index: str) -> None:
+        if n == 0:
+            return
+        if n == 1:
+            self.emit(f"{prefix}0 = {index}")
+            return
+        rem = index
+        for k in range(n - 1, 0, -1):
+            self.emit(f"{prefix}{k} = {rem} % {prefix}s{k}")
+            nxt = f"{prefix}q{k}"
+            self.emit(f"{nxt} = {rem} // {prefix}s{k}")
+            rem = nxt
+        self.emit(f"{prefix}0 = {rem}")
+
+    def needs_unravel(self, which: str) -> bool:
+        for t in self.tensors:
+            acc = self.access[t]
+            classes, linear = (acc.x, acc.x_linear) if which == "x" else (acc.r, acc.r_linear)
+            if which == "r" and not self.in_r(t):
+                continue
+            if classes and not (linear and "0" not in classes):
+                return True
+        return False
+
+    # ------------------------------------------------------------------ values
+    def lookup(self, v: Value):
+        for scope in reversed(self.scopes):
+            if v in scope:
+                return scope[v]
+        return None
+
+    def define(self, v: Value, var: str, dtype: torch.dtype, outer: bool = False) -> None:
+        (self.scopes[0] if outer else self.scopes[-1])[v] = (var, dtype)
+
+    def mask_for(self, v: Value) -> str:
+        if not self.reduce:
+            return "xmask"
+        return "xrmask" if self.in_r(v) else "xmask"
+
+    def value(self, v: Value) -> tuple[str, torch.dtype]:
+        """The variable holding ``v`` in the current scope, emitting its computation if needed."""
+        got = self.lookup(v)
+        if got is not None:
+            return got
+        if v.meta is None:  # runtime scalar argument
+            return (self.pname[v], _scalar_dtype(v))
+        node = self.producer_of.get(v)
+        if node is None:  # a group input: load it
+            var = self.fresh("ld")
+            self.emit(f"{var} = tl.load({self.address(v)}, mask={self.mask_for(v)}, other=0)")
+            self.define(v, var, v.meta.dtype)
+            return var, v.meta.dtype
+        self.emit_node(node)
+        return self.lookup(v)
+
+    def operand(self, x: Any, dtype: torch.dtype) -> str | None:
+        if x is None:
+            return None
+        if isinstance(x, Value):
+            if x.meta is None:
+                return f"tl.full([], {self.pname[x]}, {triton_dtype(dtype)})" if dtype != torch.bool else f"({self.pname[x]} != 0)"
+            var, dt = self.value(x)
+            return convert(var, dt, dtype)
+        return literal(x, dtype)
+
+    def emit_node(self, node: Node) -> None:
+        opdef = REGISTRY[node.op]
+        if opdef.kind == "layout":
+            var, dt = self.value(node.inputs[0])
+            self.define(node.output, var, dt)
+            return
+        if opdef.kind == "constant":
+            out = node.output
+            var = self.fresh()
+            self.emit(f"{var} = {literal(node.attrs['value'], out.meta.dtype)}")
+            self.define(out, var, out.meta.dtype, outer=True)
+            return
+        if opdef.kind == "reduction":
+            raise AssertionError("reductions are emitted by the pass structure")
+        out = node.output
+        compute = node.attrs.get("compute_dtype")
+        if compute is None:
+            src = node.inputs[0]
+            compute = src.meta.dtype if isinstance(src, Value) and src.meta is not None else out.meta.dtype
+        args = []
+        for i, x in enumerate(node.inputs):
+            promoted = opdef.promoted is None or i in opdef.promoted
+            if not promoted and isinstance(x, Value) and x.meta is not None:
+                var, dt = self.value(x)
+                args.append(convert(var, dt, torch.bool) if node.op == "where" and i == 0 else var)
+            else:
+                args.append(self.operand(x, compute))
+        expr = opdef.emit(args, compute, node.attrs)
+        result_dtype = torch.bool if _is_bool_result(node) else compute
+        var = self.fresh()
+        target = out.meta.dtype
+        keep_wide = (not self.exact and result_dtype.is_floating_point and target in (torch.float16, torch.bfloat16)
+                     and result_dtype == torch.float32)
+        if keep_wide:
+            self.emit(f"{var} = {expr}")
+            self.define(out, var, result_dtype)
+        else:
+            self.emit(f"{var} = {convert(expr, result_dtype, target)}")
+            self.define(out, var, target)
+
+    # ------------------------------------------------------------------ reductions
+    def reduction_nodes(self) -> list[Node]:
+        return [n for n in self.g.nodes if REGISTRY[n.op].kind == "reduction"]
+
+    def deps(self, v: Value, memo: dict) -> set[Node]:
+        """Reduction nodes that ``v`` depends on (inside the group)."""
+        if v in memo:
+            return memo[v]
+        node = self.producer_of.get(v)
+        out: set[Node] = set()
+        if node is not None:
+            if REGISTRY[node.op].kind == "reduction":
+                out.add(node)
+            for x in node.inputs:
+                if isinstance(x, Value):
+                    out |= self.deps(x, memo)
+        memo[v] = out
+        return out
+
+    def levels(self) -> dict[Node, int]:
+        memo: dict = {}
+        lv: dict[Node, int] = {}
+        for n in self.reduction_nodes():
+            below = self.deps(n.inputs[0], memo)
+            lv[n] = 1 + max((lv[b] for b in below), default=0)
+        return lv
+
+    def reduce_input(self, node: Node) -> tuple[str, torch.dtype]:
+        info = REDUCTIONS[node.op]
+        src = node.inputs[0]
+        var, dt = self.value(src)
+        out_dtype = node.outputs[0].meta.dtype if info.combine not in ("argmax", "argmin") else src.meta.dtype
+        if info.combine in ("sum", "prod"):
+            acc = _acc_dtype(out_dtype)
+        elif info.combine in ("max", "min", "argmax", "argmin"):
+            acc = _acc_dtype(src.meta.dtype)
+            if acc == torch.bool:
+                acc = torch.int8
+        elif info.combine == "welford":
+            acc = _acc_dtype(out_dtype)
+        else:
+            acc = torch.int8
+        if info.combine in ("any", "all"):
+            return f"({convert(var, dt, torch.bool)}).to(tl.int8)", torch.int8
+        return convert(var, dt, acc), acc
+
+    def identity(self, combine: str, dtype: torch.dtype) -> str:
+        if combine in ("sum", "welford"):
+            return literal(0, dtype)
+        if combine == "prod":
+            return literal(1, dtype)
+        if combine in ("max", "argmax"):
+            return "float('-inf')" if dtype.is_floating_point else literal(torch.iinfo(dtype).min, dtype)
+        if combine in ("min", "argmin"):
+            return "float('inf')" if dtype.is_floating_point else literal(torch.iinfo(dtype).max, dtype)
+        if combine == "any":
+            return "0"
+        if combine == "all":
+            return "1"
+        raise AssertionError(combine)
+
+    # Reductions are written with tl.sum / tl.max / tl.min over the r axis wherever possible:
+    # those lower to Triton's fast tree reductions on a GPU and to NumPy in the interpreter.
+    # NaN propagation (torch.amax), first-index ties (torch.argmax) and Welford's combine are
+    # expressed with extra such reductions instead of custom combine functions.
+
+    def max_nan(self, src: str, c: str, dtype: torch.dtype) -> str:
+        """Row max (c="max") or min of the [XBLOCK, RBLOCK] tile ``src``, NaN-propagating."""
+        res = self.fresh("mx")
+        fn = "tl.max" if c in ("max", "argmax") else "tl.min"
+        self.emit(f"{res} = {fn}({src}, 1)[:, None]")
+        if dtype.is_floating_point:
+            self.emit(f"{res} = tl.where(tl.max(({src} != {src}).to(tl.int8), 1)[:, None] > 0, float('nan'), {res})")
+        return res
+
+    def first_index(self, vals: str, idxs: str, best: str) -> str:
+        """Smallest index among lanes whose value equals ``best`` (NaN matching NaN)."""
+        res = self.fresh("ix")
+        self.emit(f"{res} = tl.min(tl.where(({vals} == {best}) | (({vals} != {vals}) & ({best} != {best})), "
+                  f"{idxs}, 2147483647), 1)[:, None]")
+        return res
+
+    def emit_persistent_reduction(self, node: Node) -> None:
+        info = REDUCTIONS[node.op]
+        v, acc = self.reduce_input(node)
+        c = info.combine
+        mask = "xrmask"
+        res = self.fresh("red")
+        ident = self.identity(c, acc)
+        if c == "sum":
+            self.emit(f"{res} = tl.sum(tl.where({mask}, {v}, {ident}), 1)[:, None]")
+            self.finish_reduction(node, {"value": (res, acc)})
+        elif c == "prod":
+            self.emit(f"{res} = tl.reduce(tl.where({mask}, {v}, {ident}), 1, tf_prod_combine)[:, None]")
+            self.finish_reduction(node, {"value": (res, acc)})
+        elif c in ("max", "min"):
+            self.emit(f"{res} = tl.where({mask}, {v}, {ident})")
+            self.finish_reduction(node, {"value": (self.max_nan(res, c, acc), acc)})
+        elif c in ("any", "all"):
+            fn = "tl.max" if c == "any" else "tl.min"
+            self.emit(f"{res} = ({fn}(tl.where({mask}, {v}, {ident}), 1) != 0)[:, None]")
+            self.finish_reduction(node, {"value": (res, torch.bool)})
+        elif c == "welford":
+            n = self.fresh("n")
+            self.emit(f"{n} = tl.full([], rnumel, {triton_dtype(acc)})")
+            self.emit(f"{res}_mean = tl.sum(tl.where({mask}, {v}, 0.0), 1)[:, None] / {n}")
+            self.emit(f"{res}_d = tl.where({mask}, {v} - {res}_mean, 0.0)")
+            self.emit(f"{res}_m2 = tl.sum({res}_d * {res}_d, 1)[:, None]")
+            self.finish_welford(node, f"{res}_mean", f"{res}_m2", n, acc)
+        elif c in ("argmax", "argmin"):
+            self.emit(f"{res}_v = tl.where({mask}, {v}, {ident})")
+            best = self.max_nan(f"{res}_v", c, acc)
+            idx = self.first_index(f"{res}_v", f"tl.where({mask}, rindex, 2147483647)", best)
+            self.finish_reduction(node, {"value": (best, acc), "index": (idx, torch.int32)})
+        else:
+            raise AssertionError(c)
+
+    def finish_welford(self, node: Node, mean: str, m2: str, n: str, acc: torch.dtype) -> None:
+        corr = node.attrs.get("correction", 1.0)
+        var = self.fresh("var")
+        self.emit(f"{var} = {m2} / tl.maximum({n} - {float(corr)!r}, 0.0)")
+        self.finish_reduction(node, {"var": (var, acc), "mean": (mean, acc)})
+
+    def finish_reduction(self, node: Node, results: dict[str, tuple[str, torch.dtype]]) -> None:
+        info = REDUCTIONS[node.op]
+        for name, out in zip(info.outputs, node.outputs):
+            var, dt = results[name]
+            if info.mean and name == "value":
+                v2 = self.fresh("mean")
+                self.emit(f"{v2} = {var} / tl.full([], rnumel, {triton_dtype(dt)})")
+                var = v2
+            final = self.fresh("r")
+            self.emit(f"{final} = {convert(var, dt, out.meta.dtype)}")
+            self.define(out, final, out.meta.dtype, outer=True)
+
+    def emit_loop_accumulate(self, node: Node, accs: dict) -> None:
+        info = REDUCTIONS[node.op]
+        c = info.combine
+        v, acc = self.reduce_input(node)
+        a = accs[node]
+        mask = "xrmask"
+        ident = self.identity(c, acc)
+        if c == "sum":
+            self.emit(f"{a} = {a} + tl.where({mask}, {v}, {ident})")
+        elif c in ("prod", "max", "min"):
+            fn = {"prod": "tf_prod_combine", "max": "tf_max_combine", "min": "tf_min_combine"}[c]
+            self.emit(f"{a} = {fn}({a}, tl.where({mask}, {v}, {ident}))")
+        elif c in ("any", "all"):
+            fn = "tl.maximum" if c == "any" else "tl.minimum"
+            self.emit(f"{a} = {fn}({a}, tl.where({mask}, {v}, {ident}))")
+        elif c == "welford":
+            self.emit(f"{a}_x = {v}")
+            self.emit(f"{a}_wn = {a}_w + tl.where({mask}, 1.0, 0.0)")
+            self.emit(f"{a}_delta = {a}_x - {a}_mean")
+            self.emit(f"{a}_mean = tl.where({mask}, {a}_mean + {a}_delta / tl.where({mask}, {a}_wn, 1.0), {a}_mean)")
+            self.emit(f"{a}_m2 = tl.where({mask}, {a}_m2 + {a}_delta * ({a}_x - {a}_mean), {a}_m2)")
+            self.emit(f"{a}_w = {a}_wn")
+        elif c in ("argmax", "argmin"):
+            self.emit(f"{a}_nv = tl.where({mask}, {v}, {ident})")
+            self.emit(f"{a}_ni = tl.where({mask}, rindex, 2147483647) + tl.zeros([XBLOCK, RBLOCK], {self.index_type})")
+            self.emit(f"{a}_v, {a}_i = tf_{c}_combine({a}_v, {a}_i, {a}_nv, {a}_ni)")
+
+    @property
+    def index_type(self) -> str:
+        return "tl.int64" if self.layout.index64 else "tl.int32"
+
+    def emit_loop_init(self, node: Node, accs: dict) -> None:
+        info = REDUCTIONS[node.op]
+        c = info.combine
+        a = self.fresh("acc")
+        accs[node] = a
+        acc = self._acc_of(node)
+        tdt = triton_dtype(acc)
+        shape = "[XBLOCK, RBLOCK]"
+        if c == "welford":
+            for part in ("mean", "m2", "w"):
+                self.emit(f"{a}_{part} = tl.zeros({shape}, {tdt})")
+        elif c in ("argmax", "argmin"):
+            self.emit(f"{a}_v = tl.full({shape}, {self.identity(c, acc)}, {tdt})")
+            self.emit(f"{a}_i = tl.full({shape}, 2147483647, {self.index_type})")
+        else:
+            self.emit(f"{a} = tl.full({shape}, {self.identity(c, acc)}, {tdt})")
+
+    def _acc_of(self, node: Node) -> torch.dtype:
+        info = REDUCTIONS[node.op]
+        src = node.inputs[0]
+        out_dtype = node.outputs[0].meta.dtype
+        if info.combine in ("sum", "prod", "welford"):
+            return _acc_dtype(out_dtype)
+        if info.combine in ("any", "all"):
+            return torch.int8
+        acc = _acc_dtype(src.meta.dtype)
+        return torch.int8 if acc == torch.bool else acc
+
+    def emit_loop_finish(self, node: Node, accs: dict) -> None:
+        info = REDUCTIONS[node.op]
+        c = info.combine
+        a = accs[node]
+        acc = self._acc_of(node)
+        res = self.fresh("red")
+        if c == "sum":
+            self.emit(f"{res} = tl.sum({a}, 1)[:, None]")
+            self.finish_reduction(node, {"value": (res, acc)})
+        elif c == "prod":
+            self.emit(f"{res} = tl.reduce({a}, 1, tf_prod_combine)[:, None]")
+            self.finish_reduction(node, {"value": (res, acc)})
+        elif c in ("max", "min"):
+            self.finish_reduction(node, {"value": (self.max_nan(a, c, acc), acc)})
+        elif c in ("any", "all"):
+            fn = "tl.max" if c == "any" else "tl.min"
+            self.emit(f"{res} = ({fn}({a}, 1) != 0)[:, None]")
+            self.finish_reduction(node, {"value": (res, torch.bool)})
+        elif c == "welford":
+            # Combine the per-lane (mean, m2, count) triples in closed form (Chan et al.):
+            # N = sum n_i, mean = sum n_i mean_i / N, M2 = sum m2_i + sum n_i (mean_i - mean)^2.
+            self.emit(f"{res}_w = tl.sum({a}_w, 1)[:, None]")
+            self.emit(f"{res}_mean = tl.sum({a}_w * {a}_mean, 1)[:, None] / tl.where({res}_w == 0.0, 1.0, {res}_w)")
+            self.emit(f"{res}_dm = {a}_mean - {res}_mean")
+            self.emit(f"{res}_m2 = tl.sum({a}_m2 + {a}_w * {res}_dm * {res}_dm, 1)[:, None]")
+            n = self.fresh("n")
+            self.emit(f"{n} = tl.full([], rnumel, {triton_dtype(acc)})")
+            self.finish_welford(node, f"{res}_mean", f"{res}_m2", n, acc)
+        elif c in ("argmax", "argmin"):
+            best = self.max_nan(f"{a}_v", c, acc)
+            idx = self.first_index(f"{a}_v", f"{a}_i", best)
+            self.finish_reduction(node, {"value": (best, acc), "index": (idx, torch.int32)})
+
+    # ------------------------------------------------------------------ stores
+    def store(self, out: Value) -> None:
+        var, dt = self.value(out)
+        self.emit(f"tl.store({self.address(out)}, {convert(var, dt, out.meta.dtype)}, mask={self.mask_for(out)})")
+
+    # ------------------------------------------------------------------ whole kernels
+    def write(self) -> KernelSource:
+        params = [self.pname[v] for v in self.g.inputs] + [self.pname[v] for v in self.g.outputs]
+        params += [f"xs{k}" for k in range(self.layout.n_x)] + [f"rs{k}" for k in range(self.layout.n_r)]
+        for t in self.tensors:
+            params += self.stride_params[t]
+        params += ["xnumel", "rnumel"]
+        pid = "tl.program_id(0).to(tl.int64)" if self.layout.index64 else "tl.program_id(0)"
+        if not self.reduce:
+            self.emit(f"xoffset = {pid} * XBLOCK")
+            self.emit("xindex = xoffset + tl.arange(0, XBLOCK)")
+            self.emit("xmask = xindex < xnumel")
+            if self.needs_unravel("x"):
+                self.unravel("x", self.layout.n_x, "xindex")
+            for out in self.g.outputs:
+                self.store(out)
+        else:
+            self.emit(f"xoffset = {pid} * XBLOCK")
+            self.emit("xindex = xoffset + tl.arange(0, XBLOCK)[:, None]")
+            self.emit("xmask = xindex < xnumel")
+            if self.needs_unravel("x"):
+                self.unravel("x", self.layout.n_x, "xindex")
+            if self.loop:
+                self.write_loops()
+            else:
+                self.write_persistent()
+        name = _kernel_name(self.g)
+        body = "\n".join(self.lines)
+        sig = ", ".join(params + ["XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"])
+        text = f"{HEADER}\n\n@triton.jit\ndef {name}({sig}):\n{body}\n"
+        key = hashlib.sha256(text.encode()).hexdigest()
+        return KernelSource(name=name, text=text, key=key, params=tuple(params))
+
+    def r_prologue(self, offset: str) -> None:
+        ridx = f"{offset} + tl.arange(0, RBLOCK)[None, :]"
+        if self.layout.index64:
+            ridx = f"({ridx}).to(tl.int64)"
+        self.emit(f"rindex = {ridx}")
+        self.emit("rmask = rindex < rnumel")
+        self.emit("xrmask = xmask & rmask")
+        if self.needs_unravel("r"):
+            self.unravel("r", self.layout.n_r, "rindex")
+
+    def write_persistent(self) -> None:
+        self.r_prologue("0")
+        for node in self.g.nodes:
+            kind = REGISTRY[node.op].kind
+            if kind == "reduction":
+                self.emit_persistent_reduction(node)
+        for out in self.g.outputs:
+            self.store(out)
+
+    def write_loops(self) -> None:
+        lv = self.levels()
+        depth = max(lv.values(), default=0)
+        memo: dict = {}
+        out_pass: dict[Value, int] = {}
+        for out in self.g.outputs:
+            if self.in_r(out):
+                need = self.deps(out, memo)
+                p = 1 + max((lv[n] for n in need), default=0)
+                out_pass[out] = p if p <= depth else depth + 1
+        for k in range(1, depth + 2):
+            reds = [n for n in self.reduction_nodes() if lv[n] == k]
+            outs = [o for o in self.g.outputs if out_pass.get(o) == k]
+            if not reds and not outs:
+                continue
+            # kept-space values this loop needs, computed once before it
+            for v in self.x_values_needed(reds, outs):
+                self.value(v)
+            accs: dict = {}
+            for n in reds:
+                self.emit_loop_init(n, accs)
+            self.emit("for roffset in range(0, rnumel, RBLOCK):")
+            self.indent += 1
+            self.scopes.append({})
+            self.r_prologue("roffset")
+            for n in reds:
+                self.emit_loop_accumulate(n, accs)
+            for o in outs:
+                self.store(o)
+            self.scopes.pop()
+            self.indent -= 1
+            for n in reds:
+                self.emit_loop_finish(n, accs)
+        for out in self.g.outputs:
+            if not self.in_r(out):
+                self.store(out)
+
+    def x_values_needed(self, reds: list[Node], outs: list[Value]) -> list[Value]:
+        """Kept-space values (in topological order) that the given loop reads."""
+        found: list[Value] = []
+        seen: set[Value] = set()
+
+        def visit(v: Value):
+            if v in seen or not isinstance(v, Value) or v.meta is None:
+                return
+            seen.add(v)
+            if self.lookup(v) is not None:
+                return
+            node = self.producer_of.get(v)
+            if not self.in_r(v):
+                if node is not None and REGISTRY[node.op].kind == "reduction":
+                    return
+                if node is not None:
+                    for x in node.inputs:
+                        visit(x)
+                found.append(v)
+                return
+            if node is not None:
+                for x in node.inputs:
+                    visit(x)
+
+        for n in reds:
+            visit(n.inputs[0])
+        for o in outs:
+            visit(o)
+        return found
+
+
+def _scalar_dtype(v: Value) -> torch.dtype:
+    ex = v.example
+    if isinstance(ex, (bool,)):
+        return torch.bool
+    if isinstance(ex, (torch.SymFloat, float)):
+        return torch.float32
+    return torch.int64
+
+
+def _is_bool_result(node: Node) -> bool:
+    return REGISTRY[node.op].promotion is PROMOTE.ALWAYS_BOOL
+
+
+def _kernel_name(group) -> str:
+    ops = []
+    for n in group.nodes:
+        if REGISTRY[n.op].kind in ("pointwise", "reduction") and n.op not in ops:
+            ops.append(n.op)
+    kind = "red" if group.domain.reduced else "pw"
+    return f"tf_{kind}_" + "_".join(ops[:5])
+
+
+def generate(group, layout: KernelLayout, scheduler: str, exact_rounding: bool = True) -> KernelSource:
+    """Generate the Triton module for ``group`` under ``layout``.
+
+    Args:
+        group: the fusion group.
+        layout: the code-relevant layout of the call (from ``schedulers.layout.analyze``).
+        scheduler: ``pointwise``, ``reduction.persistent`` or ``reduction.loop``.
+        exact_rounding: round intermediates to their eager dtype (see ``Options``).
+
+    Raises:
+        Unsupported: an op or dtype combination has no Triton emission; the group runs
+            through ATen instead.
+    """
+    return _Writer(group, layout, scheduler, exact_rounding).write()

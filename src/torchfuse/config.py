@@ -1,0 +1,99 @@
+"""Options: the one place where torchfuse reads its settings.
+
+Every stage receives an :class:`Options` object; no other module reads ``os.environ``.
+Environment variables give defaults, keyword arguments to :func:`torchfuse.compile`
+override them.
+
+Environment variables
+---------------------
+``TORCHFUSE_INTERPRET=1``
+    Run generated Triton kernels on CPU tensors through Triton's interpreter.
+``TORCHFUSE_DUMP_DIR=path``
+    Write each stage's text (captured graph, fusion groups, kernels, launch
+    configurations) under ``path``, one file per graph or kernel.
+``TORCHFUSE_CACHE_DIR=path``
+    Where the persistent kernel cache lives (default: the user cache directory,
+    ``$XDG_CACHE_HOME/torchfuse`` or ``~/.cache/torchfuse``).
+``TORCHFUSE_DISABLE_CACHE=1``
+    Do not read or write the persistent cache.
+``TORCHFUSE_LOGS=fusion,schedule,cache,recompile``
+    Turn on INFO logging of those topics under the ``torchfuse`` logger.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in _TRUE
+
+
+def default_cache_dir() -> Path:
+    """The persistent cache directory: ``$TORCHFUSE_CACHE_DIR``, else the user cache dir."""
+    if os.environ.get("TORCHFUSE_CACHE_DIR"):
+        return Path(os.environ["TORCHFUSE_CACHE_DIR"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "torchfuse"
+
+
+def log_topics_from_env() -> frozenset[str]:
+    """The topics named in ``TORCHFUSE_LOGS`` (comma separated)."""
+    raw = os.environ.get("TORCHFUSE_LOGS", "")
+    return frozenset(t.strip() for t in raw.split(",") if t.strip())
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """Compiler options, passed unchanged through every stage.
+
+    Attributes:
+        interpret: run generated kernels through Triton's interpreter on CPU tensors. Without
+            it, graphs on CPU tensors run eagerly (decomposed ATen), unfused.
+        fuse: build fusion groups at all; ``False`` runs every op through ATen (a baseline).
+        dump_dir: where to write each stage's text, or ``None``.
+        cache_dir: persistent kernel cache location, or ``None`` to run without one.
+        compile_threads: worker threads used to compile one graph's kernels in parallel.
+        max_group_ops: largest number of IR ops in one fusion group (bounds compile time and
+            register pressure of generated kernels).
+        persistent_max_elements: largest reduction extent (elements) that the reduction
+            scheduler keeps entirely in registers (one read of the input per row).
+        exact_rounding: round every intermediate value to the dtype eager would store it in,
+            so fused fp16/bf16 chains equal eager's per-op rounding (PyTorch semantics).
+            ``False`` keeps fp32 intermediates (slightly more accurate, not eager's values).
+        interpret_integer_division: fuse integer division and remainder on CPU tensors too.
+            Off by default because eager raises ZeroDivisionError there and a kernel cannot;
+            tests turn it on to exercise those kernels under the interpreter.
+    """
+
+    interpret: bool = False
+    fuse: bool = True
+    dump_dir: str | None = None
+    cache_dir: str | None = None
+    compile_threads: int = 8
+    max_group_ops: int = 256
+    persistent_max_elements: int = 8192
+    exact_rounding: bool = True
+    interpret_integer_division: bool = False
+
+    @staticmethod
+    def from_env(**overrides) -> "Options":
+        """Defaults from the environment, then ``overrides`` (names of the attributes).
+
+        Raises:
+            TypeError: an override names no option.
+        """
+        env = dict(
+            interpret=_env_flag("TORCHFUSE_INTERPRET"),
+            dump_dir=os.environ.get("TORCHFUSE_DUMP_DIR") or None,
+            cache_dir=None if _env_flag("TORCHFUSE_DISABLE_CACHE") else str(default_cache_dir()),
+        )
+        names = {f.name for f in dataclasses.fields(Options)}
+        unknown = set(overrides) - names
+        if unknown:
+            raise TypeError(f"unknown torchfuse option(s): {sorted(unknown)}; known: {sorted(names)}")
+        env.update(overrides)
+        return Options(**env)

@@ -1,0 +1,781 @@
+"""THE op registry: every primitive op the compiler can fuse, in one table.
+
+Each :class:`OpDef` says which ATen overloads map to it, how to read their arguments
+(``parse``), how PyTorch promotes its operand dtypes (``promotion``, PyTorch's own
+``ELEMENTWISE_TYPE_PROMOTION_KIND``), how to write it in Triton (``emit``), which compute
+dtypes it takes, and the input domain its tests sample from. The segmenter, the code
+generator and the registry-driven tests all read this table; an ATen op with no entry here
+runs through ATen.
+
+Kinds:
+    ``pointwise``  one output element from the same-index elements of the inputs.
+    ``reduction``  reduces some dims of one input (sum, amax, var_mean, argmax ...).
+    ``layout``     relabels dims without moving data (permute, expand, unsqueeze, squeeze,
+                   size-1 reshapes): inside a fusion group it is pure index arithmetic.
+    ``constant``   a tensor filled with one scalar (full, scalar_tensor).
+
+Semantics follow PyTorch's CUDA kernels, which the sources cite where they are subtle
+(floor division, remainder, NaN propagation of max/min, rounding of ``round``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable
+
+import torch
+from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as PROMOTE
+
+from .graph import Value
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+
+FLOAT_DTYPES = frozenset({torch.float16, torch.bfloat16, torch.float32, torch.float64})
+INT_DTYPES = frozenset({torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8})
+ALL_DTYPES = FLOAT_DTYPES | INT_DTYPES | {torch.bool}
+#: dtypes a Triton kernel can load and store.
+KERNEL_DTYPES = ALL_DTYPES
+
+
+class Unsupported(Exception):
+    """This use of an op cannot be fused; the message says why. The op runs through ATen."""
+
+
+@dataclasses.dataclass(frozen=True)
+class OpDef:
+    """One primitive op.
+
+    Attributes:
+        name: registry name, used in IR text, kernel names and tests.
+        kind: ``pointwise``, ``reduction``, ``layout`` or ``constant``.
+        aten: the ATen overloads that map to this op.
+        parse: ``(args, kwargs) -> (inputs, attrs)``; ``args`` hold :class:`Value` objects for
+            tensors. Raises :class:`Unsupported` for argument combinations it cannot fuse.
+        emit: pointwise only: ``(args, dtype, attrs) -> str``, a Triton expression of the
+            argument expressions, all already of the compute ``dtype``.
+        promotion: PyTorch's type-promotion kind for the promoted operands, or ``None`` when
+            operands are used at their own dtype (casts, ``where``'s condition).
+        promoted: indices of the inputs that take part in promotion (``None``: all).
+        dtypes: compute dtypes the emission supports.
+        domain: ``(low, high)`` for sampling float test inputs; ``None`` means unbounded.
+        integer_division: the op divides integers (stays on ATen under the interpreter by
+            default, where eager raises ZeroDivisionError and a kernel cannot).
+    """
+
+    name: str
+    kind: str
+    aten: tuple
+    parse: Callable
+    emit: Callable | None = None
+    promotion: Any = PROMOTE.DEFAULT
+    promoted: tuple[int, ...] | None = None
+    dtypes: frozenset = ALL_DTYPES
+    domain: tuple[float, float] | None = None
+    integer_division: bool = False
+
+
+REGISTRY: dict[str, OpDef] = {}
+ATEN_TO_OP: dict[Any, OpDef] = {}
+
+
+def register(opdef: OpDef) -> OpDef:
+    if opdef.name in REGISTRY:
+        raise ValueError(f"op {opdef.name} registered twice")
+    REGISTRY[opdef.name] = opdef
+    for overload in opdef.aten:
+        ATEN_TO_OP[overload] = opdef
+    return opdef
+
+
+def lookup(target: Any) -> OpDef | None:
+    """The registry entry for an ATen overload, or ``None`` when it is not fusible."""
+    return ATEN_TO_OP.get(target)
+
+
+# ----------------------------------------------------------------------------- parsing helpers
+
+def _rank(v: Any) -> int:
+    return v.meta.rank if isinstance(v, Value) and v.meta is not None else 0
+
+
+def normalize_dim(d: int, rank: int) -> int:
+    r = max(rank, 1)
+    if not -r <= d < r:
+        raise IndexError(f"dim {d} out of range for rank {rank}")
+    return d % r
+
+
+def _normalize_dims(dims, rank: int) -> tuple[int, ...]:
+    if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+        return tuple(range(rank))
+    if isinstance(dims, int):
+        dims = [dims]
+    return tuple(sorted({normalize_dim(int(d), rank) for d in dims}))
+
+
+def _scalar_ok(x: Any) -> None:
+    if isinstance(x, complex):
+        raise Unsupported("complex scalar")
+
+
+def parse_operands(*names: str, kw: tuple[str, ...] = ()):
+    """A parser taking the first ``len(names)`` args as inputs and ``kw`` as attributes."""
+
+    def parse(args, kwargs):
+        n = len(names)
+        inputs = list(args[:n])
+        for i, name in enumerate(names):
+            if i >= len(inputs):
+                inputs.append(kwargs[name])
+        for x in inputs:
+            _scalar_ok(x)
+        attrs = {}
+        rest = list(args[n:])
+        for i, k in enumerate(kw):
+            if i < len(rest):
+                attrs[k] = rest[i]
+            elif k in kwargs:
+                attrs[k] = kwargs[k]
+        return inputs, attrs
+
+    return parse
+
+
+def _parse_alpha(args, kwargs):
+    inputs = list(args[:2])
+    alpha = args[2] if len(args) > 2 else kwargs.get("alpha", 1)
+    for x in inputs:
+        _scalar_ok(x)
+    if isinstance(alpha, Value):
+        raise Unsupported("symbolic alpha")
+    return inputs, ({"alpha": alpha} if alpha != 1 else {})
+
+
+# ----------------------------------------------------------------------------- emission helpers
+
+def is_float(dtype: torch.dtype) -> bool:
+    return dtype.is_floating_point
+
+
+def libm(name: str) -> Callable:
+    """Emit ``libdevice.<name>`` (double or single precision chosen by Triton from the dtype)."""
+    return lambda a, dt, at: f"libdevice.{name}({', '.join(a)})"
+
+
+def _float_only(fn: Callable) -> Callable:
+    return fn
+
+
+def _emit_abs(a, dt, at):
+    if dt == torch.bool:
+        return a[0]
+    return f"tl.abs({a[0]})"
+
+
+def _emit_neg(a, dt, at):
+    return f"(-{a[0]})"
+
+
+def _emit_add(a, dt, at):
+    alpha = at.get("alpha", 1)
+    b = a[1] if alpha == 1 else f"({a[1]} * {literal(alpha, dt)})"
+    if dt == torch.bool:
+        return f"({a[0]} | {b})"
+    return f"({a[0]} + {b})"
+
+
+def _emit_sub(a, dt, at):
+    alpha = at.get("alpha", 1)
+    b = a[1] if alpha == 1 else f"({a[1]} * {literal(alpha, dt)})"
+    return f"({a[0]} - {b})"
+
+
+def _emit_mul(a, dt, at):
+    if dt == torch.bool:
+        return f"({a[0]} & {a[1]})"
+    return f"({a[0]} * {a[1]})"
+
+
+def _emit_div(a, dt, at):
+    mode = at.get("rounding_mode")
+    x, y = a
+    if mode is None:
+        return f"({x} / {y})"
+    if mode == "trunc":
+        if is_float(dt):
+            return f"libdevice.trunc({x} / {y})"
+        return f"tf_div_trunc_int({x}, {y})"
+    if mode == "floor":
+        if is_float(dt):
+            return f"tf_div_floor_float({x}, {y})"
+        return f"tf_div_floor_int({x}, {y})"
+    raise Unsupported(f"rounding_mode {mode}")
+
+
+def _emit_remainder(a, dt, at):
+    if is_float(dt):
+        return f"tf_remainder_float({a[0]}, {a[1]})"
+    return f"tf_remainder_int({a[0]}, {a[1]})"
+
+
+def _emit_fmod(a, dt, at):
+    if is_float(dt):
+        return f"libdevice.fmod({a[0]}, {a[1]})"
+    return f"tf_fmod_int({a[0]}, {a[1]})"
+
+
+def _emit_pow(a, dt, at):
+    x, y = a
+    exponent = at.get("exponent_value")
+    if exponent is not None and is_float(dt):
+        # PyTorch's CUDA pow special-cases these exponents (pow_tensor_scalar_kernel).
+        special = {2.0: f"({x} * {x})", 3.0: f"({x} * {x} * {x})", 0.5: f"libdevice.sqrt({x})",
+                   -0.5: f"libdevice.rsqrt({x})", -1.0: f"(1.0 / {x})", -2.0: f"(1.0 / ({x} * {x}))",
+                   1.0: x}
+        if float(exponent) in special:
+            return special[float(exponent)]
+    if not is_float(dt):
+        raise Unsupported("integer pow")
+    return f"libdevice.pow({x}, {y})"
+
+
+def _emit_maximum(a, dt, at):
+    x, y = a
+    if dt == torch.bool:
+        return f"({x} | {y})"
+    if is_float(dt):  # NaN propagates (torch.maximum)
+        return f"tl.where(({x} > {y}) | ({x} != {x}), {x}, {y})"
+    return f"tl.maximum({x}, {y})"
+
+
+def _emit_minimum(a, dt, at):
+    x, y = a
+    if dt == torch.bool:
+        return f"({x} & {y})"
+    if is_float(dt):
+        return f"tl.where(({x} < {y}) | ({x} != {x}), {x}, {y})"
+    return f"tl.minimum({x}, {y})"
+
+
+def _emit_fmax(a, dt, at):
+    x, y = a
+    if not is_float(dt):
+        return _emit_maximum(a, dt, at)
+    return f"tl.where(({x} > {y}) | ({y} != {y}), {x}, {y})"
+
+
+def _emit_fmin(a, dt, at):
+    x, y = a
+    if not is_float(dt):
+        return _emit_minimum(a, dt, at)
+    return f"tl.where(({x} < {y}) | ({y} != {y}), {x}, {y})"
+
+
+def _emit_clamp(a, dt, at):
+    x = a[0]
+    lo = a[1] if len(a) > 1 and a[1] is not None else None
+    hi = a[2] if len(a) > 2 and a[2] is not None else None
+    # PyTorch's clamp: NaN input stays NaN; a lower bound above the upper gives the upper.
+    if lo is not None:
+        x = f"tl.where({x} < {lo}, {lo}, {x})"
+    if hi is not None:
+        x = f"tl.where({x} > {hi}, {hi}, {x})"
+    return x
+
+
+def _parse_clamp(args, kwargs):
+    x = args[0]
+    lo = args[1] if len(args) > 1 else kwargs.get("min")
+    hi = args[2] if len(args) > 2 else kwargs.get("max")
+    for b in (lo, hi):
+        if isinstance(b, float) and math.isnan(b):
+            raise Unsupported("NaN clamp bound")
+    return [x, lo, hi], {}
+
+
+def _emit_sign(a, dt, at):
+    x = a[0]
+    if dt == torch.bool:
+        return x
+    one, zero = literal(1, dt), literal(0, dt)
+    return f"tl.where({x} > {zero}, {one}, tl.where({x} < {zero}, -{one}, {zero}))"
+
+
+def _emit_relu(a, dt, at):
+    zero = literal(0, dt)
+    if dt == torch.bool:
+        return a[0]
+    return f"tl.where({a[0]} < {zero}, {zero}, {a[0]})"
+
+
+def _emit_sigmoid(a, dt, at):
+    return f"(1.0 / (1.0 + tl.exp(-{a[0]})))"
+
+
+def _emit_exp(a, dt, at):
+    if dt == torch.float64:
+        return f"libdevice.exp({a[0]})"
+    return f"tl.exp({a[0]})"
+
+
+def _emit_exp2(a, dt, at):
+    if dt == torch.float64:
+        return f"libdevice.exp2({a[0]})"
+    return f"tl.exp2({a[0]})"
+
+
+def _emit_reciprocal(a, dt, at):
+    return f"(1.0 / {a[0]})"
+
+
+def _emit_cmp(sym: str):
+    return lambda a, dt, at: f"({a[0]} {sym} {a[1]})"
+
+
+def _emit_logical(sym: str):
+    def emit(a, dt, at):
+        xs = [x if dt == torch.bool else f"({x} != {literal(0, dt)})" for x in a]
+        return f"({xs[0]} {sym} {xs[1]})"
+    return emit
+
+
+def _emit_logical_not(a, dt, at):
+    if dt == torch.bool:
+        return f"({a[0]} == 0)"
+    return f"({a[0]} == {literal(0, dt)})"
+
+
+def _emit_bitwise(sym: str):
+    return lambda a, dt, at: f"({a[0]} {sym} {a[1]})"
+
+
+def _emit_bitwise_not(a, dt, at):
+    if dt == torch.bool:
+        return f"({a[0]} == 0)"
+    return f"(~{a[0]})"
+
+
+def _emit_where(a, dt, at):
+    return f"tl.where({a[0]}, {a[1]}, {a[2]})"
+
+
+def _emit_isnan(a, dt, at):
+    if not is_float(dt):
+        return f"({a[0]} != {a[0]})"
+    return f"({a[0]} != {a[0]})"
+
+
+def _emit_isinf(a, dt, at):
+    if not is_float(dt):
+        return f"({a[0]} != {a[0]})"
+    return f"(tl.abs({a[0]}) == float('inf'))"
+
+
+def _emit_identity(a, dt, at):
+    return a[0]
+
+
+def _emit_round(a, dt, at):
+    if not is_float(dt):
+        return a[0]
+    return f"libdevice.nearbyint({a[0]})"  # round half to even, as torch.round
+
+
+def _emit_trunc_like(name: str):
+    def emit(a, dt, at):
+        if not is_float(dt):
+            return a[0]
+        return f"libdevice.{name}({a[0]})"
+    return emit
+
+
+def literal(value: Any, dtype: torch.dtype) -> str:
+    """A Triton expression for the Python scalar ``value`` converted to ``dtype`` as PyTorch would.
+
+    The conversion is done here, with ``torch``, so that e.g. ``int8 + 1000`` wraps exactly
+    as eager does, and a float64 constant keeps its 53 bits.
+    """
+    if dtype == torch.bool:
+        return f"tl.full([], {1 if bool(value) else 0}, tl.int1)"
+    v = torch.tensor(value).to(dtype).item()
+    if dtype.is_floating_point:
+        if math.isnan(v):
+            text = "float('nan')"
+        elif math.isinf(v):
+            text = "float('inf')" if v > 0 else "float('-inf')"
+        else:
+            text = repr(float(v))
+        if dtype == torch.float64:
+            return f"tl.full([], {text}, tl.float64)"
+        return text if dtype == torch.float32 else f"tl.full([], {text}, {triton_dtype(dtype)})"
+    v = int(v)
+    if dtype == torch.int64 and not (-(2**31) <= v < 2**31):
+        return f"tl.full([], {v}, tl.int64)"
+    return f"tl.full([], {v}, {triton_dtype(dtype)})"
+
+
+_TRITON_DTYPES = {
+    torch.float16: "tl.float16", torch.bfloat16: "tl.bfloat16", torch.float32: "tl.float32",
+    torch.float64: "tl.float64", torch.int8: "tl.int8", torch.int16: "tl.int16",
+    torch.int32: "tl.int32", torch.int64: "tl.int64", torch.uint8: "tl.uint8", torch.bool: "tl.int1",
+}
+
+
+def triton_dtype(dtype: torch.dtype) -> str:
+    """The ``tl`` dtype name for a torch dtype.
+
+    Raises:
+        Unsupported: the dtype has no Triton counterpart the compiler uses.
+    """
+    try:
+        return _TRITON_DTYPES[dtype]
+    except KeyError:
+        raise Unsupported(f"dtype {dtype}") from None
+
+
+# ----------------------------------------------------------------------------- pointwise ops
+
+def pointwise(name, overloads, emit, *, promotion=PROMOTE.DEFAULT, parse=None, nargs=1,
+              dtypes=ALL_DTYPES, domain=None, promoted=None, integer_division=False):
+    names = ("self", "other", "third")[:nargs]
+    register(OpDef(name=name, kind="pointwise", aten=tuple(overloads), parse=parse or parse_operands(*names),
+                   emit=emit, promotion=promotion, promoted=promoted, dtypes=frozenset(dtypes),
+                   domain=domain, integer_division=integer_division))
+
+
+FLOAT = FLOAT_DTYPES
+NUMERIC = FLOAT_DTYPES | INT_DTYPES
+I2F = PROMOTE.INT_TO_FLOAT
+
+pointwise("abs", [aten.abs.default], _emit_abs, promotion=PROMOTE.COMPLEX_TO_FLOAT, dtypes=NUMERIC)
+pointwise("neg", [aten.neg.default], _emit_neg, dtypes=NUMERIC)
+pointwise("reciprocal", [aten.reciprocal.default], _emit_reciprocal, promotion=I2F, dtypes=FLOAT)
+pointwise("exp", [aten.exp.default], _emit_exp, promotion=I2F, dtypes=FLOAT, domain=(-10, 10))
+pointwise("exp2", [aten.exp2.default], _emit_exp2, promotion=I2F, dtypes=FLOAT, domain=(-10, 10))
+pointwise("expm1", [aten.expm1.default], libm("expm1"), promotion=I2F, dtypes=FLOAT, domain=(-10, 10))
+pointwise("log", [aten.log.default], libm("log"), promotion=I2F, dtypes=FLOAT, domain=(0.01, 100))
+pointwise("log2", [aten.log2.default], libm("log2"), promotion=I2F, dtypes=FLOAT, domain=(0.01, 100))
+pointwise("log10", [aten.log10.default], libm("log10"), promotion=I2F, dtypes=FLOAT, domain=(0.01, 100))
+pointwise("log1p", [aten.log1p.default], libm("log1p"), promotion=I2F, dtypes=FLOAT, domain=(-0.9, 100))
+pointwise("sqrt", [aten.sqrt.default], libm("sqrt"), promotion=I2F, dtypes=FLOAT, domain=(0, 100))
+pointwise("rsqrt", [aten.rsqrt.default], libm("rsqrt"), promotion=I2F, dtypes=FLOAT, domain=(0.01, 100))
+pointwise("sin", [aten.sin.default], libm("sin"), promotion=I2F, dtypes=FLOAT)
+pointwise("cos", [aten.cos.default], libm("cos"), promotion=I2F, dtypes=FLOAT)
+pointwise("tan", [aten.tan.default], libm("tan"), promotion=I2F, dtypes=FLOAT, domain=(-1.5, 1.5))
+pointwise("asin", [aten.asin.default], libm("asin"), promotion=I2F, dtypes=FLOAT, domain=(-1, 1))
+pointwise("acos", [aten.acos.default], libm("acos"), promotion=I2F, dtypes=FLOAT, domain=(-1, 1))
+pointwise("atan", [aten.atan.default], libm("atan"), promotion=I2F, dtypes=FLOAT)
+pointwise("sinh", [aten.sinh.default], libm("sinh"), promotion=I2F, dtypes=FLOAT, domain=(-5, 5))
+pointwise("cosh", [aten.cosh.default], libm("cosh"), promotion=I2F, dtypes=FLOAT, domain=(-5, 5))
+pointwise("tanh", [aten.tanh.default], libm("tanh"), promotion=I2F, dtypes=FLOAT)
+pointwise("asinh", [aten.asinh.default], libm("asinh"), promotion=I2F, dtypes=FLOAT)
+pointwise("acosh", [aten.acosh.default], libm("acosh"), promotion=I2F, dtypes=FLOAT, domain=(1, 50))
+pointwise("atanh", [aten.atanh.default], libm("atanh"), promotion=I2F, dtypes=FLOAT, domain=(-0.95, 0.95))
+pointwise("sigmoid", [aten.sigmoid.default], _emit_sigmoid, promotion=I2F, dtypes=FLOAT)
+pointwise("erf", [aten.erf.default], libm("erf"), promotion=I2F, dtypes=FLOAT)
+pointwise("erfc", [aten.erfc.default], libm("erfc"), promotion=I2F, dtypes=FLOAT)
+pointwise("erfinv", [aten.erfinv.default], libm("erfinv"), promotion=I2F, dtypes=FLOAT, domain=(-0.99, 0.99))
+pointwise("lgamma", [aten.lgamma.default], libm("lgamma"), promotion=I2F, dtypes=FLOAT, domain=(0.1, 20))
+pointwise("floor", [aten.floor.default], _emit_trunc_like("floor"), dtypes=NUMERIC)
+pointwise("ceil", [aten.ceil.default], _emit_trunc_like("ceil"), dtypes=NUMERIC)
+pointwise("trunc", [aten.trunc.default], _emit_trunc_like("trunc"), dtypes=NUMERIC)
+pointwise("round", [aten.round.default], _emit_round, dtypes=NUMERIC)
+pointwise("sign", [aten.sign.default, aten.sgn.default], _emit_sign, dtypes=ALL_DTYPES)
+pointwise("relu", [aten.relu.default], _emit_relu, dtypes=NUMERIC)
+pointwise("isnan", [aten.isnan.default], _emit_isnan, promotion=PROMOTE.ALWAYS_BOOL)
+pointwise("isinf", [aten.isinf.default], _emit_isinf, promotion=PROMOTE.ALWAYS_BOOL)
+pointwise("logical_not", [aten.logical_not.default], _emit_logical_not, promotion=PROMOTE.ALWAYS_BOOL)
+pointwise("bitwise_not", [aten.bitwise_not.default], _emit_bitwise_not, dtypes=INT_DTYPES | {torch.bool})
+
+pointwise("add", [aten.add.Tensor, aten.add.Scalar], _emit_add, nargs=2, parse=_parse_alpha)
+pointwise("sub", [aten.sub.Tensor, aten.sub.Scalar], _emit_sub, nargs=2, parse=_parse_alpha, dtypes=NUMERIC)
+pointwise("mul", [aten.mul.Tensor, aten.mul.Scalar], _emit_mul, nargs=2)
+
+
+def _parse_div(args, kwargs):
+    inputs = list(args[:2])
+    mode = args[2] if len(args) > 2 else kwargs.get("rounding_mode")
+    for x in inputs:
+        _scalar_ok(x)
+    return inputs, ({"rounding_mode": mode} if mode is not None else {})
+
+
+def _div_promotion(attrs):
+    return PROMOTE.DEFAULT if attrs.get("rounding_mode") else PROMOTE.INT_TO_FLOAT
+
+
+pointwise("div", [aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode, aten.div.Scalar_mode],
+          _emit_div, nargs=2, parse=_parse_div, promotion=_div_promotion, dtypes=NUMERIC,
+          integer_division=True)
+pointwise("true_divide", [prims.div.default], lambda a, dt, at: (
+    f"({a[0]} / {a[1]})" if is_float(dt) else f"tf_div_trunc_int({a[0]}, {a[1]})"),
+    nargs=2, dtypes=NUMERIC, integer_division=True)
+pointwise("remainder", [aten.remainder.Tensor, aten.remainder.Scalar], _emit_remainder, nargs=2,
+          dtypes=NUMERIC, integer_division=True)
+pointwise("fmod", [aten.fmod.Tensor, aten.fmod.Scalar], _emit_fmod, nargs=2, dtypes=NUMERIC,
+          integer_division=True)
+
+
+def _parse_pow(args, kwargs):
+    inputs = list(args[:2])
+    for x in inputs:
+        _scalar_ok(x)
+    attrs = {}
+    if not isinstance(inputs[1], Value):
+        attrs["exponent_value"] = inputs[1]
+    if not isinstance(inputs[0], Value):
+        raise Unsupported("pow with a scalar base")
+    return inputs, attrs
+
+
+pointwise("pow", [aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar], _emit_pow, nargs=2, parse=_parse_pow,
+          promotion=PROMOTE.BOOL_TO_LONG, dtypes=FLOAT, domain=(0.1, 4))
+pointwise("maximum", [aten.maximum.default], _emit_maximum, nargs=2)
+pointwise("minimum", [aten.minimum.default], _emit_minimum, nargs=2)
+pointwise("fmax", [aten.fmax.default], _emit_fmax, nargs=2, dtypes=NUMERIC)
+pointwise("fmin", [aten.fmin.default], _emit_fmin, nargs=2, dtypes=NUMERIC)
+pointwise("atan2", [aten.atan2.default], libm("atan2"), nargs=2, promotion=I2F, dtypes=FLOAT)
+pointwise("hypot", [aten.hypot.default], libm("hypot"), nargs=2, dtypes=FLOAT)
+pointwise("copysign", [aten.copysign.Tensor, aten.copysign.Scalar], libm("copysign"), nargs=2,
+          promotion=I2F, dtypes=FLOAT)
+for _name, _sym, _ovl in [("eq", "==", aten.eq), ("ne", "!=", aten.ne), ("lt", "<", aten.lt),
+                          ("le", "<=", aten.le), ("gt", ">", aten.gt), ("ge", ">=", aten.ge)]:
+    pointwise(_name, [_ovl.Tensor, _ovl.Scalar], _emit_cmp(_sym), nargs=2, promotion=PROMOTE.ALWAYS_BOOL)
+for _name, _sym, _ovl in [("logical_and", "&", aten.logical_and), ("logical_or", "|", aten.logical_or),
+                          ("logical_xor", "^", aten.logical_xor)]:
+    pointwise(_name, [_ovl.default], _emit_logical(_sym), nargs=2, promotion=PROMOTE.ALWAYS_BOOL)
+for _name, _sym, _ovl in [("bitwise_and", "&", aten.bitwise_and), ("bitwise_or", "|", aten.bitwise_or),
+                          ("bitwise_xor", "^", aten.bitwise_xor)]:
+    pointwise(_name, [_ovl.Tensor, _ovl.Scalar], _emit_bitwise(_sym), nargs=2,
+              dtypes=INT_DTYPES | {torch.bool})
+
+
+def _parse_where(args, kwargs):
+    cond, a, b = args[:3]
+    if not isinstance(cond, Value):
+        raise Unsupported("where with a scalar condition")
+    return [cond, a, b], {}
+
+
+pointwise("where", [aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar],
+          _emit_where, parse=_parse_where, nargs=3, promoted=(1, 2))
+pointwise("clamp", [aten.clamp.default, aten.clamp.Tensor], _emit_clamp, parse=_parse_clamp, nargs=3,
+          dtypes=NUMERIC)
+
+
+def _parse_cast(args, kwargs):
+    x = args[0]
+    dtype = kwargs.get("dtype", args[1] if len(args) > 1 and isinstance(args[1], torch.dtype) else None)
+    device = kwargs.get("device")
+    if device is not None and isinstance(x, Value) and x.meta is not None and torch.device(device) != x.meta.device:
+        raise Unsupported("copy to another device")
+    if kwargs.get("layout") not in (None, torch.strided):
+        raise Unsupported("non-strided layout")
+    return [x], {"dtype": dtype}
+
+
+def _emit_cast(a, dt, at):
+    return a[0]  # the code generator converts the result to the output dtype
+
+
+pointwise("cast", [aten._to_copy.default, prims.convert_element_type.default], _emit_cast,
+          parse=_parse_cast, promotion=None)
+
+
+def _parse_clone(args, kwargs):
+    return [args[0]], {}
+
+
+pointwise("clone", [aten.clone.default], _emit_identity, parse=_parse_clone, promotion=None)
+
+
+def _parse_copy(args, kwargs):
+    # aten.copy(self, src): a value with self's metadata and src's contents.
+    return [args[1]], {}
+
+
+pointwise("copy", [aten.copy.default], _emit_identity, parse=_parse_copy, promotion=None)
+
+
+# ----------------------------------------------------------------------------- constants
+
+def _parse_full(args, kwargs):
+    value = args[1] if len(args) > 1 else kwargs["fill_value"]
+    if isinstance(value, Value) or isinstance(value, complex):
+        raise Unsupported("symbolic or complex fill value")
+    return [], {"value": value}
+
+
+def _parse_full_like(args, kwargs):
+    value = args[1] if len(args) > 1 else kwargs["fill_value"]
+    if isinstance(value, Value) or isinstance(value, complex):
+        raise Unsupported("symbolic or complex fill value")
+    return [], {"value": value}
+
+
+def _parse_scalar_tensor(args, kwargs):
+    value = args[0]
+    if isinstance(value, Value) or isinstance(value, complex):
+        raise Unsupported("symbolic or complex value")
+    return [], {"value": value}
+
+
+register(OpDef("full", "constant", (aten.full.default,), _parse_full, promotion=None))
+register(OpDef("full_like", "constant", (aten.full_like.default,), _parse_full_like, promotion=None))
+register(OpDef("scalar_tensor", "constant", (aten.scalar_tensor.default,), _parse_scalar_tensor, promotion=None))
+
+
+# ----------------------------------------------------------------------------- layout ops
+
+def _parse_permute(args, kwargs):
+    x, dims = args[0], args[1]
+    return [x], {"dims": tuple(normalize_dim(int(d), _rank(x)) for d in dims)}
+
+
+def _parse_unsqueeze(args, kwargs):
+    x, d = args[0], int(args[1])
+    return [x], {"dim": d % (_rank(x) + 1)}
+
+
+def _parse_squeeze(args, kwargs):
+    x = args[0]
+    dims = args[1] if len(args) > 1 else None
+    return [x], {"dims": None if dims is None else _normalize_dims(dims, _rank(x))}
+
+
+def _parse_reshape(args, kwargs):
+    return [args[0]], {}
+
+
+def _parse_broadcast_in_dim(args, kwargs):
+    return [args[0]], {"broadcast_dims": tuple(int(d) for d in args[2])}
+
+
+register(OpDef("permute", "layout", (aten.permute.default,), _parse_permute, promotion=None))
+register(OpDef("expand", "layout", (aten.expand.default,), _parse_reshape, promotion=None))
+register(OpDef("unsqueeze", "layout", (aten.unsqueeze.default,), _parse_unsqueeze, promotion=None))
+register(OpDef("squeeze", "layout", (aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims),
+               _parse_squeeze, promotion=None))
+register(OpDef("reshape", "layout", (aten.view.default, aten._unsafe_view.default, aten.reshape.default),
+               _parse_reshape, promotion=None))
+register(OpDef("alias", "layout", (aten.alias.default,), _parse_reshape, promotion=None))
+register(OpDef("broadcast_in_dim", "layout", (prims.broadcast_in_dim.default,), _parse_broadcast_in_dim,
+               promotion=None))
+
+
+# ----------------------------------------------------------------------------- reductions
+#
+# attrs of every reduction: dims (sorted, normalized), keepdim, and per op: correction (var),
+# out_dtype is the output value's dtype. The code generator keys on ``combine``.
+
+@dataclasses.dataclass(frozen=True)
+class ReductionInfo:
+    """How a reduction combines: ``sum``, ``prod``, ``max``, ``min``, ``welford``, ``argmax``,
+    ``argmin``, ``any``, ``all``; and which outputs it has (``value``, ``index``, ``mean``...)."""
+
+    combine: str
+    outputs: tuple[str, ...] = ("value",)
+    mean: bool = False
+
+
+REDUCTIONS: dict[str, ReductionInfo] = {}
+
+
+def _parse_reduce(default_keepdim=False, dims_arg=1, keep_arg=2, dtype_kw=True):
+    def parse(args, kwargs):
+        x = args[0]
+        rank = _rank(x)
+        dims = args[dims_arg] if len(args) > dims_arg else kwargs.get("dim")
+        keepdim = args[keep_arg] if len(args) > keep_arg else kwargs.get("keepdim", default_keepdim)
+        attrs = {"dims": _normalize_dims(dims, rank), "keepdim": bool(keepdim)}
+        return [x], attrs
+    return parse
+
+
+def _parse_reduce_all(args, kwargs):
+    x = args[0]
+    return [x], {"dims": tuple(range(_rank(x))), "keepdim": False}
+
+
+def _parse_prims_reduce(args, kwargs):
+    x = args[0]
+    return [x], {"dims": _normalize_dims(args[1], _rank(x)), "keepdim": False}
+
+
+def _parse_var(args, kwargs):
+    x = args[0]
+    dims = args[1] if len(args) > 1 else kwargs.get("dim")
+    correction = kwargs.get("correction")
+    if correction is None:
+        correction = 1
+    keepdim = kwargs.get("keepdim", False)
+    if isinstance(correction, Value):
+        raise Unsupported("symbolic correction")
+    return [x], {"dims": _normalize_dims(dims, _rank(x)), "keepdim": bool(keepdim),
+                 "correction": float(correction)}
+
+
+def _parse_prims_var(args, kwargs):
+    x = args[0]
+    correction = args[2] if len(args) > 2 else kwargs.get("correction", 1)
+    return [x], {"dims": _normalize_dims(args[1], _rank(x)), "keepdim": False, "correction": float(correction)}
+
+
+def _parse_arg(args, kwargs):
+    x = args[0]
+    dim = args[1] if len(args) > 1 else kwargs.get("dim")
+    keepdim = args[2] if len(args) > 2 else kwargs.get("keepdim", False)
+    if dim is None:
+        # argmax over the flattened tensor: the index is into the flattened tensor, which
+        # matches a reduction over all dims of a contiguous view only; keep it on ATen.
+        raise Unsupported("argmax/argmin without dim")
+    return [x], {"dims": (normalize_dim(int(dim), _rank(x)),), "keepdim": bool(keepdim)}
+
+
+def reduction(name, overloads, parse, info: ReductionInfo, dtypes=ALL_DTYPES):
+    register(OpDef(name, "reduction", tuple(overloads), parse, promotion=None, dtypes=frozenset(dtypes)))
+    REDUCTIONS[name] = info
+
+
+reduction("sum", [aten.sum.dim_IntList], _parse_reduce(), ReductionInfo("sum"))
+reduction("sum_all", [aten.sum.default], _parse_reduce_all, ReductionInfo("sum"))
+reduction("prims_sum", [prims.sum.default], _parse_prims_reduce, ReductionInfo("sum"))
+reduction("prod", [aten.prod.dim_int], _parse_reduce(), ReductionInfo("prod"), dtypes=NUMERIC | {torch.bool})
+reduction("mean", [aten.mean.dim], _parse_reduce(), ReductionInfo("sum", mean=True), dtypes=FLOAT)
+reduction("mean_all", [aten.mean.default], _parse_reduce_all, ReductionInfo("sum", mean=True), dtypes=FLOAT)
+reduction("amax", [aten.amax.default], _parse_reduce(), ReductionInfo("max"))
+reduction("amin", [aten.amin.default], _parse_reduce(), ReductionInfo("min"))
+reduction("any", [aten.any.dim, aten.any.dims, aten.any.default], _parse_reduce(), ReductionInfo("any"))
+reduction("all", [aten.all.dim, aten.all.dims, aten.all.default], _parse_reduce(), ReductionInfo("all"))
+reduction("var", [aten.var.correction], _parse_var, ReductionInfo("welford", outputs=("var",)), dtypes=FLOAT)
+reduction("prims_var", [prims.var.default], _parse_prims_var, ReductionInfo("welford", outputs=("var",)),
+          dtypes=FLOAT)
+reduction("var_mean", [aten.var_mean.correction], _parse_var,
+          ReductionInfo("welford", outputs=("var", "mean")), dtypes=FLOAT)
+reduction("argmax", [aten.argmax.default], _parse_arg, ReductionInfo("argmax", outputs=("index",)),
+          dtypes=NUMERIC)
+reduction("argmin", [aten.argmin.default], _parse_arg, ReductionInfo("argmin", outputs=("index",)),
+          dtypes=NUMERIC)
+reduction("max_dim", [aten.max.dim], _parse_arg, ReductionInfo("argmax", outputs=("value", "index")),
+          dtypes=NUMERIC)
+reduction("min_dim", [aten.min.dim], _parse_arg, ReductionInfo("argmin", outputs=("value", "index")),
+          dtypes=NUMERIC)
+
+
+def compute_dtype_for_promotion(opdef: OpDef, attrs: dict, operands: list[Any]) -> torch.dtype | None:
+    """PyTorch's computation dtype for a pointwise op's promoted operands.
+
+    ``operands`` are fake tensors or Python numbers (what the FX graph traced). Returns the
+    "opmath" dtype PyTorch computes in (fp32 for fp16/bf16 inputs), or ``None`` when the op
+    takes its operands at their own dtype.
+    """
+    from torch._prims_common import elementwise_dtypes
+
+    kind = opdef.promotion(attrs) if callable(opdef.promotion) else opdef.promotion
+    if kind is None:
+        return None
+    idx = opdef.promoted if opdef.promoted is not None else range(len(operands))
+    promoted = [operands[i] for i in idx if i < len(operands) and operands[i] is not None]
+    compute, _ = elementwise_dtypes(*promoted, type_promotion_kind=kind)
+    return compute

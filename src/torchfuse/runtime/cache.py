@@ -1,0 +1,85 @@
+"""The kernel cache: generated sources by content hash, in memory and on disk.
+
+A kernel's cache key is the SHA-256 of its generated source text. The source is generated
+from exactly what changes the code (the group's ops and dtypes, the rank and stride classes of
+its loops, which dims broadcast, 64-bit indexing, the scheduler kind) and nothing else, so
+equal keys mean the same kernel, and sizes never enter it. Triton's own cache, keyed by the
+same source, holds the compiled binaries; a second process that generates the same source
+finds both.
+
+On disk (``<cache_dir>/kernels/<key[:2]>/<key>.py``) there is only text: nothing is
+unpickled, and a file is imported only after its content hashes to the key in its name. A
+corrupt, truncated or foreign file is replaced; an unwritable or missing directory makes the
+cache run from a private temporary directory instead. Writes go to a temporary file renamed
+into place, so concurrent processes filling one cache never see half a file.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+import threading
+from pathlib import Path
+
+log = logging.getLogger("torchfuse.cache")
+
+_private_dir: Path | None = None
+_private_lock = threading.Lock()
+
+
+def _private() -> Path:
+    global _private_dir
+    with _private_lock:
+        if _private_dir is None:
+            _private_dir = Path(tempfile.mkdtemp(prefix="torchfuse-kernels-"))
+        return _private_dir
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class SourceStore:
+    """Kernel sources on disk, addressed by content hash.
+
+    Args:
+        root: the cache directory, or ``None`` to keep sources in a private temporary dir.
+    """
+
+    def __init__(self, root: str | None):
+        self.root = Path(root) / "kernels" if root else None
+        self.hits = 0
+        self.misses = 0
+
+    def _dir(self, key: str, root: Path) -> Path:
+        return root / key[:2]
+
+    def path_for(self, key: str, text: str) -> Path:
+        """A file holding exactly ``text`` whose name is ``key``; writes it if needed.
+
+        Never raises for cache-directory problems: falls back to a private directory.
+        """
+        assert sha256_text(text) == key, "cache key must be the hash of the source"
+        for root in ([self.root] if self.root is not None else []) + [_private()]:
+            path = self._dir(key, root) / f"{key}.py"
+            try:
+                if path.is_file():
+                    if sha256_text(path.read_text()) == key:
+                        self.hits += 1
+                        log.info("kernel cache hit %s", key[:12])
+                        return path
+                    log.warning("kernel cache file %s does not match its hash; rewriting it", path)
+                self.misses += 1
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")
+                with os.fdopen(fd, "w") as f:
+                    f.write(text)
+                os.replace(tmp, path)
+                if sha256_text(path.read_text()) != key:  # another writer raced us with bad data
+                    raise OSError("content changed while writing")
+                return path
+            except OSError as e:
+                log.info("kernel cache at %s unusable (%s); trying the next location", root, e)
+                continue
+        raise OSError("no writable location for kernel sources")

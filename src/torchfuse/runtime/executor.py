@@ -1,0 +1,353 @@
+"""Running a segmented graph: ATen calls and generated kernels, with per-shape launch plans.
+
+Takes a :class:`~torchfuse.segment.Segmentation`; returns a :class:`CompiledGraph`, the
+callable AOTAutograd (or the user) invokes on every call.
+
+Per call, the graph reads its size symbols from the inputs (a tuple of ints; empty for
+static shapes). The first call with a new tuple builds a *launch plan* for every fusion group
+(domain sizes, loop layout, launch configuration, kernel, argument list: everything that does
+not depend on data pointers) and compiles the plan's kernels in parallel; later calls only
+check that the input strides are the planned ones, allocate outputs and launch. A group whose
+code cannot be generated or compiled runs its ops through ATen, with one warning.
+"""
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from typing import Any, Sequence
+
+import torch
+
+from ..codegen.triton import generate
+from ..config import Options
+from ..ir.graph import Node, Value, as_int, map_values, values_in
+from ..ir.ops import Unsupported
+from ..schedulers import LaunchConfig, layout as layout_mod, pointwise, reduction
+from ..segment import FusionGroup, Segmentation
+from .cache import SourceStore
+from .compile import Kernel, compile_all, load
+
+log = logging.getLogger("torchfuse.schedule")
+recompile_log = logging.getLogger("torchfuse.recompile")
+
+
+class KernelPlan:
+    """Everything needed to launch one group's kernel for one set of sizes and strides.
+
+    Attributes:
+        kernel: the loaded kernel (``None`` when the domain is empty: nothing to launch).
+        config: its launch configuration.
+        in_shapes, in_strides: the tensor inputs' sizes and strides the plan assumes.
+        out_specs: ``(shape, stride, dtype, device)`` per output.
+        scalars: the trailing integer arguments (sizes, strides, element counts).
+        bytes_moved: fewest bytes the kernel must move (each input read once, each output
+            written once), for bandwidth reports.
+    """
+
+    def __init__(self, kernel, config, in_shapes, in_strides, out_specs, scalars, bytes_moved):
+        self.kernel = kernel
+        self.config = config
+        self.in_shapes = in_shapes
+        self.in_strides = in_strides
+        self.out_specs = out_specs
+        self.scalars = scalars
+        self.bytes_moved = bytes_moved
+
+
+class GroupRunner:
+    """Runs one fusion group: plans per size/stride signature, launches, or falls back."""
+
+    def __init__(self, group: FusionGroup, slots: dict[Value, int], graph_symbols, options: Options,
+                 store: SourceStore, stats: dict):
+        self.group = group
+        self.options = options
+        self.store = store
+        self.stats = stats
+        self.symbols = graph_symbols
+        self.in_slots = [slots[v] for v in group.inputs]
+        self.tensor_in = [i for i, v in enumerate(group.inputs) if v.meta is not None]
+        self.out_slots = [slots[v] for v in group.outputs]
+        self.plans: dict[Any, KernelPlan] = {}
+        self.sources: dict[Any, Any] = {}
+        self.failed: str | None = None
+        self.fallback_nodes = group.nodes
+        self.slots = slots
+
+    # -- planning
+    def make_plan(self, sym_values: dict, in_shapes, in_strides, compile_now: bool = True) -> KernelPlan:
+        g = self.group
+        dom = g.domain
+        sizes = [as_int(s, sym_values) for s in dom.sizes]
+        out_specs = []
+        for v in g.outputs:
+            m = v.meta
+            out_specs.append((tuple(as_int(s, sym_values) for s in m.shape),
+                              tuple(as_int(s, sym_values) for s in m.stride), m.dtype, m.device))
+        tensor_strides = []
+        tensors = [g.inputs[i] for i in self.tensor_in]
+        for v, st in zip(tensors, in_strides):
+            tensor_strides.append(_domain_strides(dom.dims[v], st, len(sizes)))
+        for v, spec in zip(g.outputs, out_specs):
+            tensor_strides.append(_domain_strides(dom.dims[v], spec[1], len(sizes)))
+        ref = self._reference(tensors, sizes)
+        rt = layout_mod.analyze(sizes, dom.reduced, tensor_strides, ref)
+        if dom.reduced:
+            config = reduction.heuristic(rt, self.options.persistent_max_elements, self.options.interpret)
+        else:
+            config = pointwise.heuristic(rt, self.options.interpret)
+        nbytes = sum(_numel(s) * v.meta.dtype.itemsize for v, s in zip(tensors, in_shapes))
+        nbytes += sum(_numel(spec[0]) * spec[2].itemsize for spec in out_specs)
+        scalars = list(rt.x_sizes) + list(rt.r_sizes)
+        for st in rt.strides:
+            scalars += list(st)
+        scalars += [rt.xnumel, rt.rnumel]
+        kernel = self._kernel(rt.layout, config) if rt.xnumel > 0 else None
+        plan = KernelPlan(kernel, config, tuple(in_shapes), tuple(in_strides), out_specs, scalars, nbytes)
+        log.info("%s: %s %s (%s)", g.name, config.scheduler, rt.layout, config.reason)
+        return plan
+
+    def _reference(self, tensors: list[Value], sizes) -> int:
+        dom = self.group.domain
+        if dom.reduced:
+            best, best_n = None, -1
+            for i, v in enumerate(tensors):
+                if dom.varies_along_reduced(v):
+                    n = sum(1 for d in dom.dims[v] if d is not None)
+                    if n > best_n:
+                        best, best_n = i, n
+            if best is not None:
+                return best
+        return len(tensors)  # the first output
+
+    def _kernel(self, layout, config: LaunchConfig) -> Kernel:
+        key = (layout, config.code_key)
+        src = self.sources.get(key)
+        if src is None:
+            src = generate(self.group, layout, config.scheduler, self.options.exact_rounding)
+            self.sources[key] = src
+            if self.options.dump_dir:
+                _dump(self.options.dump_dir, f"{src.name}_{src.key[:12]}.py", src.text)
+        before = self.store.misses
+        kernel = load(src, self.store, self.options.interpret)
+        self.stats["kernels_compiled" if self.store.misses > before else "kernels_cached"] += 1
+        return kernel
+
+    def plan_for(self, sym_key, sym_values, tensors) -> KernelPlan:
+        shapes = tuple(t.shape for t in tensors)
+        strides = tuple(t.stride() for t in tensors)
+        plan = self.plans.get(sym_key)
+        if plan is not None and plan.in_strides == strides and plan.in_shapes == shapes:
+            return plan
+        alt = self.plans.get((sym_key, shapes, strides))
+        if alt is not None:
+            return alt
+        if plan is not None:
+            recompile_log.info("%s: input layout changed (%s); planning again", self.group.name, strides)
+        plan = self.make_plan(sym_values, shapes, strides)
+        self.plans[sym_key if sym_key not in self.plans else (sym_key, shapes, strides)] = plan
+        return plan
+
+    # -- running
+    def __call__(self, env: list, sym_key, sym_values) -> None:
+        if self.failed is not None:
+            return self.run_fallback(env)
+        ins = [env[s] for s in self.in_slots]
+        tensors = [ins[i] for i in self.tensor_in]
+        try:
+            plan = self.plan_for(sym_key, sym_values, tensors)
+        except (Unsupported, ValueError, SyntaxError, NameError, ImportError, AssertionError) as e:
+            self.fail(e)
+            return self.run_fallback(env)
+        outs = [torch.empty_strided(s, st, dtype=dt, device=dev) for s, st, dt, dev in plan.out_specs]
+        if plan.kernel is not None:
+            c = plan.config
+            try:
+                plan.kernel.launch(c.grid, ins + outs + plan.scalars, c.XBLOCK, c.RBLOCK, c.num_warps)
+            except Exception as e:  # e.g. a new specialization that fails to compile
+                self.fail(e)
+                return self.run_fallback(env)
+        for s, o in zip(self.out_slots, outs):
+            env[s] = o
+
+    def fail(self, e: BaseException) -> None:
+        self.failed = f"{type(e).__name__}: {e}"
+        warnings.warn(f"torchfuse: fusion group {self.group.name} could not be compiled and runs through "
+                      f"ATen instead ({self.failed.splitlines()[0][:300]})", RuntimeWarning, stacklevel=3)
+        self.stats["fallbacks"] += 1
+
+    def run_fallback(self, env: list) -> None:
+        for node in self.fallback_nodes:
+            run_call(node, env, self.slots)
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _domain_strides(dims, strides, n: int) -> list[int]:
+    out = [0] * n
+    for d, st in zip(dims, strides):
+        if d is not None:
+            out[d] = st
+    return out
+
+
+def _dump(root: str, name: str, text: str) -> None:
+    import os
+
+    os.makedirs(root, exist_ok=True)
+    with open(os.path.join(root, name), "w") as f:
+        f.write(text)
+
+
+def run_call(node: Node, env: list, slots: dict[Value, int]) -> None:
+    """Run a node as its ATen (or Python) call, reading and writing ``env``."""
+    resolve = lambda v: env[slots[v]]
+    args = map_values(node.args, resolve)
+    kwargs = map_values(node.kwargs, resolve)
+    result = node.target(*args, **kwargs)
+    if len(node.outputs) == 1:
+        env[slots[node.outputs[0]]] = result
+    else:
+        for o, r in zip(node.outputs, result):
+            env[slots[o]] = r
+
+
+class CompiledGraph:
+    """The compiled form of one captured graph. Called with a list of inputs (boxed).
+
+    Attributes:
+        segmentation: the groups and calls it runs.
+        stats: counters (kernels compiled and cached, fallbacks, compile seconds).
+    """
+
+    _boxed_call = True
+
+    def __init__(self, seg: Segmentation, options: Options, name: str = "graph"):
+        self.segmentation = seg
+        self.options = options
+        self.name = name
+        graph = seg.graph
+        self.slots: dict[Value, int] = {}
+        for v in graph.inputs:
+            self.slots[v] = len(self.slots)
+        for n in graph.nodes:
+            for o in n.outputs:
+                self.slots[o] = len(self.slots)
+        self.n_inputs = len(graph.inputs)
+        self.n_slots = len(self.slots)
+        self.symbols = list(graph.symbols.items())
+        self.store = SourceStore(options.cache_dir)
+        self.stats = {"kernels_compiled": 0, "kernels_cached": 0, "fallbacks": 0, "plan_seconds": 0.0}
+        self.steps: list = []
+        for step in seg.steps:
+            if isinstance(step, FusionGroup):
+                self.steps.append(GroupRunner(step, self.slots, graph.symbols, options, self.store, self.stats))
+            else:
+                self.steps.append(step)
+        self.release = self._liveness(seg)
+        self.output_spec = graph.outputs
+        self.prepared: set = set()
+
+    def _liveness(self, seg: Segmentation) -> list[list[int]]:
+        last: dict[int, int] = {}
+        for i, step in enumerate(seg.steps):
+            for v in _step_reads(step):
+                last[self.slots[v]] = i
+        keep = {self.slots[v] for v in values_in(seg.graph.outputs)}
+        release: list[list[int]] = [[] for _ in seg.steps]
+        for slot, i in last.items():
+            if slot not in keep:
+                release[i].append(slot)
+        return release
+
+    def sym_key(self, env: list) -> tuple:
+        key = []
+        for _, (i, d) in self.symbols:
+            x = env[i]
+            key.append(int(x.shape[d]) if d is not None else int(x))
+        return tuple(key)
+
+    def __call__(self, args: list) -> Any:
+        env: list = [None] * self.n_slots
+        env[: self.n_inputs] = args
+        if isinstance(args, list):
+            args.clear()  # boxed convention: let inputs be freed as soon as they are dead
+        sym_key = self.sym_key(env)
+        sym_values = {s: v for (s, _), v in zip(self.symbols, sym_key)}
+        if sym_key not in self.prepared:
+            self._prepare(env, sym_key, sym_values)
+        slots = self.slots
+        for step, dead in zip(self.steps, self.release):
+            if isinstance(step, GroupRunner):
+                step(env, sym_key, sym_values)
+            else:
+                run_call(step, env, slots)
+            for s in dead:
+                env[s] = None
+        return map_values(self.output_spec, lambda v: env[slots[v]])
+
+    def _prepare(self, env: list, sym_key, sym_values) -> None:
+        """Plan every group for these sizes from the traced metadata and compile in parallel."""
+        t0 = time.perf_counter()
+        jobs = []
+        runners = []
+        for step in self.steps:
+            if not isinstance(step, GroupRunner) or step.failed:
+                continue
+            g = step.group
+            try:
+                metas = [g.inputs[i].meta for i in step.tensor_in]
+                shapes = tuple(torch.Size([as_int(s, sym_values) for s in m.shape]) for m in metas)
+                strides = tuple(tuple(as_int(s, sym_values) for s in m.stride) for m in metas)
+                # graph inputs: use their actual layout
+                for k, i in enumerate(step.tensor_in):
+                    slot = step.in_slots[i]
+                    if slot < self.n_inputs and isinstance(env[slot], torch.Tensor):
+                        shapes = shapes[:k] + (env[slot].shape,) + shapes[k + 1:]
+                        strides = strides[:k] + (env[slot].stride(),) + strides[k + 1:]
+                plan = step.make_plan(sym_values, shapes, strides)
+            except (Unsupported, ValueError, SyntaxError, NameError, ImportError, AssertionError) as e:
+                step.fail(e)
+                continue
+            step.plans[sym_key] = plan
+            if plan.kernel is not None and not self.options.interpret:
+                dummies = [_dummy(g.inputs[i].meta) if g.inputs[i].meta is not None else env_scalar(env, step, i)
+                           for i in range(len(g.inputs))]
+                outs = [_dummy_spec(s) for s in plan.out_specs]
+                c = plan.config
+                jobs.append((plan.kernel, c.grid, dummies + outs + plan.scalars, c.XBLOCK, c.RBLOCK, c.num_warps))
+                runners.append(step)
+        errors = compile_all(jobs, self.options.compile_threads)
+        for step, err in zip(runners, errors):
+            if err is not None:
+                step.fail(err)
+        self.prepared.add(sym_key)
+        self.stats["plan_seconds"] += time.perf_counter() - t0
+
+
+def env_scalar(env, step: GroupRunner, i: int):
+    v = env[step.in_slots[i]]
+    return v if v is not None else 1
+
+
+def _dummy(meta) -> torch.Tensor:
+    return torch.empty(1, dtype=meta.dtype, device=meta.device)
+
+
+def _dummy_spec(spec) -> torch.Tensor:
+    return torch.empty(1, dtype=spec[2], device=spec[3])
+
+
+def _step_reads(step) -> list[Value]:
+    if isinstance(step, FusionGroup):
+        vals = list(step.inputs)
+        for n in step.nodes:  # the ATen fallback reads the original arguments
+            vals += values_in((n.args, n.kwargs))
+        produced = {o for n in step.nodes for o in n.outputs}
+        return [v for v in vals if v not in produced]
+    return step.input_values()

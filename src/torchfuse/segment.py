@@ -1,0 +1,357 @@
+"""Segmenter: partitions a graph into fusion groups and ATen calls.
+
+Takes a :class:`~torchfuse.ir.graph.Graph`; returns a :class:`Segmentation`, the graph's
+steps in an executable order, each a :class:`FusionGroup` (one generated kernel) or a call
+node (run through ATen).
+
+Passes, in order:
+
+1. ``fuse_producers`` walks the nodes in topological order and merges each fusible node into
+   the groups of its producers, largest group first, whenever the merged group still has a
+   :class:`~torchfuse.domain.Domain` (pointwise chains with broadcasts and layout ops;
+   reductions with their pointwise producers and consumers) and no cycle appears.
+2. ``fuse_siblings`` merges groups over the same domain that read a common input (the
+   several reductions of a LayerNorm or BatchNorm backward read the gradient once).
+3. ``finalize`` turns layout-only groups back into ATen views (they move no data), takes
+   layout ops whose results leave their group out of it (a view must stay a view of its
+   base), and computes each group's inputs, outputs and domain.
+
+Invariants of the result: the steps are a topological order of groups and calls; each group's
+outputs are exactly its values read by a later step or returned by the graph.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Sequence
+
+from .config import Options
+from .domain import Domain, align, group_values
+from .ir.graph import Graph, Node, Value
+from .ir.ops import REGISTRY
+
+log = logging.getLogger("torchfuse.fusion")
+
+
+@dataclasses.dataclass(eq=False)
+class FusionGroup:
+    """A set of registry nodes that run as one kernel.
+
+    Attributes:
+        id: index of the group in its graph, used in kernel names.
+        nodes: the group's nodes in topological order.
+        inputs: values read from outside the group (tensors and scalars), in first-use order.
+        outputs: values the group writes (read later or returned by the graph).
+        domain: the iteration domain and the alignment of every value to it.
+    """
+
+    id: int
+    nodes: list[Node]
+    inputs: list[Value]
+    outputs: list[Value]
+    domain: Domain
+
+    @property
+    def kind(self) -> str:
+        return "reduction" if self.domain.reduced else "pointwise"
+
+    @property
+    def name(self) -> str:
+        ops = []
+        for n in self.nodes:
+            if REGISTRY[n.op].kind in ("pointwise", "reduction") and n.op not in ops:
+                ops.append(n.op)
+        return f"tf_{self.id}_" + "_".join(ops[:4])
+
+    def __str__(self) -> str:
+        lines = [f"group {self.id} ({self.kind}, {self.domain}) "
+                 f"in=({', '.join(map(str, self.inputs))}) out=({', '.join(map(str, self.outputs))}):"]
+        lines += [f"    {n!r}" for n in self.nodes]
+        return "\n".join(lines)
+
+
+@dataclasses.dataclass
+class Segmentation:
+    """A graph cut into steps: fusion groups and call nodes, in execution order."""
+
+    graph: Graph
+    steps: list  # FusionGroup | Node
+
+    @property
+    def groups(self) -> list[FusionGroup]:
+        return [s for s in self.steps if isinstance(s, FusionGroup)]
+
+    @property
+    def calls(self) -> list[Node]:
+        return [s for s in self.steps if isinstance(s, Node)]
+
+    def __str__(self) -> str:
+        out = []
+        for s in self.steps:
+            out.append(str(s) if isinstance(s, FusionGroup) else f"aten {s!r}" + (f"    # {s.reason}" if s.reason else ""))
+        return "\n".join(out)
+
+
+def is_fusible(node: Node) -> bool:
+    return not node.is_call
+
+
+class _Units:
+    """Groups under construction: a partition of the nodes, with a group-level cycle check."""
+
+    def __init__(self, graph: Graph, options: Options):
+        self.graph = graph
+        self.options = options
+        self.index = {n: i for i, n in enumerate(graph.nodes)}
+        self.unit: dict[Node, list[Node]] = {n: [n] for n in graph.nodes}
+        users = graph.users()
+        self.consumers: dict[Node, list[Node]] = {
+            n: sorted({u for o in n.outputs for u in users.get(o, [])}, key=self.index.get) for n in graph.nodes}
+        self.producers: dict[Node, list[Node]] = {
+            n: sorted({v.producer for v in n.input_values() if v.producer is not None}, key=self.index.get)
+            for n in graph.nodes}
+        self.users = users
+        self.graph_outputs = graph.output_values()
+        self.failures: dict[tuple, str] = {}
+
+    def members(self, n: Node) -> list[Node]:
+        return self.unit[n]
+
+    def outputs_of(self, nodes: Sequence[Node]) -> list[Value]:
+        inside = set(nodes)
+        outs = []
+        for n in nodes:
+            for o in n.outputs:
+                if o in self.graph_outputs or any(c not in inside for c in self.users.get(o, ())):
+                    outs.append(o)
+        return outs
+
+    def creates_cycle(self, merged: list[Node], bounded: bool) -> bool:
+        """Would running ``merged`` as one step need a result that depends on that step?
+
+        With ``bounded``, every node after the last of ``merged`` must still be alone in its
+        unit (true while ``fuse_producers`` walks the graph in order): such nodes only lead
+        further forward, so the search stops there.
+        """
+        inside = set(merged)
+        hi = max(self.index[n] for n in merged) if bounded else len(self.index)
+        stack: list[Node] = []
+        seen: set[int] = set()
+        for n in merged:
+            for c in self.consumers[n]:
+                if c not in inside:
+                    stack.append(c)
+        while stack:
+            n = stack.pop()
+            uid = id(self.unit[n])
+            if uid in seen:
+                continue
+            seen.add(uid)
+            for m in self.unit[n]:
+                if m in inside:
+                    return True
+                if self.index[m] > hi:
+                    continue
+                for c in self.consumers[m]:
+                    if c in inside:
+                        return True
+                    if id(self.unit[c]) not in seen:
+                        stack.append(c)
+        return False
+
+    def try_merge(self, a: Node, b: Node, bounded: bool = False) -> bool:
+        ua, ub = self.unit[a], self.unit[b]
+        if ua is ub:
+            return False
+        merged = sorted(ua + ub, key=self.index.get)
+        if len(merged) > self.options.max_group_ops:
+            return False
+        if self.creates_cycle(merged, bounded):
+            return False
+        dom = align(merged, self.outputs_of(merged))
+        if isinstance(dom, str):
+            self.failures[(id(ua), id(ub))] = dom
+            return False
+        for n in merged:
+            self.unit[n] = merged
+        return True
+
+
+def fuse_producers(units: _Units) -> None:
+    """Merge each fusible node into its producers' groups, largest first."""
+    for node in units.graph.nodes:
+        if not is_fusible(node):
+            continue
+        cands = [p for p in units.producers[node] if is_fusible(p)]
+        cands.sort(key=lambda p: -len(units.members(p)))
+        for p in cands:
+            units.try_merge(p, node, bounded=True)
+
+
+def fuse_siblings(units: _Units) -> None:
+    """Merge groups that read a common input and share a domain (horizontal fusion)."""
+    users = units.graph.users()
+    for v, readers in users.items():
+        fus = [r for r in readers if is_fusible(r)]
+        if len(fus) < 2:
+            continue
+        for i in range(1, len(fus)):
+            if _has_reduction(units.members(fus[0])) or _has_reduction(units.members(fus[i])):
+                units.try_merge(fus[0], fus[i])
+
+
+def _has_reduction(nodes: Sequence[Node]) -> bool:
+    return any(REGISTRY[n.op].kind == "reduction" for n in nodes)
+
+
+def _computes(nodes: Sequence[Node]) -> bool:
+    return any(REGISTRY[n.op].kind in ("pointwise", "reduction", "constant") for n in nodes)
+
+
+def finalize(units: _Units) -> Segmentation:
+    """Turn the partition into ordered steps with each group's inputs, outputs and domain."""
+    graph = units.graph
+    groups: list[list[Node]] = []
+    seen: set[int] = set()
+    for n in graph.nodes:
+        if is_fusible(n) and id(units.unit[n]) not in seen:
+            seen.add(id(units.unit[n]))
+            groups.append(units.unit[n])
+
+    final: list[list[Node]] = []
+    as_calls: set[Node] = set()
+    for nodes in groups:
+        pending = [nodes]
+        while pending:
+            cur = pending.pop()
+            if not _computes(cur):
+                as_calls.update(cur)
+                continue
+            outs = set(units.outputs_of(cur))
+            escaping = [n for n in cur if REGISTRY[n.op].kind == "layout" and n.output in outs]
+            if escaping:
+                # a view that leaves the group must stay a view: run it on the written base
+                as_calls.update(escaping)
+                rest = [n for n in cur if n not in escaping]
+                for n in rest:
+                    units.unit[n] = rest
+                for n in escaping:
+                    units.unit[n] = [n]
+                pending.append(rest)
+                continue
+            dom = align(cur, units.outputs_of(cur))
+            if isinstance(dom, str):
+                if len(cur) == 1:
+                    as_calls.update(cur)
+                    continue
+                log.info("splitting group after finalization: %s", dom)
+                for n in cur:
+                    units.unit[n] = [n]
+                    pending.append([n])
+                continue
+            final.append(cur)
+    # call nodes (layout ops dropped from groups) need ATen targets
+    for n in as_calls:
+        _to_call(n)
+
+    group_of: dict[Node, FusionGroup] = {}
+    made: list[FusionGroup] = []
+    for gid, nodes in enumerate(sorted(final, key=lambda g: units.index[g[0]])):
+        outs = units.outputs_of(nodes)
+        dom = align(nodes, outs)
+        assert not isinstance(dom, str), dom
+        inputs, _ = group_values(nodes)
+        fg = FusionGroup(id=gid, nodes=nodes, inputs=inputs, outputs=outs, domain=dom)
+        made.append(fg)
+        for n in nodes:
+            group_of[n] = fg
+    steps = _schedule_steps(graph, group_of, units)
+    return Segmentation(graph=graph, steps=steps)
+
+
+def _to_call(node: Node) -> None:
+    """Make a layout registry node a call of its ATen op (a view)."""
+    import torch
+
+    aten = torch.ops.aten
+    x = node.inputs[0]
+    out = node.output
+    if node.op == "permute":
+        node.target, node.args = aten.permute.default, (x, list(node.attrs["dims"]))
+    elif node.op == "unsqueeze":
+        node.target, node.args = aten.unsqueeze.default, (x, node.attrs["dim"])
+    elif node.op == "squeeze":
+        dims = node.attrs["dims"]
+        node.target, node.args = (aten.squeeze.default, (x,)) if dims is None else (aten.squeeze.dims, (x, list(dims)))
+    elif node.op == "alias":
+        node.target, node.args = aten.alias.default, (x,)
+    elif node.op in ("expand", "reshape", "broadcast_in_dim"):
+        shape = list(out.meta.shape)
+        node.target = aten.expand.default if node.op == "expand" else aten.view.default
+        node.args = (x, shape)
+        if node.op == "broadcast_in_dim":
+            node.target = torch.ops.prims.broadcast_in_dim.default
+            node.args = (x, shape, list(node.attrs["broadcast_dims"]))
+        elif node.op == "reshape":
+            node.target = aten.reshape.default
+    else:
+        raise AssertionError(f"{node.op} is not a layout op")
+    node.kwargs = {}
+    node.reason = "view (no data moves)"
+    node.op = None
+
+
+def _schedule_steps(graph: Graph, group_of: dict, units: _Units) -> list:
+    """Order groups and calls: each step after every step it reads from (Kahn's algorithm)."""
+    step_of: dict[Node, object] = {}
+    steps: list = []
+    for n in graph.nodes:
+        s = group_of.get(n, n)
+        step_of[n] = s
+        if s is n or (isinstance(s, FusionGroup) and s not in steps):
+            steps.append(s)
+    deps: dict[int, set[int]] = {id(s): set() for s in steps}
+    for n in graph.nodes:
+        s = step_of[n]
+        for v in n.input_values():
+            p = v.producer
+            if p is not None and step_of[p] is not s:
+                deps[id(s)].add(id(step_of[p]))
+    by_id = {id(s): s for s in steps}
+    order: list = []
+    done: set[int] = set()
+    pos = {id(s): i for i, s in enumerate(steps)}
+    ready = sorted((sid for sid, d in deps.items() if not d), key=pos.get)
+    waiting = {sid: set(d) for sid, d in deps.items() if d}
+    dependents: dict[int, list[int]] = {}
+    for sid, d in deps.items():
+        for p in d:
+            dependents.setdefault(p, []).append(sid)
+    import heapq
+    heap = [(pos[s], s) for s in ready]
+    heapq.heapify(heap)
+    while heap:
+        _, sid = heapq.heappop(heap)
+        if sid in done:
+            continue
+        done.add(sid)
+        order.append(by_id[sid])
+        for t in dependents.get(sid, []):
+            w = waiting.get(t)
+            if w is None:
+                continue
+            w.discard(sid)
+            if not w:
+                del waiting[t]
+                heapq.heappush(heap, (pos[t], t))
+    if waiting:
+        raise AssertionError("fusion created a cycle between steps")
+    return order
+
+
+def segment(graph: Graph, options: Options) -> Segmentation:
+    """Partition ``graph`` into fusion groups and ATen calls (see the module docstring)."""
+    units = _Units(graph, options)
+    fuse_producers(units)
+    fuse_siblings(units)
+    return finalize(units)
