@@ -193,11 +193,10 @@ def fuse_siblings(units: _Units) -> None:
     users = units.graph.users()
     for v, readers in users.items():
         fus = [r for r in readers if is_fusible(r)]
-        if len(fus) < 2:
-            continue
-        for i in range(1, len(fus)):
-            if _has_reduction(units.members(fus[0])) or _has_reduction(units.members(fus[i])):
-                units.try_merge(fus[0], fus[i])
+        for i in range(len(fus)):
+            for j in range(i + 1, len(fus)):
+                if _has_reduction(units.members(fus[i])) or _has_reduction(units.members(fus[j])):
+                    units.try_merge(fus[i], fus[j])
 
 
 def _has_reduction(nodes: Sequence[Node]) -> bool:

@@ -228,6 +228,7 @@ class CompiledGraph:
     _boxed_call = True
 
     def __init__(self, seg: Segmentation, options: Options, name: str = "graph"):
+        self._boxed_call = True  # in the instance dict, so that wrappers copying __dict__ keep it
         self.segmentation = seg
         self.options = options
         self.name = name

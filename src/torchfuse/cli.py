@@ -1,0 +1,28 @@
+"""The ``torchfuse`` command: ``torchfuse demo | bench ...``.
+
+Each subcommand lives in its own module and receives the remaining arguments.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = {
+    "demo": ("torchfuse.demo", "compile a real sentence-embedding model and compare it with eager"),
+    "bench": ("torchfuse.bench.__main__", "benchmark torchfuse against eager and torch.compile"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+        print("usage: torchfuse <command> [args]\n\ncommands:")
+        for name, (_, help_text) in COMMANDS.items():
+            print(f"  {name:12s} {help_text}")
+        return 0 if argv and argv[0] in ("-h", "--help") else (0 if not argv else 2)
+    module = importlib.import_module(COMMANDS[argv[0]][0])
+    return int(module.main(argv[1:]) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
