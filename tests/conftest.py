@@ -1,13 +1,21 @@
-"""Test configuration: every generated kernel runs under Triton's interpreter on CPU tensors."""
+"""Test configuration.
+
+Without a GPU every generated kernel runs under Triton's interpreter on CPU tensors (that is
+how CI exercises them); with one, tests run on CUDA tensors with compiled kernels.
+"""
 from __future__ import annotations
 
 import os
 
-os.environ.setdefault("TORCHFUSE_INTERPRET", "1")
-os.environ.setdefault("TRITON_INTERPRET", "1")
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TORCHFUSE_INTERPRET", "1")
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # before Triton is first imported
 
 import pytest  # noqa: E402
-import torch  # noqa: E402
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 @pytest.fixture(autouse=True)
@@ -21,4 +29,4 @@ def _reset_dynamo():
 @pytest.fixture
 def device() -> str:
     """The device tests run on: CUDA when present, else CPU through the interpreter."""
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return DEVICE
