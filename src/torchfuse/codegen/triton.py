@@ -233,8 +233,14 @@ class _Writer:
                 gi += 1
         return " + ".join(terms) if terms else "0"
 
+    def is_scalar_access(self, t: Value) -> bool:
+        acc = self.access[t]
+        return all(c == "0" for c in acc.x + acc.r)
+
     def address(self, t: Value) -> str:
         xo = self.x_offsets(t)
+        if xo == "0":
+            xo = "xindex * 0"  # keep the pointer a block of the loop's shape
         if self.in_r(t):
             ro = self.r_offsets(t)
             return f"{self.pname[t]} + ({xo}) + ({ro})"
@@ -289,7 +295,10 @@ class _Writer:
         node = self.producer_of.get(v)
         if node is None:  # a group input: load it
             var = self.fresh("ld")
-            self.emit(f"{var} = tl.load({self.address(v)}, mask={self.mask_for(v)}, other=0)")
+            if self.is_scalar_access(v):  # broadcast along every loop dim: one load
+                self.emit(f"{var} = tl.load({self.pname[v]})")
+            else:
+                self.emit(f"{var} = tl.load({self.address(v)}, mask={self.mask_for(v)}, other=0)")
             self.define(v, var, v.meta.dtype)
             return var, v.meta.dtype
         self.emit_node(node)

@@ -1,0 +1,225 @@
+"""Frontends: backend registration, options, training through AOTAutograd, mutation and
+aliasing semantics, dynamic shapes and kernel reuse, fallbacks."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+
+import torchfuse
+import torchfuse.backend as backend
+from conftest import DEVICE
+
+
+def compiled_graphs():
+    return list(backend.RECENT)
+
+
+def last_graph():
+    return backend.RECENT[-1]
+
+
+@pytest.fixture(autouse=True)
+def _clear_recent():
+    backend.RECENT.clear()
+    yield
+
+
+def test_string_backend_is_registered():
+    assert "torchfuse" in torch._dynamo.list_backends()
+
+    def f(x):
+        return torch.sigmoid(x) * 3 - x
+
+    x = torch.randn(33, 7, device=DEVICE)
+    out = torch.compile(f, backend="torchfuse")(x)
+    torch.testing.assert_close(out, f(x))
+    assert len(last_graph().segmentation.groups) == 1
+
+
+def test_options_through_torch_compile(tmp_path):
+    def f(x):
+        return (x * 2).exp()
+
+    x = torch.randn(10, device=DEVICE)
+    out = torch.compile(f, backend="torchfuse", options={"dump_dir": str(tmp_path)})(x)
+    torch.testing.assert_close(out, f(x))
+    kernels = list(tmp_path.glob("tf_*.py"))
+    assert len(kernels) == 1
+    text = kernels[0].read_text()
+    assert "@triton.jit" in text and "tl.store" in text
+    assert any(p.name.endswith(".groups.txt") for p in tmp_path.iterdir())
+
+
+def test_unknown_option_raises():
+    with pytest.raises(TypeError, match="unknown torchfuse option"):
+        torchfuse.compile(lambda x: x, not_an_option=1)
+
+
+def test_mlp_training_matches_eager():
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.LayerNorm(32),
+                            torch.nn.Linear(32, 4)).to(DEVICE)
+    x = torch.randn(8, 16, device=DEVICE, requires_grad=True)
+    ref = m(x).square().mean()
+    ref.backward()
+    grads_ref = [p.grad.clone() for p in m.parameters()] + [x.grad.clone()]
+    m.zero_grad()
+    x.grad = None
+    out = torchfuse.compile(m)(x).square().mean()
+    out.backward()
+    torch.testing.assert_close(out, ref)
+    for got, want in zip([p.grad for p in m.parameters()] + [x.grad], grads_ref):
+        torch.testing.assert_close(got, want)
+    names = [g.name for g in compiled_graphs()]
+    assert "forward" in names and "backward" in names
+    assert all(g.stats["fallbacks"] == 0 for g in compiled_graphs())
+    assert sum(len(g.segmentation.groups) for g in compiled_graphs()) >= 4
+
+
+def test_input_mutation_is_applied():
+    def f(x, y):
+        x.add_(1)
+        y.mul_(2)
+        return (x * y).relu()
+
+    a = torch.randn(6, 5, device=DEVICE)
+    b = torch.randn(6, 5, device=DEVICE)
+    a2, b2 = a.clone(), b.clone()
+    out = torchfuse.compile(f)(a, b)
+    ref = f(a2, b2)
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(a, a2)
+    torch.testing.assert_close(b, b2)
+
+
+def test_mutation_of_a_view_and_read_again():
+    def f(x):
+        v = x[:, 1:]
+        v.mul_(3)
+        return x.sum(1) + v.exp().sum(1)
+
+    a = torch.randn(4, 6, device=DEVICE)
+    a2 = a.clone()
+    out = torchfuse.compile(f)(a)
+    torch.testing.assert_close(out, f(a2))
+    torch.testing.assert_close(a, a2)
+
+
+def test_outputs_that_alias_inputs_and_each_other():
+    def f(x):
+        y = x.t()
+        z = (x + 1).view(-1)
+        return y, z, z[2:5]
+
+    a = torch.randn(3, 4, device=DEVICE)
+    y, z, w = torchfuse.compile(f)(a)
+    ry, rz, rw = f(a)
+    torch.testing.assert_close(y, ry)
+    torch.testing.assert_close(z, rz)
+    torch.testing.assert_close(w, rw)
+    assert y.data_ptr() == a.data_ptr()  # a view of the input, as in eager
+    assert w.data_ptr() == z.data_ptr() + 2 * z.element_size()
+    z.add_(100)  # the alias relation survives compilation
+    torch.testing.assert_close(w, rw + 100)
+
+
+def test_new_batch_size_reuses_kernels():
+    def f(x, w):
+        return torch.softmax(x * w, dim=-1) + 1
+
+    g = torchfuse.compile(f)
+    w = torch.randn(40, device=DEVICE)
+    x = torch.randn(3, 40, device=DEVICE)
+    torch.testing.assert_close(g(x, w), f(x, w))
+    before = {k.source.key for k in _loaded_kernels()}
+    for batch in (5, 9, 17):
+        x = torch.randn(batch, 40, device=DEVICE)
+        torch.testing.assert_close(g(x, w), f(x, w))
+    after = {k.source.key for k in _loaded_kernels()}
+    assert after == before, "a new batch size generated new kernels"
+
+
+def _loaded_kernels():
+    from torchfuse.runtime.compile import _loaded
+
+    return list(_loaded.values())
+
+
+def test_new_dtype_generates_a_new_kernel():
+    def f(x):
+        return x * 2 + 1
+
+    g = torchfuse.compile(f)
+    x = torch.randn(16, device=DEVICE)
+    g(x)
+    keys1 = {k.source.key for k in _loaded_kernels()}
+    out = g(x.to(torch.float64))
+    torch.testing.assert_close(out, f(x.to(torch.float64)))
+    keys2 = {k.source.key for k in _loaded_kernels()}
+    assert len(keys2 - keys1) == 1
+
+
+def test_dynamic_shapes_match_eager():
+    def f(x, y):
+        return (x - x.mean(dim=1, keepdim=True)) * y.sum() / x.shape[1]
+
+    g = torchfuse.compile(f, dynamic=True)
+    for n, m in [(3, 5), (4, 7), (9, 2)]:
+        x = torch.randn(n, m, device=DEVICE)
+        y = torch.randn(m, device=DEVICE)
+        torch.testing.assert_close(g(x, y), f(x, y))
+
+
+def test_unsupported_op_runs_through_aten_and_is_logged(caplog):
+    def f(x, idx):
+        return torch.cumsum(x * 2, 0)[idx].relu()
+
+    x = torch.randn(10, device=DEVICE)
+    idx = torch.tensor([1, 3, 5], device=DEVICE)
+    with caplog.at_level(logging.INFO, logger="torchfuse"):
+        out = torchfuse.compile(f)(x, idx)
+    torch.testing.assert_close(out, f(x, idx))
+    calls = last_graph().segmentation.calls
+    reasons = {str(c.target): c.reason for c in calls}
+    assert any("cumsum" in k for k in reasons)
+    assert all(r for r in reasons.values())
+
+
+def test_complex_dtype_falls_back():
+    def f(x):
+        return (x * 2).abs()
+
+    x = torch.randn(5, dtype=torch.complex64, device=DEVICE)
+    torch.testing.assert_close(torchfuse.compile(f)(x), f(x))
+
+
+def test_eager_errors_keep_their_type():
+    def f(x, y):
+        return x + y
+
+    with pytest.raises(RuntimeError):
+        torchfuse.compile(f)(torch.randn(3, device=DEVICE), torch.randn(4, device=DEVICE))
+
+
+def test_fuse_false_runs_everything_through_aten():
+    def f(x):
+        return (x * 2).sin().sum()
+
+    x = torch.randn(12, device=DEVICE)
+    out = torchfuse.compile(f, fuse=False)(x)
+    torch.testing.assert_close(out, f(x))
+    assert not backend.RECENT or not last_graph().segmentation.groups
+
+
+def test_kernel_dump_files_one_per_kernel(tmp_path):
+    def f(x, y):
+        a = (x + y).relu()
+        return a.sum(0), a * 2
+
+    x = torch.randn(8, 8, device=DEVICE)
+    torchfuse.compile(f, dump_dir=str(tmp_path))(x, x.t())
+    kernels = sorted(tmp_path.glob("tf_*.py"))
+    groups = last_graph().segmentation.groups
+    assert len(kernels) == len(groups) >= 1
