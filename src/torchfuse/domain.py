@@ -132,15 +132,15 @@ class _Aligner:
     def forward(self, node: Node) -> None:
         kind = REGISTRY[node.op].kind
         ins = _tensor_inputs(node)
-        if any(x not in self.dims for x in ins):
-            return
         if kind == "pointwise":
+            # known inputs may determine the output alone (x [N, C] known, bias [C] not yet)
+            known = [x for x in ins if x in self.dims]
             out = node.output
             ro = out.meta.rank
             result = []
             for oj in range(ro):
                 found = None
-                for x in ins:
+                for x in known:
                     j = oj - (ro - x.meta.rank)
                     if j >= 0 and self.dims[x][j] is not None:
                         found = self.dims[x][j]
@@ -149,7 +149,10 @@ class _Aligner:
                     return  # a broadcast the inputs do not determine
                 result.append(found)
             self.assign(out, tuple(result))
-        elif kind == "reduction":
+            return
+        if any(x not in self.dims for x in ins):
+            return
+        if kind == "reduction":
             x = node.inputs[0]
             xd = self.dims[x]
             rdims = node.attrs["dims"]

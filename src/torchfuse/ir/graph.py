@@ -110,12 +110,15 @@ class Node:
         return self.outputs[0]
 
     def input_values(self) -> list[Value]:
-        """Every :class:`Value` this node reads: its operands, and for calls (and the ATen
-        call a registry node falls back to) the values inside its nested arguments."""
-        found: list[Value] = [v for v in self.inputs if isinstance(v, Value)]
-        _collect_values((self.args, self.kwargs), found)
-        seen: set = set()
-        return [v for v in found if not (v in seen or seen.add(v))]
+        """Every :class:`Value` this node reads: a registry node's operands, or the values
+        inside a call's nested arguments. (A registry node's original ATen arguments may name
+        more tensors, e.g. ``full_like``'s template, read for metadata only.)"""
+        if self.is_call:
+            found: list[Value] = []
+            _collect_values((self.args, self.kwargs), found)
+            seen: set = set()
+            return [v for v in found if not (v in seen or seen.add(v))]
+        return [v for v in self.inputs if isinstance(v, Value)]
 
     def __repr__(self) -> str:
         outs = ", ".join(o.name for o in self.outputs)

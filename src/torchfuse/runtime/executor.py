@@ -151,14 +151,14 @@ class GroupRunner:
     # -- running
     def __call__(self, env: list, sym_key, sym_values) -> None:
         if self.failed is not None:
-            return self.run_fallback(env)
+            return self.run_fallback(env, sym_values)
         ins = [env[s] for s in self.in_slots]
         tensors = [ins[i] for i in self.tensor_in]
         try:
             plan = self.plan_for(sym_key, sym_values, tensors)
         except (Unsupported, ValueError, SyntaxError, NameError, ImportError, AssertionError) as e:
             self.fail(e)
-            return self.run_fallback(env)
+            return self.run_fallback(env, sym_values)
         outs = [torch.empty_strided(s, st, dtype=dt, device=dev) for s, st, dt, dev in plan.out_specs]
         if plan.kernel is not None:
             c = plan.config
@@ -166,7 +166,7 @@ class GroupRunner:
                 plan.kernel.launch(c.grid, ins + outs + plan.scalars, c.XBLOCK, c.RBLOCK, c.num_warps)
             except Exception as e:  # e.g. a new specialization that fails to compile
                 self.fail(e)
-                return self.run_fallback(env)
+                return self.run_fallback(env, sym_values)
         for s, o in zip(self.out_slots, outs):
             env[s] = o
 
@@ -176,9 +176,9 @@ class GroupRunner:
                       f"ATen instead ({self.failed.splitlines()[0][:300]})", RuntimeWarning, stacklevel=3)
         self.stats["fallbacks"] += 1
 
-    def run_fallback(self, env: list) -> None:
+    def run_fallback(self, env: list, sym_values: dict | None = None) -> None:
         for node in self.fallback_nodes:
-            run_call(node, env, self.slots)
+            run_registry_node_eagerly(node, env, self.slots, sym_values or {})
 
 
 def _numel(shape) -> int:
@@ -202,6 +202,28 @@ def _dump(root: str, name: str, text: str) -> None:
     os.makedirs(root, exist_ok=True)
     with open(os.path.join(root, name), "w") as f:
         f.write(text)
+
+
+def run_registry_node_eagerly(node: Node, env: list, slots: dict[Value, int], sym_values: dict) -> None:
+    """Run a registry node through ATen (a group's fallback).
+
+    Constants and ``copy`` are rebuilt from their output metadata, since their original
+    arguments name tensors they read for metadata only (which may be dead by then).
+    """
+    from ..ir.ops import REGISTRY
+
+    kind = REGISTRY[node.op].kind
+    if kind == "constant" or node.op == "copy":
+        m = node.output.meta
+        out = torch.empty_strided([as_int(s, sym_values) for s in m.shape],
+                                  [as_int(s, sym_values) for s in m.stride], dtype=m.dtype, device=m.device)
+        if kind == "constant":
+            out.fill_(node.attrs["value"])
+        else:
+            out.copy_(env[slots[node.inputs[0]]])
+        env[slots[node.output]] = out
+        return
+    run_call(node, env, slots)
 
 
 def run_call(node: Node, env: list, slots: dict[Value, int]) -> None:
@@ -346,9 +368,5 @@ def _dummy_spec(spec) -> torch.Tensor:
 
 def _step_reads(step) -> list[Value]:
     if isinstance(step, FusionGroup):
-        vals = list(step.inputs)
-        for n in step.nodes:  # the ATen fallback reads the original arguments
-            vals += values_in((n.args, n.kwargs))
-        produced = {o for n in step.nodes for o in n.outputs}
-        return [v for v in vals if v not in produced]
+        return list(step.inputs)
     return step.input_values()
