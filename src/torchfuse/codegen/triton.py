@@ -137,13 +137,16 @@ class KernelSource:
         text: the module source.
         key: SHA-256 of ``text``: the kernel cache key (the source fixes everything the
             compiled code depends on, and nothing else).
-        params: the kernel's runtime parameter names in order (constexprs excluded).
+        params: the kernels' runtime parameter names in order (constexprs excluded); every
+            stage takes the same parameters.
+        stages: the kernel functions to launch, in order.
     """
 
     name: str
     text: str
     key: str
     params: tuple[str, ...]
+    stages: tuple[str, ...] = ()
 
 
 def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -160,7 +163,9 @@ def convert(expr: str, src: torch.dtype, dst: torch.dtype) -> str:
 
 
 class _Writer:
-    def __init__(self, group, layout: KernelLayout, scheduler: str, exact_rounding: bool):
+    def __init__(self, group, layout: KernelLayout, scheduler: str, exact_rounding: bool, mode: str = "single"):
+        self.mode = mode  # "single", or the "partial" / "finish" kernel of a split reduction
+        self.r_limit = "rnumel"
         self.g = group
         self.dom: Domain = group.domain
         self.layout = layout
@@ -189,6 +194,7 @@ class _Writer:
         # emitted values per scope: name -> (variable, dtype)
         self.scopes: list[dict[Value, tuple[str, torch.dtype]]] = [{}]
         self.producer_of = {o: n for n in group.nodes for o in n.outputs}
+        self.workspaces = [(n, comp, dt) for n in self.reduction_nodes() for comp, dt in workspace_components(n)]
 
     # ------------------------------------------------------------------ text helpers
     def emit(self, line: str) -> None:
@@ -587,15 +593,23 @@ class _Writer:
         self.emit(f"tl.store({self.address(out)}, {convert(var, dt, out.meta.dtype)}, mask={self.mask_for(out)})")
 
     # ------------------------------------------------------------------ whole kernels
-    def write(self) -> KernelSource:
+    def params(self) -> list[str]:
         params = [self.pname[v] for v in self.g.inputs] + [self.pname[v] for v in self.g.outputs]
+        if self.mode != "single":
+            params += [f"ws{k}" for k in range(len(self.workspaces))]
         params += [f"xs{k}" for k in range(self.layout.n_x)] + [f"rs{k}" for k in range(self.layout.n_r)]
         for t in self.tensors:
             params += self.stride_params[t]
         params += ["xnumel", "rnumel"]
+        if self.mode != "single":
+            params += ["nsplit", "rchunk"]
+        return params
+
+    def kernel_text(self, name: str) -> str:
+        """The ``@triton.jit`` function ``name`` for this writer's mode."""
         pid = "tl.program_id(0).to(tl.int64)" if self.layout.index64 else "tl.program_id(0)"
+        self.emit(f"xoffset = {pid} * XBLOCK")
         if not self.reduce:
-            self.emit(f"xoffset = {pid} * XBLOCK")
             self.emit("xindex = xoffset + tl.arange(0, XBLOCK)")
             self.emit("xmask = xindex < xnumel")
             if self.needs_unravel("x"):
@@ -603,28 +617,106 @@ class _Writer:
             for out in self.g.outputs:
                 self.store(out)
         else:
-            self.emit(f"xoffset = {pid} * XBLOCK")
             self.emit("xindex = xoffset + tl.arange(0, XBLOCK)[:, None]")
             self.emit("xmask = xindex < xnumel")
             if self.needs_unravel("x"):
                 self.unravel("x", self.layout.n_x, "xindex")
-            if self.loop:
+            if self.mode == "partial":
+                self.write_split_partial()
+            elif self.mode == "finish":
+                self.write_split_finish()
+            elif self.loop:
                 self.write_loops()
             else:
                 self.write_persistent()
-        name = _kernel_name(self.g)
         body = "\n".join(self.lines)
-        sig = ", ".join(params + ["XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"])
-        text = f"{HEADER}\n\n@triton.jit\ndef {name}({sig}):\n{body}\n"
-        key = hashlib.sha256(text.encode()).hexdigest()
-        return KernelSource(name=name, text=text, key=key, params=tuple(params))
+        sig = ", ".join(self.params() + ["XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"])
+        return f"@triton.jit\ndef {name}({sig}):\n{body}\n"
+
+    # ------------------------------------------------------------------ split reductions
+    def write_split_partial(self) -> None:
+        """Stage 1: program (x block, chunk) reduces its chunk of r into the workspaces."""
+        pid1 = "tl.program_id(1).to(tl.int64)" if self.layout.index64 else "tl.program_id(1)"
+        self.emit(f"rstart = {pid1} * rchunk")
+        self.emit("rend = tl.minimum(rstart + rchunk, rnumel)")
+        self.r_limit = "rend"
+        reds = self.reduction_nodes()
+        outs = [o for o in self.g.outputs if self.in_r(o)]
+        for v in self.x_values_needed(reds, outs):
+            self.value(v)
+        accs: dict = {}
+        for n in reds:
+            self.emit_loop_init(n, accs)
+        self.emit("for roffset in range(rstart, rend, RBLOCK):")
+        self.indent += 1
+        self.scopes.append({})
+        self.r_prologue("roffset")
+        for n in reds:
+            self.emit_loop_accumulate(n, accs)
+        for o in outs:
+            self.store(o)
+        self.scopes.pop()
+        self.indent -= 1
+        k = 0
+        for n in reds:
+            for comp, var in self.partial_components(n, accs[n]):
+                self.emit(f"tl.store(ws{k} + {pid1} * xnumel + xindex, {var}, mask=xmask)")
+                k += 1
+
+    def partial_components(self, node: Node, a: str) -> list[tuple[str, str]]:
+        """Reduce the lanes of a loop accumulator to one partial per row, uncombined."""
+        c = REDUCTIONS[node.op].combine
+        res = self.fresh("part")
+        acc = self._acc_of(node)
+        if c == "sum":
+            self.emit(f"{res} = tl.sum({a}, 1)[:, None]")
+            return [("value", res)]
+        if c == "prod":
+            self.emit(f"{res} = tl.reduce({a}, 1, tf_prod_combine)[:, None]")
+            return [("value", res)]
+        if c in ("max", "min"):
+            return [("value", self.max_nan(a, c, acc))]
+        if c in ("any", "all"):
+            fn = "tl.max" if c == "any" else "tl.min"
+            self.emit(f"{res} = {fn}({a}, 1)[:, None]")
+            return [("value", res)]
+        if c == "welford":
+            self.emit(f"{res}_w = tl.sum({a}_w, 1)[:, None]")
+            self.emit(f"{res}_mean = tl.sum({a}_w * {a}_mean, 1)[:, None] / tl.where({res}_w == 0.0, 1.0, {res}_w)")
+            self.emit(f"{res}_dm = {a}_mean - {res}_mean")
+            self.emit(f"{res}_m2 = tl.sum({a}_m2 + {a}_w * {res}_dm * {res}_dm, 1)[:, None]")
+            return [("mean", f"{res}_mean"), ("m2", f"{res}_m2"), ("w", f"{res}_w")]
+        best = self.max_nan(f"{a}_v", c, acc)
+        idx = self.first_index(f"{a}_v", f"{a}_i", best)
+        return [("v", best), ("i", f"{idx}.to(tl.int64)")]
+
+    def write_split_finish(self) -> None:
+        """Stage 2: combine the chunks' partials per row, then the group's kept-space epilogue."""
+        self.emit("sindex = tl.arange(0, RBLOCK)[None, :]")
+        self.emit("xsmask = xmask & (sindex < nsplit)")
+        accs: dict = {}
+        k = 0
+        for n in self.reduction_nodes():
+            a = self.fresh("acc")
+            accs[n] = a
+            c = REDUCTIONS[n.op].combine
+            acc = self._acc_of(n)
+            for comp, dtype in workspace_components(n):
+                name = a if comp == "value" else f"{a}_{comp}"
+                other = self.identity(c, acc) if comp in ("value", "v") else ("2147483647" if comp == "i" else "0.0")
+                self.emit(f"{name} = tl.load(ws{k} + sindex * xnumel + xindex, mask=xsmask, other={other})")
+                k += 1
+            self.emit_loop_finish(n, accs)
+        for out in self.g.outputs:
+            if not self.in_r(out):
+                self.store(out)
 
     def r_prologue(self, offset: str) -> None:
         ridx = f"{offset} + tl.arange(0, RBLOCK)[None, :]"
         if self.layout.index64:
             ridx = f"({ridx}).to(tl.int64)"
         self.emit(f"rindex = {ridx}")
-        self.emit("rmask = rindex < rnumel")
+        self.emit(f"rmask = rindex < {self.r_limit}")
         self.emit("xrmask = xmask & rmask")
         if self.needs_unravel("r"):
             self.unravel("r", self.layout.n_r, "rindex")
@@ -728,17 +820,75 @@ def _kernel_name(group) -> str:
     return f"tf_{kind}_" + "_".join(ops[:5])
 
 
+def workspace_components(node: Node) -> list[tuple[str, torch.dtype]]:
+    """The partial results one reduction of a split reduction writes per row and chunk."""
+    info = REDUCTIONS[node.op]
+    src = node.inputs[0].meta.dtype
+    out = node.outputs[0].meta.dtype
+    if info.combine in ("sum", "prod"):
+        return [("value", _acc_dtype(out))]
+    if info.combine in ("any", "all"):
+        return [("value", torch.int8)]
+    if info.combine == "welford":
+        acc = _acc_dtype(out)
+        return [("mean", acc), ("m2", acc), ("w", acc)]
+    acc = _acc_dtype(src)
+    acc = torch.int8 if acc == torch.bool else acc
+    if info.combine in ("max", "min"):
+        return [("value", acc)]
+    return [("v", acc), ("i", torch.int64)]
+
+
+def split_workspaces(group) -> list[torch.dtype]:
+    """Dtypes of the workspaces (one ``[split, xnumel]`` buffer each) of a split reduction."""
+    return [dt for n in group.nodes if REGISTRY[n.op].kind == "reduction" for _, dt in workspace_components(n)]
+
+
+def can_split(group) -> bool:
+    """A group can run as a split reduction when no reduction depends on another and no
+    output that varies along the reduced dims depends on a reduction."""
+    w = _Writer.__new__(_Writer)
+    w.g = group
+    w.producer_of = {o: n for n in group.nodes for o in n.outputs}
+    reds = [n for n in group.nodes if REGISTRY[n.op].kind == "reduction"]
+    if not reds:
+        return False
+    memo: dict = {}
+    if any(w.deps(n.inputs[0], memo) for n in reds):
+        return False
+    dom = group.domain
+    for o in group.outputs:
+        if o.meta is not None and dom.varies_along_reduced(o) and w.deps(o, memo):
+            return False
+    return True
+
+
 def generate(group, layout: KernelLayout, scheduler: str, exact_rounding: bool = True) -> KernelSource:
     """Generate the Triton module for ``group`` under ``layout``.
 
     Args:
         group: the fusion group.
         layout: the code-relevant layout of the call (from ``schedulers.layout.analyze``).
-        scheduler: ``pointwise``, ``reduction.persistent`` or ``reduction.loop``.
+        scheduler: ``pointwise``, ``reduction.persistent``, ``reduction.loop`` or
+            ``reduction.split`` (two kernels: ``<name>_partial`` then ``<name>``).
         exact_rounding: round intermediates to their eager dtype (see ``Options``).
 
     Raises:
         Unsupported: an op or dtype combination has no Triton emission; the group runs
             through ATen instead.
     """
-    return _Writer(group, layout, scheduler, exact_rounding).write()
+    name = _kernel_name(group)
+    if scheduler == "reduction.split":
+        first = _Writer(group, layout, scheduler, exact_rounding, mode="partial")
+        second = _Writer(group, layout, scheduler, exact_rounding, mode="finish")
+        kernels = [first.kernel_text(name + "_partial"), second.kernel_text(name)]
+        stages = (name + "_partial", name)
+        params = first.params()
+    else:
+        w = _Writer(group, layout, scheduler, exact_rounding)
+        kernels = [w.kernel_text(name)]
+        stages = (name,)
+        params = w.params()
+    text = HEADER + "\n\n" + "\n\n".join(kernels)
+    key = hashlib.sha256(text.encode()).hexdigest()
+    return KernelSource(name=name, text=text, key=key, params=tuple(params), stages=stages)

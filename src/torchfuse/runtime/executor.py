@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import torch
 
-from ..codegen.triton import generate
+from ..codegen.triton import can_split, generate, split_workspaces
 from ..config import Options
 from ..ir.graph import Node, Value, as_int, map_values, values_in
 from ..ir.ops import Unsupported
@@ -46,6 +46,9 @@ class KernelPlan:
     """
 
     def __init__(self, kernel, config, in_shapes, in_strides, out_specs, scalars, bytes_moved):
+        self.binaries: dict = {}  # compiled binaries per specialization, for direct launches
+        device = out_specs[0][3] if out_specs else None
+        self.device_index = (device.index or 0) if device is not None and device.type == "cuda" else 0
         self.kernel = kernel
         self.config = config
         self.in_shapes = in_shapes
@@ -67,12 +70,18 @@ class GroupRunner:
         self.symbols = graph_symbols
         self.in_slots = [slots[v] for v in group.inputs]
         self.tensor_in = [i for i, v in enumerate(group.inputs) if v.meta is not None]
+        self.scalar_in = [i for i, v in enumerate(group.inputs) if v.meta is None]
         self.out_slots = [slots[v] for v in group.outputs]
         self.plans: dict[Any, KernelPlan] = {}
         self.sources: dict[Any, Any] = {}
         self.failed: str | None = None
         self.fallback_nodes = group.nodes
         self.slots = slots
+        self.splittable = bool(group.domain.reduced) and can_split(group)
+        self.workspace_dtypes = split_workspaces(group) if self.splittable else []
+        self.sm_count = 0
+        if group.outputs and group.outputs[0].meta.device.type == "cuda" and torch.cuda.is_available():
+            self.sm_count = torch.cuda.get_device_properties(group.outputs[0].meta.device).multi_processor_count
 
     # -- planning
     def make_plan(self, sym_values: dict, in_shapes, in_strides, compile_now: bool = True) -> KernelPlan:
@@ -93,7 +102,8 @@ class GroupRunner:
         ref = self._reference(tensors, sizes)
         rt = layout_mod.analyze(sizes, dom.reduced, tensor_strides, ref)
         if dom.reduced:
-            config = reduction.heuristic(rt, self.options.persistent_max_elements, self.options.interpret)
+            config = reduction.heuristic(rt, self.options.persistent_max_elements, self.options.interpret,
+                                         self.sm_count, self.splittable)
         else:
             config = pointwise.heuristic(rt, self.options.interpret)
         nbytes = sum(_numel(s) * v.meta.dtype.itemsize for v, s in zip(tensors, in_shapes))
@@ -102,8 +112,11 @@ class GroupRunner:
         for st in rt.strides:
             scalars += list(st)
         scalars += [rt.xnumel, rt.rnumel]
+        if config.scheduler == "reduction.split":
+            scalars += [config.split, config.rchunk]
         kernel = self._kernel(rt.layout, config) if rt.xnumel > 0 else None
         plan = KernelPlan(kernel, config, tuple(in_shapes), tuple(in_strides), out_specs, scalars, nbytes)
+        plan.xnumel = rt.xnumel
         log.info("%s: %s %s (%s)", g.name, config.scheduler, rt.layout, config.reason)
         return plan
 
@@ -162,8 +175,20 @@ class GroupRunner:
         outs = [torch.empty_strided(s, st, dtype=dt, device=dev) for s, st, dt, dev in plan.out_specs]
         if plan.kernel is not None:
             c = plan.config
+            # what Triton specializes on that may differ between calls of one plan
+            spec = tuple(t.data_ptr() & 15 == 0 for t in tensors)
+            if self.scalar_in:
+                spec += tuple(_int_spec(ins[i]) for i in self.scalar_in)
+            args = ins + outs
+            if c.scheduler == "reduction.split":
+                n = c.split * plan.xnumel  # one partial per chunk and kept element
+                dev = plan.out_specs[0][3]
+                args = args + [torch.empty(n, dtype=dt, device=dev) for dt in self.workspace_dtypes]
+            args = args + plan.scalars
             try:
-                plan.kernel.launch(c.grid, ins + outs + plan.scalars, c.XBLOCK, c.RBLOCK, c.num_warps)
+                for i, st in enumerate(c.stages):
+                    plan.kernel.launch(i, st.grid, args, st.XBLOCK, st.RBLOCK, st.num_warps,
+                                       plan.binaries, spec, plan.device_index)
             except Exception as e:  # e.g. a new specialization that fails to compile
                 self.fail(e)
                 return self.run_fallback(env, sym_values)
@@ -179,6 +204,12 @@ class GroupRunner:
     def run_fallback(self, env: list, sym_values: dict | None = None) -> None:
         for node in self.fallback_nodes:
             run_registry_node_eagerly(node, env, self.slots, sym_values or {})
+
+
+def _int_spec(x) -> tuple:
+    if isinstance(x, bool) or not isinstance(x, int):
+        return (type(x).__name__,)
+    return (x == 1, x % 16 == 0, -(2**31) <= x < 2**31)
 
 
 def _numel(shape) -> int:
@@ -226,6 +257,40 @@ def run_registry_node_eagerly(node: Node, env: list, slots: dict[Value, int], sy
     run_call(node, env, slots)
 
 
+def _flat_output_slots(outputs, slots) -> list | None:
+    """``[(slot, None) or (-1, constant)]`` when the graph returns a flat list, else None."""
+    if not isinstance(outputs, (list, tuple)):
+        return None
+    flat = []
+    for o in outputs:
+        if isinstance(o, Value):
+            flat.append((slots[o], None))
+        elif isinstance(o, (list, tuple, dict)):
+            return None
+        else:
+            flat.append((-1, o))
+    return flat
+
+
+def _call_runner(node: Node, slots: dict[Value, int]):
+    """A closure running ``node``'s call with its argument slots resolved ahead of time."""
+    target = node.target
+    flat = all(not isinstance(a, (list, tuple, dict)) for a in node.args) and not node.kwargs
+    if flat and len(node.outputs) == 1:
+        spec = [(slots[a], None) if isinstance(a, Value) else (-1, a) for a in node.args]
+        out = slots[node.outputs[0]]
+
+        def run(env, sym_key=None, sym_values=None):
+            env[out] = target(*[env[s] if s >= 0 else c for s, c in spec])
+
+        return run
+
+    def run_general(env, sym_key=None, sym_values=None):
+        run_call(node, env, slots)
+
+    return run_general
+
+
 def run_call(node: Node, env: list, slots: dict[Value, int]) -> None:
     """Run a node as its ATen (or Python) call, reading and writing ``env``."""
     resolve = lambda v: env[slots[v]]
@@ -267,13 +332,18 @@ class CompiledGraph:
         self.store = SourceStore(options.cache_dir)
         self.stats = {"kernels_compiled": 0, "kernels_cached": 0, "fallbacks": 0, "plan_seconds": 0.0}
         self.steps: list = []
+        self.runners: list = []  # per step: a callable (env, sym_key, sym_values) -> None
         for step in seg.steps:
             if isinstance(step, FusionGroup):
-                self.steps.append(GroupRunner(step, self.slots, graph.symbols, options, self.store, self.stats))
+                runner = GroupRunner(step, self.slots, graph.symbols, options, self.store, self.stats)
+                self.steps.append(runner)
+                self.runners.append(runner)
             else:
                 self.steps.append(step)
+                self.runners.append(_call_runner(step, self.slots))
         self.release = self._liveness(seg)
         self.output_spec = graph.outputs
+        self.output_slots = _flat_output_slots(graph.outputs, self.slots)
         self.prepared: set = set()
 
     def _liveness(self, seg: Segmentation) -> list[list[int]]:
@@ -300,18 +370,20 @@ class CompiledGraph:
         env[: self.n_inputs] = args
         if isinstance(args, list):
             args.clear()  # boxed convention: let inputs be freed as soon as they are dead
-        sym_key = self.sym_key(env)
-        sym_values = {s: v for (s, _), v in zip(self.symbols, sym_key)}
+        if self.symbols:
+            sym_key = self.sym_key(env)
+            sym_values = {s: v for (s, _), v in zip(self.symbols, sym_key)}
+        else:
+            sym_key, sym_values = (), {}
         if sym_key not in self.prepared:
             self._prepare(env, sym_key, sym_values)
-        slots = self.slots
-        for step, dead in zip(self.steps, self.release):
-            if isinstance(step, GroupRunner):
-                step(env, sym_key, sym_values)
-            else:
-                run_call(step, env, slots)
+        for run, dead in zip(self.runners, self.release):
+            run(env, sym_key, sym_values)
             for s in dead:
                 env[s] = None
+        if self.output_slots is not None:
+            return [env[s] if s >= 0 else c for s, c in self.output_slots]
+        slots = self.slots
         return map_values(self.output_spec, lambda v: env[slots[v]])
 
     def _prepare(self, env: list, sym_key, sym_values) -> None:
@@ -343,11 +415,16 @@ class CompiledGraph:
                            for i in range(len(g.inputs))]
                 outs = [_dummy_spec(s) for s in plan.out_specs]
                 c = plan.config
-                jobs.append((plan.kernel, c.grid, dummies + outs + plan.scalars, c.XBLOCK, c.RBLOCK, c.num_warps))
-                runners.append(step)
+                ws = []
+                if c.scheduler == "reduction.split":
+                    ws = [torch.empty(1, dtype=dt, device=plan.out_specs[0][3]) for dt in step.workspace_dtypes]
+                for i, st in enumerate(c.stages):
+                    jobs.append((plan.kernel, i, st.grid, dummies + outs + ws + plan.scalars, st.XBLOCK, st.RBLOCK,
+                                 st.num_warps))
+                    runners.append(step)
         errors = compile_all(jobs, self.options.compile_threads)
         for step, err in zip(runners, errors):
-            if err is not None:
+            if err is not None and step.failed is None:
                 step.fail(err)
         self.prepared.add(sym_key)
         self.stats["plan_seconds"] += time.perf_counter() - t0

@@ -13,33 +13,60 @@ from .layout import KernelLayout, RuntimeLayout, analyze
 
 
 @dataclasses.dataclass(frozen=True)
+class Stage:
+    """One kernel launch: ``grid`` programs (a 1- or 2-tuple) of XBLOCK x RBLOCK tiles."""
+
+    grid: tuple[int, ...]
+    XBLOCK: int
+    RBLOCK: int
+    num_warps: int
+
+
+@dataclasses.dataclass(frozen=True)
 class LaunchConfig:
-    """Launch configuration of one kernel call.
+    """Launch configuration of one group call.
 
     Attributes:
-        scheduler: ``pointwise``, ``reduction.persistent`` or ``reduction.loop``.
-        XBLOCK: kept-space elements per program.
-        RBLOCK: reduced-space elements per program and loop step (1 for pointwise).
-        num_warps: warps per program.
-        grid: number of programs.
+        scheduler: ``pointwise``, ``reduction.persistent``, ``reduction.loop`` or
+            ``reduction.split`` (the reduced extent cut into ``split`` chunks of ``rchunk``
+            elements reduced by separate programs into a workspace, then combined by a
+            second kernel).
+        stages: the launches, in order (two for ``reduction.split``).
+        split, rchunk: number of chunks and elements per chunk (split reductions only).
         reason: one line saying why this configuration was chosen (shown by reports).
     """
 
     scheduler: str
-    XBLOCK: int
-    RBLOCK: int
-    num_warps: int
-    grid: int
+    stages: tuple[Stage, ...]
+    split: int = 1
+    rchunk: int = 0
     reason: str = ""
 
     @property
-    def persistent(self) -> bool:
-        return self.scheduler != "reduction.loop"
+    def XBLOCK(self) -> int:
+        return self.stages[0].XBLOCK
+
+    @property
+    def RBLOCK(self) -> int:
+        return self.stages[0].RBLOCK
+
+    @property
+    def num_warps(self) -> int:
+        return self.stages[0].num_warps
+
+    @property
+    def grid(self) -> int:
+        return self.stages[0].grid[0]
 
     @property
     def code_key(self) -> tuple:
         """What of this configuration changes generated source (block sizes are constexprs)."""
         return (self.scheduler,)
+
+
+def single(scheduler: str, grid: int, XBLOCK: int, RBLOCK: int, num_warps: int, reason: str) -> LaunchConfig:
+    """A one-launch configuration."""
+    return LaunchConfig(scheduler, (Stage((grid,), XBLOCK, RBLOCK, num_warps),), reason=reason)
 
 
 def next_power_of_2(n: int) -> int:
@@ -50,4 +77,4 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-__all__ = ["LaunchConfig", "KernelLayout", "RuntimeLayout", "analyze", "next_power_of_2", "cdiv"]
+__all__ = ["LaunchConfig", "Stage", "single", "KernelLayout", "RuntimeLayout", "analyze", "next_power_of_2", "cdiv"]

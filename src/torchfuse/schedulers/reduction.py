@@ -1,59 +1,109 @@
-"""Reduction scheduler: persistent (whole reduced extent in registers) or looped.
+"""Reduction scheduler: persistent, looped, or split across programs.
 
 The kernel works on [XBLOCK, RBLOCK] tiles: XBLOCK kept elements (rows) per program, RBLOCK
 reduced elements per step.
 
-Heuristic (run time), after Inductor's and nvFuser's published reduction heuristics:
+Heuristic (run time). The constants come from a sweep on an H200 over bf16 row sums,
+softmax and LayerNorm at 768 to 262144 elements per row and column sums
+(benchmarks/results/2026-11-30-h200-sweep/sweep.json); the best configurations there hold
+16 to 32 elements per thread and at most 8 warps, which the rules below reproduce.
 
-* Persistent when the reduced extent (rounded up to a power of two) is at most
-  ``options.persistent_max_elements``: one read of each input element, the row stays in
-  registers between the group's reductions and its outputs (softmax, LayerNorm).
-* Inner reductions (the reduced dims are the unit-stride ones) put many threads along r:
-  RBLOCK covers the row (persistent) or 1024-2048 elements per step (looped), XBLOCK rows
-  fill a program up to about 4096 elements, and warps grow with the tile (8 elements a
-  thread).
-* Outer reductions (the kept dims are unit-stride, like a bias gradient or column statistics)
-  put the contiguous kept dim across lanes for coalesced loads: XBLOCK 64 columns by RBLOCK
-  rows per step.
-* Under the interpreter blocks are as large as allowed (each program is a NumPy evaluation).
+* **Persistent** when the reduced extent (rounded up to a power of two) is at most
+  ``persistent_max`` elements: the row is read once and stays in registers between the group's
+  reductions and its outputs (softmax, LayerNorm). XBLOCK rows fill a tile of 4096 elements;
+  warps = tile / 1024 (32 elements a thread), 1 to 8.
+* **Looped** otherwise: RBLOCK = 4096 elements a step with 16 warps for inner reductions; the
+  group's reductions run in as many loops as their dependency depth (softmax: 3).
+* **Outer** reductions (the unit-stride dim is kept, like a bias gradient) put 32 contiguous
+  columns across lanes: XBLOCK 32 x RBLOCK 64, 8 warps.
+* **Split** when the kept extent gives fewer programs than the GPU has multiprocessors and the
+  reduced extent is long (a full reduction to one value, a column sum over a tall matrix): the
+  reduced extent is cut into chunks reduced by separate programs into a workspace, then a
+  second kernel combines the chunks and runs the group's epilogue (the two-stage "split
+  reduction" of Inductor and nvFuser's grid reductions). Only groups whose reductions do not
+  depend on each other can split (``splittable``).
+* Under the interpreter blocks are as large as allowed (each program is a NumPy evaluation),
+  and splitting starts at smaller sizes so that tests exercise it.
 """
 from __future__ import annotations
 
-from . import LaunchConfig, RuntimeLayout, cdiv, next_power_of_2
+from . import LaunchConfig, RuntimeLayout, Stage, cdiv, next_power_of_2, single
 
 TILE_ELEMENTS = 4096
-LOOP_RBLOCK_INNER = 2048
-OUTER_XBLOCK = 64
+ELEMENTS_PER_THREAD = 32
+LOOP_RBLOCK = 4096
+LOOP_WARPS = 16
+OUTER_XBLOCK = 32
 OUTER_RBLOCK = 64
+OUTER_WARPS = 8
+#: Reduced extent from which a group with too few programs is split (GPU / interpreter).
+SPLIT_MIN_R = 8192
+INTERPRET_SPLIT_MIN_R = 2048
+INTERPRET_TILE = 1 << 16
 
 
 def _warps(elements: int) -> int:
-    return max(1, min(16, next_power_of_2(elements // 256)))
+    return max(1, min(8, next_power_of_2(elements // ELEMENTS_PER_THREAD) // 32 or 1))
 
 
-def heuristic(rt: RuntimeLayout, persistent_max: int, interpret: bool) -> LaunchConfig:
-    """Pick persistent or looped, block sizes and warps for ``rt``'s sizes."""
+def heuristic(rt: RuntimeLayout, persistent_max: int, interpret: bool, sm_count: int = 0,
+              splittable: bool = False) -> LaunchConfig:
+    """Pick persistent, looped or split, block sizes and warps for ``rt``'s sizes.
+
+    Args:
+        rt: the call's loop layout.
+        persistent_max: largest reduced extent kept in registers (``Options``).
+        interpret: kernels run under Triton's interpreter.
+        sm_count: multiprocessors of the device (0 when unknown).
+        splittable: the group can run as a split reduction.
+    """
     x = max(rt.xnumel, 1)
-    r = max(rt.rnumel, 1)
-    rpow = next_power_of_2(r)
+    r = rt.rnumel
+    rpow = next_power_of_2(max(r, 1))
+    inner = rt.r_inner or rt.layout.n_x == 0 or rt.layout.n_r == 0
     if interpret:
-        if rpow <= 1 << 14:
-            xb = max(1, min(next_power_of_2(x), (1 << 16) // rpow))
-            return LaunchConfig("reduction.persistent", xb, rpow, 1, cdiv(x, xb), "interpreter")
-        return LaunchConfig("reduction.loop", 1, 1 << 14, 1, x, "interpreter")
-    if rt.r_inner or rt.layout.n_x == 0 or rt.layout.n_r == 0:
+        if splittable and x <= 4 and r >= INTERPRET_SPLIT_MIN_R:
+            return _split(x, r, inner, programs=8, interpret=True)
+        if rpow <= min(persistent_max, 1 << 14):
+            xb = max(1, min(next_power_of_2(x), INTERPRET_TILE // rpow))
+            return single("reduction.persistent", cdiv(x, xb), xb, rpow, 1, "interpreter")
+        return single("reduction.loop", x, 1, 1 << 14, 1, "interpreter")
+    if inner:
+        x_programs = x
+        if splittable and sm_count and x_programs < sm_count and r >= SPLIT_MIN_R:
+            return _split(x, r, inner, programs=4 * sm_count, interpret=False)
         if rpow <= persistent_max:
             xb = max(1, min(next_power_of_2(x), TILE_ELEMENTS // rpow))
             w = _warps(xb * rpow)
-            return LaunchConfig("reduction.persistent", xb, rpow, w, cdiv(x, xb),
-                                f"inner, {r} reduced elements fit: persistent, {xb} rows x {rpow}")
-        rb = LOOP_RBLOCK_INNER
-        return LaunchConfig("reduction.loop", 1, rb, _warps(rb), x,
-                            f"inner, {r} reduced elements: loop of {rb}")
+            return single("reduction.persistent", cdiv(x, xb), xb, rpow, w,
+                          f"inner, {r} reduced elements fit: persistent, {xb} rows x {rpow}, {w} warps")
+        return single("reduction.loop", x, 1, LOOP_RBLOCK, LOOP_WARPS,
+                      f"inner, {r} reduced elements: loop of {LOOP_RBLOCK}")
     xb = min(OUTER_XBLOCK, next_power_of_2(x))
+    x_programs = cdiv(x, xb)
+    if splittable and sm_count and x_programs < sm_count and r >= SPLIT_MIN_R // 8:
+        return _split(x, r, inner, programs=4 * sm_count, interpret=False)
     if rpow * xb <= TILE_ELEMENTS * 2 and rpow <= persistent_max:
-        return LaunchConfig("reduction.persistent", xb, rpow, _warps(xb * rpow), cdiv(x, xb),
-                            f"outer, {r} reduced elements fit: persistent {xb} columns x {rpow}")
+        return single("reduction.persistent", x_programs, xb, rpow, _warps(xb * rpow),
+                      f"outer, {r} reduced elements fit: persistent {xb} columns x {rpow}")
     rb = min(OUTER_RBLOCK, rpow)
-    return LaunchConfig("reduction.loop", xb, rb, _warps(xb * rb), cdiv(x, xb),
-                        f"outer, {r} reduced elements: {xb} columns, loop of {rb} rows")
+    return single("reduction.loop", x_programs, xb, rb, OUTER_WARPS,
+                  f"outer, {r} reduced elements: {xb} columns, loop of {rb} rows")
+
+
+def _split(x: int, r: int, inner: bool, programs: int, interpret: bool) -> LaunchConfig:
+    if interpret:
+        xb, rb, w = next_power_of_2(x), 512, 1
+    elif inner:
+        xb, rb, w = 1, 2048, 8
+    else:
+        xb, rb, w = min(OUTER_XBLOCK, next_power_of_2(x)), OUTER_RBLOCK, OUTER_WARPS
+    x_programs = cdiv(x, xb)
+    split = max(2, min(programs // x_programs, cdiv(r, rb), 1024))
+    rchunk = cdiv(cdiv(r, split), rb) * rb
+    split = cdiv(r, rchunk)
+    sb = next_power_of_2(split)
+    fx = max(1, min(next_power_of_2(x), max(1, 2048 // sb)))
+    finish = Stage((cdiv(x, fx),), fx, sb, 1 if interpret else max(1, min(8, fx * sb // 256)))
+    return LaunchConfig("reduction.split", (Stage((x_programs, split), xb, rb, w), finish), split=split,
+                        rchunk=rchunk, reason=f"{x} kept x {r} reduced: {split} chunks of {rchunk}, then combine")

@@ -1,0 +1,96 @@
+"""The backends compared in one run: one table entry each.
+
+Adding a backend is one entry in :data:`BACKENDS`. When torchfuse grows its own CUDA graphs
+(an option of :class:`torchfuse.Options`), the entry is::
+
+    Backend("torchfuse-cudagraphs", compile_torchfuse(cuda_graphs=True), needs_cuda=True),
+
+Speedups are reported over :data:`BASELINE` (eager) and over :data:`COMPILE_BASELINE`
+(``torch.compile`` with its default mode).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import torch
+
+#: what ``compile(module, device)`` returns is called like the module
+CompileFn = Callable[[torch.nn.Module, str], Callable]
+
+
+@dataclasses.dataclass(frozen=True)
+class Backend:
+    """One way to run a model.
+
+    Attributes:
+        name: as it appears in ``--backends``, tables and charts.
+        compile: ``compile(module, device) -> callable``; ``None`` runs the module eagerly.
+        cuda_graphs: the harness captures the forward in a CUDA graph (inference only).
+        mark_step: call ``torch.compiler.cudagraph_mark_step_begin()`` before each step.
+        needs_cuda: skipped (and recorded as such) on a CPU.
+        inference_only: skipped in training modes.
+    """
+
+    name: str
+    compile: CompileFn | None = None
+    cuda_graphs: bool = False
+    mark_step: bool = False
+    needs_cuda: bool = False
+    inference_only: bool = False
+
+    @property
+    def compiled(self) -> bool:
+        """Has a compile step: gets first-call (cold and warm) times and an accuracy check."""
+        return self.compile is not None
+
+    def skip_reason(self, device: str, training: bool) -> str | None:
+        """Why this backend does not run here, or ``None``."""
+        if self.needs_cuda and device != "cuda":
+            return "needs CUDA"
+        if self.inference_only and training:
+            return "inference only"
+        return None
+
+
+def compile_torch(mode: str | None = None) -> CompileFn:
+    """``torch.compile(module, mode=mode)`` (TorchInductor)."""
+    def compile(module: torch.nn.Module, device: str) -> Callable:
+        return torch.compile(module, mode=mode)
+    return compile
+
+
+def compile_torchfuse(**options) -> CompileFn:
+    """``torchfuse.compile(module, **options)``; on a CPU the generated kernels run in Triton's
+    interpreter (``interpret=True``), since otherwise nothing would be fused there."""
+    def compile(module: torch.nn.Module, device: str) -> Callable:
+        import torchfuse
+
+        return torchfuse.compile(module, **{"interpret": device == "cpu", **options})
+    return compile
+
+
+BACKENDS: dict[str, Backend] = {b.name: b for b in [
+    Backend("eager"),
+    Backend("eager-cudagraphs", cuda_graphs=True, needs_cuda=True, inference_only=True),
+    Backend("torch.compile", compile_torch()),
+    Backend("torch.compile-reduce-overhead", compile_torch("reduce-overhead"), mark_step=True, needs_cuda=True),
+    Backend("torchfuse", compile_torchfuse()),
+]}
+
+BASELINE = "eager"
+COMPILE_BASELINE = "torch.compile"
+
+
+def parse_backends(text: str | None) -> tuple[str, ...]:
+    """Names from a comma-separated list (``None``: all); eager is always included first,
+    since every speedup is measured against it.
+
+    Raises:
+        ValueError: a name is not in :data:`BACKENDS`.
+    """
+    names = list(BACKENDS) if not text else [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in BACKENDS]
+    if unknown:
+        raise ValueError(f"unknown backend(s) {unknown}; known: {list(BACKENDS)}")
+    return tuple([BASELINE] + [n for n in names if n != BASELINE])

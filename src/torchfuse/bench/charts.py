@@ -1,0 +1,123 @@
+"""Bar charts like the nvFuser announcement's figures, written as PNG files with matplotlib.
+
+One chart per (suite, mode, layout, device): a group of bars per case, one bar per backend,
+height = speedup over eager (eager is the line at 1), and a last group with each backend's
+geometric mean over the cases it ran. A backend that failed on a case gets an ``x`` at the
+bottom of its slot instead of a bar. The micro suite also gets a chart of the achieved
+fraction of device-copy bandwidth.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .backends import BASELINE
+from .environment import slug
+from .results import OK, FAILED, Result
+from .timing import geometric_mean
+
+COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C"]
+
+
+def group_results(results: list[Result]) -> dict[tuple, list[Result]]:
+    """``(suite, mode, channels_last, device_name) -> results``, in first-seen order."""
+    groups: dict[tuple, list[Result]] = {}
+    for r in results:
+        groups.setdefault((r.suite, r.mode, r.channels_last, r.device_name), []).append(r)
+    return groups
+
+
+def chart_name(key: tuple) -> str:
+    suite, mode, channels_last, device_name = key
+    layout = "-channels-last" if channels_last else ""
+    return f"{suite}-{mode}{layout}-{slug(device_name)}.png"
+
+
+def _case_label(r: Result) -> str:
+    return f"{r.model}\n{r.size}"
+
+
+def _plot(path: Path, title: str, labels: list[str], series: dict[str, list], failed: dict[str, list[bool]],
+          ylabel: str, reference_line: float | None) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n_groups, n_series = len(labels), max(1, len(series))
+    width = 0.8 / n_series
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * n_groups * max(1, n_series) * 0.6 + 2), 4.5))
+    for i, (name, values) in enumerate(series.items()):
+        xs = [g + (i - (n_series - 1) / 2) * width for g in range(n_groups)]
+        heights = [v if v is not None else 0.0 for v in values]
+        bars = ax.bar(xs, heights, width, label=name, color=COLORS[i % len(COLORS)])
+        for x, v, bar in zip(xs, values, bars):
+            if v is not None:
+                ax.annotate(f"{v:.2f}", (x, v), ha="center", va="bottom", fontsize=6, rotation=90,
+                            xytext=(0, 2), textcoords="offset points")
+        for x, bad in zip(xs, failed.get(name, [])):
+            if bad:
+                ax.plot([x], [0], marker="x", color=COLORS[i % len(COLORS)], markersize=7)
+    if reference_line is not None:
+        ax.axhline(reference_line, color="black", linewidth=0.8, linestyle="--")
+    if labels and labels[-1] == "geomean":
+        ax.axvline(n_groups - 1.5, color="grey", linewidth=0.6)
+    ax.set_xticks(range(n_groups))
+    ax.set_xticklabels(labels, rotation=45 if n_groups > 6 else 0, ha="right" if n_groups > 6 else "center",
+                       fontsize=7)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="upper left")
+    ax.margins(y=0.15)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def _series(results: list[Result], value, with_geomean: bool, with_baseline: bool = False):
+    cases: dict[str, Result] = {}
+    for r in results:
+        cases.setdefault(r.case, r)
+    backends = [b for b in dict.fromkeys(r.backend for r in results) if with_baseline or b != BASELINE]
+    by = {(r.case, r.backend): r for r in results}
+    labels = [_case_label(r) for r in cases.values()]
+    series: dict[str, list] = {}
+    failed: dict[str, list[bool]] = {}
+    for b in backends:
+        rows = [by.get((c, b)) for c in cases]
+        if not any(r is not None and r.status in (OK, FAILED) for r in rows):
+            continue  # skipped everywhere (e.g. needs CUDA): no legend entry
+        values = [value(r) if r is not None and r.status == OK else None for r in rows]
+        failed[b] = [r is not None and r.status == FAILED for r in rows]
+        if with_geomean:
+            values.append(geometric_mean([v for v in values if v is not None]))
+            failed[b].append(False)
+        series[b] = values
+    if with_geomean:
+        labels.append("geomean")
+    return labels, series, failed
+
+
+def write_charts(out_dir: Path, results: list[Result], device_labels: dict[str, str]) -> list[Path]:
+    """Write every chart under ``out_dir/charts``; returns their paths.
+
+    Args:
+        device_labels: device name -> how titles name it (CPU runs say so).
+    """
+    written = []
+    for key, rows in group_results(results).items():
+        suite, mode, channels_last, device_name = key
+        label = device_labels.get(device_name, device_name)
+        layout = ", channels-last" if channels_last else ""
+        labels, series, failed = _series(rows, lambda r: r.speedup_vs_eager, with_geomean=True)
+        path = Path(out_dir) / "charts" / chart_name(key)
+        _plot(path, f"{suite} - {mode}{layout} - speedup over eager\n{label}", labels, series, failed,
+              "speedup over eager (x)", 1.0)
+        written.append(path)
+        if suite == "micro" and any(r.copy_fraction for r in rows):
+            labels, series, failed = _series(rows, lambda r: r.copy_fraction, with_geomean=False, with_baseline=True)
+            path = Path(out_dir) / "charts" / chart_name(key).replace(".png", "-bandwidth.png")
+            _plot(path, f"{suite} - {mode}{layout} - fraction of device-copy bandwidth\n{label}", labels, series,
+                  failed, "achieved / copy bandwidth", 1.0)
+            written.append(path)
+    return written

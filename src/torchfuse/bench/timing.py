@@ -1,0 +1,165 @@
+"""Timing: step times, interleaved rounds, memory, kernel launches, copy bandwidth.
+
+On CUDA each step is bracketed by CUDA events (``torch.cuda.Event(enable_timing=True)``),
+so the time is the device's wall time from the step's first to its last queued work, with
+no synchronization between the steps of a round; on a CPU, ``time.perf_counter``. Backends
+are timed in rounds, each round running every backend in turn (in an order rotated each
+round), so slow drifts of clocks and temperature hit all backends alike. The reported time is
+the median over every timed step.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from typing import Callable
+
+import torch
+
+#: the profiler's host-side names of kernel launches (runtime and driver API)
+LAUNCH_CALLS = frozenset({
+    "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel", "cuLaunchKernel",
+    "cuLaunchKernelEx", "cudaGraphLaunch",
+})
+
+
+def synchronize(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_steps(step: Callable[[], None], count: int, device: str) -> list[float]:
+    """Run ``step`` ``count`` times back to back.
+
+    Returns:
+        each step's time in milliseconds.
+    """
+    if device == "cuda":
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(count)]
+        for start, end in events:
+            start.record()
+            step()
+            end.record()
+        torch.cuda.synchronize()
+        return [start.elapsed_time(end) for start, end in events]
+    times = []
+    for _ in range(count):
+        t0 = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return times
+
+
+def time_first_call(call: Callable[[], object], device: str) -> tuple[float, object]:
+    """Seconds of wall time of ``call()`` including compilation, and its result."""
+    synchronize(device)
+    t0 = time.perf_counter()
+    result = call()
+    synchronize(device)
+    return time.perf_counter() - t0, result
+
+
+def steps_per_round(step_ms: float, round_seconds: float, most: int) -> int:
+    """How many steps make a round of about ``round_seconds`` (at least 1, at most ``most``)."""
+    if step_ms <= 0 or round_seconds <= 0:
+        return 1
+    return max(1, min(most, int(round(round_seconds * 1e3 / step_ms))))
+
+
+def time_interleaved(steps: dict[str, Callable[[], None]], counts: dict[str, int], rounds: int, device: str,
+                     on_error: Callable[[str, BaseException], None]) -> dict[str, list[float]]:
+    """Time several backends in interleaved rounds.
+
+    Args:
+        steps: backend name -> its step.
+        counts: backend name -> steps per round.
+        rounds: number of rounds; round ``r`` starts at backend ``r mod len(steps)``.
+        on_error: called with a backend whose step raised; it is dropped from later rounds.
+
+    Returns:
+        backend name -> every timed step's milliseconds.
+    """
+    names = list(steps)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(rounds):
+        order = names[r % len(names):] + names[: r % len(names)] if names else []
+        for name in order:
+            if name not in steps:
+                continue
+            try:
+                times[name] += time_steps(steps[name], counts[name], device)
+            except Exception as e:  # noqa: BLE001 - a failing backend is a result
+                del steps[name]
+                on_error(name, e)
+    return times
+
+
+def median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def geometric_mean(values: list[float]) -> float | None:
+    values = [v for v in values if v and v > 0 and math.isfinite(v)]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def allocated_bytes(device: str) -> int | None:
+    if device != "cuda":
+        return None
+    torch.cuda.synchronize()
+    return torch.cuda.memory_allocated()
+
+
+def reset_peak(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+
+
+def peak_above(baseline: int | None, device: str) -> float | None:
+    """MiB of the peak allocation since :func:`reset_peak` above ``baseline`` bytes."""
+    if device != "cuda" or baseline is None:
+        return None
+    torch.cuda.synchronize()
+    return (torch.cuda.max_memory_allocated() - baseline) / 2**20
+
+
+def count_kernels(step: Callable[[], None], device: str) -> tuple[int | None, int | None]:
+    """Device kernels and host-side launch calls of one step, from ``torch.profiler``.
+
+    Returns:
+        ``(kernels, launch_calls)``; ``(None, None)`` on a CPU. Kernels are the profiler's
+        device events other than memory copies and sets (a CUDA graph replay counts the
+        kernels it runs; its launch calls count one ``cudaGraphLaunch``).
+    """
+    if device != "cuda":
+        return None, None
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        step()
+        torch.cuda.synchronize()
+    kernels = launches = 0
+    for event in prof.events():
+        if event.device_type == DeviceType.CUDA:
+            name = event.name.lower()
+            if not (name.startswith("memcpy") or name.startswith("memset")):
+                kernels += 1
+        elif event.name in LAUNCH_CALLS:
+            launches += 1
+    return kernels, launches
+
+
+def copy_bandwidth(device: str, nbytes: int, repeats: int = 20) -> float:
+    """Achieved bandwidth of a device copy, GB/s (bytes read plus bytes written, 1e9 B/s).
+
+    The measure the micro suite's bandwidths are divided by: a ``Tensor.copy_`` of
+    ``nbytes`` bytes, timed like a step, median of ``repeats``.
+    """
+    src = torch.empty(nbytes, dtype=torch.uint8, device=device).fill_(1)
+    dst = torch.empty_like(src)
+    dst.copy_(src)
+    times = time_steps(lambda: dst.copy_(src), repeats, device)
+    return 2 * nbytes / (statistics.median(times) * 1e-3) / 1e9
