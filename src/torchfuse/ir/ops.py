@@ -276,11 +276,14 @@ def _emit_clamp(a, dt, at):
     x = a[0]
     lo = a[1] if len(a) > 1 and a[1] is not None else None
     hi = a[2] if len(a) > 2 and a[2] is not None else None
-    # PyTorch's clamp: NaN input stays NaN; a lower bound above the upper gives the upper.
+    # PyTorch's clamp: NaN input stays NaN, a NaN bound gives NaN (tensor bounds can hold NaN);
+    # a lower bound above the upper gives the upper.
     if lo is not None:
-        x = f"tl.where({x} < {lo}, {lo}, {x})"
+        nan_lo = f" | ({lo} != {lo})" if is_float(dt) else ""
+        x = f"tl.where(({x} < {lo}){nan_lo}, {lo}, {x})"
     if hi is not None:
-        x = f"tl.where({x} > {hi}, {hi}, {x})"
+        nan_hi = f" | ({hi} != {hi})" if is_float(dt) else ""
+        x = f"tl.where(({x} > {hi}){nan_hi}, {hi}, {x})"
     return x
 
 
@@ -310,7 +313,7 @@ def _emit_relu(a, dt, at):
 
 
 def _emit_sigmoid(a, dt, at):
-    return f"(1.0 / (1.0 + tl.exp(-{a[0]})))"
+    return f"(1.0 / (1.0 + {_emit_exp([f'(-{a[0]})'], dt, at)}))"
 
 
 def _emit_exp(a, dt, at):
@@ -353,7 +356,9 @@ def _emit_bitwise(sym: str):
 def _emit_bitwise_not(a, dt, at):
     if dt == torch.bool:
         return f"({a[0]} == 0)"
-    return f"(~{a[0]})"
+    # xor with all ones of the dtype: Triton's ``~`` builds a -1 constant, which is out of
+    # range for uint8 in the interpreter
+    return f"({a[0]} ^ {literal(-1, dt)})"
 
 
 def _emit_where(a, dt, at):
@@ -398,7 +403,10 @@ def literal(value: Any, dtype: torch.dtype) -> str:
     """
     if dtype == torch.bool:
         return f"tl.full([], {1 if bool(value) else 0}, tl.int1)"
-    v = torch.tensor(value).to(dtype).item()
+    # convert from the scalar's own 64-bit type: torch.tensor(1.7) would first round to the
+    # default dtype (float32), and a float64 kernel would see 1.7000000476837158
+    source = torch.float64 if isinstance(value, float) else (torch.bool if isinstance(value, bool) else torch.int64)
+    v = torch.tensor(value, dtype=source).to(dtype).item()
     if dtype.is_floating_point:
         if math.isnan(v):
             text = "float('nan')"

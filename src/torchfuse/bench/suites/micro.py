@@ -85,12 +85,13 @@ class RotaryEmbedding(torch.nn.Module):
         return q * cos + rotated * sin
 
 
-def _rows(shape, dtype, device):
+def _x(shape, dtype, device):
     return {"x": torch.randn(shape, dtype=dtype, device=device)}
 
 
-def _images(shape, dtype, device):
-    return {"x": torch.randn(shape, dtype=dtype, device=device)}
+def _input(shape, dtype, device):
+    """For ``torch.nn`` modules, whose ``forward`` calls its argument ``input``."""
+    return {"input": torch.randn(shape, dtype=dtype, device=device)}
 
 
 #: name -> (module factory (hidden size, dtype, device), inputs factory, full shape, quick shape)
@@ -99,16 +100,16 @@ OPS = {
                         lambda s, dt, dev: {"x": torch.randn(s, dtype=dt, device=dev),
                                             "y": torch.randn(s, dtype=dt, device=dev)},
                         (65536, 1024), (64, 32)),
-    "row_sum": (lambda n, dt, dev: RowSum(), _rows, (65536, 1024), (64, 32)),
-    "column_sum": (lambda n, dt, dev: ColumnSum(), _rows, (65536, 1024), (64, 32)),
-    "layer_norm": (lambda n, dt, dev: torch.nn.LayerNorm(n, dtype=dt, device=dev), _rows, (65536, 1024), (64, 32)),
-    "rms_norm": (lambda n, dt, dev: torch.nn.RMSNorm(n, dtype=dt, device=dev), _rows, (65536, 1024), (64, 32)),
-    "batch_norm": (lambda n, dt, dev: torch.nn.BatchNorm2d(n, dtype=dt, device=dev), _images,
+    "row_sum": (lambda n, dt, dev: RowSum(), _x, (65536, 1024), (64, 32)),
+    "column_sum": (lambda n, dt, dev: ColumnSum(), _x, (65536, 1024), (64, 32)),
+    "layer_norm": (lambda n, dt, dev: torch.nn.LayerNorm(n, dtype=dt, device=dev), _input, (65536, 1024), (64, 32)),
+    "rms_norm": (lambda n, dt, dev: torch.nn.RMSNorm(n, dtype=dt, device=dev), _input, (65536, 1024), (64, 32)),
+    "batch_norm": (lambda n, dt, dev: torch.nn.BatchNorm2d(n, dtype=dt, device=dev), _input,
                    (64, 256, 56, 56), (2, 8, 4, 4)),
-    "group_norm": (lambda n, dt, dev: torch.nn.GroupNorm(min(32, n // 2), n, dtype=dt, device=dev), _images,
+    "group_norm": (lambda n, dt, dev: torch.nn.GroupNorm(min(32, n // 2), n, dtype=dt, device=dev), _input,
                    (64, 256, 56, 56), (2, 8, 4, 4)),
-    "softmax": (lambda n, dt, dev: Softmax(), _rows, (65536, 1024), (64, 32)),
-    "log_softmax": (lambda n, dt, dev: LogSoftmax(), _rows, (65536, 1024), (64, 32)),
+    "softmax": (lambda n, dt, dev: Softmax(), _x, (65536, 1024), (64, 32)),
+    "log_softmax": (lambda n, dt, dev: LogSoftmax(), _x, (65536, 1024), (64, 32)),
     "cross_entropy": (lambda n, dt, dev: CrossEntropy(),
                       lambda s, dt, dev: {"logits": torch.randn(s, dtype=dt, device=dev),
                                           "target": torch.randint(0, s[-1], s[:1], device=dev)},
@@ -117,7 +118,7 @@ OPS = {
                                     lambda s, dt, dev: {"x": torch.randn(s, dtype=dt, device=dev),
                                                         "residual": torch.randn(s, dtype=dt, device=dev)},
                                     (65536, 1024), (64, 32)),
-    "bias_gelu": (lambda n, dt, dev: BiasGelu(n, dt, dev), _rows, (65536, 4096), (64, 32)),
+    "bias_gelu": (lambda n, dt, dev: BiasGelu(n, dt, dev), _x, (65536, 4096), (64, 32)),
     "rope": (lambda n, dt, dev: RotaryEmbedding(),
              lambda s, dt, dev: {"q": torch.randn(s, dtype=dt, device=dev),
                                  "cos": torch.randn(s[-2:], dtype=dt, device=dev),
