@@ -14,7 +14,7 @@ import torch
 
 from .backend import register as _register
 from .backend import resolve_options, torchfuse_backend
-from .config import Options
+from .config import Options, configure_logging
 
 __version__ = "0.1.0"
 
@@ -51,3 +51,4 @@ def compile(model: Any = None, *, dynamic: bool | None = None, fullgraph: bool =
 
 
 _register()
+configure_logging()

@@ -57,6 +57,13 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
         return _boxed(gm.forward)
     if options.dump_dir:
         _dump_stage(options, name, gm, graph, seg)
+    if log.isEnabledFor(logging.INFO):
+        import collections
+
+        reasons = collections.Counter((str(n.target), n.reason) for n in seg.calls
+                                      if n.reason not in ("view (no data moves)", "tuple element"))
+        for (target, reason), count in sorted(reasons.items()):
+            log.info("%s: %d x %s on ATen: %s", name, count, target, reason)
     if not seg.groups:
         log.info("%s: nothing to fuse; running the traced graph", name)
         return _boxed(gm.forward)

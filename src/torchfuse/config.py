@@ -40,10 +40,37 @@ def default_cache_dir() -> Path:
     return Path(base) / "torchfuse"
 
 
+LOG_TOPICS = ("fusion", "schedule", "cache", "recompile")
+
+
 def log_topics_from_env() -> frozenset[str]:
-    """The topics named in ``TORCHFUSE_LOGS`` (comma separated)."""
+    """The topics named in ``TORCHFUSE_LOGS`` (comma separated; ``all`` for every topic)."""
     raw = os.environ.get("TORCHFUSE_LOGS", "")
-    return frozenset(t.strip() for t in raw.split(",") if t.strip())
+    topics = {t.strip() for t in raw.split(",") if t.strip()}
+    if "all" in topics:
+        topics = set(LOG_TOPICS)
+    return frozenset(topics)
+
+
+def configure_logging(topics: frozenset[str] | None = None) -> None:
+    """Send INFO records of the chosen topics (loggers ``torchfuse.<topic>``) to stderr.
+
+    Topics: ``fusion`` (what was fused, what stayed on ATen and why), ``schedule`` (launch
+    configurations), ``cache`` (kernel cache hits and misses), ``recompile`` (new kernels or
+    plans for new sizes and layouts). Without topics nothing is configured, and the
+    ``torchfuse`` logger follows the application's logging setup.
+    """
+    import logging
+
+    topics = log_topics_from_env() if topics is None else topics
+    for topic in topics:
+        logger = logging.getLogger(f"torchfuse.{topic}")
+        logger.setLevel(logging.INFO)
+        if not any(getattr(h, "_torchfuse", False) for h in logger.handlers):
+            handler = logging.StreamHandler()
+            handler.setFormatter(logging.Formatter("[torchfuse.%(name)s] %(message)s".replace("%(name)s", topic)))
+            handler._torchfuse = True
+            logger.addHandler(handler)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -132,7 +132,7 @@ class SentenceEncoder(torch.nn.Module):
         if self.pooling.mode == "mean":  # as sentence_transformers.models.Pooling
             sentences = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
         elif self.pooling.mode == "max":
-            sentences = tokens.masked_fill(mask == 0, -1e9).amax(1)
+            sentences = tokens.masked_fill(mask == 0, torch.finfo(tokens.dtype).min).amax(1)
         else:
             sentences = tokens[:, 0]
         if self.pooling.normalize:
@@ -146,21 +146,19 @@ def _offline_transformers():
     import transformers
 
     transformers.utils.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
+    if hasattr(transformers.utils.logging, "disable_progress_bar"):  # transformers >= 4.26
+        transformers.utils.logging.disable_progress_bar()
     return transformers
 
 
-def stored_dtype(model_dir: Path) -> torch.dtype:
-    """The dtype of the floating-point weights in ``model_dir/model.safetensors``.
-
-    Raises:
-        UsageError: there is no ``model.safetensors``.
-    """
+def stored_dtype(model_dir: Path) -> torch.dtype | None:
+    """The dtype of the floating-point weights in ``model_dir/model.safetensors``, or ``None``
+    when there is no such file."""
     from safetensors import safe_open
 
     path = model_dir / "model.safetensors"
     if not path.is_file():
-        raise UsageError(f"{model_dir} has no model.safetensors; is it an all-MiniLM-L6-v2 directory?")
+        return None
     with safe_open(str(path), framework="pt") as f:
         for name in f.keys():
             t = f.get_slice(name)
@@ -433,7 +431,7 @@ def _compile_rows(result: DemoResult, dtype: torch.dtype, tolerance: float) -> l
     diff_tokens = (result.tokens_compiled.float() - result.tokens.float()).abs().max().item()
     diff_sentences = (result.sentences_compiled.float() - result.sentences.float()).abs().max().item()
     largest = result.tokens.float().abs().max().item()
-    interpreted = "" if result.tokens.is_cuda else " (in the interpreter)"
+    interpreted = "" if result.tokens.is_cuda else " in the interpreter"
     return [
         ("graphs", f"{len(s['graphs'])} ({', '.join(s['graphs']) or 'none'})"),
         ("kernels", f"{s['kernels_new'] + s['kernels_cached']} for {s['groups']} fusion groups "
@@ -442,7 +440,7 @@ def _compile_rows(result: DemoResult, dtype: torch.dtype, tolerance: float) -> l
                       f"{s['fused_layout']} layout) inside the generated kernels"),
         ("ATen ops", f"{sum(s['aten'].values())} ({aten}) + {s['views']} views that move no data"),
         ("fallbacks", fallbacks),
-        ("compile time", f"{result.compile_seconds:.1f} s first call (tracing, compiling, running{interpreted}); "
+        ("compile time", f"{result.compile_seconds:.1f} s for the first call (trace, compile, run{interpreted}); "
                          f"torchfuse's own passes {s['torchfuse_seconds']:.2f} s"),
         ("next call", f"{result.second_call_seconds * 1e3:.0f} ms{interpreted}"),
         ("max |diff|", f"sentence embeddings {diff_sentences:.1e} (tolerance {tolerance:g}), token embeddings "
@@ -526,7 +524,6 @@ def _demo(model_dir: Path, args: argparse.Namespace) -> int:
     if device == "cuda" and not torch.cuda.is_available():
         raise UsageError("--device cuda, but PyTorch sees no CUDA device")
     dtype = getattr(torch, args.dtype)
-    on_disk = stored_dtype(model_dir)
     tokenizer, encoder, max_tokens = load_encoder(model_dir, dtype, device)
 
     def tokenize(texts):
@@ -536,27 +533,37 @@ def _demo(model_dir: Path, args: argparse.Namespace) -> int:
     timing_batch = None
     if device == "cuda" and args.timing_batch > 0:
         timing_batch = tokenize([SENTENCES[i % len(SENTENCES)] for i in range(args.timing_batch)])
-    interpret = device == "cpu"
-    where = (f"CUDA ({torch.cuda.get_device_name()}): compiled Triton kernels" if device == "cuda" else
-             "CPU: no GPU, so the generated Triton kernels run in Triton's interpreter (slow, exact)")
-    n_params = sum(p.numel() for p in encoder.parameters())
-    cfg = encoder.transformer.config
-    weights = str(on_disk).removeprefix("torch.")
-    header = [
-        ("model", f"{model_dir}"),
-        ("", f"{type(encoder.transformer).__name__}, {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, "
-             f"{n_params / 1e6:.1f} M parameters; pooling: {encoder.pooling.mode}"
-             f"{' + L2 normalization' if encoder.pooling.normalize else ''} ({encoder.pooling.source})"),
-        ("device", where),
-        ("precision", f"weights stored in {weights}" + (f", upcast to {args.dtype}" if on_disk != dtype and
-                      dtype.itemsize > on_disk.itemsize else f", converted to {args.dtype}" if on_disk != dtype else "")
-                      + f"; computing in {args.dtype}"),
-        ("input", f"{len(SENTENCES)} sentences, padded to {batch['input_ids'].shape[1]} tokens"),
-    ]
-    result = run_demo(encoder, batch, interpret, timing_batch, args.repeat)
+    result = run_demo(encoder, batch, interpret=device == "cpu", timing_batch=timing_batch, repeat=args.repeat)
+    header = _header(model_dir, encoder, device, stored_dtype(model_dir), dtype, batch)
     report, ok = format_report(result, SENTENCES, header, dtype)
     print(report)
     return 0 if ok else 1
+
+
+def _header(model_dir: Path, encoder: SentenceEncoder, device: str, on_disk: torch.dtype | None,
+            dtype: torch.dtype, batch) -> list[tuple[str, str]]:
+    if device == "cuda":
+        where = f"CUDA ({torch.cuda.get_device_name()}): compiled Triton kernels"
+    else:
+        where = ("CPU" + ("" if torch.cuda.is_available() else ", no GPU found") +
+                 ": the generated Triton kernels run in Triton's interpreter (slow; for checking values)")
+    name = str(dtype).removeprefix("torch.")
+    precision = f"computing in {name}"
+    if on_disk is not None:
+        stored = str(on_disk).removeprefix("torch.")
+        change = "" if on_disk == dtype else (" upcast to " if dtype.itemsize > on_disk.itemsize else " cast to ") + name
+        precision = f"weights stored in {stored}{change and ','}{change}; {precision}"
+    cfg = encoder.transformer.config
+    pooling = encoder.pooling
+    return [
+        ("model", str(model_dir)),
+        ("", f"{type(encoder.transformer).__name__}, {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, "
+             f"{sum(p.numel() for p in encoder.parameters()) / 1e6:.1f} M parameters; pooling: {pooling.mode}"
+             f"{' + L2 normalization' if pooling.normalize else ''} (from {pooling.source})"),
+        ("device", where),
+        ("precision", precision),
+        ("input", f"{len(SENTENCES)} sentences, padded to {batch['input_ids'].shape[1]} tokens"),
+    ]
 
 
 if __name__ == "__main__":

@@ -71,6 +71,7 @@ class SourceStore:
                         return path
                     log.warning("kernel cache file %s does not match its hash; rewriting it", path)
                 self.misses += 1
+                log.info("kernel cache miss %s: writing %s", key[:12], path)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")
                 with os.fdopen(fd, "w") as f:
