@@ -327,7 +327,8 @@ def _align_with(nodes, outputs, seed: Value, rdims, reductions) -> Domain | str:
             return f"reduction {r.outputs[0]} reduces other dims than the group's"
         if any(xd[d] in dom.reduced for d in range(len(xd)) if d not in r.attrs["dims"] and xd[d] is not None):
             return f"reduction {r.outputs[0]} keeps a reduced dim"
-    for v in outputs:
+    randoms = [o for n in nodes if REGISTRY[n.op].kind == "random" for o in n.outputs]
+    for v in list(outputs) + randoms:
         if v.meta is None:
             continue
         covered = {d for d in a.dims[v] if d is not None}
@@ -336,5 +337,7 @@ def _align_with(nodes, outputs, seed: Value, rdims, reductions) -> Domain | str:
         else:
             need = kept_big
         if covered != need:
+            if v in randoms:
+                return f"random values {v} do not cover the domain (elements would share a counter)"
             return f"output {v} does not cover the domain (it would be written more than once)"
     return dom

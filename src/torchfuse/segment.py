@@ -204,7 +204,7 @@ def _has_reduction(nodes: Sequence[Node]) -> bool:
 
 
 def _computes(nodes: Sequence[Node]) -> bool:
-    return any(REGISTRY[n.op].kind in ("pointwise", "reduction", "constant") for n in nodes)
+    return any(REGISTRY[n.op].kind in ("pointwise", "reduction", "constant", "random") for n in nodes)
 
 
 def finalize(units: _Units) -> Segmentation:

@@ -45,7 +45,7 @@ def _plot(path: Path, title: str, labels: list[str], series: dict[str, list], fa
 
     n_groups, n_series = len(labels), max(1, len(series))
     width = 0.8 / n_series
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * n_groups * max(1, n_series) * 0.6 + 2), 4.5))
+    fig, ax = plt.subplots(figsize=(min(22.0, max(6.0, 0.3 * n_groups * n_series + 2.5)), 5.0))
     for i, (name, values) in enumerate(series.items()):
         xs = [g + (i - (n_series - 1) / 2) * width for g in range(n_groups)]
         heights = [v if v is not None else 0.0 for v in values]

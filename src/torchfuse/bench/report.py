@@ -37,7 +37,8 @@ def speedup_cell(r: Result | None) -> str:
 
 def speedup_table(rows: list[Result]) -> tuple[list[str], list[list[str]]]:
     """Header and rows: case, eager milliseconds, each other backend's speedup; geomean last."""
-    backends = [b for b in dict.fromkeys(r.backend for r in rows) if b != BASELINE]
+    backends = [b for b in dict.fromkeys(r.backend for r in rows)
+                if b != BASELINE and any(r.backend == b and r.status != SKIPPED for r in rows)]
     by = {(r.case, r.backend): r for r in rows}
     cases = list(dict.fromkeys(r.case for r in rows))
     header = ["case", "eager ms"] + backends
@@ -96,13 +97,15 @@ def detail_rows(rows: list[Result]) -> tuple[list[str], list[list[str]]]:
     header = DETAIL_HEADER + (["GB/s", "of copy"] if micro else [])
     body = []
     for r in rows:
+        if r.status == SKIPPED:
+            continue  # listed once per reason under the table
         status = r.status if r.status != FAILED else f"failed ({r.stage})"
         row = [f"{r.model} {r.size}", r.backend, status, _fmt(r.median_ms, ".3f"), _fmt(r.speedup_vs_eager, ".2f", "x"),
                _fmt(r.speedup_vs_torch_compile, ".2f", "x"), _fmt(r.first_call_s, ".1f"),
                _fmt(r.first_call_cold_s, ".1f"), _fmt(r.first_call_warm_s, ".1f"), _fmt(r.peak_memory_mib, ".0f"),
                _fmt(r.kernels_per_step, "d"), _fmt(r.launches_per_step, "d"), r.accuracy or ""]
         if micro:
-            row += [_fmt(r.bandwidth_gbps, ".0f"), _fmt(r.copy_fraction, ".0%")]
+            row += [_fmt(r.bandwidth_gbps, ".3g"), _fmt(r.copy_fraction, ".1%")]
         body.append(row)
     return header, body
 
@@ -140,9 +143,13 @@ def markdown_summary(metas: list[dict], results: list[Result], charts_dir: str =
         if accuracy:
             out += ["Accuracy failures:", ""] + [f"- `{r.case}` **{r.backend}**: {r.accuracy_detail}"
                                                  for r in accuracy] + [""]
-        skipped = sorted({f"{r.backend}: {r.error}" for r in rows if r.status == SKIPPED})
+        skipped = {}
+        for r in rows:
+            if r.status == SKIPPED:
+                skipped.setdefault(f"{r.backend}: {r.error}", []).append(r.case)
         if skipped:
-            out += ["Skipped: " + "; ".join(skipped), ""]
+            out += ["Skipped: " + "; ".join(f"{k} ({len(v)} case{'s' if len(v) > 1 else ''})"
+                                            for k, v in skipped.items()), ""]
     not_run = [f"- `{item}` ({m['run_id']})" for m in metas for item in m.get("not_run", [])]
     if not_run:
         out += ["## Not run", "", "Left when a run reached its time budget or was interrupted; run them with "

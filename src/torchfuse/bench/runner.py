@@ -148,13 +148,17 @@ class CaseRun:
         self.warm_ms: dict[str, float] = {}
 
     def skip_all(self, reason: str) -> list[Result]:
+        """Skip every backend not already skipped for its own reason."""
         for r in self.results.values():
-            r.status, r.error = SKIPPED, reason
+            if r.status != SKIPPED:
+                r.status, r.error = SKIPPED, reason
         return list(self.results.values())
 
     def fail_all(self, stage: str, error: str) -> list[Result]:
+        """Fail every backend not skipped (the case itself failed, e.g. to build)."""
         for r in self.results.values():
-            r.fail(stage, error)
+            if r.status != SKIPPED:
+                r.fail(stage, error)
         return list(self.results.values())
 
     # -- stages
@@ -256,6 +260,14 @@ def run_case(case: Case, mode_name: str, settings: Settings, budget: Budget, run
     failing model or backend (see the module docstring)."""
     mode = MODES[mode_name]
     run = CaseRun(case, mode, settings, budget, run_id, device_name, copy_gbps, progress)
+    backends = []
+    for name in settings.backends:
+        backend = BACKENDS[name]
+        reason = backend.skip_reason(settings.device, mode.training)
+        if reason:
+            run.results[name].status, run.results[name].error = SKIPPED, reason
+        else:
+            backends.append(backend)
     if case.requires and importlib.util.find_spec(case.requires) is None:
         return run.skip_all(f"{case.requires} is not installed")
     progress(f"{case.id} {mode.name}: building")
@@ -267,14 +279,6 @@ def run_case(case: Case, mode_name: str, settings: Settings, budget: Budget, run
         return run.fail_all("build", describe(e))
     for r in run.results.values():
         r.info, r.bytes_moved = dict(workload.info), workload.bytes_moved
-    backends = []
-    for name in settings.backends:
-        backend = BACKENDS[name]
-        reason = backend.skip_reason(settings.device, mode.training)
-        if reason:
-            run.results[name].status, run.results[name].error = SKIPPED, reason
-        else:
-            backends.append(backend)
     references = None
     if settings.accuracy:
         progress(f"{case.id} {mode.name}: eager references")

@@ -195,6 +195,7 @@ class _Writer:
         self.scopes: list[dict[Value, tuple[str, torch.dtype]]] = [{}]
         self.producer_of = {o: n for n in group.nodes for o in n.outputs}
         self.workspaces = [(n, comp, dt) for n in self.reduction_nodes() for comp, dt in workspace_components(n)]
+        self.random_nodes = [n for n in group.nodes if REGISTRY[n.op].kind == "random"]
 
     # ------------------------------------------------------------------ text helpers
     def emit(self, line: str) -> None:
@@ -332,6 +333,9 @@ class _Writer:
             self.emit(f"{var} = {literal(node.attrs['value'], out.meta.dtype)}")
             self.define(out, var, out.meta.dtype, outer=True)
             return
+        if opdef.kind == "random":
+            self.emit_random(node)
+            return
         if opdef.kind == "reduction":
             raise AssertionError("reductions are emitted by the pass structure")
         out = node.output
@@ -359,6 +363,32 @@ class _Writer:
         else:
             self.emit(f"{var} = {convert(expr, result_dtype, target)}")
             self.define(out, var, target)
+
+    def emit_random(self, node: Node) -> None:
+        """Philox random numbers keyed by (seed + k, linear position in the iteration space)."""
+        out = node.output
+        k = self.random_nodes.index(node)
+        if not self.reduce:
+            lin = "xindex"
+        elif self.in_r(out):
+            lin = "(xindex * rnumel + rindex)"
+        else:
+            lin = "xindex"
+        var = self.fresh("rnd")
+        dt = out.meta.dtype
+        if node.op == "randn":
+            self.emit(f"{var} = tl.randn(seed + {k}, {lin})")
+        else:
+            self.emit(f"{var} = tl.rand(seed + {k}, {lin})")
+            if node.op == "bernoulli":
+                self.emit(f"{var} = ({var} < {node.attrs['p']!r}).to(tl.float32)")
+            elif dt in (torch.float16, torch.bfloat16):
+                # keep [0, 1): the largest value below 1 in the narrow dtype, exactly representable
+                below_one = 1.0 - (2.0 ** -11 if dt == torch.float16 else 2.0 ** -8)
+                self.emit(f"{var} = tl.minimum({var}, {below_one!r})")
+        final = self.fresh()
+        self.emit(f"{final} = {convert(var, torch.float32, dt)}")
+        self.define(out, final, dt)
 
     # ------------------------------------------------------------------ reductions
     def reduction_nodes(self) -> list[Node]:
@@ -603,6 +633,8 @@ class _Writer:
         params += ["xnumel", "rnumel"]
         if self.mode != "single":
             params += ["nsplit", "rchunk"]
+        if self.random_nodes:
+            params += ["seed"]
         return params
 
     def kernel_text(self, name: str) -> str:
@@ -631,7 +663,9 @@ class _Writer:
                 self.write_persistent()
         body = "\n".join(self.lines)
         sig = ", ".join(self.params() + ["XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"])
-        return f"@triton.jit\ndef {name}({sig}):\n{body}\n"
+        # a new seed every call must not make Triton compile a new specialization
+        deco = '@triton.jit(do_not_specialize=["seed"])' if self.random_nodes else "@triton.jit"
+        return f"{deco}\ndef {name}({sig}):\n{body}\n"
 
     # ------------------------------------------------------------------ split reductions
     def write_split_partial(self) -> None:
@@ -842,6 +876,11 @@ def workspace_components(node: Node) -> list[tuple[str, torch.dtype]]:
 def split_workspaces(group) -> list[torch.dtype]:
     """Dtypes of the workspaces (one ``[split, xnumel]`` buffer each) of a split reduction."""
     return [dt for n in group.nodes if REGISTRY[n.op].kind == "reduction" for _, dt in workspace_components(n)]
+
+
+def has_random(group) -> bool:
+    """The group draws random numbers (its kernels take a ``seed`` argument last)."""
+    return any(REGISTRY[n.op].kind == "random" for n in group.nodes)
 
 
 def can_split(group) -> bool:

@@ -160,6 +160,8 @@ class _Builder:
             src = inputs[0].meta.dtype
             if src not in opdef.dtypes:
                 return f"{opdef.name} does not support dtype {src}"
+        elif opdef.kind == "random" and vals[0].dtype not in opdef.dtypes:
+            return f"{opdef.name} does not support dtype {vals[0].dtype}"
         outs = [self.new_value(meta=meta_of(v)) for v in vals]
         node = Node(op=opdef.name, inputs=inputs, attrs=attrs, outputs=outs, source=fx_node.name,
                     target=fx_node.target, args=args, kwargs=kwargs)
@@ -266,7 +268,22 @@ def graph_from_fx(gm: torch.fx.GraphModule, options: Options) -> Graph:
             b.env[fx_node] = out
         else:
             raise NotImplementedError(f"FX node kind {fx_node.op}")
-    return Graph(inputs=inputs, nodes=b.nodes, outputs=outputs, symbols=symbols)
+    return eliminate_dead_code(Graph(inputs=inputs, nodes=b.nodes, outputs=outputs, symbols=symbols))
+
+
+def eliminate_dead_code(graph: Graph) -> Graph:
+    """Drop registry nodes whose results nothing reads (they are pure); calls always stay,
+    since an ATen call may have effects the graph does not show."""
+    used = graph.output_values()
+    kept: list[Node] = []
+    for node in reversed(graph.nodes):
+        if not node.is_call and not any(o in used for o in node.outputs):
+            continue
+        kept.append(node)
+        used.update(node.input_values())
+    kept.reverse()
+    graph.nodes = kept
+    return graph
 
 
 def _constant(t: Any):

@@ -13,6 +13,7 @@ Kinds:
     ``layout``     relabels dims without moving data (permute, expand, unsqueeze, squeeze,
                    size-1 reshapes): inside a fusion group it is pure index arithmetic.
     ``constant``   a tensor filled with one scalar (full, scalar_tensor).
+    ``random``     random numbers from Triton's Philox generator (rand, randn, bernoulli).
 
 Semantics follow PyTorch's CUDA kernels, which the sources cite where they are subtle
 (floor division, remainder, NaN propagation of max/min, rounding of ``round``).
@@ -632,6 +633,42 @@ def _parse_scalar_tensor(args, kwargs):
 register(OpDef("full", "constant", (aten.full.default,), _parse_full, promotion=None))
 register(OpDef("full_like", "constant", (aten.full_like.default,), _parse_full_like, promotion=None))
 register(OpDef("scalar_tensor", "constant", (aten.scalar_tensor.default,), _parse_scalar_tensor, promotion=None))
+
+
+# ----------------------------------------------------------------------------- random numbers
+#
+# Random ops draw from Triton's Philox generator inside the kernel, keyed by a seed drawn once
+# per call from PyTorch's default (CPU) generator, so ``torch.manual_seed`` makes runs
+# reproducible; the numbers differ from eager's, as any fused implementation's must. Each
+# element's counter is its linear position in the kernel's iteration space, so the numbers do
+# not depend on block sizes. A random op must cover its whole group domain (checked by the
+# segmenter), so that no two elements share a counter.
+
+def _parse_random_like(args, kwargs):
+    if kwargs.get("layout") not in (None, torch.strided):
+        raise Unsupported("non-strided layout")
+    if kwargs.get("generator") is not None:
+        raise Unsupported("explicit generator")
+    return [], {}
+
+
+def _parse_random(args, kwargs):
+    return _parse_random_like(args, kwargs)
+
+
+def _parse_bernoulli_p(args, kwargs):
+    p = args[1] if len(args) > 1 else kwargs.get("p", 0.5)
+    if isinstance(p, Value) or kwargs.get("generator") is not None:
+        raise Unsupported("tensor p or explicit generator")
+    return [], {"p": float(p)}
+
+
+register(OpDef("rand", "random", (aten.rand_like.default, aten.rand.default), _parse_random, promotion=None,
+               dtypes=FLOAT_DTYPES))
+register(OpDef("randn", "random", (aten.randn_like.default, aten.randn.default), _parse_random, promotion=None,
+               dtypes=FLOAT_DTYPES))
+register(OpDef("bernoulli", "random", (aten.bernoulli.p,), _parse_bernoulli_p, promotion=None,
+               dtypes=FLOAT_DTYPES))
 
 
 # ----------------------------------------------------------------------------- layout ops

@@ -120,12 +120,13 @@ class interpreter_stdlib:
         except ImportError:
             pass
         import triton.language as tl
+        import triton.language.random as random
         import triton.language.standard as standard
         from triton.runtime.interpreter import InterpretedFunction
         from triton.runtime.jit import JITFunction
 
         self.saved = []
-        for mod in (tl, standard):
+        for mod in (tl, standard, random):
             for name, obj in list(vars(mod).items()):
                 if isinstance(obj, JITFunction):
                     wrapper = _stdlib_wrappers.get(id(obj))

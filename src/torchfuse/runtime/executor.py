@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import torch
 
-from ..codegen.triton import can_split, generate, split_workspaces
+from ..codegen.triton import can_split, generate, has_random, split_workspaces
 from ..config import Options
 from ..ir.graph import Node, Value, as_int, map_values, values_in
 from ..ir.ops import Unsupported
@@ -78,6 +78,7 @@ class GroupRunner:
         self.fallback_nodes = group.nodes
         self.slots = slots
         self.splittable = bool(group.domain.reduced) and can_split(group)
+        self.random = has_random(group)
         self.workspace_dtypes = split_workspaces(group) if self.splittable else []
         self.sm_count = 0
         if group.outputs and group.outputs[0].meta.device.type == "cuda" and torch.cuda.is_available():
@@ -185,6 +186,8 @@ class GroupRunner:
                 dev = plan.out_specs[0][3]
                 args = args + [torch.empty(n, dtype=dt, device=dev) for dt in self.workspace_dtypes]
             args = args + plan.scalars
+            if self.random:
+                args.append(draw_seed())
             try:
                 for i, st in enumerate(c.stages):
                     plan.kernel.launch(i, st.grid, args, st.XBLOCK, st.RBLOCK, st.num_warps,
@@ -204,6 +207,11 @@ class GroupRunner:
     def run_fallback(self, env: list, sym_values: dict | None = None) -> None:
         for node in self.fallback_nodes:
             run_registry_node_eagerly(node, env, self.slots, sym_values or {})
+
+
+def draw_seed() -> int:
+    """A kernel seed from PyTorch's default generator (so ``torch.manual_seed`` fixes it)."""
+    return int(torch.randint(0, 2**31 - 1, (1,)).item())
 
 
 def _int_spec(x) -> tuple:
@@ -244,6 +252,17 @@ def run_registry_node_eagerly(node: Node, env: list, slots: dict[Value, int], sy
     from ..ir.ops import REGISTRY
 
     kind = REGISTRY[node.op].kind
+    if kind == "random":
+        m = node.output.meta
+        shape = [as_int(s, sym_values) for s in m.shape]
+        if node.op == "rand":
+            out = torch.rand(shape, dtype=m.dtype, device=m.device)
+        elif node.op == "randn":
+            out = torch.randn(shape, dtype=m.dtype, device=m.device)
+        else:
+            out = torch.empty(shape, dtype=m.dtype, device=m.device).bernoulli_(node.attrs["p"])
+        env[slots[node.output]] = out
+        return
     if kind == "constant" or node.op == "copy":
         m = node.output.meta
         out = torch.empty_strided([as_int(s, sym_values) for s in m.shape],
@@ -418,9 +437,10 @@ class CompiledGraph:
                 ws = []
                 if c.scheduler == "reduction.split":
                     ws = [torch.empty(1, dtype=dt, device=plan.out_specs[0][3]) for dt in step.workspace_dtypes]
+                seed = [0] if step.random else []
                 for i, st in enumerate(c.stages):
-                    jobs.append((plan.kernel, i, st.grid, dummies + outs + ws + plan.scalars, st.XBLOCK, st.RBLOCK,
-                                 st.num_warps))
+                    jobs.append((plan.kernel, i, st.grid, dummies + outs + ws + plan.scalars + seed, st.XBLOCK,
+                                 st.RBLOCK, st.num_warps))
                     runners.append(step)
         errors = compile_all(jobs, self.options.compile_threads)
         for step, err in zip(runners, errors):

@@ -85,13 +85,19 @@ class RotaryEmbedding(torch.nn.Module):
         return q * cos + rotated * sin
 
 
+class Unary(torch.nn.Module):
+    """A ``torch.nn`` module called as ``forward(x)`` (their own argument names differ)."""
+
+    def __init__(self, module: torch.nn.Module):
+        super().__init__()
+        self.module = module
+
+    def forward(self, x):
+        return self.module(x)
+
+
 def _x(shape, dtype, device):
     return {"x": torch.randn(shape, dtype=dtype, device=device)}
-
-
-def _input(shape, dtype, device):
-    """For ``torch.nn`` modules, whose ``forward`` calls its argument ``input``."""
-    return {"input": torch.randn(shape, dtype=dtype, device=device)}
 
 
 #: name -> (module factory (hidden size, dtype, device), inputs factory, full shape, quick shape)
@@ -102,11 +108,12 @@ OPS = {
                         (65536, 1024), (64, 32)),
     "row_sum": (lambda n, dt, dev: RowSum(), _x, (65536, 1024), (64, 32)),
     "column_sum": (lambda n, dt, dev: ColumnSum(), _x, (65536, 1024), (64, 32)),
-    "layer_norm": (lambda n, dt, dev: torch.nn.LayerNorm(n, dtype=dt, device=dev), _input, (65536, 1024), (64, 32)),
-    "rms_norm": (lambda n, dt, dev: torch.nn.RMSNorm(n, dtype=dt, device=dev), _input, (65536, 1024), (64, 32)),
-    "batch_norm": (lambda n, dt, dev: torch.nn.BatchNorm2d(n, dtype=dt, device=dev), _input,
+    "layer_norm": (lambda n, dt, dev: Unary(torch.nn.LayerNorm(n, dtype=dt, device=dev)), _x,
+                   (65536, 1024), (64, 32)),
+    "rms_norm": (lambda n, dt, dev: Unary(torch.nn.RMSNorm(n, dtype=dt, device=dev)), _x, (65536, 1024), (64, 32)),
+    "batch_norm": (lambda n, dt, dev: Unary(torch.nn.BatchNorm2d(n, dtype=dt, device=dev)), _x,
                    (64, 256, 56, 56), (2, 8, 4, 4)),
-    "group_norm": (lambda n, dt, dev: torch.nn.GroupNorm(min(32, n // 2), n, dtype=dt, device=dev), _input,
+    "group_norm": (lambda n, dt, dev: Unary(torch.nn.GroupNorm(min(32, n // 2), n, dtype=dt, device=dev)), _x,
                    (64, 256, 56, 56), (2, 8, 4, 4)),
     "softmax": (lambda n, dt, dev: Softmax(), _x, (65536, 1024), (64, 32)),
     "log_softmax": (lambda n, dt, dev: LogSoftmax(), _x, (65536, 1024), (64, 32)),
