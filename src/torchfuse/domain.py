@@ -227,6 +227,42 @@ class _Aligner:
             self.assign(out, tuple(res))
 
 
+def _propagate(a: _Aligner, nodes) -> None:
+    for _ in range(2 * len(nodes) + 2):
+        a.changed = False
+        for n in reversed(nodes):
+            a.backward(n)
+        for n in nodes:
+            a.forward(n)
+        if not a.changed:
+            break
+
+
+def _seed_unconnected(a: _Aligner, nodes, reductions) -> bool:
+    """Align one value not reached from the seed: a reduction input with the group's reduced
+    dims, or a value with exactly the domain's shape. Returns whether it aligned one."""
+    n_dom = len(a.sizes)
+    kept = [d for d in range(n_dom) if d not in a.reduced]
+    for r in reductions:
+        x = r.inputs[0]
+        if x in a.dims or x.meta.rank != n_dom or len(r.attrs["dims"]) != len(a.reduced):
+            continue
+        dims = [None] * n_dom
+        for d, dd in zip(r.attrs["dims"], a.reduced):
+            dims[d] = dd
+        for d, dd in zip([d for d in range(n_dom) if d not in r.attrs["dims"]], kept):
+            dims[d] = dd
+        a.assign(x, tuple(dims))
+        return True
+    for n in nodes:
+        for o in n.outputs:
+            if o.meta is not None and o not in a.dims and o.meta.rank == n_dom and all(
+                    sizes_equal(s, t) for s, t in zip(o.meta.shape, a.sizes)):
+                a.assign(o, tuple(range(n_dom)))
+                return True
+    return False
+
+
 def _squeezed_dims(x: Value, dims) -> set[int]:
     shape = _shape(x)
     cand = range(len(shape)) if dims is None else dims
@@ -303,13 +339,10 @@ def _align_with(nodes, outputs, seed: Value, rdims, reductions) -> Domain | str:
     a = _Aligner(seed.meta.shape, rdims)
     try:
         a.assign(seed, tuple(range(seed.meta.rank)))
-        for _ in range(2 * len(nodes) + 2):
-            a.changed = False
-            for n in reversed(nodes):
-                a.backward(n)
-            for n in nodes:
-                a.forward(n)
-            if not a.changed:
+        while True:
+            _propagate(a, nodes)
+            # parts of the group not connected to the seed (horizontally fused siblings)
+            if not _seed_unconnected(a, nodes, reductions):
                 break
     except _Conflict as e:
         return str(e)

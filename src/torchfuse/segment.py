@@ -27,7 +27,7 @@ from typing import Sequence
 
 from .config import Options
 from .domain import Domain, align, group_values
-from .ir.graph import Graph, Node, Value
+from .ir.graph import Graph, Node, Value, map_values
 from .ir.ops import REGISTRY
 
 log = logging.getLogger("torchfuse.fusion")
@@ -199,6 +199,56 @@ def fuse_siblings(units: _Units) -> None:
                     units.try_merge(fus[i], fus[j])
 
 
+def fuse_consumer_siblings(units: _Units) -> None:
+    """Merge reduction groups that read results of one producer group (the several column
+    sums of a backward pass): one launch, and the producer's results read by one kernel."""
+    seen: set[int] = set()
+    for node in units.graph.nodes:
+        unit = units.unit[node]
+        if id(unit) in seen or not is_fusible(node):
+            continue
+        seen.add(id(unit))
+        consumers = []
+        for m in unit:
+            for c in units.consumers[m]:
+                if is_fusible(c) and units.unit[c] is not unit and all(units.unit[c] is not units.unit[x]
+                                                                      for x in consumers):
+                    consumers.append(c)
+        reds = [c for c in consumers if _has_reduction(units.members(c))]
+        for i in range(len(reds)):
+            for j in range(i + 1, len(reds)):
+                units.try_merge(reds[i], reds[j])
+
+
+def duplicate_constants(graph: Graph) -> None:
+    """Give every reader of a constant (``full``, ``scalar_tensor``) its own copy, so that each
+    fusion group computes it in registers instead of one group writing it for the others."""
+    from .ir.graph import Value
+
+    users = graph.users()
+    new_nodes: list[Node] = []
+    count = 0
+    for node in graph.nodes:
+        new_nodes.append(node)
+        if node.is_call or REGISTRY[node.op].kind != "constant":
+            continue
+        readers = [u for u in users.get(node.output, []) if not u.is_call]
+        if node.output in graph.output_values():
+            readers = readers  # the original stays for the graph output
+        for reader in readers[1:]:
+            count += 1
+            out = Value(name=f"{node.output.name}_c{count}", meta=node.output.meta)
+            copy = Node(op=node.op, inputs=[], attrs=dict(node.attrs), outputs=[out], target=node.target,
+                        args=node.args, kwargs=node.kwargs, source=node.source)
+            out.producer = copy
+            reader.inputs = [out if x is node.output else x for x in reader.inputs]
+            swap = lambda v, old=node.output, new=out: new if v is old else v
+            reader.args = map_values(reader.args, swap)
+            reader.kwargs = map_values(reader.kwargs, swap)
+            new_nodes.insert(len(new_nodes) - 1, copy)
+    graph.nodes = new_nodes
+
+
 def _has_reduction(nodes: Sequence[Node]) -> bool:
     return any(REGISTRY[n.op].kind == "reduction" for n in nodes)
 
@@ -350,7 +400,9 @@ def _schedule_steps(graph: Graph, group_of: dict, units: _Units) -> list:
 
 def segment(graph: Graph, options: Options) -> Segmentation:
     """Partition ``graph`` into fusion groups and ATen calls (see the module docstring)."""
+    duplicate_constants(graph)
     units = _Units(graph, options)
     fuse_producers(units)
     fuse_siblings(units)
+    fuse_consumer_siblings(units)
     return finalize(units)
