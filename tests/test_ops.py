@@ -356,7 +356,7 @@ def test_op_forward(name, dtype):
     assert len(graphs) == 1, f"{len(graphs)} compiled graphs"
     graph = graphs[0]
     outputs = list(graph.segmentation.graph.outputs)
-    (alone, alone_runner), (chain, chain_runner) = _outcome_parts(got.graph, got.outputs)
+    (alone, alone_runner), (chain, chain_runner) = groups_of(graph, outputs)
     if expected_fused(name, dtype):
         assert alone.op == spec.op and alone_runner is not None, f"{spec.op} not fused: {alone!r}"
         assert [n.op for n in alone_runner.group.nodes if ops.REGISTRY[n.op].kind != "layout"] == [spec.op]

@@ -22,7 +22,7 @@ __all__ = ["compile", "Options", "torchfuse_backend", "__version__"]
 
 
 def compile(model: Any = None, *, dynamic: bool | None = None, fullgraph: bool = False,
-            options: Options | dict | None = None, **option_overrides) -> Callable:
+            mode: str | None = None, options: Options | dict | None = None, **option_overrides) -> Callable:
     """Compile ``model`` (an ``nn.Module`` or a function) with torchfuse.
 
     The same as ``torch.compile(model, backend="torchfuse", dynamic=..., fullgraph=...)``
@@ -33,12 +33,16 @@ def compile(model: Any = None, *, dynamic: bool | None = None, fullgraph: bool =
         dynamic: passed to ``torch.compile`` (``None``: static first, dynamic after a size
             changes).
         fullgraph: passed to ``torch.compile`` (raise on graph breaks).
+        mode: ``"reduce-overhead"`` replays inference graphs as CUDA graphs
+            (``cudagraphs=True``).
         options: an :class:`Options` or a dict; keyword arguments override single options
             (``interpret=True``, ``dump_dir="..."`` ...).
 
     Raises:
         TypeError: an option name is unknown.
     """
+    if mode == "reduce-overhead":
+        option_overrides.setdefault("cudagraphs", True)
     opts = resolve_options(options, **option_overrides)
 
     def backend(gm, example_inputs):

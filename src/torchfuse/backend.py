@@ -64,7 +64,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
                                       if n.reason not in ("view (no data moves)", "tuple element"))
         for (target, reason), count in sorted(reasons.items()):
             log.info("%s: %d x %s on ATen: %s", name, count, target, reason)
-    if not seg.groups:
+    if not seg.groups and not (options.cudagraphs and name == "inference"):
         log.info("%s: nothing to fuse; running the traced graph", name)
         return _boxed(gm.forward)
     compiled = CompiledGraph(seg, options, name=name)
@@ -72,6 +72,10 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     RECENT.append(compiled)
     del RECENT[:-_MAX_RECENT]
     log.info("%s: %d fusion groups, %d ATen calls", name, len(seg.groups), len(seg.calls))
+    if options.cudagraphs and name == "inference":
+        from .runtime.cudagraphs import CudaGraphRunner
+
+        return CudaGraphRunner(compiled, options)
     return compiled
 
 
@@ -109,8 +113,9 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
         gm: the graph TorchDynamo captured.
         example_inputs: its (fake) example inputs.
         options: an :class:`Options` or a dict of option names to values.
-        mode: accepted for ``torch.compile`` compatibility; only ``None`` and ``"default"``
-            are meaningful today.
+        mode: ``torch.compile``'s mode: ``"reduce-overhead"`` turns on CUDA graphs for
+            inference graphs (``Options.cudagraphs``); ``None``, ``"default"`` and
+            ``"max-autotune"`` compile as usual.
 
     Raises:
         TypeError: an option name is unknown.
@@ -118,6 +123,8 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
+    if mode == "reduce-overhead":
+        kwargs.setdefault("cudagraphs", True)
     opts = resolve_options(options, **kwargs)
     backend = aot_autograd(
         fw_compiler=functools.partial(compile_graph, options=opts, name="forward"),

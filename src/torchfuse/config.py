@@ -91,6 +91,11 @@ class Options:
         exact_rounding: round every intermediate value to the dtype eager would store it in,
             so fused fp16/bf16 chains equal eager's per-op rounding (PyTorch semantics).
             ``False`` keeps fp32 intermediates (slightly more accurate, not eager's values).
+        cudagraphs: capture each compiled graph into a CUDA graph per input signature and
+            replay it (``mode="reduce-overhead"``); see :mod:`torchfuse.runtime.cudagraphs`.
+        cudagraph_max_graphs: CUDA graphs kept per compiled graph (least recently used go).
+        cudagraph_copy_outputs: return copies of a replay's outputs (safe); without it the
+            pool's tensors are returned and overwriting one still in use raises.
         interpret_integer_division: fuse integer division and remainder on CPU tensors too.
             Off by default because eager raises ZeroDivisionError there and a kernel cannot;
             tests turn it on to exercise those kernels under the interpreter.
@@ -105,6 +110,9 @@ class Options:
     persistent_max_elements: int = 8192
     exact_rounding: bool = True
     interpret_integer_division: bool = False
+    cudagraphs: bool = False
+    cudagraph_max_graphs: int = 8
+    cudagraph_copy_outputs: bool = True
 
     @staticmethod
     def from_env(**overrides) -> "Options":

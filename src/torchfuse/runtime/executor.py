@@ -360,6 +360,7 @@ class CompiledGraph:
             else:
                 self.steps.append(step)
                 self.runners.append(_call_runner(step, self.slots))
+        self.has_random = any(isinstance(r, GroupRunner) and r.random for r in self.runners)
         self.release = self._liveness(seg)
         self.output_spec = graph.outputs
         self.output_slots = _flat_output_slots(graph.outputs, self.slots)
