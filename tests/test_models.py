@@ -1,19 +1,23 @@
 """Whole models compiled with torchfuse against eager PyTorch: an MLP, a small BERT and a small
 ResNet (contiguous and channels-last), each trained one step (forward, and backward through
-AOTAutograd: outputs, every parameter gradient, updated buffers), and the real
-all-MiniLM-L6-v2 embedding real sentences.
+AOTAutograd: outputs, every parameter gradient, updated buffers, input gradients), and the
+real all-MiniLM-L6-v2 embedding real sentences.
 
 Each test also checks that fusion happened: enough fusion groups for the model's structure,
 no group fell back to ATen, and nothing memory-bound left on ATen (only the ops listed as
 belonging to vendor libraries or data movement), so no test can pass by running everything
 through ATen.
 
-Tolerances (all fp32, TF32 off on GPUs) compare each tensor elementwise with
-``atol = rel * max|expected| + 1e-6`` and ``rtol = rel``: a fused kernel sums in another
-order than ATen, and the rounding error of a sum scales with its largest terms, for which the
-tensor's largest magnitude stands in. The 1e-6 floor covers gradients that are exactly zero in
-exact arithmetic (attention's key bias: softmax ignores a per-row constant), where both sides
-hold rounding noise of about 1e-9.
+Tolerances. Training runs compare compiled and eager fp32 tensors (TF32 off on GPUs) with
+``atol = 3 * max|eager - exact| + 1e-5 * max|exact| + 1e-6`` per tensor, where ``exact`` is
+the same step in float64: a fused kernel rounds and sums in another order than ATen, so
+compiled and eager may each be as far from the exact result as eager is, and the two
+differences add (3 = 2 allows compiled twice eager's error). This adapts to how well a model
+is conditioned: the small ResNet's last batch norms normalize 2 values per channel, which
+makes eager fp32 itself 1e-3 (relative) off float64 there, while the MLP is exact to 1e-7.
+The second term (about 100 fp32 ulps) covers tensors eager happens to get nearly exact; the
+third covers gradients that are exactly zero in exact arithmetic (attention's key bias:
+softmax ignores a per-row constant), where all runs hold rounding noise of about 1e-9.
 """
 from __future__ import annotations
 
@@ -54,11 +58,17 @@ def _fresh_graphs():
     torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
-def assert_close_scaled(actual: torch.Tensor, expected: torch.Tensor, rel: float, what: str) -> None:
-    """Elementwise ``|actual - expected| <= rel * (max|expected| + |expected|) + 1e-6``."""
-    scale = expected.detach().abs().max().item() if expected.numel() else 0.0
-    torch.testing.assert_close(actual, expected, rtol=rel, atol=rel * scale + 1e-6,
-                               msg=lambda m: f"{what}: {m}")
+def assert_close_to_eager(actual: torch.Tensor, expected: torch.Tensor, exact: torch.Tensor, what: str) -> None:
+    """Compiled ``actual`` vs eager ``expected`` (fp32), given the float64 result ``exact``;
+    the tolerance is the module docstring's. Integer tensors must be equal."""
+    if not expected.is_floating_point():
+        assert torch.equal(actual, expected), f"{what}: {actual} != {expected}"
+        return
+    exact = exact.to(expected.dtype)
+    eager_error = (expected - exact).abs().max().item() if expected.numel() else 0.0
+    scale = exact.abs().max().item() if expected.numel() else 0.0
+    torch.testing.assert_close(actual, expected, rtol=0, atol=3 * eager_error + 1e-5 * scale + 1e-6,
+                               msg=lambda m: f"{what} (eager's own error {eager_error:.1e}): {m}")
 
 
 def fusion_summary(names: set[str] | None = None) -> dict:
@@ -88,17 +98,16 @@ def assert_fused(min_forward: int, min_backward: int) -> dict:
     return s
 
 
-def train_step(model: torch.nn.Module | None, inputs: list, outputs_of, weights: list[torch.Tensor],
-               run=None) -> tuple:
-    """One forward and backward of ``model`` (called through ``run``, e.g. its compiled form):
-    loss = sum(output_i * weights_i).
+def train_step(model: torch.nn.Module | None, inputs: list, outputs_of, run=None) -> tuple:
+    """One forward and backward of ``model`` (called through ``run``, e.g. its compiled form).
+
+    The loss is ``sum(output_i * w_i)`` with fixed random ``w_i`` (a plain sum would give
+    every output element the same gradient and hide transposed or broadcast gradients).
 
     Returns ``(outputs, parameter gradients by name, buffers by name, input gradients)``.
-    Random ``weights`` make every output element's gradient different (a plain sum would
-    hide transposed or broadcast gradient bugs).
     """
     outputs = outputs_of((model if run is None else run)(*inputs))
-    loss = sum((o * w).sum() for o, w in zip(outputs, weights))
+    loss = sum((o * _cotangent(o, i)).sum() for i, o in enumerate(outputs))
     loss.backward()
     grads = {n: p.grad for n, p in model.named_parameters()} if model is not None else {}
     buffers = {n: b.clone() for n, b in model.named_buffers()} if model is not None else {}
@@ -106,27 +115,32 @@ def train_step(model: torch.nn.Module | None, inputs: list, outputs_of, weights:
     return outputs, grads, buffers, input_grads
 
 
-def check_training(model: torch.nn.Module, make_inputs, outputs_of, rel: float) -> None:
-    """Train one step eagerly and compiled from the same state; compare everything.
+def _cotangent(output: torch.Tensor, i: int) -> torch.Tensor:
+    """The same random weights for output ``i`` in every run and dtype."""
+    generator = torch.Generator().manual_seed(1000 + i)
+    return torch.randn(output.shape, generator=generator).to(output.device, output.dtype)
 
-    ``make_inputs()`` returns fresh inputs (new leaves, so input gradients do not mix).
+
+def check_training(model: torch.nn.Module, make_inputs, outputs_of) -> None:
+    """Train one step eagerly (fp32 and float64) and compiled from the same state; compare
+    outputs, parameter gradients, buffers and input gradients (values and layout).
+
+    ``make_inputs(dtype)`` returns fresh inputs whose floating-point tensors have ``dtype``.
     """
     model = model.to(DEVICE).train()
     compiled_model = copy.deepcopy(model)
-    inputs = make_inputs()
-    with torch.no_grad():
-        weights = [torch.randn_like(o) for o in outputs_of(copy.deepcopy(model)(*inputs))]
-    eager = train_step(model, inputs, outputs_of, weights)
-    got = train_step(compiled_model, make_inputs(), outputs_of, weights, run=torchfuse.compile(compiled_model))
-    for i, (a, e) in enumerate(zip(got[0], eager[0])):
-        assert_close_scaled(a, e, rel, f"output {i}")
+    exact = train_step(copy.deepcopy(model).double(), make_inputs(torch.float64), outputs_of)
+    eager = train_step(model, make_inputs(torch.float32), outputs_of)
+    got = train_step(compiled_model, make_inputs(torch.float32), outputs_of, run=torchfuse.compile(compiled_model))
+    for i, (a, e, x) in enumerate(zip(got[0], eager[0], exact[0])):
+        assert_close_to_eager(a, e, x, f"output {i}")
     for name, e in eager[1].items():
         assert e is not None and e.abs().sum() > 0, f"{name}: eager gradient is zero; the check would be vacuous"
-        assert_close_scaled(got[1][name], e, rel, f"gradient of {name}")
+        assert_close_to_eager(got[1][name], e, exact[1][name], f"gradient of {name}")
     for name, e in eager[2].items():
-        assert_close_scaled(got[2][name], e, rel, f"buffer {name}")
-    for i, (a, e) in enumerate(zip(got[3], eager[3])):
-        assert_close_scaled(a, e, rel, f"gradient of input {i}")
+        assert_close_to_eager(got[2][name], e, exact[2][name], f"buffer {name}")
+    for i, (a, e, x) in enumerate(zip(got[3], eager[3], exact[3])):
+        assert_close_to_eager(a, e, x, f"gradient of input {i}")
         assert a.stride() == e.stride(), f"gradient of input {i}: layout {a.stride()}, eager's {e.stride()}"
 
 

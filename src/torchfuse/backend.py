@@ -49,6 +49,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     t0 = time.perf_counter()
     try:
         graph = graph_from_fx(gm, options)
+        t1 = time.perf_counter()
         seg = segment(graph, options)
     except Exception as e:  # a compiler bug must not break the user's program
         warnings.warn(f"torchfuse: could not compile {name} graph ({type(e).__name__}: {e}); running it unfused",
@@ -68,7 +69,9 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
         log.info("%s: nothing to fuse; running the traced graph", name)
         return _boxed(gm.forward)
     compiled = CompiledGraph(seg, options, name=name)
-    compiled.stats["segment_seconds"] = time.perf_counter() - t0
+    compiled.stats["ir_seconds"] = t1 - t0
+    compiled.stats["segment_seconds"] = time.perf_counter() - t1
+    compiled.fx_graph = gm
     RECENT.append(compiled)
     del RECENT[:-_MAX_RECENT]
     log.info("%s: %d fusion groups, %d ATen calls", name, len(seg.groups), len(seg.calls))

@@ -138,7 +138,9 @@ class GroupRunner:
         key = (layout, config.code_key)
         src = self.sources.get(key)
         if src is None:
+            t0 = time.perf_counter()
             src = generate(self.group, layout, config.scheduler, self.options.exact_rounding)
+            self.stats["codegen_seconds"] += time.perf_counter() - t0
             self.sources[key] = src
             if self.options.dump_dir:
                 _dump(self.options.dump_dir, f"{src.name}_{src.key[:12]}.py", src.text)
@@ -158,6 +160,7 @@ class GroupRunner:
             return alt
         if plan is not None:
             recompile_log.info("%s: input layout changed (%s); planning again", self.group.name, strides)
+            self.stats["events"].append({"group": self.group.name, "reason": f"input layout changed to strides {strides}"})
         plan = self.make_plan(sym_values, shapes, strides)
         self.plans[sym_key if sym_key not in self.plans else (sym_key, shapes, strides)] = plan
         return plan
@@ -349,7 +352,10 @@ class CompiledGraph:
         self.n_slots = len(self.slots)
         self.symbols = list(graph.symbols.items())
         self.store = SourceStore(options.cache_dir)
-        self.stats = {"kernels_compiled": 0, "kernels_cached": 0, "fallbacks": 0, "plan_seconds": 0.0}
+        #: counters and timings (seconds) of this graph; "events" lists plans made after the
+        #: first (new sizes or layouts: the recompilations) with their reasons
+        self.stats = {"kernels_compiled": 0, "kernels_cached": 0, "fallbacks": 0, "plan_seconds": 0.0,
+                      "codegen_seconds": 0.0, "compile_seconds": 0.0, "events": []}
         self.steps: list = []
         self.runners: list = []  # per step: a callable (env, sym_key, sym_values) -> None
         for step in seg.steps:
@@ -409,6 +415,9 @@ class CompiledGraph:
     def _prepare(self, env: list, sym_key, sym_values) -> None:
         """Plan every group for these sizes from the traced metadata and compile in parallel."""
         t0 = time.perf_counter()
+        if self.prepared:
+            recompile_log.info("%s: new sizes %s; planning every group again", self.name, sym_values)
+            self.stats["events"].append({"group": "*", "reason": f"new sizes {sym_values}"})
         jobs = []
         runners = []
         for step in self.steps:
@@ -443,7 +452,9 @@ class CompiledGraph:
                     jobs.append((plan.kernel, i, st.grid, dummies + outs + ws + plan.scalars + seed, st.XBLOCK,
                                  st.RBLOCK, st.num_warps))
                     runners.append(step)
+        t1 = time.perf_counter()
         errors = compile_all(jobs, self.options.compile_threads)
+        self.stats["compile_seconds"] += time.perf_counter() - t1
         for step, err in zip(runners, errors):
             if err is not None and step.failed is None:
                 step.fail(err)
