@@ -43,8 +43,8 @@ LIBRARY_OPS = {
     "_scaled_dot_product_efficient_attention", "_scaled_dot_product_efficient_attention_backward",
     "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_backward",
     "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_cudnn_attention_backward",
-    "embedding", "index_put", "gather", "index", "index_select",     # indexing
-    "slice", "select", "arange", "as_strided", "as_strided_scatter", "copy_",
+    "embedding", "index_put", "gather", "index",                    # indexing
+    "slice", "select", "arange", "as_strided", "as_strided_scatter",
 }
 
 
@@ -64,21 +64,18 @@ def assert_close_to_eager(actual: torch.Tensor, expected: torch.Tensor, exact: t
     if not expected.is_floating_point():
         assert torch.equal(actual, expected), f"{what}: {actual} != {expected}"
         return
-    exact = exact.to(expected.dtype)
-    eager_error = (expected - exact).abs().max().item() if expected.numel() else 0.0
-    scale = exact.abs().max().item() if expected.numel() else 0.0
+    eager_error = (expected.double() - exact.double()).abs().max().item() if expected.numel() else 0.0
+    scale = exact.double().abs().max().item() if expected.numel() else 0.0
     torch.testing.assert_close(actual, expected, rtol=0, atol=3 * eager_error + 1e-5 * scale + 1e-6,
                                msg=lambda m: f"{what} (eager's own error {eager_error:.1e}): {m}")
 
 
-def fusion_summary(names: set[str] | None = None) -> dict:
+def fusion_summary() -> dict:
     """Fusion groups per graph name, fallbacks, and ops left on ATen (not views or getitem)."""
     groups: Counter = Counter()
     aten: Counter = Counter()
     fallbacks = 0
     for g in backend.RECENT:
-        if names is not None and g.name not in names:
-            continue
         groups[g.name] += len(g.segmentation.groups)
         fallbacks += g.stats["fallbacks"]
         for n in g.segmentation.calls:
@@ -140,6 +137,7 @@ def check_training(model: torch.nn.Module, make_inputs, outputs_of) -> None:
     for name, e in eager[2].items():
         assert_close_to_eager(got[2][name], e, exact[2][name], f"buffer {name}")
     for i, (a, e, x) in enumerate(zip(got[3], eager[3], exact[3])):
+        assert a is not e, "the runs must not share input tensors"
         assert_close_to_eager(a, e, x, f"gradient of input {i}")
         assert a.stride() == e.stride(), f"gradient of input {i}: layout {a.stride()}, eager's {e.stride()}"
 
@@ -149,8 +147,7 @@ def test_mlp_training():
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.LayerNorm(32),
                                 torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
     x = torch.randn(8, 16, device=DEVICE)
-    # sums of at most 32 products per output: fp32 rounding stays near 1e-6 relative
-    check_training(model, lambda: [x.clone().requires_grad_()], lambda out: [out], rel=1e-5)
+    check_training(model, lambda dtype: [x.to(dtype, copy=True).requires_grad_()], lambda out: [out])
     # forward: GELU with LayerNorm, ReLU; backward: their gradients and the bias sums
     assert_fused(min_forward=2, min_backward=2)
 
@@ -178,13 +175,31 @@ def test_bert_training():
     # Both outputs enter the loss: under torch.compile an unused output's parameters get zero
     # gradients, in eager None (PyTorch's behaviour with any backend).
     outputs_of = lambda out: [out.last_hidden_state, out.pooler_output]
-    # LayerNorm over 32, softmax over 8 and matrix products of depth <= 64, twice per layer:
-    # measured differences are below 2e-6 relative; 1e-4 leaves room for other summation orders
-    check_training(model, lambda: [ids, mask], outputs_of, rel=1e-4)
+    check_training(model, lambda dtype: [ids, mask], outputs_of)
     # forward, per layer: two LayerNorms (with residual adds), GELU, and with explicit
     # attention its softmax; plus the embeddings' LayerNorm. Backward: their gradients,
     # some merged where they share inputs.
     assert_fused(min_forward=2 * 3 + 1, min_backward=2 * 3)
+
+
+@pytest.mark.xfail(strict=True, raises=RuntimeError,
+                   reason="after a new batch size TorchDynamo re-traces with a symbolic batch; a view the "
+                          "segmenter turns back into an ATen call (segment._to_call) keeps sympy sizes "
+                          "(e.g. [s33, 8]) as its arguments, and aten.expand/reshape raise on them")
+def test_bert_new_batch_size():
+    """Inference at a second batch size: TorchDynamo re-traces with a dynamic batch, and the
+    kernels compiled for the first size are reused (the README's promise)."""
+    torch.manual_seed(0)
+    model = _bert(BERT_ATTENTION).to(DEVICE).eval()
+    compiled = torchfuse.compile(model)
+    with torch.no_grad():
+        for batch in (2, 3):
+            ids = torch.randint(1, 100, (batch, 8), device=DEVICE)
+            torch.testing.assert_close(compiled(ids).last_hidden_state, model(ids).last_hidden_state,
+                                       rtol=1e-5, atol=1e-5)  # LayerNorm outputs of magnitude ~1
+    graphs = list(backend.RECENT)
+    assert len(graphs) == 2 and all(g.stats["fallbacks"] == 0 for g in graphs)
+    assert graphs[1].stats["kernels_compiled"] == 0, "the second size should reuse every kernel"
 
 
 @pytest.mark.xfail(DEVICE == "cpu", strict=True, raises=AssertionError,
@@ -194,19 +209,18 @@ def test_bert_training():
 def test_cpu_attention_training():
     """``scaled_dot_product_attention`` forward and backward (BERT's attention with sdpa)."""
     torch.manual_seed(0)
-    q, k, v = (torch.randn(2, 2, 8, 16, device=DEVICE) for _ in range(3))
-    weights = [torch.randn(2, 2, 8, 16, device=DEVICE)]
+    qkv = [torch.randn(2, 2, 8, 16, device=DEVICE) for _ in range(3)]
     attention = torch.nn.functional.scaled_dot_product_attention
 
-    def make_inputs():
-        return [t.clone().requires_grad_() for t in (q, k, v)]
+    def make_inputs(dtype):
+        return [t.to(dtype, copy=True).requires_grad_() for t in qkv]
 
-    eager = train_step(None, make_inputs(), lambda o: [o], weights, run=attention)
-    got = train_step(None, make_inputs(), lambda o: [o], weights, run=torchfuse.compile(attention))
-    assert_close_scaled(got[0][0], eager[0][0], 1e-5, "output")
-    for name, a, e in zip("qkv", got[3], eager[3]):
-        assert_close_scaled(a, e, 1e-5, f"gradient of {name}")
-    assert fusion_summary()["groups"]["forward"] >= 1  # the softmax
+    exact = train_step(None, make_inputs(torch.float64), lambda o: [o], run=attention)
+    eager = train_step(None, make_inputs(torch.float32), lambda o: [o], run=attention)
+    got = train_step(None, make_inputs(torch.float32), lambda o: [o], run=torchfuse.compile(attention))
+    assert_close_to_eager(got[0][0], eager[0][0], exact[0][0], "output")
+    for name, a, e, x in zip("qkv", got[3], eager[3], exact[3]):
+        assert_close_to_eager(a, e, x, f"gradient of {name}")
 
 
 def _resnet():
@@ -223,11 +237,8 @@ def test_resnet_training(memory_format):
     torch.manual_seed(0)
     model = _resnet().to(memory_format=memory_format)
     x = torch.randn(2, 3, 32, 32, device=DEVICE).to(memory_format=memory_format)
-    # The input gradient is compared too, layout (strides) included.
-    # Batch norm in training mode over batch 2: at 1x1 spatial size (the last stage) it
-    # normalizes over 2 values, which amplifies rounding differences, and weight gradients sum
-    # up to 2*32*32 products. Measured: 4e-5 of each tensor's largest value; 2e-4 allows 5x.
-    check_training(model, lambda: [x.clone().requires_grad_()], lambda out: [out], rel=2e-4)
+    # the input gradient is compared too, layout (strides) included
+    check_training(model, lambda dtype: [x.to(dtype, copy=True).requires_grad_()], lambda out: [out])
     # forward: each of the 13 batch norms (statistics, normalization, ReLU, residual add)
     # is at least one kernel; backward: at least one reduction per residual block
     assert_fused(min_forward=13, min_backward=4)
@@ -249,8 +260,9 @@ def test_minilm_embeddings_match_eager():
     torch.testing.assert_close(tokens_c, tokens, rtol=0, atol=1e-4)  # values up to about 6
     s = fusion_summary()
     assert s["fallbacks"] == 0, s
-    # per layer: softmax, two LayerNorms, GELU; plus the embeddings' LayerNorm and pooling
-    assert s["groups"]["inference"] >= 6 * 4 + 2, s
+    # per layer: two LayerNorms, GELU (and on CPU, where attention is decomposed, the
+    # softmax); plus the embeddings' LayerNorm and the pooling
+    assert s["groups"]["inference"] >= 6 * 3 + 2, s
     assert set(s["aten"]) <= LIBRARY_OPS, f"memory-bound ops left on ATen: {set(s['aten']) - LIBRARY_OPS}"
     # eager pooling is sentence-transformers' own (when installed): same numbers
     try:

@@ -29,6 +29,10 @@ from torchfuse.ir import ops
 
 aten = torch.ops.aten
 
+# NumPy's floating-point warnings from kernels run by Triton's interpreter (0/0, overflow to
+# inf) are the IEEE results the tests compare; they are not errors
+pytestmark = pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
+
 F16, BF16, F32, F64 = torch.float16, torch.bfloat16, torch.float32, torch.float64
 I8, I16, I32, I64, U8, BOOL = torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool
 #: Every dtype the registry can put in a kernel, in a stable order.
@@ -52,6 +56,22 @@ def run_compiled(fn: Callable, *args, **options):
     options.setdefault("interpret_integer_division", True)
     before = list(backend.RECENT)
     compiled = torchfuse.compile(fn, dynamic=False, **options)
+    result = compiled(*args)
+    graphs = [g for g in backend.RECENT if all(g is not b for b in before)]
+    return result, graphs
+
+
+def run_traced(fn: Callable, *args, **options):
+    """Like :func:`run_compiled`, without TorchDynamo: ``fn`` is traced to ATen by ``make_fx``
+    and handed to the torchfuse backend, which runs AOTAutograd (decomposition, and the joint
+    forward-backward graph when ``args`` require grad) and the compiler, as it does for a graph
+    Dynamo captured. Half the cost of a Dynamo compile, for the hundreds of registry cases."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    options.setdefault("interpret_integer_division", True)
+    before = list(backend.RECENT)
+    gm = make_fx(fn)(*[a.detach() for a in args])
+    compiled = backend.torchfuse_backend(gm, list(args), options=options)
     result = compiled(*args)
     graphs = [g for g in backend.RECENT if all(g is not b for b in before)]
     return result, graphs
@@ -170,6 +190,7 @@ class Spec:
         dtypes: restrict the input dtypes (``None``: every dtype eager accepts).
         scalars: the Python numbers ``fn`` passes as promoted operands (they take part in
             type promotion).
+        specials: float samples include NaN, infinities and signed zeros.
     """
 
     op: str
@@ -181,6 +202,7 @@ class Spec:
     domain: tuple | None = None
     dtypes: tuple | None = None
     scalars: tuple = ()
+    specials: bool = True
 
 
 def _cast(x):
@@ -227,8 +249,9 @@ SPECS: dict[str, Spec] = {
     "pow": Spec("pow", torch.pow, 2, domain=(0.1, 4)),
     "pow_square": Spec("pow", lambda a: a ** 2, scalars=(2,)),
     # x ** 0.5 is sqrt, as on CUDA; eager on CPU differs for -inf on fp16/bf16 (test_semantics)
-    "pow_sqrt": Spec("pow", lambda a: a ** 0.5, domain=(0, 100), scalars=(0.5,)),
-    "pow_general": Spec("pow", lambda a: a ** 1.7, domain=(0.1, 4), scalars=(1.7,)),
+    "pow_sqrt": Spec("pow", lambda a: a ** 0.5, domain=(0, 100), scalars=(0.5,), specials=False),
+    # 1.75 is exact in fp16 and bf16: eager on CPU rounds the exponent to the tensor dtype
+    "pow_general": Spec("pow", lambda a: a ** 1.75, domain=(0.1, 4), scalars=(1.75,)),
     "maximum": Spec("maximum", torch.maximum, 2), "minimum": Spec("minimum", torch.minimum, 2),
     "fmax": Spec("fmax", torch.fmax, 2), "fmin": Spec("fmin", torch.fmin, 2),
     "atan2": Spec("atan2", torch.atan2, 2), "hypot": Spec("hypot", torch.hypot, 2),
@@ -255,6 +278,7 @@ def _seed(*parts) -> int:
 
 def sample_inputs(name: str, dtype: torch.dtype, *, specials=True, shape=SHAPE) -> list[torch.Tensor]:
     spec = SPECS[name]
+    specials = specials and spec.specials
     opdef = ops.REGISTRY[spec.op]
     domain = spec.domain or opdef.domain
     xs = []
@@ -345,14 +369,34 @@ def _case_inputs(name: str, dtype: torch.dtype) -> list[torch.Tensor]:
     return xs + [x.clone() for x in xs]
 
 
-@pytest.mark.parametrize("name,dtype", CASES, ids=[f"{n}-{dtype_id(d)}" for n, d in CASES])
+#: Triton's interpreter converts fp32 to bf16 by truncating the mantissa (``cast_impl`` calls
+#: ``_convert_float`` without a rounding mode) where eager and GPUs round to nearest even, so
+#: bf16 results are up to one bf16 ulp low in magnitude. These are the cases where the samples
+#: hit it beyond bf16's tolerance (see test_semantics.test_cast_float32_to_bfloat16_rounds).
+INTERPRETER_BF16_TRUNCATION = pytest.mark.xfail(
+    not torch.cuda.is_available(), strict=True,
+    reason="Triton's interpreter truncates fp32 -> bf16 instead of rounding to nearest even")
+BF16_TRUNCATED = {("forward", n) for n in ("reciprocal", "tan", "asin", "atan", "sinh", "asinh", "atanh",
+                                             "add", "erfinv", "sub", "mul", "div", "true_divide", "atan2")}
+BF16_TRUNCATED |= {("backward", "sigmoid")}
+
+
+def with_marks(kind: str, cases) -> list:
+    out = []
+    for name, dt in cases:
+        marks = [INTERPRETER_BF16_TRUNCATION] if dt == BF16 and (kind, name) in BF16_TRUNCATED else []
+        out.append(pytest.param(name, dt, marks=marks, id=f"{name}-{dtype_id(dt)}"))
+    return out
+
+
+@pytest.mark.parametrize("name,dtype", with_marks("forward", CASES))
 def test_op_forward(name, dtype):
     """The op alone and inside a chain equal eager; it is fused wherever the registry says so."""
     spec = SPECS[name]
     inputs = _case_inputs(name, dtype)
     expected = alone_and_chained(spec)(*inputs)
-    actual, graphs = run_compiled(alone_and_chained(spec), *inputs)
-    assert_matches(actual, expected)
+    actual, graphs = run_traced(alone_and_chained(spec), *inputs)
+    assert_matches(tuple(actual), expected)
     assert len(graphs) == 1, f"{len(graphs)} compiled graphs"
     graph = graphs[0]
     outputs = list(graph.segmentation.graph.outputs)
@@ -369,13 +413,12 @@ def test_op_forward(name, dtype):
         assert alone.reason and "not in the op registry" not in alone.reason, alone.reason
 
 
-GRAD_CASES = [name for name, spec in SPECS.items()
-              if spec.grad and (F32, F32) and _eager_accepts(name, F32)]
+GRAD_CASES = [name for name, spec in SPECS.items() if spec.grad and _eager_accepts(name, F32)]
 GRAD_DTYPES = {"sin": (F32, F16, BF16), "mul": (F32, BF16), "where": (F32, F16), "sigmoid": (F32, BF16)}
 
 
-@pytest.mark.parametrize("name,dtype", [(n, d) for n in GRAD_CASES for d in GRAD_DTYPES.get(n, (F32,))],
-                         ids=lambda v: dtype_id(v) if isinstance(v, torch.dtype) else v)
+@pytest.mark.parametrize("name,dtype", with_marks("backward", [(n, d) for n in GRAD_CASES
+                                                               for d in GRAD_DTYPES.get(n, (F32,))]))
 def test_op_backward(name, dtype):
     """Gradients of the compiled op equal eager's; forward and backward graphs both fuse."""
     spec = SPECS[name]
@@ -383,20 +426,16 @@ def test_op_backward(name, dtype):
     diff = [i for i, x in enumerate(xs) if x.dtype.is_floating_point]
     grad_out = make_sample(spec.fn(*xs).dtype, _seed(name, "grad"), specials=False)
 
-    def grads(fn, compile_it):
+    def grads(compile_it):
         leaves = [x.clone().requires_grad_(i in diff) for i, x in enumerate(xs)]
-        if compile_it:
-            before = list(backend.RECENT)
-            out = torchfuse.compile(fn, dynamic=False)(*leaves)
-        else:
-            out = fn(*leaves)
-        gs = torch.autograd.grad(out, [leaves[i] for i in diff], grad_out)
-        if compile_it:
-            return gs, [g for g in backend.RECENT if all(g is not b for b in before)]
-        return gs
+        before = list(backend.RECENT)
+        out = run_traced(spec.fn, *leaves)[0] if compile_it else spec.fn(*leaves)
+        gs = torch.autograd.grad(out, [leaves[i] for i in diff], grad_out, allow_unused=True)
+        gs = [torch.zeros(()) if g is None else g for g in gs]  # copy's destination: no gradient
+        return gs, [g for g in backend.RECENT if all(g is not b for b in before)]
 
-    expected = grads(spec.fn, False)
-    actual, graphs = grads(spec.fn, True)
+    expected, _ = grads(False)
+    actual, graphs = grads(True)
     assert_matches(actual, expected)
     names = {cg.name for cg in graphs}
     assert "forward" in names, names

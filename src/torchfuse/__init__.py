@@ -15,10 +15,11 @@ import torch
 from .backend import register as _register
 from .backend import resolve_options, torchfuse_backend
 from .config import Options, configure_logging
+from .report import explain
 
 __version__ = "0.1.0"
 
-__all__ = ["compile", "Options", "torchfuse_backend", "__version__"]
+__all__ = ["compile", "explain", "Options", "torchfuse_backend", "__version__"]
 
 
 def compile(model: Any = None, *, dynamic: bool | None = None, fullgraph: bool = False,

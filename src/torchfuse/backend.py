@@ -28,6 +28,9 @@ log = logging.getLogger("torchfuse.fusion")
 #: The most recent compiled graphs (name -> CompiledGraph), newest last; for reports.
 RECENT: list = []
 _MAX_RECENT = 64
+#: The most recent graphs that run as traced, unfused, newest last; for reports (torchfuse.report):
+#: dicts with name, fx_graph, segmentation (None after a failure), error, reproducer and stage seconds.
+UNFUSED: list = []
 
 
 def _boxed(fn: Callable) -> Callable:
@@ -43,7 +46,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     unexpected failure of the compiler itself runs the whole graph as traced, with a warning.
     """
     from .ir.from_fx import graph_from_fx
-    from .runtime.executor import CompiledGraph
+    from .runtime.executor import CompiledGraph, GroupRunner
     from .segment import segment
 
     t0 = time.perf_counter()
@@ -52,9 +55,14 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
         t1 = time.perf_counter()
         seg = segment(graph, options)
     except Exception as e:  # a compiler bug must not break the user's program
-        warnings.warn(f"torchfuse: could not compile {name} graph ({type(e).__name__}: {e}); running it unfused",
-                      RuntimeWarning, stacklevel=2)
+        failed_after = time.perf_counter() - t0
+        # reproducer hook (torchfuse.report.reproducer): a standalone script named in the warning
+        from .report.reproducer import write_reproducer
+        repro = write_reproducer(gm, example_inputs, name, e, options)
+        warnings.warn(f"torchfuse: could not compile {name} graph ({type(e).__name__}: {e}); running it unfused"
+                      + (f"; reproducer: {repro}" if repro else ""), RuntimeWarning, stacklevel=2)
         log.exception("compile failure")
+        _record_unfused(name, gm, None, f"{type(e).__name__}: {e}", repro, failed_after, 0.0)
         return _boxed(gm.forward)
     if options.dump_dir:
         _dump_stage(options, name, gm, graph, seg)
@@ -67,11 +75,18 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
             log.info("%s: %d x %s on ATen: %s", name, count, target, reason)
     if not seg.groups and not (options.cudagraphs and name == "inference"):
         log.info("%s: nothing to fuse; running the traced graph", name)
+        _record_unfused(name, gm, seg, None, None, t1 - t0, time.perf_counter() - t1)
         return _boxed(gm.forward)
     compiled = CompiledGraph(seg, options, name=name)
     compiled.stats["ir_seconds"] = t1 - t0
     compiled.stats["segment_seconds"] = time.perf_counter() - t1
     compiled.fx_graph = gm
+    # reproducer hook (torchfuse.report.reproducer): a group whose kernel fails writes a script of this graph
+    from .report.reproducer import ReproducerWriter
+    writer = ReproducerWriter(gm, example_inputs, name, options)
+    for step in compiled.steps:
+        if isinstance(step, GroupRunner):
+            step.write_reproducer = writer
     RECENT.append(compiled)
     del RECENT[:-_MAX_RECENT]
     log.info("%s: %d fusion groups, %d ATen calls", name, len(seg.groups), len(seg.calls))
@@ -80,6 +95,14 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
 
         return CudaGraphRunner(compiled, options)
     return compiled
+
+
+def _record_unfused(name: str, gm, seg, error: str | None, reproducer: str | None, ir_seconds: float,
+                    segment_seconds: float) -> None:
+    """Remember a graph that runs as traced (report hook: torchfuse.report reads UNFUSED)."""
+    UNFUSED.append({"name": name, "fx_graph": gm, "segmentation": seg, "error": error, "reproducer": reproducer,
+                    "ir_seconds": ir_seconds, "segment_seconds": segment_seconds})
+    del UNFUSED[:-_MAX_RECENT]
 
 
 _dump_counter = [0]

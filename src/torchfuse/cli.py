@@ -10,6 +10,7 @@ import sys
 COMMANDS = {
     "demo": ("torchfuse.demo", "compile a real sentence-embedding model and compare it with eager"),
     "bench": ("torchfuse.bench.__main__", "benchmark torchfuse against eager and torch.compile"),
+    "report": ("torchfuse.report.cli", "render a saved explain result (JSON) as one HTML page"),
 }
 
 

@@ -288,6 +288,12 @@ def _median_ms(fn, args, repeat: int) -> float:
     return statistics.median(times)
 
 
+def _time(encoder, compiled, args: tuple, repeat: int) -> Timing:
+    diff = (compiled(*args)[1].float() - encoder(*args)[1].float()).abs().max().item()
+    return Timing(f"{args[0].shape[0]} x {args[0].shape[1]} tokens", _median_ms(encoder, args, repeat),
+                  _median_ms(compiled, args, repeat), diff)
+
+
 def run_demo(encoder: SentenceEncoder, batch: dict, interpret: bool, timing_batch: dict | None = None,
              repeat: int = 20, time_calls: bool | None = None) -> DemoResult:
     """Embed ``batch`` eagerly and compiled with torchfuse; optionally time both.
@@ -309,7 +315,7 @@ def run_demo(encoder: SentenceEncoder, batch: dict, interpret: bool, timing_batc
         time_calls = args[0].is_cuda
     with torch.no_grad():
         tokens, sentences = encoder(*args)
-        # static sizes: the timing batch gets its own graph, specialized to its shape
+        # static sizes: each batch shape (the timing batch's too) gets its own specialized graph
         compiled = torchfuse.compile(encoder, dynamic=False, interpret=interpret)
         backend.RECENT.clear()
         with warnings.catch_warnings(record=True) as caught:
@@ -324,12 +330,9 @@ def run_demo(encoder: SentenceEncoder, batch: dict, interpret: bool, timing_batc
             _sync(compiled(*args)[0])
             second = time.perf_counter() - t0
             timings = []
-            for b in [args] + ([_arguments(timing_batch)] if timing_batch is not None else []):
-                if not time_calls:
-                    break
-                diff = (compiled(*b)[1].float() - encoder(*b)[1].float()).abs().max().item()
-                timings.append(Timing(f"{b[0].shape[0]} x {b[0].shape[1]} tokens", _median_ms(encoder, b, repeat),
-                                      _median_ms(compiled, b, repeat), diff))
+            if time_calls:
+                batches = [args] + ([_arguments(timing_batch)] if timing_batch is not None else [])
+                timings = [_time(encoder, compiled, b, repeat) for b in batches]
     fallbacks = [str(w.message) for w in caught if "torchfuse" in str(w.message)]
     for w in caught:
         if "torchfuse" not in str(w.message):
@@ -355,7 +358,8 @@ def summarize_graphs(graphs: list) -> dict:
     ``kernels_new`` / ``kernels_cached`` (generated now / found in the kernel cache),
     ``fused_compute`` / ``fused_layout`` (IR ops inside groups), ``aten`` (a Counter of ops
     left to ATen, by name), ``views`` (ATen view calls, which move no data), ``fallbacks``,
-    ``torchfuse_seconds`` (segmentation and launch planning).
+    ``torchfuse_seconds`` (torchfuse's own stages: IR, segmentation, kernel generation,
+    compilation and launch planning).
     """
     from torchfuse.ir.ops import REGISTRY
 
@@ -367,7 +371,8 @@ def summarize_graphs(graphs: list) -> dict:
         out["kernels_new"] += g.stats["kernels_compiled"]
         out["kernels_cached"] += g.stats["kernels_cached"]
         out["fallbacks"] += g.stats["fallbacks"]
-        out["torchfuse_seconds"] += g.stats.get("segment_seconds", 0.0) + g.stats.get("plan_seconds", 0.0)
+        # building the IR, segmenting, and planning (which generates and compiles the kernels)
+        out["torchfuse_seconds"] += sum(g.stats.get(f"{stage}_seconds", 0.0) for stage in ("ir", "segment", "plan"))
         for group in seg.groups:
             for n in group.nodes:
                 out["fused_layout" if REGISTRY[n.op].kind == "layout" else "fused_compute"] += 1
@@ -553,9 +558,10 @@ def _header(model_dir: Path, encoder: SentenceEncoder, device: str, on_disk: tor
     name = str(dtype).removeprefix("torch.")
     precision = f"computing in {name}"
     if on_disk is not None:
-        stored = str(on_disk).removeprefix("torch.")
-        change = "" if on_disk == dtype else (" upcast to " if dtype.itemsize > on_disk.itemsize else " cast to ") + name
-        precision = f"weights stored in {stored}{change and ','}{change}; {precision}"
+        stored = f"weights stored in {str(on_disk).removeprefix('torch.')}"
+        if on_disk != dtype:
+            stored += f", {'upcast' if dtype.itemsize > on_disk.itemsize else 'cast'} to {name}"
+        precision = f"{stored}; {precision}"
     cfg = encoder.transformer.config
     pooling = encoder.pooling
     return [

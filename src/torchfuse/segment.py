@@ -279,13 +279,20 @@ def finalize(units: _Units) -> Segmentation:
             outs = set(units.outputs_of(cur))
             escaping = [n for n in cur if REGISTRY[n.op].kind == "layout" and n.output in outs]
             if escaping:
-                # a view that leaves the group must stay a view: run it on the written base
-                as_calls.update(escaping)
-                rest = [n for n in cur if n not in escaping]
+                # A view read outside the group must stay a view of its (written) base: readers
+                # outside get an ATen view of their own; inside, the layout op stays index math.
+                inside = [n for n in escaping if any(u in cur for u in units.users.get(n.output, ()))]
+                for n in escaping:
+                    if n in inside:
+                        as_calls.add(_detach_view(units, n, set(cur)))
+                    else:
+                        as_calls.add(n)
+                rest = [n for n in cur if n not in escaping or n in inside]
                 for n in rest:
                     units.unit[n] = rest
                 for n in escaping:
-                    units.unit[n] = [n]
+                    if n not in inside:
+                        units.unit[n] = [n]
                 pending.append(rest)
                 continue
             dom = align(cur, units.outputs_of(cur))
@@ -316,6 +323,45 @@ def finalize(units: _Units) -> Segmentation:
             group_of[n] = fg
     steps = _schedule_steps(graph, group_of, units)
     return Segmentation(graph=graph, steps=steps)
+
+
+def _detach_view(units: _Units, node: Node, group: set) -> Node:
+    """Give the readers of layout ``node`` outside ``group`` their own copy of the view.
+
+    Returns the new node (a layout registry node to be turned into an ATen view call); the
+    original keeps serving readers inside the group.
+    """
+    import copy
+
+    graph = units.graph
+    old = node.output
+    new_val = Value(name=f"{old.name}_view", meta=old.meta)
+    twin = Node(op=node.op, inputs=list(node.inputs), attrs=dict(node.attrs), outputs=[new_val],
+                target=node.target, args=copy.copy(node.args), kwargs=dict(node.kwargs), source=node.source)
+    new_val.producer = twin
+    swap = lambda v: new_val if v is old else v
+    outside = [u for u in units.users.get(old, []) if u not in group]
+    for u in outside:
+        u.inputs = [swap(x) if isinstance(x, Value) else x for x in u.inputs]
+        u.args = map_values(u.args, swap)
+        u.kwargs = map_values(u.kwargs, swap)
+    if old in units.graph_outputs:
+        graph.outputs = map_values(graph.outputs, swap)
+        units.graph_outputs = graph.output_values()
+    pos = graph.nodes.index(node)
+    graph.nodes.insert(pos + 1, twin)
+    units.index[twin] = units.index[node] + 0.5
+    units.unit[twin] = [twin]
+    units.users[old] = [u for u in units.users.get(old, []) if u in group]
+    units.users[new_val] = outside
+    src = node.inputs[0]
+    units.users.setdefault(src, []).append(twin)
+    units.consumers[twin] = outside
+    units.consumers[node] = [u for u in units.consumers[node] if u in group]
+    units.producers[twin] = units.producers[node]
+    if src.producer is not None:
+        units.consumers[src.producer] = units.consumers[src.producer] + [twin]
+    return twin
 
 
 def _to_call(node: Node) -> None:

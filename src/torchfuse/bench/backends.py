@@ -30,6 +30,9 @@ class Backend:
         mark_step: call ``torch.compiler.cudagraph_mark_step_begin()`` before each step.
         needs_cuda: skipped (and recorded as such) on a CPU.
         inference_only: skipped in training modes.
+        modules: imported before any first call is timed, so that first-call times measure
+            compilation rather than whichever backend happens to import the shared
+            machinery (TorchDynamo, AOTAutograd) first.
     """
 
     name: str
@@ -38,6 +41,7 @@ class Backend:
     mark_step: bool = False
     needs_cuda: bool = False
     inference_only: bool = False
+    modules: tuple[str, ...] = ()
 
     @property
     def compiled(self) -> bool:
@@ -70,12 +74,17 @@ def compile_torchfuse(**options) -> CompileFn:
     return compile
 
 
+_DYNAMO = ("torch._dynamo", "torch._functorch.aot_autograd", "torch._functorch.partitioners")
+_INDUCTOR = _DYNAMO + ("torch._inductor.compile_fx",)
+_TORCHFUSE = _DYNAMO + ("triton", "torchfuse.backend", "torchfuse.runtime.executor")
+
 BACKENDS: dict[str, Backend] = {b.name: b for b in [
     Backend("eager"),
     Backend("eager-cudagraphs", cuda_graphs=True, needs_cuda=True, inference_only=True),
-    Backend("torch.compile", compile_torch()),
-    Backend("torch.compile-reduce-overhead", compile_torch("reduce-overhead"), mark_step=True, needs_cuda=True),
-    Backend("torchfuse", compile_torchfuse()),
+    Backend("torch.compile", compile_torch(), modules=_INDUCTOR),
+    Backend("torch.compile-reduce-overhead", compile_torch("reduce-overhead"), mark_step=True, needs_cuda=True,
+            modules=_INDUCTOR),
+    Backend("torchfuse", compile_torchfuse(), modules=_TORCHFUSE),
 ]}
 
 BASELINE = "eager"
@@ -94,3 +103,12 @@ def parse_backends(text: str | None) -> tuple[str, ...]:
     if unknown:
         raise ValueError(f"unknown backend(s) {unknown}; known: {list(BACKENDS)}")
     return tuple([BASELINE] + [n for n in names if n != BASELINE])
+
+
+def import_modules(names: tuple[str, ...]) -> None:
+    """Import the :attr:`Backend.modules` of the backends of a run (see there)."""
+    import importlib
+
+    for backend in names:
+        for module in BACKENDS[backend].modules:
+            importlib.import_module(module)

@@ -66,7 +66,10 @@ def _plot(path: Path, title: str, labels: list[str], series: dict[str, list], fa
                        fontsize=7)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, loc="upper left")
+    if series:
+        ax.legend(fontsize=7, loc="upper left")
+    else:
+        ax.text(0.5, 0.5, "no backend besides eager ran", ha="center", va="center", transform=ax.transAxes)
     ax.margins(y=0.15)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -83,7 +83,7 @@ def first_call_main(argv: list[str]) -> int:
     for variable, sub in CACHE_VARIABLES.items():  # each is read when first compiling, not at import
         os.environ[variable] = os.path.join(args.cache_dir, sub)
 
-    from .backends import BACKENDS
+    from .backends import BACKENDS, import_modules
     from .errors import describe
     from .modes import MODES
     from .runner import _prepare
@@ -95,6 +95,7 @@ def first_call_main(argv: list[str]) -> int:
         case = find_case(args.case, args.quick)
         mode = MODES[args.mode]
         workload = case.build(BuildContext(args.device, mode, args.quick, args.channels_last and case.vision))
+        import_modules((args.backend,))
         prepared = _prepare(BACKENDS[args.backend], workload, mode, args.device)
         seconds, _ = time_first_call(prepared.forward_backward, args.device)
     except Exception as e:  # noqa: BLE001

@@ -105,6 +105,7 @@ def run_metadata(run_id: str, argv: list[str], device: str, settings: dict) -> d
         "finished": None,
         "command": command_line(argv),
         "argv": list(argv),
+        "process_argv": list(sys.argv),
         "device": device,
         "device_name": device_name(device),
         "device_label": device_label(device),

@@ -34,7 +34,8 @@ class Result:
         speedup_vs_eager, speedup_vs_torch_compile: that backend's median over this one's,
             from the same run.
         first_call_s: wall time of the first forward (and backward), compilation included,
-            in the benchmark process (caches as found). ``first_call_cold_s``: the same in a
+            in the benchmark process (caches as found; the compilers' main modules imported
+            beforehand). ``first_call_cold_s``: the same in a
             fresh process with empty torchfuse, Triton and Inductor caches;
             ``first_call_warm_s``: again with the caches that run filled (``--cold-start``).
         peak_memory_mib: peak allocation over steady-state steps above what was allocated

@@ -30,10 +30,10 @@ import torch
 
 from . import timing
 from .accuracy import EAGER_DIFFERS, FAIL, NOT_CHECKED, REFERENCE, References, compare, has_active_dropout, results_equal
-from .backends import BACKENDS, BASELINE, COMPILE_BASELINE, Backend
+from .backends import BACKENDS, BASELINE, COMPILE_BASELINE, Backend, import_modules
 from .errors import describe, recorded_warnings
 from .modes import MODES, Mode
-from .results import FAILED, OK, SKIPPED, Result, write_run
+from .results import OK, SKIPPED, Result, write_run
 from .steps import PreparedBackend
 from .workload import BuildContext, Case, Unavailable, Workload
 
@@ -124,8 +124,9 @@ def _record_torchfuse(result: Result, graphs: list) -> None:
 
 
 def _free(device: str) -> None:
-    gc.collect()
+    """Return freed device memory to the allocator's pool before the next backend."""
     if device == "cuda":
+        gc.collect()
         torch.cuda.empty_cache()
 
 
@@ -168,6 +169,7 @@ class CaseRun:
         stage = "prepare"
         before_graphs = {id(g) for g in _torchfuse_graphs(set())} if backend.name.startswith("torchfuse") else None
         messages: list[str] = []
+        prepared = None
         try:
             with recorded_warnings(messages):
                 baseline = timing.allocated_bytes(self.device)
@@ -186,11 +188,13 @@ class CaseRun:
             self.prepared[backend.name] = prepared
         except Exception as e:  # noqa: BLE001 - a failing backend is a result
             r.fail(stage, describe(e))
-            _free(self.device)
         finally:
             r.warnings = [m for m in messages if "torchfuse" in m]
             if before_graphs is not None:
                 _record_torchfuse(r, _torchfuse_graphs(before_graphs))
+        if r.status != OK:  # release its memory (out of memory must not sink the next backend)
+            prepared = None
+            _free(self.device)
 
     def time_all(self) -> None:
         steps = {name: p.step for name, p in self.prepared.items()}
@@ -321,23 +325,31 @@ def run_all(items: list[tuple[Case, str]], settings: Settings, meta: dict, out_d
             copy_gbps: float | None = None, log: Callable[[str], None] = print) -> list[Result]:
     """Run the (case, mode) items in order under the time budget; save the run file after each.
 
+    No case is started once the time left is shorter than the longest case so far, so a run
+    with ``--time-budget`` ends close to it instead of being cut off in the middle of a case.
+
     A ``KeyboardInterrupt`` (or SIGTERM turned into one by the command line) stops the run;
     what was measured is kept and the items not run are listed in ``meta["not_run"]``.
     """
     import torch._dynamo
 
+    import_modules(settings.backends)
     budget = Budget(settings.time_budget)
     results: list[Result] = []
     bar = _progress_bar(len(items), settings.progress)
     done = 0
+    longest = 0.0
     try:
         for case, mode_name in items:
-            if budget.exceeded():
-                break
+            left = budget.remaining()
+            if left is not None and (left <= 0 or left < longest):
+                break  # the next case would likely overrun the budget
+            started = time.monotonic()
             bar.set_description_str(f"{case.id} {mode_name}")
             results += run_case(case, mode_name, settings, budget, meta["run_id"], meta["device_name"], copy_gbps,
                                 progress=lambda text: bar.set_postfix_str(text.split(": ")[-1], refresh=True))
             done += 1
+            longest = max(longest, time.monotonic() - started)
             torch._dynamo.reset()
             write_run(out_dir, meta, results)
             bar.update(1)

@@ -279,12 +279,11 @@ def _emit_clamp(a, dt, at):
     hi = a[2] if len(a) > 2 and a[2] is not None else None
     # PyTorch's clamp: NaN input stays NaN, a NaN bound gives NaN (tensor bounds can hold NaN);
     # a lower bound above the upper gives the upper.
-    if lo is not None:
-        nan_lo = f" | ({lo} != {lo})" if is_float(dt) else ""
-        x = f"tl.where(({x} < {lo}){nan_lo}, {lo}, {x})"
-    if hi is not None:
-        nan_hi = f" | ({hi} != {hi})" if is_float(dt) else ""
-        x = f"tl.where(({x} > {hi}){nan_hi}, {hi}, {x})"
+    for bound, cmp in ((lo, "<"), (hi, ">")):
+        if bound is not None:
+            x = f"tl.where({x} {cmp} {bound}, {bound}, {x})"
+            if is_float(dt):
+                x = f"tl.where({bound} != {bound}, {bound}, {x})"
     return x
 
 

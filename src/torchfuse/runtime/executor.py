@@ -12,6 +12,7 @@ code cannot be generated or compiled runs its ops through ATen, with one warning
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import warnings
@@ -75,6 +76,8 @@ class GroupRunner:
         self.plans: dict[Any, KernelPlan] = {}
         self.sources: dict[Any, Any] = {}
         self.failed: str | None = None
+        self.write_reproducer = None  # set by compile_graph: failure message -> script path (report hook)
+        self.reproducer: str | None = None
         self.fallback_nodes = group.nodes
         self.slots = slots
         self.splittable = bool(group.domain.reduced) and can_split(group)
@@ -192,9 +195,12 @@ class GroupRunner:
             if self.random:
                 args.append(draw_seed())
             try:
-                for i, st in enumerate(c.stages):
-                    plan.kernel.launch(i, st.grid, args, st.XBLOCK, st.RBLOCK, st.num_warps,
-                                       plan.binaries, spec, plan.device_index)
+                # profiler hook: name the launch after its kernel in torch.profiler traces (cheap when off)
+                with (torch.profiler.record_function(plan.kernel.source.name)
+                      if torch.autograd.profiler._is_profiler_enabled else _NO_RANGE):
+                    for i, st in enumerate(c.stages):
+                        plan.kernel.launch(i, st.grid, args, st.XBLOCK, st.RBLOCK, st.num_warps,
+                                           plan.binaries, spec, plan.device_index)
             except Exception as e:  # e.g. a new specialization that fails to compile
                 self.fail(e)
                 return self.run_fallback(env, sym_values)
@@ -203,13 +209,20 @@ class GroupRunner:
 
     def fail(self, e: BaseException) -> None:
         self.failed = f"{type(e).__name__}: {e}"
+        # reproducer hook (torchfuse.report.reproducer): a standalone script of the graph, named in the warning
+        if self.write_reproducer is not None:
+            self.reproducer = self.write_reproducer(f"fusion group {self.group.name}: {self.failed}")
         warnings.warn(f"torchfuse: fusion group {self.group.name} could not be compiled and runs through "
-                      f"ATen instead ({self.failed.splitlines()[0][:300]})", RuntimeWarning, stacklevel=3)
+                      f"ATen instead ({self.failed.splitlines()[0][:300]})"
+                      + (f"; reproducer: {self.reproducer}" if self.reproducer else ""), RuntimeWarning, stacklevel=3)
         self.stats["fallbacks"] += 1
 
     def run_fallback(self, env: list, sym_values: dict | None = None) -> None:
         for node in self.fallback_nodes:
             run_registry_node_eagerly(node, env, self.slots, sym_values or {})
+
+
+_NO_RANGE = contextlib.nullcontext()
 
 
 def draw_seed() -> int:

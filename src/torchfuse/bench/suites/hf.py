@@ -32,6 +32,10 @@ MODELS = {
     "bart": ("bart", "seq2seq-lm", {}),
 }
 
+#: settings every size needs (T5's decoder start and padding tokens, as ``t5-small`` has them;
+#: some library versions leave them unset in the default config)
+ALWAYS = {"t5": {"decoder_start_token_id": 0, "pad_token_id": 0}}
+
 _ENCODER_QUICK = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
 QUICK = {
     "bert": _ENCODER_QUICK,
@@ -60,6 +64,7 @@ def make_config(name: str, longest: int, quick: bool):
 
     model_type, _, overrides = MODELS[name]
     settings = dict(QUICK[name], vocab_size=QUICK_VOCAB) if quick else dict(overrides)
+    settings.update(ALWAYS.get(name, {}))
     config = transformers.AutoConfig.for_model(model_type, **settings)
     offset = 2 if model_type == "roberta" else 0  # RoBERTa's positions start after the padding index
     for attr in ("max_position_embeddings", "n_positions"):

@@ -1,0 +1,365 @@
+"""A fusion as a differentiable PyTorch operator, usable inside ``torch.compile`` as one op.
+
+:class:`FusionOp` registers the fusion as a custom operator (``torch.ops.torchfuse.<name>``,
+with :func:`torch.library.custom_op`) whose fake implementation computes the outputs' sizes
+from the definition's symbolic metadata, so TorchDynamo and AOTAutograd trace it as a single
+node with dynamic sizes. Its backward is a second custom operator, either
+
+* **derived**: the vector-Jacobian product of the fusion's eager reference
+  (:mod:`torchfuse.fusion.reference`), traced with ``make_fx`` and torchfuse's decomposition
+  table into an ATen graph with symbolic sizes, and compiled like a backward graph of
+  ``torch.compile`` (:func:`torchfuse.ir.from_fx.graph_from_fx`, segmentation, kernels). It
+  is traced once per device (and per value of the fusion's scalar inputs). Random numbers
+  cannot be drawn again identically, so the forward pass also returns what the backward needs
+  of them: the values computed from random numbers alone that other ops read (for dropout,
+  the bool keep-mask, one byte per element), which the backward reads instead of drawing;
+* or **given**: a :class:`~torchfuse.fusion.definition.Fusion` whose inputs are the forward
+  inputs, then the forward outputs, then the gradients of the floating-point outputs, and
+  whose outputs are the gradients of the floating-point tensor inputs, in order.
+
+Gradients flow to floating-point tensor inputs; other inputs and outputs are not
+differentiable.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Any, Sequence
+
+import sympy
+import torch
+
+from ..ir import ops as registry
+from ..ir.graph import Value
+from .definition import Fusion
+from .errors import DefinitionError
+from .inputs import SCALAR_TYPES, bind
+from .program import Program
+from .reference import run_reference
+from .sizes import evaluate
+
+_counter = itertools.count()
+_SCALAR_SCHEMA = {float: "float", int: "int", bool: "bool"}
+
+
+def random_frontier(fusion: Fusion) -> list[Value]:
+    """Values computed from random numbers (and constants) alone that an op not of that kind
+    reads, or that are outputs: what a backward pass needs of the forward's random numbers."""
+    derived: set[Value] = set()
+    constant: set[Value] = set()
+    for node in fusion.nodes:
+        if node.op is None:
+            constant.update(node.outputs)  # sizes used as scalars
+            continue
+        kind = registry.REGISTRY[node.op].kind
+        ins = node.input_values()
+        if kind == "random":
+            derived.update(node.outputs)
+        elif kind == "constant" or (ins and all(v in constant for v in ins)):
+            constant.update(node.outputs)
+        elif any(v in derived for v in ins) and all(v in derived or v in constant for v in ins):
+            derived.update(node.outputs)
+    frontier: list[Value] = []
+    for node in fusion.nodes:
+        if all(o in derived for o in node.outputs) and node.outputs:
+            continue
+        for v in node.input_values():
+            if v in derived and v not in frontier:
+                frontier.append(v)
+    for v in fusion.outputs:
+        if v in derived and v not in frontier:
+            frontier.append(v)
+    return frontier
+
+
+class OutputLayouts:
+    """Sizes and strides of a fusion's output values for given inputs, from the canonical
+    symbolic metadata: evaluated with Python arithmetic (SymInts in fake implementations),
+    cached per set of sizes for real calls."""
+
+    def __init__(self, fusion: Fusion, values: Sequence[Value]):
+        canon = fusion.sizes.canonical_map()
+        self.binding = []  # (input index, dim, root symbol): where each size is read
+        seen = set()
+        for i, shape in enumerate(fusion.shapes):
+            for d, s in enumerate(shape or ()):
+                if isinstance(s, sympy.Symbol) and s not in seen:
+                    seen.add(s)
+                    self.binding.append((i, d, s))
+
+        def canonical(s):
+            return s if isinstance(s, int) else sympy.sympify(s).xreplace(canon)
+
+        self.layouts = [([canonical(s) for s in v.meta.shape], [canonical(s) for s in v.meta.stride]) for v in values]
+        self.cache: dict[tuple, list] = {}
+
+    def evaluate(self, inputs: Sequence) -> list[tuple[list, list]]:
+        values = {s: inputs[i].shape[d] for i, d, s in self.binding}
+        return [([evaluate(s, values) for s in shape], [evaluate(s, values) for s in stride])
+                for shape, stride in self.layouts]
+
+    def concrete(self, inputs: Sequence) -> list[tuple[list, list]]:
+        key = tuple(int(inputs[i].shape[d]) for i, d, _ in self.binding)
+        if key not in self.cache:
+            self.cache[key] = self.evaluate(inputs)
+        return self.cache[key]
+
+
+def _conform(t: torch.Tensor, shape: list, stride: list, inputs: Sequence, earlier: list) -> torch.Tensor:
+    """``t`` as a fresh tensor with the declared layout (a custom op's outputs may not alias
+    its inputs or each other, and must have the strides its fake implementation reports)."""
+    aliased = any(isinstance(x, torch.Tensor) and x.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
+                  for x in list(inputs) + earlier)
+    same = all(sz == 1 or a == b for sz, a, b in zip(shape, t.stride(), stride))
+    if aliased or not same:
+        out = torch.empty_strided(shape, stride, dtype=t.dtype, device=t.device)
+        out.copy_(t)
+        return out
+    return t
+
+
+class FusionOp:
+    """A fusion as an operator: ``op(*inputs)`` returns its outputs (one tensor, or a tuple)
+    and is differentiable; inside ``torch.compile`` it is a single node.
+
+    Attributes:
+        fusion: the forward fusion.
+        backward_fusion: the given backward fusion, or ``None`` when it is derived.
+        saved: values of the forward pass saved for a derived backward (random masks).
+        forward_op, backward_op: the registered custom operators.
+    """
+
+    def __init__(self, fusion: Fusion, backward: Fusion | None = None, name: str | None = None):
+        fusion.finish()
+        self.fusion = fusion
+        self.backward_fusion = backward.finish() if backward is not None else None
+        self.specs = fusion.specs
+        self.n_outputs = len(fusion.outputs)
+        self.diff_inputs = [i for i, s in enumerate(self.specs) if s.is_tensor and s.dtype.is_floating_point]
+        self.diff_outputs = [k for k, v in enumerate(fusion.outputs) if v.meta.dtype.is_floating_point]
+        frontier = random_frontier(fusion) if backward is None else []
+        self.saved = frontier
+        self.extras = tuple(v for v in frontier if v not in fusion.outputs)
+        if backward is not None:
+            self._check_backward(backward)
+        base = re.sub(r"\W", "_", name or fusion.name)
+        self.name = f"{base}_{next(_counter)}"
+        self._derived: dict = {}
+        self.forward_op = self._register_forward()
+        self.backward_op = self._register_backward()
+        torch.library.register_autograd(f"torchfuse::{self.name}", self._backward, setup_context=self._setup_context)
+
+    # ------------------------------------------------------------------ checks
+    def _check_backward(self, backward: Fusion) -> None:
+        want = len(self.specs) + self.n_outputs + len(self.diff_outputs)
+        if len(backward.specs) != want:
+            raise DefinitionError(
+                f"backward: fusion {backward.name!r} takes {len(backward.specs)} inputs; a backward of "
+                f"{self.fusion.name!r} takes {want}: its {len(self.specs)} inputs, its {self.n_outputs} outputs and "
+                f"the gradients of its {len(self.diff_outputs)} floating-point outputs")
+        if len(backward.outputs) != len(self.diff_inputs):
+            raise DefinitionError(
+                f"backward: fusion {backward.name!r} has {len(backward.outputs)} outputs; it must return one "
+                f"gradient per floating-point tensor input of {self.fusion.name!r} ({len(self.diff_inputs)})")
+        for i, out in zip(self.diff_inputs, backward.outputs):
+            if out.meta.dtype != self.specs[i].dtype:
+                raise DefinitionError(f"backward: output {out.name} has dtype {out.meta.dtype}, but the gradient of "
+                                      f"input '{self.specs[i].name}' must be {self.specs[i].dtype}")
+
+    # ------------------------------------------------------------------ forward
+    def _schema_inputs(self) -> list[str]:
+        return [f"Tensor i{k}" if s.is_tensor else f"{_SCALAR_SCHEMA[s.dtype]} i{k}" for k, s in enumerate(self.specs)]
+
+    def _register_forward(self):
+        schema = "(" + ", ".join(self._schema_inputs()) + ") -> Tensor[]"
+        outputs = list(self.fusion.outputs) + list(self.extras)
+
+        layouts = OutputLayouts(self.fusion, outputs)
+
+        def forward(*inputs):
+            outs = self._run_forward(list(inputs))
+            fresh: list = []
+            for t, (shape, stride) in zip(outs, layouts.concrete(inputs)):
+                fresh.append(_conform(t, shape, stride, inputs, fresh))
+            return fresh
+
+        op = torch.library.custom_op(f"torchfuse::{self.name}", forward, mutates_args=(), schema=schema)
+
+        @op.register_fake
+        def _(*inputs):
+            device = next(x.device for x in inputs if isinstance(x, torch.Tensor))
+            return [torch.empty_strided(shape, stride, dtype=v.meta.dtype, device=device)
+                    for v, (shape, stride) in zip(outputs, layouts.evaluate(inputs))]
+
+        return op
+
+    def _run_forward(self, inputs: list) -> list:
+        device, _ = bind(self.specs, self.fusion.shapes, inputs)
+        if device.type == "cpu" and not self.fusion.options.interpret:
+            return run_reference(self.fusion, inputs, outputs=list(self.fusion.outputs) + list(self.extras))
+        return self.fusion.program(device, self.extras)(inputs)
+
+    def __call__(self, *inputs):
+        outs = self.forward_op(*inputs)[: self.n_outputs]
+        return outs[0] if self.n_outputs == 1 else tuple(outs)
+
+    # ------------------------------------------------------------------ backward
+    def _setup_context(self, ctx, inputs, output) -> None:
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        if self.backward_fusion is not None:
+            kept = list(output[: self.n_outputs])
+        else:
+            by_value = dict(zip(list(self.fusion.outputs) + list(self.extras), output))
+            kept = [by_value[v] for v in self.saved]
+        ctx.save_for_backward(*tensors, *kept)
+        ctx.scalars = [x for x in inputs if not isinstance(x, torch.Tensor)]
+        ctx.n_tensors = len(tensors)
+        ctx.output_layouts = [(o.shape, o.dtype, o.device) for o in output[: self.n_outputs]]
+
+    def _backward(self, ctx, grads):
+        saved = list(ctx.saved_tensors)
+        tensors, kept = saved[: ctx.n_tensors], saved[ctx.n_tensors:]
+        tensor_iter, scalar_iter = iter(tensors), iter(ctx.scalars)
+        inputs = [next(tensor_iter) if s.is_tensor else next(scalar_iter) for s in self.specs]
+        out_grads = []
+        for k in self.diff_outputs:
+            g = grads[k]
+            if g is None:
+                shape, dtype, device = ctx.output_layouts[k]
+                g = torch.zeros(shape, dtype=dtype, device=device)
+            out_grads.append(g)
+        unique = self.backward_op(*inputs, *kept, *out_grads)
+        result: list[Any] = [None] * len(self.specs)
+        for i, slot in zip(self.diff_inputs, self.grad_slots):
+            result[i] = unique[slot]
+        return tuple(result)
+
+    def _grad_structure(self) -> list[int]:
+        """Per differentiable input, the index of its gradient among the distinct ones: inputs
+        that receive the very same gradient (``x + residual``) share one tensor, as in eager
+        autograd, instead of the backward writing copies (a custom op may not return one
+        tensor twice)."""
+        if self.backward_fusion is not None:
+            outs = list(self.backward_fusion.outputs)
+        else:
+            try:
+                meta = torch.device("meta")
+                scalars = tuple(SCALAR_TYPES[s.dtype] for s in self.specs if not s.is_tensor)
+                outs = self._joint(scalars)(*self._examples(meta))
+            except Exception:  # noqa: BLE001 - an op without a meta kernel: no sharing
+                return list(range(len(self.diff_inputs)))
+        slots, firsts = [], []
+        for g in outs:
+            for k, u in enumerate(firsts):
+                if u is g:
+                    slots.append(k)
+                    break
+            else:
+                slots.append(len(firsts))
+                firsts.append(g)
+        return slots
+
+    def _register_backward(self):
+        n_kept = self.n_outputs if self.backward_fusion is not None else len(self.saved)
+        names = self._schema_inputs() + [f"Tensor k{j}" for j in range(n_kept)] + \
+            [f"Tensor g{j}" for j in range(len(self.diff_outputs))]
+        schema = "(" + ", ".join(names) + ") -> Tensor[]"
+        n_in = len(self.specs)
+        self.grad_slots = self._grad_structure()
+        first = [self.grad_slots.index(k) for k in range(max(self.grad_slots, default=-1) + 1)]
+
+        def backward(*args):
+            if self.backward_fusion is not None:
+                grads = self.backward_fusion.execute(list(args))
+            else:
+                grads = self._run_derived(list(args[:n_in]), list(args[n_in:n_in + n_kept]), list(args[n_in + n_kept:]))
+            fresh: list = []
+            for j in first:
+                g = grads[j]
+                aliased = _aliases(g, list(args) + fresh)
+                fresh.append(g.clone(memory_format=torch.contiguous_format) if aliased else g.contiguous())
+            return fresh
+
+        op = torch.library.custom_op(f"torchfuse::{self.name}_backward", backward, mutates_args=(), schema=schema)
+
+        @op.register_fake
+        def _(*args):
+            return [torch.empty(args[self.diff_inputs[j]].shape, dtype=args[self.diff_inputs[j]].dtype,
+                                device=args[self.diff_inputs[j]].device) for j in first]
+
+        return op
+
+    def _joint(self, scalars: tuple):
+        """``(tensor inputs, saved values, output gradients) -> input gradients``: the
+        vector-Jacobian product of the reference, random values read from ``saved``."""
+        fusion, specs = self.fusion, self.specs
+        n_tensors = sum(1 for s in specs if s.is_tensor)
+        n_saved = len(self.saved)
+        out_values = [fusion.outputs[k] for k in self.diff_outputs]
+
+        def joint(*args):
+            tensors, kept, grads = args[:n_tensors], args[n_tensors:n_tensors + n_saved], args[n_tensors + n_saved:]
+            t_iter, s_iter = iter(tensors), iter(scalars)
+            full = [next(t_iter) if s.is_tensor else next(s_iter) for s in specs]
+
+            def f(*diff):
+                args_ = list(full)
+                for i, d in zip(self.diff_inputs, diff):
+                    args_[i] = d
+                return tuple(run_reference(fusion, args_, overrides=dict(zip(self.saved, kept)), outputs=out_values))
+
+            _, vjp = torch.func.vjp(f, *[full[i] for i in self.diff_inputs])
+            return list(vjp(tuple(grads)))
+
+        return joint
+
+    def _examples(self, device: torch.device) -> list[torch.Tensor]:
+        """Tensors of the joint's inputs with every size at its representative (distinct
+        primes: make_fx gives distinct sizes distinct symbols)."""
+        def example(shape, dtype):
+            return torch.zeros([self.fusion.sizes.representative(s) for s in shape], dtype=dtype, device=device)
+
+        out = [example(s.shape, s.dtype) for s in self.specs if s.is_tensor]
+        out += [example(v.meta.shape, v.meta.dtype) for v in self.saved]
+        out += [example(self.fusion.outputs[k].meta.shape, self.fusion.outputs[k].meta.dtype) for k in self.diff_outputs]
+        return out
+
+    def _run_derived(self, inputs: list, kept: list, grads: list) -> list:
+        device = next(x.device for x in inputs if isinstance(x, torch.Tensor))
+        scalars = tuple(x for x in inputs if not isinstance(x, torch.Tensor))
+        key = (device.type, device.index, scalars)
+        program = self._derived.get(key)
+        if program is None:
+            program = self._derived[key] = self._derive(device, scalars)
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        return program(tensors + kept + grads)
+
+    def _derive(self, device: torch.device, scalars: tuple):
+        """Trace the joint into an ATen graph with symbolic sizes and compile it (on CPU
+        without the interpreter, run the traced graph)."""
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        from ..decompose import decomposition_table
+        from ..ir.from_fx import graph_from_fx
+
+        gm = make_fx(self._joint(scalars), decomposition_table=decomposition_table(),
+                     tracing_mode="symbolic")(*self._examples(device))
+        options = self.fusion.options
+        if device.type == "cpu" and not options.interpret:
+            return lambda args: gm(*args)
+        return Program(graph_from_fx(gm, options), options, f"{self.fusion.name}_backward")
+
+    def num_kernels(self, device: torch.device | str = "cuda") -> tuple[int, int | None]:
+        """Kernels of the forward and of the backward (``None`` until a derived backward has
+        been traced for ``device``)."""
+        device = torch.device(device)
+        fwd = self.fusion.program(device, self.extras).num_kernels
+        if self.backward_fusion is not None:
+            return fwd, self.backward_fusion.num_kernels(device)
+        programs = [p for k, p in self._derived.items() if k[:2] == (device.type, device.index)]
+        return fwd, (programs[0].num_kernels if programs and isinstance(programs[0], Program) else None)
+
+
+def _aliases(t: torch.Tensor, args: Sequence) -> bool:
+    return any(isinstance(x, torch.Tensor) and x.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
+               for x in args)

@@ -1,0 +1,194 @@
+"""From a definition to a runnable program for one device: IR graph, segmentation, runtime.
+
+Takes a finished :class:`~torchfuse.fusion.definition.Fusion`; :func:`build_graph` returns a
+fresh :class:`~torchfuse.ir.graph.Graph` in which every size is canonical (unified symbols
+replaced by their root, see :mod:`torchfuse.fusion.sizes`), every value lives on the target
+device, and ``symbols`` says which input dim each size symbol is read from. :class:`Program`
+segments it with :func:`torchfuse.segment.segment` and runs it with
+:class:`torchfuse.runtime.executor.CompiledGraph`, exactly as a graph captured by
+``torch.compile`` runs: the same schedulers, kernels and kernel cache.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import sympy
+import torch
+
+from ..config import Options
+from ..ir import ops as registry
+from ..ir.from_fx import eliminate_dead_code
+from ..ir.graph import Graph, Node, TensorMeta, Value
+from ..runtime.executor import CompiledGraph
+from ..segment import Segmentation, segment
+from .sizes import evaluate
+
+if TYPE_CHECKING:
+    from .definition import Fusion
+
+
+class SizeOf:
+    """A call-node target computing a size (an expression in size symbols) from the input
+    tensors that carry its symbols; it stands for a size used as a scalar operand."""
+
+    __name__ = "size"
+
+    def __init__(self, expr: Any, dims: tuple = ()):
+        self.expr = expr
+        self.dims = dims  # per source tensor: (symbol, dim)
+
+    def __call__(self, *tensors):
+        return evaluate(self.expr, {s: t.shape[d] for (s, d), t in zip(self.dims, tensors)})
+
+    def __repr__(self) -> str:
+        return f"size({self.expr})"
+
+
+class SizedCall:
+    """Wraps an ATen call whose arguments hold symbolic sizes: evaluates them from the sizes
+    of the graph inputs that carry the symbols, then calls the op."""
+
+    def __init__(self, target, dims: tuple):
+        self.target = target
+        self.dims = dims
+        self.__name__ = getattr(target, "__name__", str(target))
+
+    def __call__(self, args, kwargs, *tensors):
+        values = {s: int(t.shape[d]) for (s, d), t in zip(self.dims, tensors)}
+
+        def concrete(x):
+            if isinstance(x, sympy.Expr):
+                return int(x.xreplace(values))
+            if isinstance(x, (list, tuple)):
+                return type(x)(concrete(y) for y in x)
+            return x
+
+        return self.target(*concrete(args), **{k: concrete(v) for k, v in kwargs.items()})
+
+
+def build_graph(fusion: "Fusion", device: torch.device, extra_outputs: tuple = ()) -> Graph:
+    """The fusion's IR graph on ``device``, with its outputs followed by ``extra_outputs``
+    (values of the definition, e.g. random numbers saved for a backward pass)."""
+    canon = fusion.sizes.canonical_map()
+
+    def size(s):
+        if isinstance(s, int):
+            return s
+        r = sympy.sympify(s).xreplace(canon)
+        return int(r) if r.is_Integer else r
+
+    def meta(m: TensorMeta | None) -> TensorMeta | None:
+        if m is None:
+            return None
+        return TensorMeta(m.dtype, tuple(size(s) for s in m.shape), tuple(size(s) for s in m.stride), device)
+
+    vmap: dict[Value, Value] = {}
+    inputs = []
+    symbols: dict = {}
+    for i, v in enumerate(fusion.inputs):
+        nv = Value(v.name, meta(v.meta), example=v.example)
+        vmap[v] = nv
+        inputs.append(nv)
+        if nv.meta is not None:
+            for d, s in enumerate(nv.meta.shape):
+                if isinstance(s, sympy.Symbol) and s not in symbols:
+                    symbols[s] = (i, d)
+
+    def mapped(x):
+        if isinstance(x, Value):
+            return vmap[x]
+        if isinstance(x, sympy.Expr):
+            return size(x)
+        if isinstance(x, (list, tuple)):
+            return type(x)(mapped(y) for y in x)
+        if isinstance(x, dict):
+            return {k: mapped(y) for k, y in x.items()}
+        return x
+
+    nodes = []
+    for n in fusion.nodes:
+        outs = [Value(o.name, meta(o.meta), example=o.example) for o in n.outputs]
+        vmap.update(zip(n.outputs, outs))
+        if isinstance(n.target, SizeOf):
+            expr = size(n.target.expr)
+            free = sorted(getattr(expr, "free_symbols", ()), key=str)
+            sources = tuple(inputs[symbols[s][0]] for s in free)
+            node = Node(op=None, inputs=[], attrs={}, outputs=outs, reason="size used as a scalar operand",
+                        target=SizeOf(expr, tuple((s, symbols[s][1]) for s in free)), args=sources)
+        else:
+            node = Node(op=n.op, inputs=mapped(n.inputs), attrs=dict(n.attrs), outputs=outs, target=n.target,
+                        args=mapped(n.args), kwargs=mapped(n.kwargs), reason=n.reason, source=n.source)
+            if _integer_division_stays_on_aten(node, device, fusion.options):
+                node.op, node.reason = None, "integer division on CPU keeps eager's ZeroDivisionError"
+        for o in outs:
+            o.producer = node
+        nodes.append(node)
+    outputs = [vmap[o] for o in list(fusion.outputs) + list(extra_outputs)]
+    graph = Graph(inputs=inputs, nodes=nodes, outputs=outputs, symbols=symbols)
+    return eliminate_dead_code(graph)
+
+
+def _integer_division_stays_on_aten(node: Node, device: torch.device, options: Options) -> bool:
+    if node.op is None or device.type != "cpu" or options.interpret_integer_division:
+        return False
+    opdef = registry.REGISTRY[node.op]
+    return opdef.integer_division and not node.output.meta.dtype.is_floating_point
+
+
+def bind_symbolic_call_arguments(seg: Segmentation) -> Segmentation:
+    """Give ATen calls whose arguments hold symbolic sizes (views the segmenter took out of a
+    group, e.g. a reshape of a group's result) the input tensors their sizes are read from."""
+    graph = seg.graph
+    for step in seg.steps:
+        if not isinstance(step, Node) or isinstance(step.target, (SizedCall, SizeOf)):
+            continue
+        free: set = set()
+        _collect_symbols((step.args, step.kwargs), free)
+        if not free:
+            continue
+        order = sorted(free, key=str)
+        dims = tuple((s, graph.symbols[s][1]) for s in order)
+        sources = [graph.inputs[graph.symbols[s][0]] for s in order]
+        step.target = SizedCall(step.target, dims)
+        step.args = (step.args, step.kwargs, *sources)
+        step.kwargs = {}
+    return seg
+
+
+def _collect_symbols(obj: Any, found: set) -> None:
+    if isinstance(obj, sympy.Expr) and not obj.is_Integer:
+        found.update(obj.free_symbols)
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            _collect_symbols(o, found)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            _collect_symbols(o, found)
+
+
+class Program:
+    """One graph segmented and ready to run on one device.
+
+    Attributes:
+        segmentation: its fusion groups and ATen calls.
+        compiled: the runtime object (plans per size, kernels keyed by source hash).
+    """
+
+    def __init__(self, graph: Graph, options: Options, name: str):
+        self.segmentation = bind_symbolic_call_arguments(segment(graph, options))
+        self.compiled = CompiledGraph(self.segmentation, options, name=name)
+
+    @property
+    def num_kernels(self) -> int:
+        return len(self.segmentation.groups)
+
+    def kernel_keys(self) -> set[str]:
+        """Hashes of every kernel source generated so far (one per group and layout)."""
+        keys = set()
+        for runner in self.compiled.runners:
+            for src in getattr(runner, "sources", {}).values():
+                keys.add(src.key)
+        return keys
+
+    def __call__(self, inputs: list) -> list:
+        return self.compiled(list(inputs))

@@ -1,0 +1,204 @@
+"""The decorator form: trace a plain Python function of tensors into one fusion.
+
+``@fused`` traces the function with ``make_fx`` (symbolic sizes, torchfuse's decomposition
+table: the compiler's own frontend) on the first call with each *signature* (dtypes, device,
+ranks, which dims have size 1 and which sizes are equal, and the values of non-tensor
+arguments), and replays the ATen graph op by op into a :class:`~torchfuse.fusion.Fusion`
+through the same checks as a hand-written definition. Later calls with the same signature
+run that fusion, at any sizes. Calls with inputs that require grad go through
+:class:`~torchfuse.fusion.autograd.FusionOp` (derived backward), so the function is
+differentiable and a single op inside ``torch.compile``.
+
+What cannot be fused is reported when tracing: an ATen op outside the op registry, a scalar
+computed from sizes, a captured tensor constant. Python control flow on sizes is evaluated
+once per signature (the trace keeps the branch taken).
+"""
+from __future__ import annotations
+
+import functools
+import operator
+from typing import Any, Callable
+
+import sympy
+import torch
+
+from ..ir import ops as registry
+from .definition import Fusion
+from .errors import DefinitionError
+
+aten = torch.ops.aten
+_SIZE_ARITHMETIC = {operator.add: operator.add, operator.sub: operator.sub, operator.mul: operator.mul,
+                    operator.floordiv: lambda a, b: sympy.floor(sympy.sympify(a) / b)}
+_DROPPED_KWARGS = ("device", "pin_memory", "layout")
+
+
+def signature(args: tuple) -> tuple:
+    """What a trace depends on: per tensor its dtype, device and size pattern (1, or the index
+    of the first tensor dim with the same size), per other argument its value."""
+    first: dict[int, int] = {}
+    key = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            pattern = []
+            for s in a.shape:
+                s = int(s)
+                pattern.append(1 if s == 1 else ("d", first.setdefault(s, len(first))))
+            key.append(("tensor", a.dtype, a.device.type, a.device.index, tuple(pattern)))
+        else:
+            key.append(("value", type(a).__name__, a))
+    return tuple(key)
+
+
+class FusedFunction:
+    """A Python function run as one fusion per input signature (see the module docstring).
+
+    Attributes:
+        fn: the function.
+        fusions: signature -> (fusion, whether ``fn`` returned one tensor).
+    """
+
+    def __init__(self, fn: Callable, name: str | None = None, options: Any = None, **overrides):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.name = name or getattr(fn, "__name__", "fused")
+        self.options = options
+        self.overrides = overrides
+        self.fusions: dict[tuple, tuple[Fusion, bool]] = {}
+        self._ops: dict[tuple, Any] = {}
+
+    def fusion_for(self, *args) -> Fusion:
+        """The fusion ``fn`` becomes for arguments like ``args`` (traced on first use)."""
+        return self._entry(args)[0]
+
+    def _entry(self, args: tuple) -> tuple[Fusion, bool]:
+        key = signature(args)
+        if key not in self.fusions:
+            self.fusions[key] = self._trace(args)
+        return self.fusions[key]
+
+    def __call__(self, *args):
+        fusion, single = self._entry(args)
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+            key = signature(args)
+            if key not in self._ops:
+                self._ops[key] = fusion.as_op()
+            outs = self._ops[key](*tensors)
+            outs = (outs,) if single or not isinstance(outs, tuple) else outs
+        else:
+            outs = tuple(fusion.execute(tensors))
+        return outs[0] if single else outs
+
+    def _trace(self, args: tuple) -> tuple[Fusion, bool]:
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        from ..decompose import decomposition_table
+
+        positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+
+        returned: list = []
+
+        def flat(*tensors):
+            full = list(args)
+            for i, t in zip(positions, tensors):
+                full[i] = t
+            result = self.fn(*full)
+            returned.append(isinstance(result, torch.Tensor))
+            return result
+
+        tensors = [args[i].detach() for i in positions]
+        gm = make_fx(flat, decomposition_table=decomposition_table(), tracing_mode="symbolic")(*tensors)
+        return replay(gm, self.name, self.options, **self.overrides), returned[0]
+
+
+def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, **overrides) -> Fusion:
+    """Define a fusion by applying the ATen ops of ``gm`` (traced by ``make_fx`` with symbolic
+    sizes) one by one.
+
+    Raises:
+        DefinitionError: an op the fusion cannot hold (see the module docstring).
+    """
+    fd = Fusion(name, options=options, **overrides)
+    env: dict = {}
+    symbols: dict = {}  # FX size symbol -> this fusion's size
+
+    def size(s: Any) -> Any:
+        if isinstance(s, torch.SymInt):
+            expr = s.node.expr
+            if expr.is_Integer:
+                return int(expr)
+            return expr.xreplace({k: symbols[k] for k in expr.free_symbols})
+        return int(s)
+
+    def lookup(a: Any) -> Any:
+        if isinstance(a, torch.fx.Node):
+            return env[a]
+        if isinstance(a, (list, tuple)):
+            return type(a)(lookup(x) for x in a)
+        if isinstance(a, dict):
+            return {k: lookup(v) for k, v in a.items()}
+        return a
+
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            val = node.meta["val"]
+            shape = []
+            for s in val.shape:
+                expr = s.node.expr if isinstance(s, torch.SymInt) else sympy.Integer(int(s))
+                if expr.is_Integer:
+                    shape.append(int(expr))
+                elif isinstance(expr, sympy.Symbol):
+                    if expr not in symbols:
+                        symbols[expr] = fd.sizes.new()
+                    shape.append(symbols[expr])
+                else:
+                    raise DefinitionError(f"{name}: input {node.name} has a size {expr} computed from other sizes")
+            env[node] = fd.define_tensor(shape, val.dtype, name=node.name)
+        elif node.op == "call_function":
+            target = node.target
+            args, kwargs = lookup(node.args), lookup(node.kwargs)
+            if target is operator.getitem:
+                env[node] = args[0][args[1]]
+            elif target is aten.sym_size.int:
+                env[node] = args[0].shape[args[1]]
+            elif target in _SIZE_ARITHMETIC:
+                env[node] = _SIZE_ARITHMETIC[target](*args)
+            elif registry.lookup(target) is None:
+                raise DefinitionError(f"{name}: {target} cannot be fused (it is not in the op registry)")
+            else:
+                val = node.meta.get("val")
+                vals = list(val) if isinstance(val, (list, tuple)) else [val]
+                shapes = [[size(s) for s in v.shape] for v in vals]
+                kwargs = {k: v for k, v in kwargs.items() if k not in _DROPPED_KWARGS}
+                overloads = [target] + [o for o in registry.lookup(target).aten if o is not target]
+                outs = fd.applier.apply(str(target).split(".")[1], overloads, args, kwargs, shapes=shapes,
+                                        strict_rank=False)
+                env[node] = tuple(outs) if isinstance(val, (list, tuple)) else outs[0]
+        elif node.op == "output":
+            result = node.args[0]
+            results = list(result) if isinstance(result, (list, tuple)) else [result]
+            for r in results:
+                fd.add_output(lookup(r))
+        elif node.op == "get_attr":
+            raise DefinitionError(f"{name}: the function captures the tensor {node.target}; pass it as an argument")
+    return fd.finish()
+
+
+def fused(fn: Callable | None = None, *, name: str | None = None, options: Any = None, **overrides):
+    """Decorator: run a Python function of tensors as one fusion (see the module docstring).
+
+    ::
+
+        @torchfuse.fusion.fused
+        def bias_gelu(x, b):
+            return torch.nn.functional.gelu(x + b)
+
+    Args:
+        fn: the function; its tensor arguments become the fusion's inputs, its result (a
+            tensor or a tuple of tensors) its outputs.
+        name: the fusion's name (default: the function's).
+        options, overrides: compiler options, as for :class:`~torchfuse.fusion.Fusion`.
+    """
+    if fn is None:
+        return lambda f: FusedFunction(f, name, options, **overrides)
+    return FusedFunction(fn, name, options, **overrides)

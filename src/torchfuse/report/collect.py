@@ -1,0 +1,310 @@
+"""Collect: the compiler's own objects -> explain records.
+
+Takes what the pipeline already produced (a :class:`~torchfuse.runtime.executor.CompiledGraph`
+with its segmentation, group runners, launch plans and stats; the unfused graphs
+``torchfuse.backend`` records; TorchDynamo's captured graphs and break reasons) and returns the
+plain records of :mod:`torchfuse.report.result`. Nothing is recomputed: groups, plans, launch
+configurations, kernel sources, reasons and timings are read as the compiler left them.
+The only added knowledge is which ATen ops are vendor-library calls (:data:`LIBRARY_OPS`),
+to tell "runs in cuBLAS/cuDNN by design" apart from "no fusion rule yet".
+"""
+from __future__ import annotations
+
+import operator
+import re
+from typing import Any, Iterable
+
+from ..ir.graph import Node, Value
+from ..segment import FusionGroup
+from .result import (AtenCall, GraphBreak, GraphReport, GroupReport, KernelReport, LaunchStage, PlanReport,
+                     Recompilation, SourceLocation, Step)
+
+#: ATen ops that run in vendor libraries (matrix products, convolutions, attention) by design
+LIBRARY_OPS = frozenset({
+    "mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "mv", "addmv", "dot", "vdot", "linear", "_int_mm",
+    "_scaled_mm", "convolution", "_convolution", "convolution_backward", "cudnn_convolution",
+    "cudnn_convolution_transpose", "miopen_convolution", "mkldnn_convolution",
+})
+_LIBRARY_PARTS = ("scaled_dot_product", "flash_attention", "efficient_attention", "cudnn_attention")
+
+#: call reasons that are bookkeeping rather than work (not drawn, not listed)
+_HIDDEN_REASONS = ("tuple element",)
+_VIEW = "view (no data moves)"
+#: calls listed in the tables but not drawn (they move no data): the drawing looks through them
+_UNDRAWN_REASONS = (_VIEW, "module constant")
+
+_DYNAMO_ROOT = re.compile(r"^L\['[^']*'\]\.?")  # Dynamo's name of the compiled module: L['self'], L['fn']
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in ([^\n]+)\n(?:[ \t]*([^\n]*)\n?)?')
+
+
+def location_from_stack(stack_trace: str | None) -> SourceLocation | None:
+    """The innermost frame of an FX node's ``meta["stack_trace"]``, or ``None``."""
+    if not stack_trace:
+        return None
+    frames = _FRAME.findall(stack_trace)
+    if not frames:
+        return None
+    file, line, function, code = frames[-1]
+    return SourceLocation(file=file, line=int(line), function=function.strip(), code=code.strip())
+
+
+def module_of(nn_module_stack: dict | None) -> str:
+    """``path (Class)`` of the innermost module in an FX node's ``meta["nn_module_stack"]``."""
+    if not nn_module_stack:
+        return ""
+    path, cls = list(nn_module_stack.values())[-1][:2]
+    path = _DYNAMO_ROOT.sub("", str(path)) or "(root)"
+    return f"{path} ({getattr(cls, '__name__', str(cls).rsplit('.', 1)[-1])})"
+
+
+def location_of_fx_node(fx_node) -> SourceLocation | None:
+    """The user's line and module an FX node came from, or ``None`` when neither is known."""
+    if fx_node is None:
+        return None
+    loc = location_from_stack(fx_node.meta.get("stack_trace"))
+    module = module_of(fx_node.meta.get("nn_module_stack"))
+    if loc is None and module:
+        return SourceLocation(file="", line=0, module=module)
+    if loc is not None:
+        loc.module = module
+    return loc
+
+
+def op_name(target: Any) -> str:
+    """``aten.addmm.default`` for an OpOverload, the function's name otherwise."""
+    if target is None:
+        return ""
+    text = str(target)
+    return text if text.startswith(("aten.", "prims.")) else getattr(target, "__name__", text)
+
+
+def call_category(node: Node) -> str:
+    """``library``, ``unsupported``, ``view``, ``constant`` or ``disabled`` for a call node."""
+    if node.reason == _VIEW:
+        return "view"
+    if node.reason == "module constant":
+        return "constant"
+    if node.reason == "fusion disabled":
+        return "disabled"
+    return "library" if is_library_op(node.target) else "unsupported"
+
+
+def is_library_op(target: Any) -> bool:
+    packet = getattr(target, "overloadpacket", None)
+    name = getattr(packet, "__name__", None) or getattr(target, "__name__", "") or ""
+    return name in LIBRARY_OPS or any(part in name for part in _LIBRARY_PARTS)
+
+
+def _meta_text(v: Value) -> str:
+    if v.meta is not None:
+        return f"{v.name}: {v.meta}"
+    return f"{v.name}: {type(v.example).__name__}"
+
+
+def _sizes_text(symbols: list, sym_key: tuple) -> str:
+    if not symbols:
+        return "static"
+    return ", ".join(f"{sym}={value}" for (sym, _), value in zip(symbols, sym_key))
+
+
+def _plan_sym_key(key: Any) -> tuple:
+    # plans are keyed by the size-symbol tuple, or (that tuple, shapes, strides) for extra layouts
+    return key[0] if key and isinstance(key[0], tuple) else key
+
+
+def _locations(nodes: Iterable[Node], fx_nodes: dict) -> list[SourceLocation]:
+    seen, out = set(), []
+    for n in nodes:
+        loc = location_of_fx_node(fx_nodes.get(n.source))
+        if loc is not None and (loc.file, loc.line, loc.module) not in seen:
+            seen.add((loc.file, loc.line, loc.module))
+            out.append(loc)
+    return out
+
+
+def plan_report(plan, sizes: str) -> PlanReport:
+    """A :class:`PlanReport` from an executor ``KernelPlan``."""
+    c = plan.config
+    source = plan.kernel.source if plan.kernel is not None else None
+    return PlanReport(
+        sizes=sizes,
+        input_shapes=[[int(s) for s in shape] for shape in plan.in_shapes],
+        scheduler=c.scheduler,
+        stages=[LaunchStage(grid=[int(g) for g in st.grid], XBLOCK=st.XBLOCK, RBLOCK=st.RBLOCK,
+                            num_warps=st.num_warps) for st in c.stages],
+        reason=c.reason,
+        kernel=source.name if source is not None else "",
+        kernel_key=source.key if source is not None else "",
+        bytes_moved=int(plan.bytes_moved),
+    )
+
+
+def group_report(runner, symbols: list, fx_nodes: dict) -> GroupReport:
+    """A :class:`GroupReport` from a ``GroupRunner`` (its group, plans and failure)."""
+    g: FusionGroup = runner.group
+    plans = [plan_report(p, _sizes_text(symbols, _plan_sym_key(k))) for k, p in runner.plans.items()]
+    kernel = next((p.kernel for p in plans if p.kernel), "")
+    if not kernel:
+        kernel = next((s.name for s in runner.sources.values()), "")
+    return GroupReport(
+        id=g.id, name=g.name, kind=g.kind, kernel=kernel, ops=[n.op for n in g.nodes],
+        nodes=[repr(n) for n in g.nodes], inputs=[_meta_text(v) for v in g.inputs],
+        outputs=[_meta_text(v) for v in g.outputs], domain=str(g.domain), plans=plans,
+        failed=runner.failed, reproducer=getattr(runner, "reproducer", None), locations=_locations(g.nodes, fx_nodes))
+
+
+def kernel_reports(runners) -> list[KernelReport]:
+    """Each generated kernel's source once, in first-use order."""
+    found: dict[str, KernelReport] = {}
+    for runner in runners:
+        sources = list(runner.sources.values()) + [p.kernel.source for p in runner.plans.values() if p.kernel]
+        for s in sources:
+            if s.key not in found:
+                found[s.key] = KernelReport(name=s.name, key=s.key, stages=list(s.stages), text=s.text)
+    return list(found.values())
+
+
+def _fx_nodes(gm) -> dict:
+    return {n.name: n for n in gm.graph.nodes} if gm is not None else {}
+
+
+def steps_from_segmentation(seg, groups_by_id: dict[int, int], calls_by_node: dict[int, int]) -> list[Step]:
+    """Drawn steps (groups and listed calls) with their dependencies, views looked through."""
+    producers: dict[Value, set[int]] = {}  # value -> drawn steps it comes from
+    steps: list[Step] = []
+    for s in seg.steps:
+        if isinstance(s, FusionGroup):
+            reads, writes, drawn = s.inputs, s.outputs, ("group", groups_by_id.get(s.id))
+        else:
+            reads, writes = s.input_values(), s.outputs
+            drawn = ("aten", calls_by_node.get(id(s)))
+        deps: set[int] = set()
+        for v in reads:
+            if isinstance(v, Value):
+                deps |= producers.get(v, set())
+        if drawn[1] is None or (drawn[0] == "aten" and s.reason in _UNDRAWN_REASONS):
+            for v in writes:  # looked through: its results come from what it read
+                producers[v] = deps
+            continue
+        steps.append(Step(kind=drawn[0], index=drawn[1], after=sorted(deps)))
+        for v in writes:
+            producers[v] = {len(steps) - 1}
+    for v in seg.graph.output_values():
+        for i in producers.get(v, ()):
+            steps[i].output = True
+    return steps
+
+
+def compiled_graph_report(compiled, index: int, capture: int) -> GraphReport:
+    """A :class:`GraphReport` from a ``CompiledGraph`` (fused)."""
+    from ..runtime.executor import GroupRunner
+
+    fx_nodes = _fx_nodes(getattr(compiled, "fx_graph", None))
+    runners = [s for s in compiled.steps if isinstance(s, GroupRunner)]
+    groups = [group_report(r, compiled.symbols, fx_nodes) for r in runners]
+    calls, calls_by_node = _call_reports(compiled.segmentation.calls, fx_nodes)
+    for r in runners:
+        if r.failed:
+            first = r.failed.splitlines()[0][:300]
+            for n in r.group.nodes:
+                calls.append(AtenCall(op=op_name(n.target) or n.op, category="fallback",
+                                      reason=f"group {r.group.name} failed: {first}", node=repr(n),
+                                      location=location_of_fx_node(fx_nodes.get(n.source))))
+    stats = compiled.stats
+    report = GraphReport(
+        index=index, name=compiled.name, capture=capture, status="fused", groups=groups, aten_calls=calls,
+        steps=steps_from_segmentation(compiled.segmentation, {g.id: i for i, g in enumerate(groups)}, calls_by_node),
+        stage_seconds={k: float(stats.get(f"{k}_seconds", 0.0)) for k in ("ir", "segment", "codegen", "compile", "plan")},
+        kernels_compiled=int(stats.get("kernels_compiled", 0)), kernels_cached=int(stats.get("kernels_cached", 0)),
+        fallbacks=int(stats.get("fallbacks", 0)), cudagraph=str(stats.get("cudagraph", "") or ""),
+        recompilations=[Recompilation(source="torchfuse", where=f"{compiled.name} graph, group {e.get('group')}",
+                                      reason=str(e.get("reason", ""))) for e in stats.get("events", [])],
+    )
+    return report
+
+
+def _call_reports(nodes: list[Node], fx_nodes: dict) -> tuple[list[AtenCall], dict[int, int]]:
+    calls: list[AtenCall] = []
+    index: dict[int, int] = {}
+    for n in nodes:
+        if n.reason in _HIDDEN_REASONS:
+            continue
+        index[id(n)] = len(calls)
+        calls.append(AtenCall(op=op_name(n.target), category=call_category(n), reason=n.reason, node=repr(n),
+                              location=location_of_fx_node(fx_nodes.get(n.source))))
+    return calls, index
+
+
+def unfused_graph_report(record: dict, index: int, capture: int) -> GraphReport:
+    """A :class:`GraphReport` from one of ``torchfuse.backend.UNFUSED``'s records."""
+    gm = record["fx_graph"]
+    fx_nodes = _fx_nodes(gm)
+    seg = record.get("segmentation")
+    stage_seconds = {"ir": float(record.get("ir_seconds", 0.0)), "segment": float(record.get("segment_seconds", 0.0))}
+    if seg is not None:
+        calls, calls_by_node = _call_reports(seg.calls, fx_nodes)
+        return GraphReport(index=index, name=record["name"], capture=capture, status="nothing to fuse",
+                           aten_calls=calls, steps=steps_from_segmentation(seg, {}, calls_by_node),
+                           stage_seconds=stage_seconds)
+    error = record.get("error") or "unknown error"
+    calls, steps = _fx_fallback_calls(gm, error.splitlines()[0][:300])
+    return GraphReport(index=index, name=record["name"], capture=capture, status="compile failed", error=error,
+                       reproducer=record.get("reproducer"), aten_calls=calls, steps=steps,
+                       stage_seconds=stage_seconds)
+
+
+def _fx_fallback_calls(gm, error: str) -> tuple[list[AtenCall], list[Step]]:
+    """Every op of a graph the compiler failed on (it runs as traced), read from the FX graph."""
+    calls: list[AtenCall] = []
+    steps: list[Step] = []
+    producers: dict = {}
+    for n in gm.graph.nodes:
+        if n.op != "call_function":
+            continue
+        deps: set[int] = set()
+        for a in n.all_input_nodes:
+            deps |= producers.get(a, set())
+        if n.target is operator.getitem:
+            producers[n] = deps
+            continue
+        calls.append(AtenCall(op=op_name(n.target), category="fallback", reason=f"graph failed to compile: {error}",
+                              node=n.name, location=location_of_fx_node(n)))
+        steps.append(Step(kind="aten", index=len(calls) - 1, after=sorted(deps)))
+        producers[n] = {len(steps) - 1}
+    outputs = [n for n in gm.graph.nodes if n.op == "output"]
+    for out in outputs:
+        for a in out.all_input_nodes:
+            for i in producers.get(a, ()):
+                steps[i].output = True
+    return calls, steps
+
+
+def graph_breaks(break_reasons: list) -> list[GraphBreak]:
+    """Records of Dynamo's ``GraphCompileReason`` objects (duplicates dropped)."""
+    out: list[GraphBreak] = []
+    seen: set = set()
+    for r in break_reasons:
+        stack = [SourceLocation(file=f.filename, line=int(f.lineno or 0), function=f.name, code=(f.line or "").strip())
+                 for f in (getattr(r, "user_stack", None) or [])]
+        text = str(getattr(r, "reason", r)).strip()
+        first = text.splitlines()[0] if text else "unknown"
+        key = (text, tuple((s.file, s.line) for s in stack))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(GraphBreak(reason=first, detail=text, location=stack[-1] if stack else None, stack=stack))
+    return out
+
+
+def capture_location(gm) -> SourceLocation | None:
+    """The user's line of a Dynamo graph's first op."""
+    for n in gm.graph.nodes:
+        if n.op in ("call_function", "call_method", "call_module"):
+            loc = location_of_fx_node(n)
+            if loc is not None:
+                return loc
+    return None
+
+
+def count_ops(gm) -> int:
+    return sum(1 for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module"))

@@ -1,0 +1,207 @@
+"""``torchfuse.explain``: run a program once under torchfuse and say what the compiler did.
+
+Takes a model or function and example inputs; returns an
+:class:`~torchfuse.report.result.ExplainResult` and prints its summary.
+
+The program is compiled with ``torch.compile`` and torchfuse's backend wrapped in PyTorch's
+own ``ExplainWithBackend`` (the machinery behind ``torch._dynamo.explain``), so one run
+yields TorchDynamo's captured graphs and graph breaks (with the user's source lines) *and*
+torchfuse's compiled graphs. Those are read from the compiler's records
+(``torchfuse.backend.RECENT`` and ``UNFUSED``: segmentation, group runners, launch plans,
+kernel sources, stats) by :mod:`.collect`. TorchDynamo's cache is reset first, as
+``torch._dynamo.explain`` does, so every graph is captured anew.
+"""
+from __future__ import annotations
+
+import platform
+import time
+import warnings
+from typing import Any, Sequence
+
+import torch
+
+from .result import Capture, ExplainResult, GraphReport, Recompilation, Timing
+
+
+class _Recorder:
+    """A TorchDynamo backend: torchfuse's, noting which compiled graphs each capture produced."""
+
+    def __init__(self, options):
+        self.options = options
+        self.captures: list[tuple[Any, float, list, list]] = []  # (gm, seconds, compiled, unfused)
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list):
+        from .. import backend
+
+        compiled_before = {id(c) for c in backend.RECENT}
+        unfused_before = {id(u) for u in backend.UNFUSED}
+        t0 = time.perf_counter()
+        fn = backend.torchfuse_backend(gm, example_inputs, options=self.options)
+        seconds = time.perf_counter() - t0
+        self.captures.append((gm, seconds, [c for c in backend.RECENT if id(c) not in compiled_before],
+                              [u for u in backend.UNFUSED if id(u) not in unfused_before]))
+        return fn
+
+
+def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequence[Any]] = (),
+            backward: bool = False, measure: bool = False, html: str | None = None, verbose: bool = True,
+            options: Any = None, **option_overrides: Any) -> ExplainResult:
+    """Compile and run ``model_or_fn(*example_inputs)`` with torchfuse; describe what it did.
+
+    Args:
+        model_or_fn: an ``nn.Module`` or a function (not already compiled).
+        example_inputs: its positional arguments.
+        more_inputs: further argument tuples to call it with afterwards (other sizes), to see
+            recompilations and their reasons.
+        backward: also run a backward pass from the tensor outputs that require grad, so
+            the backward graphs are compiled and described (``.grad`` fields change).
+        measure: on a CUDA device, time each kernel and a device copy
+            (:mod:`torchfuse.report.measure`); on a CPU the result says why there are no times.
+        html: also write the HTML report to this path.
+        verbose: print the summary.
+        options: an :class:`~torchfuse.Options` or dict; keyword arguments override single
+            options, as for :func:`torchfuse.compile`.
+
+    Returns:
+        the :class:`ExplainResult` (``.save(path)`` writes it as JSON).
+
+    Raises:
+        whatever the program raises; TypeError for an unknown option. torchfuse's own
+        failures do not raise: they are in the result (and warned about, with reproducers).
+    """
+    from .. import backend
+    from . import collect  # here, not at import time: it loads the IR (and sympy)
+
+    opts = backend.resolve_options(options, **option_overrides)
+    torch._dynamo.reset()
+    compiled_before = {id(c) for c in backend.RECENT}
+    unfused_before = {id(u) for u in backend.UNFUSED}
+    guards_before = _guard_failure_counts()
+    recorder = _Recorder(opts)
+    from torch._dynamo.backends.debugging import ExplainWithBackend
+
+    dynamo_explain = ExplainWithBackend(recorder)
+    fn = torch.compile(model_or_fn, backend=dynamo_explain)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = fn(*example_inputs)
+        if backward:
+            _run_backward(out)
+        for args in more_inputs:
+            fn(*args)
+    seconds = time.perf_counter() - t0
+    for w in caught:  # let the caller's filters see them, as if not intercepted
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+    result = ExplainResult(environment=_environment(example_inputs, model_or_fn, opts), seconds=seconds)
+    result.graph_breaks = collect.graph_breaks(dynamo_explain.output().break_reasons)
+    compiled_objects: list = []  # parallel to result.graphs: the CompiledGraph or None
+    seen: set[int] = set()
+
+    def add(obj, capture: int) -> int:
+        seen.add(id(obj))
+        index = len(result.graphs)
+        if isinstance(obj, dict):
+            result.graphs.append(collect.unfused_graph_report(obj, index, capture))
+            compiled_objects.append(None)
+        else:
+            result.graphs.append(collect.compiled_graph_report(obj, index, capture))
+            compiled_objects.append(obj)
+        return index
+
+    for i, (gm, secs, compiled, unfused) in enumerate(recorder.captures):
+        cap = Capture(index=i, ops=collect.count_ops(gm), location=collect.capture_location(gm), seconds=secs)
+        cap.graphs = [add(obj, i) for obj in compiled + unfused]
+        result.captures.append(cap)
+    for obj in list(backend.RECENT) + list(backend.UNFUSED):  # compiled later (a backward)
+        if id(obj) not in compiled_before and id(obj) not in unfused_before and id(obj) not in seen:
+            add(obj, -1)
+    result.kernels = _kernels(compiled_objects)
+    result.recompilations = _dynamo_recompilations(guards_before)
+    for g in result.graphs:
+        result.recompilations += g.recompilations
+    result.warnings = [str(w.message) for w in caught if str(w.message).startswith("torchfuse")]
+    result.timing = _timing(measure, compiled_objects, result.graphs, _device(example_inputs, model_or_fn))
+    if verbose:
+        print(result.summary())
+    if html:
+        result.write_html(html)
+        if verbose:
+            print(f"HTML report: {html}")
+    return result
+
+
+def _run_backward(out: Any) -> None:
+    tensors = [t for t in _flatten(out) if isinstance(t, torch.Tensor) and t.requires_grad]
+    if tensors:
+        torch.autograd.backward(tensors, [torch.ones_like(t) for t in tensors])
+
+
+def _flatten(obj: Any) -> list:
+    if isinstance(obj, (list, tuple)):
+        return [x for o in obj for x in _flatten(o)]
+    if isinstance(obj, dict):
+        return [x for o in obj.values() for x in _flatten(o)]
+    return [obj]
+
+
+def _device(example_inputs: tuple, model: Any) -> torch.device | None:
+    for x in _flatten(list(example_inputs)):
+        if isinstance(x, torch.Tensor):
+            return x.device
+    if isinstance(model, torch.nn.Module):
+        for p in model.parameters():
+            return p.device
+    return None
+
+
+def _kernels(compiled_objects: list) -> list:
+    from ..runtime.executor import GroupRunner
+    from . import collect
+
+    runners = [s for c in compiled_objects if c is not None for s in c.steps if isinstance(s, GroupRunner)]
+    return collect.kernel_reports(runners)
+
+
+def _guard_failure_counts() -> dict:
+    failures = getattr(torch._dynamo.utils, "guard_failures", {})
+    return {code: len(reasons) for code, reasons in failures.items()}
+
+
+def _dynamo_recompilations(before: dict) -> list[Recompilation]:
+    """TorchDynamo's re-traces during the run: the guard that failed, per code object."""
+    out = []
+    for code, reasons in getattr(torch._dynamo.utils, "guard_failures", {}).items():
+        where = f"{getattr(code, 'co_name', code)} ({getattr(code, 'co_filename', '?')}:{getattr(code, 'co_firstlineno', 0)})"
+        for reason in reasons[before.get(code, 0):]:
+            out.append(Recompilation(source="dynamo", where=where, reason=str(reason).strip()))
+    return out
+
+
+def _timing(measure: bool, compiled_objects: list, reports: list[GraphReport], device) -> Timing:
+    from . import measure as measure_mod
+    if device is None or device.type != "cuda":
+        return measure_mod.measure([], [], None)
+    if not measure:
+        return Timing(available=False, note="not measured: pass measure=True to time each kernel",
+                      device=torch.cuda.get_device_name(device))
+    return measure_mod.measure(compiled_objects, reports, device)
+
+
+def _environment(example_inputs: tuple, model: Any, options) -> dict[str, str]:
+    import torchfuse
+
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = "not installed"
+    device = _device(example_inputs, model)
+    name = "unknown"
+    if device is not None:
+        name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"{device.type} ({platform.processor() or platform.machine()})"
+    return {"torchfuse": torchfuse.__version__, "torch": torch.__version__, "triton": triton_version,
+            "python": platform.python_version(), "device": name,
+            "mode": "Triton interpreter (CPU)" if options.interpret else "compiled kernels"}

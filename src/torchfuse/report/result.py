@@ -1,0 +1,409 @@
+"""The explain result: plain records of what the compiler did, saved and loaded as JSON.
+
+Every record is a dataclass of strings, numbers, lists and other records, so a result
+round-trips through JSON unchanged (:meth:`ExplainResult.save`, :meth:`ExplainResult.load`);
+nothing is pickled. :mod:`torchfuse.report.collect` fills them from the compiler's own
+objects; :mod:`.summary` and :mod:`.html` only read them.
+
+Units: seconds for compile stages, milliseconds for kernel times, bytes, and GB/s
+(1e9 bytes per second).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from typing import Any
+
+SCHEMA = 1
+
+
+@dataclasses.dataclass
+class SourceLocation:
+    """Where an op came from in the user's program.
+
+    Attributes:
+        file, line, function, code: the innermost frame of the user's code (from Dynamo's
+            stack traces; empty, and ``line`` 0, for ops inside PyTorch's own modules, whose
+            frames Dynamo does not record).
+        module: the innermost ``nn.Module`` it ran in: ``path (Class)``, e.g.
+            ``layers[0].self_attn (MultiheadAttention)``; empty outside modules.
+    """
+
+    file: str
+    line: int
+    function: str = ""
+    code: str = ""
+    module: str = ""
+
+    def __str__(self) -> str:
+        text = f"{self.file}:{self.line}" + (f" in {self.function}" if self.function else "") if self.file else ""
+        if self.module:
+            text = f"{text} ({self.module})" if text else self.module
+        return text
+
+
+@dataclasses.dataclass
+class GraphBreak:
+    """Where and why TorchDynamo split the program into several graphs.
+
+    Attributes:
+        reason: the first line of Dynamo's reason.
+        detail: Dynamo's full explanation (hints, links).
+        location: the innermost frame of the user's program (the line that broke the graph).
+        stack: every frame of the user's program, outermost first.
+    """
+
+    reason: str
+    detail: str = ""
+    location: SourceLocation | None = None
+    stack: list[SourceLocation] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Capture:
+    """One graph TorchDynamo captured (and handed to torchfuse).
+
+    Attributes:
+        index: capture order.
+        ops: number of call nodes Dynamo counted in it.
+        location: the user's line of its first op.
+        seconds: wall time of the whole backend call (AOTAutograd tracing and torchfuse).
+        graphs: indices into :attr:`ExplainResult.graphs` of the ATen graphs compiled from it
+            (forward and inference; a backward graph is compiled at the first backward).
+    """
+
+    index: int
+    ops: int
+    location: SourceLocation | None = None
+    seconds: float = 0.0
+    graphs: list[int] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class LaunchStage:
+    """One kernel launch of a plan: ``grid`` programs of XBLOCK x RBLOCK tiles."""
+
+    grid: list[int]
+    XBLOCK: int
+    RBLOCK: int
+    num_warps: int
+
+
+@dataclasses.dataclass
+class PlanReport:
+    """A group's launch plan for one set of sizes (its launch configuration and kernel).
+
+    Attributes:
+        sizes: the size-symbol values the plan is for (``"s0=8"``; ``"static"`` without symbols).
+        input_shapes: sizes of the group's tensor inputs.
+        scheduler: ``pointwise``, ``reduction.persistent``, ``reduction.loop`` or ``reduction.split``.
+        stages: its launches (two for a split reduction).
+        reason: why the heuristic chose this configuration.
+        kernel: the kernel function's name (``tf_pw_<ops>`` / ``tf_red_<ops>``), also its name in
+            profilers; empty when the domain is empty and nothing launches.
+        kernel_key: the kernel cache key (SHA-256 of the source); see ``ExplainResult.kernels``.
+        bytes_moved: fewest bytes the kernel must move (inputs read once, outputs written once).
+        time_ms: measured time of the group's launches, milliseconds (GPU only, ``measure=True``).
+        bandwidth_gbps: ``bytes_moved / time``, GB/s.
+        copy_fraction: ``bandwidth_gbps`` over the device copy bandwidth measured in the same run.
+    """
+
+    sizes: str
+    input_shapes: list[list[int]]
+    scheduler: str
+    stages: list[LaunchStage]
+    reason: str
+    kernel: str
+    kernel_key: str
+    bytes_moved: int
+    time_ms: float | None = None
+    bandwidth_gbps: float | None = None
+    copy_fraction: float | None = None
+
+
+@dataclasses.dataclass
+class GroupReport:
+    """One fusion group: the ops one generated kernel runs.
+
+    Attributes:
+        id: the group's index in its graph.
+        name: the group's name (``tf_<id>_<ops>``).
+        kind: ``pointwise`` or ``reduction``.
+        kernel: the kernel function's name (as in profiler traces and Nsight).
+        ops: the registry ops in order, one entry per node (``mul``, ``var_mean`` ...).
+        nodes: the group's IR, one line per node.
+        inputs, outputs: ``name: dtype[shape]{stride}@device`` per value.
+        domain: the iteration domain (``domain[8, 16*]``; ``*`` marks reduced dims).
+        plans: one per set of sizes it ran with.
+        failed: why its kernel could not be generated or compiled (it then ran through ATen).
+        reproducer: path of the script written for that failure.
+        locations: the user's lines its ops came from, in order, without repeats.
+    """
+
+    id: int
+    name: str
+    kind: str
+    kernel: str
+    ops: list[str]
+    nodes: list[str]
+    inputs: list[str]
+    outputs: list[str]
+    domain: str
+    plans: list[PlanReport] = dataclasses.field(default_factory=list)
+    failed: str | None = None
+    reproducer: str | None = None
+    locations: list[SourceLocation] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class AtenCall:
+    """An op that ran through ATen rather than in a generated kernel.
+
+    Attributes:
+        op: the ATen overload (``aten.addmm.default``).
+        category: ``library`` (matrix products, convolutions, attention: vendor libraries),
+            ``unsupported`` (no fusion rule), ``fallback`` (its group or graph failed to
+            compile), ``view`` (no data moves), ``constant`` (a module tensor) or ``disabled``.
+        reason: the compiler's reason, as logged.
+        node: its IR line (or FX node name for graphs that failed before the IR existed).
+        location: the user's line it came from.
+    """
+
+    op: str
+    category: str
+    reason: str
+    node: str = ""
+    location: SourceLocation | None = None
+
+
+@dataclasses.dataclass
+class Step:
+    """One box of the graph drawing: a fusion group or an ATen call, in execution order.
+
+    Attributes:
+        kind: ``group`` or ``aten``.
+        index: into the graph's ``groups`` or ``aten_calls``.
+        after: indices of earlier drawn steps whose results it reads (views and tuple
+            elements in between are looked through).
+        output: it writes a value the graph returns.
+    """
+
+    kind: str
+    index: int
+    after: list[int] = dataclasses.field(default_factory=list)
+    output: bool = False
+
+
+@dataclasses.dataclass
+class Recompilation:
+    """A new trace or new launch plans after the first, and why.
+
+    Attributes:
+        source: ``dynamo`` (a guard failed: TorchDynamo traced the code again) or
+            ``torchfuse`` (new sizes or input layouts: groups were planned again).
+        where: the function (dynamo) or the graph and group (torchfuse).
+        reason: the failed guard, or the new sizes or strides.
+    """
+
+    source: str
+    where: str
+    reason: str
+
+
+@dataclasses.dataclass
+class GraphReport:
+    """One ATen-level graph (forward, backward or inference) and what torchfuse did with it.
+
+    Attributes:
+        index: position in :attr:`ExplainResult.graphs`.
+        name: ``forward``, ``backward`` or ``inference``.
+        capture: index of the Dynamo capture it came from (-1: unknown, e.g. a backward).
+        status: ``fused``, ``nothing to fuse`` (runs as traced) or ``compile failed``.
+        error: the compiler's error when it failed (the graph then ran unfused).
+        reproducer: path of the reproducer written for that failure.
+        groups, aten_calls, steps: what runs, in execution order (see :class:`Step`).
+        stage_seconds: compile time per stage: ``ir``, ``segment``, ``codegen``, ``compile``
+            (Triton, in parallel), ``plan`` (all planning including codegen and compile).
+        kernels_compiled, kernels_cached: kernels generated anew (cache misses) and found in
+            the kernel cache (in memory or on disk: hits).
+        fallbacks: groups that ran through ATen after a failure.
+        cudagraph: CUDA graph state (``mode="reduce-overhead"``), or empty.
+        recompilations: torchfuse's re-plans of this graph.
+    """
+
+    index: int
+    name: str
+    capture: int
+    status: str
+    error: str | None = None
+    reproducer: str | None = None
+    groups: list[GroupReport] = dataclasses.field(default_factory=list)
+    aten_calls: list[AtenCall] = dataclasses.field(default_factory=list)
+    steps: list[Step] = dataclasses.field(default_factory=list)
+    stage_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    kernels_compiled: int = 0
+    kernels_cached: int = 0
+    fallbacks: int = 0
+    cudagraph: str = ""
+    recompilations: list[Recompilation] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class KernelReport:
+    """A generated kernel's source, once per cache key.
+
+    Attributes:
+        name: the kernel function's name; a split reduction also has ``<name>_partial``.
+        key: SHA-256 of ``text`` (the cache key).
+        stages: the kernel functions launched in order.
+        text: the generated Python/Triton module.
+    """
+
+    name: str
+    key: str
+    stages: list[str]
+    text: str
+
+
+@dataclasses.dataclass
+class Timing:
+    """Whether kernel times were measured, and the device copy they are compared with.
+
+    Attributes:
+        available: times were measured (a CUDA device and ``measure=True``).
+        note: why not, or how they were measured.
+        device: the device's name.
+        copy_gbps: bandwidth of a device-to-device copy measured in the same run, GB/s
+            (bytes read plus bytes written per second).
+        copy_bytes: the size of that copy, bytes.
+    """
+
+    available: bool = False
+    note: str = ""
+    device: str = ""
+    copy_gbps: float | None = None
+    copy_bytes: int = 0
+
+
+@dataclasses.dataclass
+class ExplainResult:
+    """What torchfuse did to a program, from :func:`torchfuse.explain`.
+
+    Attributes:
+        environment: versions, device and mode (``interpret``) of the run.
+        captures: the graphs TorchDynamo captured, in order.
+        graph_breaks: where and why the program was split.
+        graphs: the ATen graphs torchfuse compiled (or ran as traced).
+        kernels: each generated kernel's source, once per cache key.
+        recompilations: Dynamo re-traces and torchfuse re-plans, with reasons.
+        timing: kernel timing availability and the copy bandwidth.
+        warnings: torchfuse's warnings during the run (fallbacks, with reproducer paths).
+        seconds: wall time of the explained call(s), compilation included.
+    """
+
+    environment: dict[str, str] = dataclasses.field(default_factory=dict)
+    captures: list[Capture] = dataclasses.field(default_factory=list)
+    graph_breaks: list[GraphBreak] = dataclasses.field(default_factory=list)
+    graphs: list[GraphReport] = dataclasses.field(default_factory=list)
+    kernels: list[KernelReport] = dataclasses.field(default_factory=list)
+    recompilations: list[Recompilation] = dataclasses.field(default_factory=list)
+    timing: Timing = dataclasses.field(default_factory=Timing)
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    seconds: float = 0.0
+    schema: int = SCHEMA
+
+    # -- totals
+    @property
+    def groups(self) -> list[GroupReport]:
+        return [g for graph in self.graphs for g in graph.groups]
+
+    @property
+    def aten_calls(self) -> list[AtenCall]:
+        return [c for graph in self.graphs for c in graph.aten_calls]
+
+    @property
+    def kernels_compiled(self) -> int:
+        return sum(g.kernels_compiled for g in self.graphs)
+
+    @property
+    def kernels_cached(self) -> int:
+        return sum(g.kernels_cached for g in self.graphs)
+
+    @property
+    def fallbacks(self) -> int:
+        return sum(g.fallbacks for g in self.graphs)
+
+    def stage_seconds(self) -> dict[str, float]:
+        """Compile seconds per stage, summed over the graphs."""
+        total: dict[str, float] = {}
+        for g in self.graphs:
+            for k, v in g.stage_seconds.items():
+                total[k] = total.get(k, 0.0) + v
+        return total
+
+    def kernel(self, key: str) -> KernelReport | None:
+        return next((k for k in self.kernels if k.key == key), None)
+
+    # -- text, JSON, HTML
+    def summary(self) -> str:
+        """A readable multi-line summary (what :func:`torchfuse.explain` prints)."""
+        from .summary import format_summary
+
+        return format_summary(self)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ExplainResult":
+        """Rebuild a result from :meth:`to_dict`'s output.
+
+        Raises:
+            ValueError: the data is from a newer schema than this torchfuse reads.
+        """
+        if data.get("schema", SCHEMA) > SCHEMA:
+            raise ValueError(f"explain result schema {data.get('schema')} is newer than {SCHEMA}; upgrade torchfuse")
+        return _build(cls, data)
+
+    def save(self, path: str) -> str:
+        """Write the result as JSON (UTF-8) to ``path``; returns ``path``."""
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.to_dict(), f, indent=1)
+        return str(path)
+
+    @classmethod
+    def load(cls, path: str) -> "ExplainResult":
+        """Read a result :meth:`save` wrote."""
+        with open(path, encoding="utf-8") as f:
+            return cls.from_dict(json.load(f))
+
+    def write_html(self, path: str) -> str:
+        """Write the HTML report (one self-contained file) to ``path``; returns ``path``."""
+        from .html import write_html
+
+        return write_html(self, path)
+
+
+def _build(tp: Any, data: Any) -> Any:
+    """Rebuild a value of (resolved) type ``tp`` from its JSON form."""
+    if data is None:
+        return None
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        names = {f.name for f in dataclasses.fields(tp)}
+        return tp(**{k: _build(hints[k], v) for k, v in data.items() if k in names})
+    if origin is list:
+        return [_build(args[0], x) for x in data]
+    if origin is dict:
+        return {k: _build(args[1], v) for k, v in data.items()}
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        return _build(inner[0], data) if len(inner) == 1 else data
+    return data

@@ -1,0 +1,168 @@
+"""The explain result as readable text (what ``torchfuse.explain`` prints).
+
+Takes an :class:`~torchfuse.report.result.ExplainResult`; returns lines of plain text, widest
+about 110 columns. Ops are compressed (``mul x4, erf, add x3``), ATen calls counted by op and
+reason, paths shortened to the file name.
+"""
+from __future__ import annotations
+
+import collections
+import os
+
+from .result import AtenCall, ExplainResult, GraphReport, GroupReport, PlanReport, SourceLocation
+
+#: how each ATen-call category reads in reports
+CATEGORY_TEXT = {
+    "library": "vendor library (by design)",
+    "unsupported": "unsupported",
+    "fallback": "fell back after a compile failure",
+    "view": "view (no data moves)",
+    "constant": "module constant",
+    "disabled": "fusion disabled",
+}
+
+
+def compress_ops(ops: list[str], skip: tuple[str, ...] = ()) -> str:
+    """``["mul", "mul", "erf"]`` -> ``"mul x2, erf"``, first-appearance order."""
+    counts = collections.Counter(o for o in ops if o not in skip)
+    return ", ".join(f"{op} x{n}" if n > 1 else op for op, n in counts.items())
+
+
+def where(loc: SourceLocation | None) -> str:
+    """``file.py:12``, ``file.py:12 (norm (LayerNorm))`` or ``self_attn (MultiheadAttention)``."""
+    if loc is None:
+        return ""
+    text = f"{os.path.basename(loc.file)}:{loc.line}" if loc.file else ""
+    if loc.module:
+        text = f"{text} in {loc.module}" if text else loc.module
+    return text
+
+
+def launch_text(plan: PlanReport) -> str:
+    """``grid=(4,) XBLOCK=1 RBLOCK=16 warps=4`` (stages joined by ``; then``)."""
+    parts = []
+    for st in plan.stages:
+        grid = "(" + ", ".join(str(g) for g in st.grid) + ("," if len(st.grid) == 1 else "") + ")"
+        parts.append(f"grid={grid} XBLOCK={st.XBLOCK} RBLOCK={st.RBLOCK} warps={st.num_warps}")
+    return "; then ".join(parts)
+
+
+def plan_time_text(plan: PlanReport) -> str:
+    if plan.time_ms is None:
+        return ""
+    text = f"{plan.time_ms * 1e3:.1f} us, {plan.bandwidth_gbps or 0:.0f} GB/s"
+    if plan.copy_fraction is not None:
+        text += f" ({plan.copy_fraction:.0%} of copy)"
+    return text
+
+
+def _group_lines(g: GroupReport) -> list[str]:
+    lines = [f"    group {g.id} {g.kind:9s} kernel {g.kernel or '(none)'}   ops: {compress_ops(g.ops)}"]
+    if g.failed:
+        lines.append(f"      FAILED, ran through ATen: {g.failed.splitlines()[0][:200]}")
+        if g.reproducer:
+            lines.append(f"      reproducer: {g.reproducer}")
+    for p in g.plans:
+        timing = plan_time_text(p)
+        lines.append(f"      [{p.sizes}] {p.scheduler} {launch_text(p)}, {p.bytes_moved} B"
+                     + (f", {timing}" if timing else ""))
+        if p.reason:
+            lines.append(f"        why: {p.reason}")
+    locs = ", ".join(where(loc) for loc in g.locations[:4])
+    if locs:
+        lines.append(f"      from {locs}" + (" ..." if len(g.locations) > 4 else ""))
+    return lines
+
+
+def short_op(op: str) -> str:
+    """``aten.addmm.default`` -> ``addmm``; ``aten.add.Tensor`` -> ``add.Tensor``."""
+    parts = op.split(".")
+    if parts[0] in ("aten", "prims") and len(parts) >= 2:
+        return parts[1] if len(parts) == 2 or parts[2] == "default" else f"{parts[1]}.{parts[2]}"
+    return op
+
+
+def aten_lines(calls: list[AtenCall], indent: str = "    ") -> list[str]:
+    """ATen calls as text: one line per (op, reason) with a count and the first source line;
+    the ops of one failed group on one line; views and constants (no work) counted last."""
+    work: dict[tuple, list[AtenCall]] = {}
+    failed: dict[str, list[AtenCall]] = {}
+    idle: list[AtenCall] = []
+    for c in calls:
+        if c.category in ("view", "constant"):
+            idle.append(c)
+        elif c.category == "fallback":
+            failed.setdefault(c.reason, []).append(c)
+        else:
+            work.setdefault((c.op, c.category, c.reason), []).append(c)
+    lines = []
+    for (op, category, reason), items in work.items():
+        count = f" x{len(items)}" if len(items) > 1 else ""
+        why = CATEGORY_TEXT.get(category, category) + (f": {reason}" if reason and category != "library" else "")
+        loc = where(items[0].location)
+        lines.append(f"{indent}{op}{count}  [{why}]" + (f"  {loc}" if loc else ""))
+    for reason, items in failed.items():
+        lines.append(f"{indent}{compress_ops([short_op(c.op) for c in items])}  [{CATEGORY_TEXT['fallback']}: {reason}]")
+    if idle:
+        lines.append(f"{indent}no data moved: {compress_ops([short_op(c.op) for c in idle])}")
+    return lines
+
+
+def _graph_lines(g: GraphReport, result: ExplainResult) -> list[str]:
+    origin = f"capture {g.capture}" if g.capture >= 0 else "compiled at the first backward"
+    if g.capture >= 0 and g.capture < len(result.captures) and result.captures[g.capture].location:
+        origin += f" at {where(result.captures[g.capture].location)}"
+    total = sum(v for k, v in g.stage_seconds.items() if k in ("ir", "segment", "plan"))
+    lines = [f"graph {g.index}: {g.name} ({origin}): {g.status}, {len(g.groups)} fusion groups, "
+             f"{len(g.aten_calls)} ATen calls, compiled in {total:.3f} s"]
+    if g.error:
+        lines.append(f"  error: {g.error.splitlines()[0][:200]}")
+    if g.reproducer:
+        lines.append(f"  reproducer: {g.reproducer}")
+    stages = ", ".join(f"{k} {v:.3f} s" for k, v in g.stage_seconds.items())
+    lines.append(f"  stages: {stages}")
+    lines.append(f"  kernels: {g.kernels_compiled} compiled (cache misses), {g.kernels_cached} cached (hits); "
+                 f"{g.fallbacks} fallbacks" + (f"; CUDA graph: {g.cudagraph}" if g.cudagraph else ""))
+    if g.groups:
+        lines.append("  fusion groups:")
+        for group in g.groups:
+            lines += _group_lines(group)
+    if g.aten_calls:
+        lines.append("  on ATen:")
+        lines += aten_lines(g.aten_calls)
+    return lines
+
+
+def format_summary(result: ExplainResult) -> str:
+    """The whole result as text."""
+    env = result.environment
+    breaks = len(result.graph_breaks)
+    lines = [
+        f"torchfuse explain: {len(result.captures)} graph(s) captured, {breaks} graph break(s), "
+        f"{len(result.groups)} fusion group(s), {len(result.aten_calls)} op(s) on ATen, "
+        f"{result.kernels_compiled} kernel(s) compiled, {result.kernels_cached} cached, {result.fallbacks} fallback(s)",
+        f"  on {env.get('device', '?')} ({env.get('mode', '')}); torch {env.get('torch', '?')}, "
+        f"triton {env.get('triton', '?')}; the call took {result.seconds:.2f} s including compilation",
+    ]
+    stages = result.stage_seconds()
+    if stages:
+        lines.append("  compile time per stage: " + ", ".join(f"{k} {v:.3f} s" for k, v in stages.items()))
+    if result.graph_breaks:
+        lines.append("graph breaks:")
+        for i, b in enumerate(result.graph_breaks):
+            loc = b.location
+            lines.append(f"  {i + 1}. {where(loc) or '?'}" + (f" in {loc.function}: {loc.code}" if loc else "")
+                         + f"\n     {b.reason}")
+    for g in result.graphs:
+        lines += _graph_lines(g, result)
+    lines.append("recompilations:" + ("" if result.recompilations else " none"))
+    for r in result.recompilations:
+        lines.append(f"  [{r.source}] {r.where}: {r.reason}")
+    t = result.timing
+    if t.available:
+        lines.append(f"timing: device copy {t.copy_gbps:.0f} GB/s on {t.device}; {t.note}")
+    else:
+        lines.append(f"timing: not available ({t.note})")
+    for w in result.warnings:
+        lines.append(f"warning: {w}")
+    return "\n".join(lines)

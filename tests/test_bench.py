@@ -1,0 +1,261 @@
+"""The benchmark harness, run end to end on a CPU in ``--quick`` mode (tiny models).
+
+Each run writes a results directory; the tests check its files (run file, JSON, CSV, PNG
+charts, markdown summary) and the fields of its results. The timings themselves are CPU
+timings of interpreted kernels and are not checked.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from torchfuse.bench import backends as backends_mod
+from torchfuse.bench.__main__ import main
+from torchfuse.bench.accuracy import FAIL, PASS, References, compare, disable_dropout, has_active_dropout
+from torchfuse.bench.backends import Backend, parse_backends
+from torchfuse.bench.results import Result, combine
+from torchfuse.bench.suites import select, suite_cases
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+REQUIRED_FIELDS = {
+    "suite", "model", "case", "size", "mode", "precision", "training", "channels_last", "device", "backend",
+    "status", "error", "median_ms", "steps_timed", "speedup_vs_eager", "speedup_vs_torch_compile", "first_call_s",
+    "first_call_cold_s", "first_call_warm_s", "peak_memory_mib", "kernels_per_step", "accuracy", "bytes_moved",
+    "copy_fraction", "fusion_groups",
+}
+
+
+def run_bench(out: Path, *args: str) -> dict:
+    """Run ``torchfuse bench`` on the CPU into ``out``; return ``results.json``."""
+    status = main(["--quick", "--device", "cpu", "--no-progress", "--warmup", "0", "--rounds", "1", "--out", str(out),
+                   *args])
+    assert status == 0
+    return json.loads((out / "results.json").read_text())
+
+
+def by_backend(data: dict, mode: str | None = None) -> dict[str, dict]:
+    return {r["backend"]: r for r in data["results"] if mode is None or r["mode"] == mode}
+
+
+def check_outputs(out: Path, data: dict) -> None:
+    """Every report file exists and agrees with the results."""
+    assert len(list((out / "runs").glob("*.json"))) >= 1
+    for r in data["results"]:
+        assert REQUIRED_FIELDS <= set(r)
+    run = data["runs"][-1]
+    assert run["command"].startswith("python -m torchfuse.bench") and "--quick" in run["command"]
+    assert run["versions"]["torch"] and run["versions"]["torchfuse"]
+    assert run["device"] == "cpu" and "CPU" in run["device_label"]
+    with open(out / "results.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == len(data["results"])
+    assert {"backend", "median_ms", "speedup_vs_eager", "command", "torch"} <= set(rows[0])
+    charts = sorted((out / "charts").glob("*.png"))
+    assert charts and all(p.read_bytes()[:8] == PNG_MAGIC for p in charts)
+    summary = (out / "summary.md").read_text()
+    assert "CPU" in summary
+    for chart in charts:
+        assert f"charts/{chart.name}" in summary
+
+
+@pytest.mark.slow
+def test_micro_suite_compares_backends_and_reports_bandwidth(tmp_path):
+    data = run_bench(tmp_path, "--suite", "micro", "--only", "bias_gelu", "--mode", "infer-fp32",
+                     "--backends", "eager,torch.compile,torchfuse,eager-cudagraphs")
+    check_outputs(tmp_path, data)
+    rows = by_backend(data)
+    assert set(rows) == {"eager", "torch.compile", "torchfuse", "eager-cudagraphs"}
+    eager, fused = rows["eager"], rows["torchfuse"]
+    assert eager["status"] == "ok" and eager["median_ms"] > 0 and eager["speedup_vs_eager"] == pytest.approx(1.0)
+    assert eager["accuracy"] == "reference"
+    assert fused["status"] == "ok" and fused["accuracy"] == PASS, fused
+    assert fused["fusion_groups"] >= 1 and fused["first_call_s"] > 0
+    assert fused["speedup_vs_eager"] == pytest.approx(eager["median_ms"] / fused["median_ms"])
+    # 64x32 fp32 input, 32 bias, 64x32 output
+    assert fused["bytes_moved"] == (64 * 32 + 32 + 64 * 32) * 4
+    assert fused["copy_fraction"] > 0 and data["runs"][-1]["copy_gbps"] > 0
+    # Inductor needs a C++ compiler on a CPU: either it ran, or its failure is recorded
+    inductor = rows["torch.compile"]
+    assert inductor["status"] in ("ok", "failed")
+    if inductor["status"] == "failed":
+        assert inductor["error"] and inductor["stage"]
+    else:
+        assert inductor["speedup_vs_torch_compile"] == pytest.approx(1.0)
+    assert rows["eager-cudagraphs"]["status"] == "skipped" and rows["eager-cudagraphs"]["error"] == "needs CUDA"
+    assert rows["eager"]["kernels_per_step"] is None  # not available on a CPU
+    assert (tmp_path / "charts" / "micro-infer-fp32-cpu-bandwidth.png").exists()
+
+
+@pytest.mark.slow
+def test_micro_training_checks_gradients(tmp_path):
+    data = run_bench(tmp_path, "--suite", "micro", "--only", "layer_norm", "--mode", "train-fp32",
+                     "--backends", "eager,torchfuse")
+    check_outputs(tmp_path, data)
+    fused = by_backend(data)["torchfuse"]
+    assert fused["training"] and fused["status"] == "ok" and fused["accuracy"] == PASS, fused
+    x, w = 64 * 32 * 4, 32 * 4
+    # forward: x, weight, bias, out; backward: grad out, x, weight, bias again, grads of all three
+    assert fused["bytes_moved"] == (x + 2 * w + x) + (x + x + 2 * w + x + 2 * w)
+
+
+@pytest.mark.slow
+def test_hf_suite_runs_a_tiny_bert(tmp_path):
+    data = run_bench(tmp_path, "--suite", "hf", "--only", "bert", "--mode", "infer-fp32",
+                     "--backends", "eager,torchfuse")
+    check_outputs(tmp_path, data)
+    rows = by_backend(data)
+    assert rows["eager"]["case"] == "hf/bert/2x16" and rows["eager"]["info"]["parameters"] > 0
+    assert rows["torchfuse"]["status"] == "ok" and rows["torchfuse"]["accuracy"] == PASS
+    assert rows["torchfuse"]["fusion_groups"] >= 1
+    assert "hf-infer-fp32-cpu.png" in {p.name for p in (tmp_path / "charts").iterdir()}
+
+
+@pytest.mark.slow
+def test_timm_suite_runs_channels_last(tmp_path):
+    data = run_bench(tmp_path, "--suite", "timm", "--only", "resnet18", "--mode", "infer-fp32",
+                     "--backends", "eager,torchfuse", "--channels-last")
+    check_outputs(tmp_path, data)
+    rows = by_backend(data)
+    assert all(r["channels_last"] for r in rows.values())
+    assert rows["torchfuse"]["status"] == "ok" and rows["torchfuse"]["accuracy"] == PASS
+    assert (tmp_path / "charts" / "timm-infer-fp32-channels-last-cpu.png").exists()
+
+
+@pytest.mark.slow
+def test_seed_suite_records_missing_torch_geometric(tmp_path):
+    data = run_bench(tmp_path, "--suite", "seed", "--only", "mil_attention,sag_pool_gnn", "--mode", "infer-fp32",
+                     "--backends", "eager,torchfuse")
+    check_outputs(tmp_path, data)
+    mil = [r for r in data["results"] if r["model"] == "mil_attention"]
+    assert {r["status"] for r in mil} == {"ok"}
+    gnn = [r for r in data["results"] if r["model"] == "sag_pool_gnn"]
+    assert len(gnn) == 2
+    try:
+        import torch_geometric  # noqa: F401
+    except ImportError:
+        assert all(r["status"] == "skipped" and "torch_geometric" in r["error"] for r in gnn)
+    else:
+        assert all(r["status"] in ("ok", "failed") for r in gnn)
+
+
+def test_failing_backend_is_recorded_and_the_run_goes_on(tmp_path, monkeypatch):
+    def broken(module, device):
+        raise RuntimeError("no kernels today")
+
+    monkeypatch.setitem(backends_mod.BACKENDS, "broken", Backend("broken", broken))
+    data = run_bench(tmp_path, "--suite", "micro", "--only", "pointwise_chain,row_sum", "--mode", "infer-fp32",
+                     "--backends", "eager,broken")
+    failed = [r for r in data["results"] if r["backend"] == "broken"]
+    assert len(failed) == 2
+    assert all(r["status"] == "failed" and r["error"] == "RuntimeError: no kernels today" for r in failed)
+    assert all(r["stage"] == "prepare" and r["speedup_vs_eager"] is None for r in failed)
+    assert all(r["status"] == "ok" for r in data["results"] if r["backend"] == "eager")
+    summary = (tmp_path / "summary.md").read_text()
+    assert "no kernels today" in summary and "FAIL" in summary
+
+
+def test_shards_merge_into_one_report(tmp_path):
+    args = ["--suite", "micro", "--only", "pointwise_chain,row_sum,column_sum", "--mode", "infer-fp32",
+            "--backends", "eager", "--no-accuracy"]
+    first = run_bench(tmp_path / "a", *args, "--shard", "1/2")
+    second = run_bench(tmp_path / "b", *args, "--shard", "2/2")
+    assert {r["model"] for r in first["results"]} == {"pointwise_chain", "column_sum"}
+    assert {r["model"] for r in second["results"]} == {"row_sum"}
+    assert main(["merge", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "all")]) == 0
+    merged = json.loads((tmp_path / "all" / "results.json").read_text())
+    assert {r["model"] for r in merged["results"]} == {"pointwise_chain", "row_sum", "column_sum"}
+    assert len(merged["runs"]) == 2 and len(list((tmp_path / "all" / "runs").glob("*.json"))) == 2
+    assert (tmp_path / "all" / "summary.md").exists()
+
+
+def test_time_budget_lists_what_was_not_run(tmp_path):
+    data = run_bench(tmp_path, "--suite", "micro", "--only", "softmax", "--backends", "eager", "--time-budget", "0")
+    assert data["results"] == []
+    assert sorted(data["runs"][0]["not_run"]) == ["micro/softmax/64x32 infer-fp32", "micro/softmax/64x32 train-fp32"]
+    assert "## Not run" in (tmp_path / "summary.md").read_text()
+
+
+def test_combine_keeps_the_newest_run_of_each_case():
+    def result(run_id, case, backend, ms):
+        return Result(run_id=run_id, suite="micro", model=case, case=case, size="1", mode="infer-fp32",
+                      precision="fp32", training=False, channels_last=False, device="cpu", device_name="CPU",
+                      backend=backend, median_ms=ms)
+
+    old = ({"run_id": "1", "started": "2026-01-01T00:00:00"},
+           [result("1", "a", "eager", 1.0), result("1", "a", "torchfuse", 2.0), result("1", "b", "eager", 3.0)])
+    new = ({"run_id": "2", "started": "2026-01-02T00:00:00"}, [result("2", "a", "eager", 5.0)])
+    metas, kept = combine([new, old])
+    assert [m["run_id"] for m in metas] == ["1", "2"]
+    assert sorted((r.case, r.backend, r.median_ms) for r in kept) == [("a", "eager", 5.0), ("b", "eager", 3.0)]
+
+
+def test_selection_and_backend_parsing():
+    items = [(c, "infer-fp32") for c in suite_cases("micro", quick=True)]
+    names = [c.model for c, _ in select(items, ["*norm*"], None)]
+    assert names == ["layer_norm", "rms_norm", "batch_norm", "group_norm", "dropout_residual_layer_norm"]
+    shards = [select(items, None, (i, 3)) for i in (1, 2, 3)]
+    assert sum(len(s) for s in shards) == len(items)
+    assert {c.id for s in shards for c, _ in s} == {c.id for c, _ in items}
+    assert parse_backends("torchfuse") == ("eager", "torchfuse")
+    with pytest.raises(ValueError):
+        parse_backends("eager,nope")
+
+
+def test_full_suites_cover_the_announcement():
+    hf = suite_cases("hf", quick=False)
+    assert {"bert", "roberta", "distilbert", "albert", "gpt2", "t5", "bart", "electra"} <= {c.model for c in hf}
+    sizes = {c.size for c in hf if "train-amp-fp16" in c.modes}
+    assert {(64, 128), (8, 512), (2, 1024), (8, 512, 128)} <= sizes
+    vision = suite_cases("timm", quick=False)
+    timm_models = {c.model for c in vision if not c.model.startswith("torchvision.")}
+    assert len(timm_models) >= 12 and {"resnet50", "vit_base_patch16_224", "mobilevit_s"} <= timm_models
+    assert any(c.model.startswith("torchvision.") for c in vision)
+    assert {c.size for c in vision if c.model == "resnet50" and "infer-fp16" in c.modes} == {(1,), (8,)}
+    micro = {c.model for c in suite_cases("micro", quick=False)}
+    assert {"cross_entropy", "rope", "bias_gelu", "dropout_residual_layer_norm", "column_sum"} <= micro
+    assert {c.model for c in suite_cases("seed", quick=False)} == {"mil_attention", "sag_pool_gnn",
+                                                                    "transformer_encoder_padded"}
+
+
+def test_accuracy_uses_the_float64_rule():
+    torch.manual_seed(0)
+    exact = torch.randn(1000, dtype=torch.float64)
+    eager = exact.float() + 1e-3 * torch.randn(1000)
+    refs = References(eager=[eager], eager_deterministic=True, fp64=[exact])
+    assert compare(refs, [exact.float() + 1e-3 * torch.randn(1000)], 1e-4)[0] == PASS   # as far off as eager
+    status, detail = compare(refs, [exact.float() + 1e-1 * torch.randn(1000)], 1e-4)     # 100x further
+    assert status == FAIL and "RMSE" in detail
+    assert compare(References([eager], False, [exact]), [eager], 1e-4)[0] == "eager-nondeterministic"
+
+
+def test_dropout_is_disabled_for_accuracy_runs():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.1))
+    model[0].attention_dropout = 0.2  # HuggingFace-style float attribute
+    assert has_active_dropout(model) and not has_active_dropout(model.eval())
+    disable_dropout(model.train())
+    assert model[1].p == 0.0 and model[0].attention_dropout == 0.0 and not has_active_dropout(model)
+
+
+@pytest.mark.slow
+def test_cold_start_times_first_calls_in_fresh_processes(tmp_path):
+    """``--cold-start`` runs ``python -m torchfuse.bench first-call`` twice with fresh caches."""
+    data = run_bench(tmp_path, "--suite", "micro", "--only", "row_sum", "--mode", "infer-fp32",
+                     "--backends", "torchfuse", "--no-accuracy", "--cold-start")
+    rows = by_backend(data)
+    assert rows["torchfuse"]["status"] == "ok", rows["torchfuse"]
+    assert rows["torchfuse"]["first_call_cold_s"] > 0, rows["torchfuse"]["warnings"]
+    assert rows["torchfuse"]["first_call_warm_s"] > 0, rows["torchfuse"]["warnings"]
+    assert rows["eager"]["first_call_cold_s"] is None  # nothing to compile
+
+
+def test_module_entry_point_lists_cases():
+    done = subprocess.run([sys.executable, "-m", "torchfuse.bench", "list", "--quick", "--device", "cpu",
+                           "--suite", "seed"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "seed/mil_attention/2x4" in done.stdout and "seed/transformer_encoder_padded/2x8" in done.stdout

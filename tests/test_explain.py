@@ -1,0 +1,283 @@
+"""Explain, logs, profiler names and reproducers (torchfuse.report).
+
+One explain run of a small model with a graph break, an op torchfuse cannot fuse (cumsum), a
+matrix product and a second batch size is shared by the tests that read its result; the
+failure tests force a codegen or segmentation failure with monkeypatch.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import torchfuse
+import torchfuse.backend as backend
+from torchfuse.config import LOG_TOPICS, configure_logging, log_topics_from_env
+from torchfuse.report import ExplainResult
+from conftest import DEVICE
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(16, 16)
+        self.norm = torch.nn.LayerNorm(16)
+
+    def forward(self, x):
+        h = self.norm(torch.nn.functional.gelu(self.lin(x)) * 2 + x)
+        torch._dynamo.graph_break()  # the graph break the tests look for
+        y = torch.cumsum(h, dim=-1)
+        return (y.sigmoid() * h).sum(-1)
+
+
+def _line_of(marker: str) -> int:
+    with open(__file__) as f:
+        return next(i for i, line in enumerate(f, 1) if marker in line and "_line_of" not in line)
+
+
+@pytest.fixture(scope="module")
+def explained():
+    """(result, compiled graphs it described) for Block on two batch sizes."""
+    torch.manual_seed(0)
+    model = Block().to(DEVICE)
+    before = {id(c) for c in backend.RECENT}
+    with torch.no_grad():
+        result = torchfuse.explain(model, torch.randn(4, 16, device=DEVICE),
+                                   more_inputs=[(torch.randn(6, 16, device=DEVICE),)], verbose=False)
+    compiled = [c for c in backend.RECENT if id(c) not in before]
+    return result, compiled
+
+
+def test_explain_captures_graph_breaks_with_source_lines(explained):
+    result, _ = explained
+    assert len(result.captures) == 4  # two graphs per batch size (Dynamo re-traces on the new size)
+    assert len(result.graph_breaks) == 1
+    brk = result.graph_breaks[0]
+    assert brk.location.file == __file__
+    assert brk.location.line == _line_of("the graph break the tests look for")
+    assert "graph_break()" in brk.location.code and "graph_break" in brk.reason
+    assert brk.location.function == "forward"
+
+
+def test_explain_groups_match_the_segmentation(explained):
+    result, compiled = explained
+    fused = [g for g in result.graphs if g.status == "fused"]
+    assert len(fused) == len(compiled) == 4
+    for report, graph in zip(fused, compiled):
+        assert report.name == graph.name == "inference"
+        assert len(report.groups) == len(graph.segmentation.groups)
+        assert [g.name for g in report.groups] == [g.name for g in graph.segmentation.groups]
+        for group in report.groups:
+            assert re.fullmatch(r"tf_(pw|red)_\w+", group.kernel)
+            assert group.ops and group.nodes and group.inputs and group.outputs and not group.failed
+            plan = group.plans[0]
+            assert plan.scheduler.startswith(("pointwise", "reduction")) and plan.reason
+            assert plan.stages[0].grid[0] >= 1 and plan.stages[0].XBLOCK >= 1 and plan.bytes_moved > 0
+            assert result.kernel(plan.kernel_key).name == group.kernel
+            assert "@triton.jit" in result.kernel(plan.kernel_key).text
+        assert set(report.stage_seconds) == {"ir", "segment", "codegen", "compile", "plan"}
+        assert report.kernels_compiled + report.kernels_cached == len(report.groups)
+    # the layer norm group and the sigmoid-mul-sum group, each a reduction
+    assert {g.kind for r in fused for g in r.groups} == {"reduction"}
+    assert any("var_mean" in g.ops for g in result.groups) and any("sigmoid" in g.ops for g in result.groups)
+    # the group's source line is the user's line
+    norm_group = next(g for g in result.groups if "var_mean" in g.ops)
+    assert norm_group.locations[0].file == __file__ and "self.norm" in norm_group.locations[0].code
+
+
+def test_explain_says_why_ops_stay_on_aten(explained):
+    result, _ = explained
+    calls = {c.op: c for c in result.aten_calls}
+    assert calls["aten.cumsum.default"].category == "unsupported"
+    assert calls["aten.cumsum.default"].reason  # the registry's reason, as logged
+    assert calls["aten.cumsum.default"].location.line == _line_of("torch.cumsum(h, dim=-1)")
+    assert calls["aten.addmm.default"].category == "library"
+    assert all(c.reason for c in result.aten_calls)
+
+
+def test_explain_reports_recompilations_and_cache(explained):
+    result, _ = explained
+    dynamo = [r for r in result.recompilations if r.source == "dynamo"]
+    assert len(dynamo) == 2 and all("size mismatch" in r.reason for r in dynamo)
+    assert result.kernels_compiled + result.kernels_cached == len(result.groups) == 4
+    assert {p.sizes for g in result.groups for p in g.plans} >= {"static"}
+    assert not result.timing.available and "CUDA" in result.timing.note
+
+
+def test_explain_summary_text(explained):
+    result, _ = explained
+    text = result.summary()
+    assert "1 graph break(s)" in text and "test_explain.py" in text
+    assert "aten.cumsum.default" in text and "unsupported" in text and "vendor library" in text
+    for g in result.groups:
+        assert g.kernel in text
+    assert "size mismatch" in text
+
+
+def test_explain_result_json_round_trip(explained, tmp_path):
+    result, _ = explained
+    path = result.save(str(tmp_path / "result.json"))
+    with open(path) as f:
+        data = json.load(f)  # plain JSON
+    assert data["schema"] == 1 and len(data["graphs"]) == 4
+    loaded = ExplainResult.load(path)
+    assert loaded == result
+    assert loaded.graph_breaks[0].location.line == result.graph_breaks[0].location.line
+    # the `torchfuse report` command renders it
+    from torchfuse.cli import main
+
+    assert main(["report", path, "-o", str(tmp_path / "report.html")]) == 0
+    html = (tmp_path / "report.html").read_text()
+    assert "<svg" in html and "tf_red_" in html and "aten.cumsum.default" in html
+
+
+def test_report_command_rejects_bad_input(tmp_path, capsys):
+    from torchfuse.cli import main
+
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert main(["report", str(bad)]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+# -- logs
+
+
+@pytest.fixture
+def restore_topic_loggers():
+    yield
+    for topic in LOG_TOPICS:
+        logger = logging.getLogger(f"torchfuse.{topic}")
+        logger.setLevel(logging.NOTSET)
+        logger.handlers[:] = [h for h in logger.handlers if not getattr(h, "_torchfuse", False)]
+
+
+def test_log_topics_from_the_environment(monkeypatch):
+    monkeypatch.setenv("TORCHFUSE_LOGS", "fusion, cache")
+    assert log_topics_from_env() == {"fusion", "cache"}
+    monkeypatch.setenv("TORCHFUSE_LOGS", "all")
+    assert log_topics_from_env() == set(LOG_TOPICS)
+    monkeypatch.delenv("TORCHFUSE_LOGS")
+    assert log_topics_from_env() == frozenset()
+
+
+def test_logging_topics_produce_records(caplog, restore_topic_loggers, tmp_path):
+    configure_logging(frozenset({"fusion", "schedule"}))
+
+    def f(x, idx):
+        return torch.cumsum(x * 2, 0)[idx].relu()
+
+    x = torch.randn(10, device=DEVICE)
+    idx = torch.tensor([1, 3], device=DEVICE)
+    torchfuse.compile(f, cache_dir=str(tmp_path))(x, idx)
+    by_logger = {}
+    for r in caplog.records:
+        by_logger.setdefault(r.name, []).append(r.getMessage())
+    assert any("on ATen" in m and "cumsum" in m for m in by_logger["torchfuse.fusion"])
+    assert any("fusion groups" in m for m in by_logger["torchfuse.fusion"])
+    assert any("pointwise" in m for m in by_logger["torchfuse.schedule"])
+    assert "torchfuse.cache" not in by_logger and "torchfuse.recompile" not in by_logger
+    handler = next(h for h in logging.getLogger("torchfuse.fusion").handlers if getattr(h, "_torchfuse", False))
+    assert handler.format(caplog.records[0]).startswith("[torchfuse.fusion] ")
+
+
+def test_cache_topic_logs_misses_then_hits(caplog, restore_topic_loggers, tmp_path):
+    configure_logging(frozenset({"cache"}))
+
+    def f(x):
+        return (x * 3).sin() + 1.5
+
+    x = torch.randn(12, device=DEVICE)
+    torchfuse.compile(f, cache_dir=str(tmp_path))(x)
+    messages = [r.getMessage() for r in caplog.records if r.name == "torchfuse.cache"]
+    assert messages and all(m.startswith(("kernel cache miss", "kernel cache hit")) for m in messages)
+
+
+# -- profiler names
+
+
+def test_kernel_launches_are_named_in_profiler_traces():
+    def f(x):
+        return torch.tanh(x) * x - 1
+
+    x = torch.randn(64, device=DEVICE)
+    g = torchfuse.compile(f)
+    g(x)  # compile outside the profile
+    kernel = backend.RECENT[-1].segmentation.groups[0]
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        g(x)
+    names = {e.name for e in prof.events()}
+    launched = [n for n in names if n.startswith("tf_pw_")]
+    assert launched == ["tf_pw_tanh_mul_sub"], names
+    assert kernel.name.endswith("tanh_mul_sub")
+
+
+# -- reproducers
+
+
+def _run_reproducer(path: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, TORCHFUSE_INTERPRET="1", TRITON_INTERPRET="1", TORCHFUSE_DISABLE_CACHE="1")
+    return subprocess.run([sys.executable, path, "--device", "cpu"], capture_output=True, text=True, env=env,
+                          timeout=240)
+
+
+def test_kernel_failure_writes_a_reproducer_that_runs(monkeypatch, tmp_path):
+    import torchfuse.runtime.executor as executor
+
+    def broken(group, *args, **kwargs):
+        raise ValueError("codegen failure forced by the test")
+
+    monkeypatch.setattr(executor, "generate", broken)
+
+    def f(x, w):
+        return torch.nn.functional.softmax(x @ w, dim=-1) * 2
+
+    x, w = torch.randn(4, 8, device=DEVICE), torch.randn(8, 8, device=DEVICE)
+    with pytest.warns(RuntimeWarning, match="could not be compiled.*reproducer: ") as caught:
+        result = torchfuse.explain(f, x, w, verbose=False, dump_dir=str(tmp_path))
+    message = next(str(w.message) for w in caught if "reproducer: " in str(w.message))
+    path = message.split("reproducer: ")[1].strip()
+    assert os.path.isfile(path) and path.startswith(str(tmp_path / "reproducers"))
+    # the explain result records the failure, the fallback ops and the reproducer
+    (group,) = result.groups
+    assert group.failed.startswith("ValueError: codegen failure forced") and group.reproducer == path
+    assert result.fallbacks == 1 and any(path in w for w in result.warnings)
+    fallbacks = [c for c in result.aten_calls if c.category == "fallback"]
+    assert {c.op for c in fallbacks} >= {"aten.amax.default", "aten.exp.default"}
+    assert all("codegen failure forced" in c.reason for c in fallbacks)
+    text = open(path).read()
+    assert "codegen failure forced by the test" in text and "torch.ops.aten.mm.default" in text
+    # a fresh interpreter rebuilds the graph, runs it through torchfuse and compares with eager
+    run = _run_reproducer(path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "no failure reproduced: 1 fusion groups ran and matched eager" in run.stdout
+
+
+def test_graph_failure_writes_a_reproducer(monkeypatch, tmp_path):
+    import torchfuse.segment
+
+    def broken(graph, options):
+        raise AssertionError("segmentation failure forced by the test")
+
+    monkeypatch.setattr(torchfuse.segment, "segment", broken)
+
+    def f(x):
+        return (x.exp() + 1).sum(0)
+
+    x = torch.randn(3, 5, device=DEVICE)
+    with pytest.warns(RuntimeWarning, match="could not compile inference graph.*reproducer: "):
+        result = torchfuse.explain(f, x, verbose=False, dump_dir=str(tmp_path))
+    (graph,) = result.graphs
+    assert graph.status == "compile failed" and "segmentation failure forced" in graph.error
+    assert os.path.isfile(graph.reproducer)
+    assert {c.op for c in graph.aten_calls} == {"aten.exp.default", "aten.add.Tensor", "aten.sum.dim_IntList"}
+    assert all(c.category == "fallback" for c in graph.aten_calls)
+    text = open(graph.reproducer).read()
+    compile(text, graph.reproducer, "exec")  # a valid script
+    assert "('tensor', (3, 5), (5, 1), 'float32'," in text
