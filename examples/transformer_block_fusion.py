@@ -6,8 +6,8 @@ the sum as the new residual stream and feed the normalized value to the next sub
 PyTorch runs this as four kernels (add, dropout, add, layer_norm) that each read and write the
 whole activation; the fusion below reads ``x`` and ``residual`` once and writes the normalized
 output, the new residual stream and the dropout mask in one kernel. Its backward is derived
-automatically (three kernels: the row reductions of the LayerNorm backward, and the column
-sums for the weight and bias gradients).
+automatically (two kernels: the row reductions of the LayerNorm backward, and the column
+sums of the weight and bias gradients).
 
 Run (CPU, kernels in Triton's interpreter, small sizes)::
 
@@ -97,9 +97,9 @@ def check(op, dtype, device, p: float) -> None:
                                  fused_grads, eager_grads, ref_grads):
             print(check_close(name, a, e, r, floor * math.sqrt(shape[0])))
     fwd, bwd = op.num_kernels(device)
-    stats = op.fusion.program(device, op.extras).compiled.stats
-    print(f"kernels: forward {fwd}, backward {bwd}; forward kernels generated {stats['kernels_compiled']}, "
-          f"reused for new sizes {stats['kernels_cached']}")
+    sources = len(op.fusion.program(device, op.extras).kernel_keys())
+    print(f"kernels: forward {fwd}, backward {bwd}; the forward ran {len(ARGS.shapes)} shapes with "
+          f"{sources} kernel source(s) (sizes are runtime arguments)")
     assert fwd == 1, op.fusion.explain(device)
 
 

@@ -160,6 +160,19 @@ def test_failing_backend_is_recorded_and_the_run_goes_on(tmp_path, monkeypatch):
     assert "no kernels today" in summary and "FAIL" in summary
 
 
+def test_wrong_results_fail_the_accuracy_check(tmp_path, monkeypatch):
+    def off_by_ten_percent(module, device):
+        return lambda inputs, targets: module(inputs, targets) * 1.1
+
+    monkeypatch.setitem(backends_mod.BACKENDS, "wrong", Backend("wrong", off_by_ten_percent))
+    data = run_bench(tmp_path, "--suite", "micro", "--only", "softmax", "--mode", "infer-fp32",
+                     "--backends", "eager,wrong")
+    wrong = by_backend(data)["wrong"]
+    assert wrong["status"] == "ok" and wrong["median_ms"] > 0  # it ran and was timed
+    assert wrong["accuracy"] == FAIL and "output.0" in wrong["accuracy_detail"]
+    assert "acc!" in (tmp_path / "summary.md").read_text()
+
+
 def test_shards_merge_into_one_report(tmp_path):
     args = ["--suite", "micro", "--only", "pointwise_chain,row_sum,column_sum", "--mode", "infer-fp32",
             "--backends", "eager", "--no-accuracy"]

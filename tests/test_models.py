@@ -161,8 +161,8 @@ def _bert(attention: str):
 
 
 #: Attention in the BERT test: PyTorch's fused attention on GPUs (transformers' default). On
-#: CPU its gradients are wrong (test_cpu_attention_training below), so the CPU run uses
-#: transformers' explicit attention (matrix products and a softmax, fused here).
+#: CPU, torchfuse gets its gradients wrong (test_cpu_attention_training below), so the CPU run
+#: uses transformers' explicit attention (matrix products and a softmax, fused here).
 BERT_ATTENTION = "sdpa" if DEVICE == "cuda" else "eager"
 
 
@@ -182,10 +182,6 @@ def test_bert_training():
     assert_fused(min_forward=2 * 3 + 1, min_backward=2 * 3)
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError,
-                   reason="after a new batch size TorchDynamo re-traces with a symbolic batch; a view the "
-                          "segmenter turns back into an ATen call (segment._to_call) keeps sympy sizes "
-                          "(e.g. [s33, 8]) as its arguments, and aten.expand/reshape raise on them")
 def test_bert_new_batch_size():
     """Inference at a second batch size: TorchDynamo re-traces with a dynamic batch, and the
     kernels compiled for the first size are reused (the README's promise)."""
@@ -202,10 +198,6 @@ def test_bert_new_batch_size():
     assert graphs[1].stats["kernels_compiled"] == 0, "the second size should reuse every kernel"
 
 
-@pytest.mark.xfail(DEVICE == "cpu", strict=True, raises=AssertionError,
-                   reason="the decomposition table decomposes _scaled_dot_product_flash_attention_for_cpu; "
-                          "PyTorch's decomposition of it returns the attention probabilities where its "
-                          "backward expects the logsumexp, so the gradients are wrong")
 def test_cpu_attention_training():
     """``scaled_dot_product_attention`` forward and backward (BERT's attention with sdpa)."""
     torch.manual_seed(0)

@@ -70,11 +70,40 @@ def run_traced(fn: Callable, *args, **options):
 
     options.setdefault("interpret_integer_division", True)
     before = list(backend.RECENT)
-    gm = make_fx(fn)(*[a.detach() for a in args])
+    single = isinstance(fn(*[a.detach() for a in args]), torch.Tensor)
+    as_tuple = (lambda *a: (fn(*a),)) if single else (lambda *a: tuple(fn(*a)))
+    gm = make_fx(as_tuple)(*[a.detach() for a in args])  # the backend takes tuple outputs
     compiled = backend.torchfuse_backend(gm, list(args), options=options)
     result = compiled(*args)
+    result = result[0] if single else tuple(result)
     graphs = [g for g in backend.RECENT if all(g is not b for b in before)]
     return result, graphs
+
+
+def run_graph(fn: Callable, *args, **options):
+    """Compile the ATen graph of ``fn`` as traced, without AOTAutograd's decomposition.
+
+    For registry entries whose ATen ops PyTorch's decomposition table rewrites before they
+    reach the registry (``aten.all``, ``aten.sum.default``, ``prims.broadcast_in_dim``): the
+    graph goes straight to ``compile_graph``. Returns ``(result, graphs)`` as
+    :func:`run_compiled`; ``result`` is a tuple.
+    """
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from torchfuse.config import Options
+
+    options.setdefault("interpret_integer_division", True)
+    before = list(backend.RECENT)
+    gm = make_fx(lambda *a: tuple(fn(*a)), tracing_mode="fake")(*args)
+    compiled = backend.compile_graph(gm, list(args), Options.from_env(**options))
+    result = tuple(compiled(list(args)))
+    return result, [g for g in backend.RECENT if all(g is not b for b in before)]
+
+
+def schedulers_used(graphs) -> set[str]:
+    """The scheduler kinds (``pointwise``, ``reduction.persistent``...) that ran in ``graphs``."""
+    return {plan.config.scheduler for cg in graphs for step in cg.steps if hasattr(step, "plans")
+            for plan in step.plans.values()}
 
 
 def fused_ops(graphs) -> list[list[str]]:
@@ -396,7 +425,7 @@ def test_op_forward(name, dtype):
     inputs = _case_inputs(name, dtype)
     expected = alone_and_chained(spec)(*inputs)
     actual, graphs = run_traced(alone_and_chained(spec), *inputs)
-    assert_matches(tuple(actual), expected)
+    assert_matches(actual, expected)
     assert len(graphs) == 1, f"{len(graphs)} compiled graphs"
     graph = graphs[0]
     outputs = list(graph.segmentation.graph.outputs)

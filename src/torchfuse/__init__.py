@@ -15,6 +15,7 @@ import torch
 from .backend import register as _register
 from .backend import resolve_options, torchfuse_backend
 from .config import Options, configure_logging
+from . import fusion  # the fusion-definition API: torchfuse.fusion.Fusion, torchfuse.fusion.fused
 from .report import explain
 
 __version__ = "0.1.0"

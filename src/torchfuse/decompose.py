@@ -43,6 +43,9 @@ EXTRA_DECOMPOSITIONS = [
 
 #: Core-table entries we remove, because the registry fuses these ops better whole.
 KEEP_WHOLE = [
+    # its decomposition returns the attention probabilities where the backward reads the
+    # logsumexp, which makes attention gradients wrong (and attention is a library op anyway)
+    aten._scaled_dot_product_flash_attention_for_cpu.default,
     aten.var_mean.correction,
     aten.var.correction,
     aten.mean.dim,

@@ -355,7 +355,8 @@ def summarize_graphs(graphs: list) -> dict:
     """Counts over torchfuse's compiled graphs, for the report.
 
     Returns a dict: ``graphs`` (names), ``groups`` (fusion groups = kernels per shape),
-    ``kernels_new`` / ``kernels_cached`` (generated now / found in the kernel cache),
+    ``kernels_new`` / ``kernels_cached`` (generated now / reused: identical to a kernel loaded
+    earlier in this process, or found in the on-disk kernel cache),
     ``fused_compute`` / ``fused_layout`` (IR ops inside groups), ``aten`` (a Counter of ops
     left to ATen, by name), ``views`` (ATen view calls, which move no data), ``fallbacks``,
     ``torchfuse_seconds`` (torchfuse's own stages: IR, segmentation, kernel generation,
@@ -403,7 +404,8 @@ def format_report(result: DemoResult, texts: list[str], header: list[tuple[str, 
     """The printed report, and whether every check passed (see the module docstring).
 
     Args:
-        result: what :func:`run_demo` measured for ``texts``.
+        result: what :func:`run_demo` measured for ``texts`` (:data:`SENTENCES`, which
+            :data:`RELATED_PAIRS` index).
         header: ``(label, text)`` rows describing the model and the machine.
         dtype: the compute dtype; picks the tolerance from :data:`TOLERANCE`.
     """
@@ -440,7 +442,8 @@ def _compile_rows(result: DemoResult, dtype: torch.dtype, tolerance: float) -> l
     return [
         ("graphs", f"{len(s['graphs'])} ({', '.join(s['graphs']) or 'none'})"),
         ("kernels", f"{s['kernels_new'] + s['kernels_cached']} for {s['groups']} fusion groups "
-                    f"({s['kernels_new']} generated now, {s['kernels_cached']} from the kernel cache)"),
+                    f"({s['kernels_new']} new, {s['kernels_cached']} reused: the same source as another "
+                    f"group's, or found in the kernel cache)"),
         ("fused ops", f"{s['fused_compute'] + s['fused_layout']} ({s['fused_compute']} compute, "
                       f"{s['fused_layout']} layout) inside the generated kernels"),
         ("ATen ops", f"{sum(s['aten'].values())} ({aten}) + {s['views']} views that move no data"),

@@ -365,7 +365,15 @@ def _detach_view(units: _Units, node: Node, group: set) -> Node:
 
 
 def _to_call(node: Node) -> None:
-    """Make a layout registry node a call of its ATen op (a view)."""
+    """Make a layout registry node a call of its ATen op (a view).
+
+    A node traced from FX keeps its original ATen target and arguments (symbolic sizes in
+    them are values, read at run time); only nodes built without one get an equivalent call.
+    """
+    if node.target is not None:
+        node.reason = "view (no data moves)"
+        node.op = None
+        return
     import torch
 
     aten = torch.ops.aten

@@ -54,21 +54,22 @@ class References:
     """Eager's results for the accuracy check.
 
     Attributes:
-        eager: eager's results in the mode's precision.
+        eager: eager's results in the mode's precision (tensors by name, as
+            :meth:`~torchfuse.bench.steps.PreparedBackend.forward_backward` returns them).
         eager_deterministic: a second eager run equals the first; when not, compiled
             backends cannot be judged.
         fp64: the float64 results, or ``None`` when the model does not run in float64.
         fp64_error: why there is no float64 reference.
     """
 
-    eager: list
+    eager: Any
     eager_deterministic: bool
-    fp64: list | None
+    fp64: Any
     fp64_error: str | None = None
 
 
-def compare(references: References, result: list, tolerance: float) -> tuple[str, str]:
-    """Judge ``result`` (a backend's list of tensors) against eager's.
+def compare(references: References, result: Any, tolerance: float) -> tuple[str, str]:
+    """Judge ``result`` (a backend's tensors, by name) against eager's.
 
     Returns:
         ``(status, detail)``: status is :data:`PASS`, :data:`FAIL` or :data:`EAGER_DIFFERS`;
@@ -95,7 +96,7 @@ def compare(references: References, result: list, tolerance: float) -> tuple[str
     return (PASS if ok else FAIL), detail
 
 
-def results_equal(a: list, b: list) -> bool:
+def results_equal(a: Any, b: Any) -> bool:
     """Whether two eager runs agree (``same`` at tolerance 1e-4): the check PyTorch's
     benchmarks use to call a model non-deterministic."""
     from torch._dynamo.utils import same

@@ -1,9 +1,8 @@
 """The backends compared in one run: one table entry each.
 
-Adding a backend is one entry in :data:`BACKENDS`. When torchfuse grows its own CUDA graphs
-(an option of :class:`torchfuse.Options`), the entry is::
-
-    Backend("torchfuse-cudagraphs", compile_torchfuse(cuda_graphs=True), needs_cuda=True),
+Adding a backend is one entry in :data:`BACKENDS`; a torchfuse variant is
+``compile_torchfuse(<option>=<value>)`` with options of :class:`torchfuse.Options`, e.g.
+``torchfuse-cudagraphs`` (torchfuse's own CUDA graphs, which capture inference graphs).
 
 Speedups are reported over :data:`BASELINE` (eager) and over :data:`COMPILE_BASELINE`
 (``torch.compile`` with its default mode).
@@ -85,6 +84,8 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in [
     Backend("torch.compile-reduce-overhead", compile_torch("reduce-overhead"), mark_step=True, needs_cuda=True,
             modules=_INDUCTOR),
     Backend("torchfuse", compile_torchfuse(), modules=_TORCHFUSE),
+    Backend("torchfuse-cudagraphs", compile_torchfuse(cudagraphs=True), needs_cuda=True, inference_only=True,
+            modules=_TORCHFUSE + ("torchfuse.runtime.cudagraphs",)),
 ]}
 
 BASELINE = "eager"

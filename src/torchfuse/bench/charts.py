@@ -52,7 +52,7 @@ def _plot(path: Path, title: str, labels: list[str], series: dict[str, list], fa
         bars = ax.bar(xs, heights, width, label=name, color=COLORS[i % len(COLORS)])
         for x, v, bar in zip(xs, values, bars):
             if v is not None:
-                ax.annotate(f"{v:.2f}", (x, v), ha="center", va="bottom", fontsize=6, rotation=90,
+                ax.annotate(f"{v:.3g}", (x, v), ha="center", va="bottom", fontsize=6, rotation=90,
                             xytext=(0, 2), textcoords="offset points")
         for x, bad in zip(xs, failed.get(name, [])):
             if bad:

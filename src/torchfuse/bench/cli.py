@@ -78,7 +78,8 @@ def run_parser() -> argparse.ArgumentParser:
     how = p.add_argument_group("how to measure")
     how.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                      help="start no case (or backend) after this many seconds; the rest is listed as not run")
-    how.add_argument("--warmup", type=int, default=None, help="untimed steps per backend (default 3, quick 1)")
+    how.add_argument("--warmup", type=int, default=None,
+                     help="untimed steps per backend after the first call (default 3; 1 with --quick on a CPU)")
     how.add_argument("--rounds", type=int, default=None, help="interleaved timing rounds (default 5, quick 2)")
     how.add_argument("--round-seconds", type=float, default=None,
                      help="target seconds per backend per round (default 0.2, quick 0)")
@@ -117,7 +118,8 @@ def settings_from(args: argparse.Namespace, device: str):
     quick = args.quick
     return Settings(
         device=device, backends=args.backends, quick=quick, channels_last=args.channels_last,
-        warmup=args.warmup if args.warmup is not None else (1 if quick else 3),
+        # CUDA graphs (reduce-overhead, torchfuse's) are recorded in the second or third call
+        warmup=args.warmup if args.warmup is not None else (1 if quick and device == "cpu" else 3),
         rounds=args.rounds if args.rounds is not None else (2 if quick else 5),
         round_seconds=args.round_seconds if args.round_seconds is not None else (0.0 if quick else 0.2),
         accuracy=args.accuracy, cold_start=args.cold_start, time_budget=args.time_budget, progress=args.progress)
@@ -217,7 +219,11 @@ def merge_main(argv: list[str]) -> int:
     p.add_argument("--out", type=Path, default=None, help="default: the first source directory")
     args = p.parse_args(argv)
     out_dir = args.out or (args.sources[0] if args.sources[0].is_dir() else args.sources[0].parent.parent)
-    runs = load_runs(args.sources)
+    try:
+        runs = load_runs(args.sources)
+    except (FileNotFoundError, ValueError, KeyError) as e:
+        print(f"torchfuse bench merge: {e}", file=sys.stderr)
+        return 2
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)
     for src in args.sources:  # the merged directory keeps copies of its run files
         files = [src] if src.is_file() else sorted((src / "runs").glob("*.json")) or sorted(src.glob("*.json"))

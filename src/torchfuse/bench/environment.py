@@ -73,11 +73,12 @@ def versions() -> dict:
 
 
 def precision_settings() -> dict:
-    """The float32 matrix-product settings (TF32) in effect."""
+    """The float32 matrix-product settings (TF32) and cuDNN autotuning in effect."""
     return {
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
         "cuda_matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
         "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
     }
 
 

@@ -110,6 +110,10 @@ def _tensor_leaves(tree: Any) -> list[torch.Tensor]:
     return [t for t in leaves if isinstance(t, torch.Tensor)]
 
 
+def _named_outputs(out: Any) -> dict[str, torch.Tensor]:
+    return {f"output.{i}": t for i, t in enumerate(tree_tensors(out))}
+
+
 def _own_leaf(t: Any) -> Any:
     if isinstance(t, torch.Tensor) and t.requires_grad:
         return t.detach().clone().requires_grad_(True)
@@ -193,24 +197,29 @@ class PreparedBackend:
         for t in self.leaf_inputs():
             t.grad = None
 
-    def gradients(self) -> list:
-        """Parameter gradients (in ``parameters()`` order), then input gradients."""
-        return [p.grad for p in self.model.parameters() if p.requires_grad] + [t.grad for t in self.leaf_inputs()]
+    def gradients(self) -> dict[str, torch.Tensor | None]:
+        """``grad.<parameter name>`` and ``grad.input.<i>`` -> the gradient (or ``None``)."""
+        grads = {f"grad.{n}": p.grad for n, p in self.model.named_parameters() if p.requires_grad}
+        grads.update({f"grad.input.{i}": t.grad for i, t in enumerate(self.leaf_inputs())})
+        return grads
 
     # -- what the runner calls
-    def forward_backward(self) -> list:
+    def forward_backward(self) -> dict[str, torch.Tensor | None]:
         """Forward (and backward when training) without optimizer step.
 
         Returns:
-            the outputs (or the loss) and, when training, every gradient: detached copies.
+            detached copies of the outputs (or the loss), ``output.<i>``, and when training of
+            every gradient (:meth:`gradients`); the names let an accuracy failure say which
+            tensor failed.
         """
         if not self.training:
             with torch.no_grad():
-                return tree_tensors(self._call())
+                return _named_outputs(self._call())
         self.zero_grad()
         out = self._call()
         self._backward(out)
-        result = tree_tensors(out) + [g.detach().clone() if g is not None else None for g in self.gradients()]
+        result = _named_outputs(out)
+        result.update({k: g.detach().clone() if g is not None else None for k, g in self.gradients().items()})
         self.zero_grad()
         return result
 

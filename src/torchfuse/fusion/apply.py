@@ -84,7 +84,7 @@ def _accepts(overload, args: Sequence, kwargs: dict) -> bool:
     return True
 
 
-def choose_overload(op: str, overloads: Sequence, args: Sequence, kwargs: dict):
+def choose_overload(overloads: Sequence, args: Sequence, kwargs: dict):
     """The first overload whose schema takes tensors and scalars where ``args`` have them, or
     ``None``."""
     for o in overloads:
@@ -210,7 +210,7 @@ class Applier:
         for slot, a in zip([p.name for p in _arguments(overloads[0])], args):
             if isinstance(a, torch.Tensor):
                 self.operand(op, slot, a)
-        overload = choose_overload(op, overloads, args, kwargs)
+        overload = choose_overload(overloads, args, kwargs)
         if overload is None:
             # a number where the op only takes tensors: make it a 0-dim constant
             tensors = [a for a in args if isinstance(a, FusionTensor)]
@@ -221,7 +221,7 @@ class Applier:
                     if not tensors:
                         fail(op, f"operand '{p.name}' ({describe(a)}) must be a tensor")
                     args[i] = self.constant(op, a, tensors)
-            overload = choose_overload(op, overloads, args, kwargs)
+            overload = choose_overload(overloads, args, kwargs)
             if overload is None:
                 fail(op, "no overload of " + ", ".join(map(str, overloads)) + " takes operands ("
                      + ", ".join(describe(a) for a in args) + ")", type_error=True)
@@ -235,9 +235,15 @@ class Applier:
         ir_kwargs = {k: self.operands(op, k, v) for k, v in kwargs.items()}
         result = self.infer(op, overload, named, ir_args, ir_kwargs)
         results = list(result) if isinstance(result, (tuple, list)) else [result]
+        # result sizes are operand sizes (or 1): map representatives back through the operands
+        known = {self.sizes.representative(s): self.sizes.find(s)
+                 for _, a in named if isinstance(a, FusionTensor) for s in a.shape}
         metas = []
         for i, r in enumerate(results):
-            shape = shapes[i] if shapes is not None else [self.sizes.from_representative(n) for n in r.shape]
+            if shapes is not None:
+                shape = shapes[i]
+            else:
+                shape = [known.get(int(n), None) or self.sizes.from_representative(n) for n in r.shape]
             metas.append(meta_for(r, [self.sizes.find(s) for s in shape]))
         return self.record(op, opdef, overload, named, ir_args, ir_kwargs, metas)
 

@@ -177,10 +177,10 @@ class FusionOp:
         layouts = OutputLayouts(self.fusion, outputs)
 
         def forward(*inputs):
-            outs = self._run_forward(list(inputs))
+            outs, fresh_outputs = self._run_forward(list(inputs))
             fresh: list = []
-            for t, (shape, stride) in zip(outs, layouts.concrete(inputs)):
-                fresh.append(_conform(t, shape, stride, inputs, fresh))
+            for t, (shape, stride), ok in zip(outs, layouts.concrete(inputs), fresh_outputs):
+                fresh.append(t if ok else _conform(t, shape, stride, inputs, fresh))
             return fresh
 
         op = torch.library.custom_op(f"torchfuse::{self.name}", forward, mutates_args=(), schema=schema)
@@ -193,11 +193,14 @@ class FusionOp:
 
         return op
 
-    def _run_forward(self, inputs: list) -> list:
+    def _run_forward(self, inputs: list) -> tuple[list, list[bool]]:
+        """The outputs and extras, and per output whether it is a fresh kernel-written tensor."""
         device, _ = bind(self.specs, self.fusion.shapes, inputs)
         if device.type == "cpu" and not self.fusion.options.interpret:
-            return run_reference(self.fusion, inputs, outputs=list(self.fusion.outputs) + list(self.extras))
-        return self.fusion.program(device, self.extras)(inputs)
+            outs = run_reference(self.fusion, inputs, outputs=list(self.fusion.outputs) + list(self.extras))
+            return outs, [False] * len(outs)
+        program = self.fusion.program(device, self.extras)
+        return program(inputs), program.fresh_outputs
 
     def __call__(self, *inputs):
         outs = self.forward_op(*inputs)[: self.n_outputs]
@@ -276,8 +279,9 @@ class FusionOp:
             fresh: list = []
             for j in first:
                 g = grads[j]
-                aliased = _aliases(g, list(args) + fresh)
-                fresh.append(g.clone(memory_format=torch.contiguous_format) if aliased else g.contiguous())
+                if _aliases(g, list(args) + fresh):
+                    g = g.clone(memory_format=torch.contiguous_format)
+                fresh.append(g.contiguous())
             return fresh
 
         op = torch.library.custom_op(f"torchfuse::{self.name}_backward", backward, mutates_args=(), schema=schema)

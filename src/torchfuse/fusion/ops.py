@@ -321,9 +321,12 @@ def _tensor_operands(overload) -> int:
     return sum(1 for a in overload._schema.arguments if not a.kwarg_only and "Tensor" in str(a.type))
 
 
+#: the namespace's methods generated from the registry: name -> number of operands
+FROM_REGISTRY: dict[str, int] = {}
 for _opdef in registry.REGISTRY.values():
     if _opdef.kind != "pointwise" or _opdef.name in _WRITTEN_BY_HAND or hasattr(Ops, _opdef.name):
         continue
     _n = max(_tensor_operands(o) for o in _opdef.aten)
     if _n in (1, 2):
         setattr(Ops, _opdef.name, _registry_method(_opdef, _n))
+        FROM_REGISTRY[_opdef.name] = _n

@@ -4,9 +4,12 @@ Takes a finished :class:`~torchfuse.fusion.definition.Fusion`; :func:`build_grap
 fresh :class:`~torchfuse.ir.graph.Graph` in which every size is canonical (unified symbols
 replaced by their root, see :mod:`torchfuse.fusion.sizes`), every value lives on the target
 device, and ``symbols`` says which input dim each size symbol is read from. :class:`Program`
-segments it with :func:`torchfuse.segment.segment` and runs it with
+segments it with the segmenter's passes (:mod:`torchfuse.segment`) plus one more,
+:func:`fuse_horizontally` (a definition asks for one kernel, so groups over one domain merge
+even when no value flows between them), and runs it with
 :class:`torchfuse.runtime.executor.CompiledGraph`, exactly as a graph captured by
-``torch.compile`` runs: the same schedulers, kernels and kernel cache.
+``torch.compile`` runs: the same schedulers, kernels and kernel cache. Derived backward
+graphs (:mod:`torchfuse.fusion.autograd`) run through :class:`Program` too.
 """
 from __future__ import annotations
 
@@ -166,6 +169,36 @@ def _collect_symbols(obj: Any, found: set) -> None:
             _collect_symbols(o, found)
 
 
+def segment_fusion(graph: Graph, options: Options) -> Segmentation:
+    """The segmenter's passes, then :func:`fuse_horizontally`: a user-defined fusion asks for
+    one kernel, so groups over one domain merge even when no value flows between them."""
+    from .. import segment as segmenter
+
+    passes = ("_Units", "duplicate_constants", "fuse_producers", "fuse_siblings", "fuse_consumer_siblings",
+              "finalize")
+    if not all(hasattr(segmenter, name) for name in passes):  # another segmenter layout: its own passes only
+        return segment(graph, options)
+    segmenter.duplicate_constants(graph)
+    units = segmenter._Units(graph, options)
+    segmenter.fuse_producers(units)
+    segmenter.fuse_siblings(units)
+    segmenter.fuse_consumer_siblings(units)
+    fuse_horizontally(units)
+    return segmenter.finalize(units)
+
+
+def fuse_horizontally(units) -> None:
+    """Merge each group into the first earlier group it can share a domain with (no cycle)."""
+    anchors: list[Node] = []
+    seen: set[int] = set()
+    for node in units.graph.nodes:
+        if node.is_call or id(units.unit[node]) in seen:
+            continue
+        seen.add(id(units.unit[node]))
+        if not any(units.try_merge(a, node) for a in anchors):
+            anchors.append(node)
+
+
 class Program:
     """One graph segmented and ready to run on one device.
 
@@ -175,8 +208,15 @@ class Program:
     """
 
     def __init__(self, graph: Graph, options: Options, name: str):
-        self.segmentation = bind_symbolic_call_arguments(segment(graph, options))
+        from ..segment import FusionGroup
+
+        self.segmentation = bind_symbolic_call_arguments(segment_fusion(graph, options))
         self.compiled = CompiledGraph(self.segmentation, options, name=name)
+        written = {o for s in self.segmentation.steps if isinstance(s, FusionGroup) for o in s.outputs}
+        outs = graph.outputs
+        #: per graph output: whether a kernel writes it into a tensor of its own (allocated
+        #: with the value's declared strides), not an ATen call (a view) or another output
+        self.fresh_outputs = [o in written and outs.count(o) == 1 for o in outs]
 
     @property
     def num_kernels(self) -> int:

@@ -47,11 +47,10 @@ class FusionScalar:
     def __bool__(self):
         raise TypeError(f"{self!r} has no value while the fusion is defined")
 
-    # scalars combine with tensors through the tensors' reflected operators
-    def __add__(self, other): return self.fusion.ops.add(self, other)
-    def __mul__(self, other): return self.fusion.ops.mul(self, other)
-    def __sub__(self, other): return self.fusion.ops.sub(self, other)
-    def __truediv__(self, other): return self.fusion.ops.div(self, other)
+    # ATen takes a scalar second only: swap the operands where that is exact in IEEE arithmetic
+    def __add__(self, other): return self.fusion.ops.add(other, self)
+    def __mul__(self, other): return self.fusion.ops.mul(other, self)
+    def __sub__(self, other): return self.fusion.ops.neg(self.fusion.ops.sub(other, self))
 
 
 class FusionTensor:

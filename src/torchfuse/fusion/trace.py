@@ -16,6 +16,7 @@ once per signature (the trace keeps the branch taken).
 from __future__ import annotations
 
 import functools
+import inspect
 import operator
 from typing import Any, Callable
 
@@ -108,10 +109,16 @@ class FusedFunction:
 
         tensors = [args[i].detach() for i in positions]
         gm = make_fx(flat, decomposition_table=decomposition_table(), tracing_mode="symbolic")(*tensors)
-        return replay(gm, self.name, self.options, **self.overrides), returned[0]
+        try:
+            params = list(inspect.signature(self.fn).parameters)
+            names = [params[i] if i < len(params) else None for i in positions]
+        except (TypeError, ValueError):
+            names = None
+        return replay(gm, self.name, self.options, input_names=names, **self.overrides), returned[0]
 
 
-def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, **overrides) -> Fusion:
+def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names: list | None = None,
+           **overrides) -> Fusion:
     """Define a fusion by applying the ATen ops of ``gm`` (traced by ``make_fx`` with symbolic
     sizes) one by one.
 
@@ -153,7 +160,9 @@ def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, **overrides
                     shape.append(symbols[expr])
                 else:
                     raise DefinitionError(f"{name}: input {node.name} has a size {expr} computed from other sizes")
-            env[node] = fd.define_tensor(shape, val.dtype, name=node.name)
+            k = len(fd.inputs)
+            given = input_names[k] if input_names and k < len(input_names) else None
+            env[node] = fd.define_tensor(shape, val.dtype, name=given or node.name)
         elif node.op == "call_function":
             target = node.target
             args, kwargs = lookup(node.args), lookup(node.kwargs)

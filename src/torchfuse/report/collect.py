@@ -174,19 +174,20 @@ def steps_from_segmentation(seg, groups_by_id: dict[int, int], calls_by_node: di
     steps: list[Step] = []
     for s in seg.steps:
         if isinstance(s, FusionGroup):
-            reads, writes, drawn = s.inputs, s.outputs, ("group", groups_by_id.get(s.id))
+            kind, index, reads, writes = "group", groups_by_id.get(s.id), s.inputs, s.outputs
         else:
-            reads, writes = s.input_values(), s.outputs
-            drawn = ("aten", calls_by_node.get(id(s)))
+            kind, index, reads, writes = "aten", calls_by_node.get(id(s)), s.input_values(), s.outputs
+            if s.reason in _UNDRAWN_REASONS:
+                index = None
         deps: set[int] = set()
         for v in reads:
             if isinstance(v, Value):
                 deps |= producers.get(v, set())
-        if drawn[1] is None or (drawn[0] == "aten" and s.reason in _UNDRAWN_REASONS):
-            for v in writes:  # looked through: its results come from what it read
+        if index is None:  # not drawn: its results come from what it read
+            for v in writes:
                 producers[v] = deps
             continue
-        steps.append(Step(kind=drawn[0], index=drawn[1], after=sorted(deps)))
+        steps.append(Step(kind=kind, index=index, after=sorted(deps)))
         for v in writes:
             producers[v] = {len(steps) - 1}
     for v in seg.graph.output_values():

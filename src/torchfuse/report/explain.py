@@ -69,6 +69,8 @@ def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequen
         whatever the program raises; TypeError for an unknown option. torchfuse's own
         failures do not raise: they are in the result (and warned about, with reproducers).
     """
+    from torch._dynamo.backends.debugging import ExplainWithBackend
+
     from .. import backend
     from . import collect  # here, not at import time: it loads the IR (and sympy)
 
@@ -78,8 +80,6 @@ def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequen
     unfused_before = {id(u) for u in backend.UNFUSED}
     guards_before = _guard_failure_counts()
     recorder = _Recorder(opts)
-    from torch._dynamo.backends.debugging import ExplainWithBackend
-
     dynamo_explain = ExplainWithBackend(recorder)
     fn = torch.compile(model_or_fn, backend=dynamo_explain)
     t0 = time.perf_counter()
@@ -96,27 +96,7 @@ def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequen
 
     result = ExplainResult(environment=_environment(example_inputs, model_or_fn, opts), seconds=seconds)
     result.graph_breaks = collect.graph_breaks(dynamo_explain.output().break_reasons)
-    compiled_objects: list = []  # parallel to result.graphs: the CompiledGraph or None
-    seen: set[int] = set()
-
-    def add(obj, capture: int) -> int:
-        seen.add(id(obj))
-        index = len(result.graphs)
-        if isinstance(obj, dict):
-            result.graphs.append(collect.unfused_graph_report(obj, index, capture))
-            compiled_objects.append(None)
-        else:
-            result.graphs.append(collect.compiled_graph_report(obj, index, capture))
-            compiled_objects.append(obj)
-        return index
-
-    for i, (gm, secs, compiled, unfused) in enumerate(recorder.captures):
-        cap = Capture(index=i, ops=collect.count_ops(gm), location=collect.capture_location(gm), seconds=secs)
-        cap.graphs = [add(obj, i) for obj in compiled + unfused]
-        result.captures.append(cap)
-    for obj in list(backend.RECENT) + list(backend.UNFUSED):  # compiled later (a backward)
-        if id(obj) not in compiled_before and id(obj) not in unfused_before and id(obj) not in seen:
-            add(obj, -1)
+    compiled_objects = _add_graphs(result, recorder, compiled_before | unfused_before)
     result.kernels = _kernels(compiled_objects)
     result.recompilations = _dynamo_recompilations(guards_before)
     for g in result.graphs:
@@ -130,6 +110,36 @@ def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequen
         if verbose:
             print(f"HTML report: {html}")
     return result
+
+
+def _add_graphs(result: ExplainResult, recorder: _Recorder, known_before: set[int]) -> list:
+    """Fill ``result.captures`` and ``result.graphs`` from what the run compiled; returns the
+    ``CompiledGraph`` behind each graph record (``None`` for graphs that run unfused)."""
+    from .. import backend
+    from . import collect
+
+    compiled_objects: list = []
+    seen: set[int] = set()
+
+    def add(obj, capture: int) -> int:
+        seen.add(id(obj))
+        index = len(result.graphs)
+        if isinstance(obj, dict):  # a backend.UNFUSED record
+            result.graphs.append(collect.unfused_graph_report(obj, index, capture))
+            compiled_objects.append(None)
+        else:
+            result.graphs.append(collect.compiled_graph_report(obj, index, capture))
+            compiled_objects.append(obj)
+        return index
+
+    for i, (gm, seconds, compiled, unfused) in enumerate(recorder.captures):
+        capture = Capture(index=i, ops=collect.count_ops(gm), location=collect.capture_location(gm), seconds=seconds)
+        capture.graphs = [add(obj, i) for obj in compiled + unfused]
+        result.captures.append(capture)
+    for obj in list(backend.RECENT) + list(backend.UNFUSED):  # compiled after the captures: a backward
+        if id(obj) not in known_before and id(obj) not in seen:
+            add(obj, -1)
+    return compiled_objects
 
 
 def _run_backward(out: Any) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import tempfile
 from typing import Any
 
@@ -93,6 +94,8 @@ def reproducer_text(gm: torch.fx.GraphModule, inputs: list[tuple], name: str, er
     except ImportError:
         triton_version = "not installed"
     code = gm.print_readable(print_output=False, include_stride=True, include_device=True)
+    # the printed class is named after the module's class, which may not be an identifier (<lambda>)
+    code = re.sub(r"^class [^\n(]*\(torch\.nn\.Module\):", "class GraphModule(torch.nn.Module):", code.lstrip(), count=1)
     first_line = error.strip().splitlines()[0] if error.strip() else "unknown error"
     header = (
         f'"""torchfuse reproducer: the {name} graph failed ({first_line[:200]}).\n\n'

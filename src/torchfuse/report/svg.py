@@ -19,7 +19,7 @@ import math
 from html import escape
 
 from .result import ExplainResult, GraphReport, Step
-from .summary import compress_ops
+from .summary import CATEGORY_TEXT, compress_ops
 
 BOX_WIDTH = 236
 GAP_X = 28
@@ -136,7 +136,8 @@ def graph_svg(graph: GraphReport, anchor_prefix: str) -> str:
             c = graph.aten_calls[s.index]
             cls, href = "box aten", f"#{anchor_prefix}-aten-{s.index}"
             style = 'fill="#e5e7eb" stroke="#6b7280" stroke-width="1.2"'
-            tip = f"{c.op}\n{c.category}: {c.reason}"
+            tip = f"{c.op}\n{CATEGORY_TEXT.get(c.category, c.category)}" + (
+                f": {c.reason}" if c.category not in ("library", "view", "constant") else "")
             stroke = "#374151"
         out.append(f'<a href="{href}" class="{cls}"><title>{escape(tip)}</title>')
         out.append(f'<rect x="{x:.0f}" y="{y:.0f}" width="{BOX_WIDTH}" height="{h}" rx="{8 if s.kind == "group" else 3}" {style}/>')

@@ -1,0 +1,378 @@
+"""The fusion-definition API (torchfuse.fusion): definition-time errors, execution against
+eager for the op namespace across dtypes, kernel reuse for new sizes, autograd (derived and
+given backward), the fusion as one op inside torch.compile, and the ``@fused`` decorator."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from conftest import DEVICE
+from torchfuse.fusion import DefinitionError, DefinitionTypeError, Fusion, fused
+from torchfuse.ir import ops as registry
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
+
+F16, BF16, F32, F64, I32, BOOL = torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32, torch.bool
+
+
+def sample(shape, dtype, low=-3.0, high=3.0, nonzero=False):
+    g = torch.Generator().manual_seed(hash((tuple(shape), str(dtype), low)) % 2**31)
+    if dtype == BOOL:
+        return torch.rand(shape, generator=g) > 0.5
+    x = torch.rand(shape, generator=g, dtype=F64) * (high - low) + low
+    if not dtype.is_floating_point:
+        x = x.round()
+        if nonzero:
+            x = torch.where(x == 0, torch.ones_like(x), x)
+    return x.to(dtype).to(DEVICE)
+
+
+# ----------------------------------------------------------------------------- definition errors
+
+def _two(fd, a=(-1, -1), b=(-1, -1), da=F32, db=F32):
+    return fd.define_tensor(list(a), da, name="x"), fd.define_tensor(list(b), db, name="y")
+
+
+ERRORS = [
+    # (what, definition, exception type, fragments the message must hold)
+    ("rank", lambda fd: fd.ops.add(*_two(fd, b=(-1,))), DefinitionError, ["add:", "'other'", "y", "rank 1", "rank 2"]),
+    ("static sizes", lambda fd: fd.ops.mul(*_two(fd, a=(4, -1), b=(5, -1))), DefinitionError,
+     ["mul:", "'other'", "y", "cannot broadcast", "4", "5"]),
+    ("named sizes", lambda fd: fd.ops.sub(*_two(fd, a=("N", -1), b=("M", -1))), DefinitionError,
+     ["sub:", "'other'", "named size N", "named size M"]),
+    ("broadcast_in_dim size", lambda fd: fd.ops.broadcast_in_dim(fd.define_tensor([5], name="x"), [3, 4], [1]),
+     DefinitionError, ["broadcast_in_dim:", "operand 'a'", "x", "4"]),
+    ("broadcast_in_dim dims", lambda fd: fd.ops.broadcast_in_dim(fd.define_tensor([-1, -1], name="x"), [3, 4], [1]),
+     DefinitionError, ["broadcast_in_dim:", "operand 'a'", "rank 2"]),
+    ("bitwise on floats", lambda fd: fd.ops.bitwise_and(*_two(fd)), DefinitionTypeError,
+     ["bitwise_and:", "'self'", "x: float32", "float32"]),
+    ("bool subtraction", lambda fd: fd.ops.sub(*_two(fd, da=BOOL, db=BOOL)), DefinitionTypeError,
+     ["sub:", "'self'", "x: bool"]),
+    ("float condition", lambda fd: fd.ops.where(fd.define_tensor([-1], name="c"), 1.0, 0.0), DefinitionTypeError,
+     ["where:", "'condition'", "c: float32"]),
+    ("integer variance", lambda fd: fd.ops.var_mean(fd.define_tensor([-1], I32, name="i")), DefinitionTypeError,
+     ["var_mean:", "'self'", "i: int32"]),
+    ("integer random", lambda fd: fd.ops.rand_like(fd.define_tensor([-1], I32, name="i")), DefinitionTypeError,
+     ["rand_like:", "int32"]),
+    ("reduction dim", lambda fd: fd.ops.sum(fd.define_tensor([-1, -1], name="x"), 2), DefinitionError,
+     ["sum:", "dim 2", "'self'", "x"]),
+    ("squeeze", lambda fd: fd.ops.squeeze(fd.define_tensor([-1, 1], name="x"), 0), DefinitionError,
+     ["squeeze:", "'self'", "x", "not 1"]),
+    ("reshape", lambda fd: fd.ops.reshape(fd.define_tensor([-1, 4], name="x"), [3, -1]), DefinitionError,
+     ["reshape:", "'self'", "x"]),
+    ("torch tensor operand", lambda fd: fd.ops.exp(torch.ones(3)), DefinitionTypeError,
+     ["exp:", "'self'", "torch.Tensor", "define_tensor"]),
+    ("complex input", lambda fd: fd.define_tensor([-1], torch.complex64, name="z"), DefinitionTypeError,
+     ["define_tensor:", "'z'", "complex64"]),
+    ("output is an input", lambda fd: fd.add_output(fd.define_tensor([-1], name="x")), DefinitionError,
+     ["add_output:", "x", "is an input"]),
+    ("output from no input", lambda fd: fd.add_output(fd.ops.full([4], 1.0)), DefinitionError,
+     ["add_output:", "not computed from any input"]),
+    ("operand of another fusion", lambda fd: fd.ops.add(fd.define_tensor([-1], name="x"),
+                                                        Fusion("other").define_tensor([-1], name="z")),
+     DefinitionError, ["add:", "'other'", "z", "another fusion"]),
+]
+
+
+@pytest.mark.parametrize("what,define,error,fragments", ERRORS, ids=[e[0] for e in ERRORS])
+def test_definition_errors_name_op_and_operand(what, define, error, fragments):
+    with pytest.raises(error) as info:
+        define(Fusion("errors"))
+    for fragment in fragments:
+        assert fragment in str(info.value), (fragment, str(info.value))
+
+
+def test_finished_fusion_and_missing_outputs():
+    fd = Fusion("empty")
+    fd.define_tensor([-1], name="x")
+    with pytest.raises(DefinitionError, match="no outputs"):
+        fd.finish()
+    with Fusion("done") as fd:
+        x = fd.define_tensor([-1], name="x")
+        fd.add_output(x * 2)
+    with pytest.raises(DefinitionError, match="exp: fusion 'done' is finished"):
+        fd.ops.exp(x)
+
+
+# ----------------------------------------------------------------------------- execution vs eager
+
+def _pointwise_names(nargs: int) -> list[str]:
+    from torchfuse.fusion.ops import FROM_REGISTRY
+
+    return [name for name, n in FROM_REGISTRY.items() if n == nargs]
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, BOOL], ids=str)
+def test_pointwise_namespace_matches_eager(dtype):
+    """Every one- and two-operand pointwise op of the namespace that takes ``dtype``, all in
+    one fusion (one kernel), against the same ATen op in eager PyTorch."""
+    shape = (5, 37)
+    applied, skipped = [], []
+    with Fusion(f"pointwise_{dtype}", interpret_integer_division=True) as fd:
+        inputs = {}
+
+        def operand(domain, k, nonzero=False):
+            key = (domain, k, nonzero)
+            if key not in inputs:
+                inputs[key] = (fd.define_tensor(["N", "C"], dtype, name=f"in{len(inputs)}"),
+                               sample(shape, dtype, *(domain or (-3.0, 3.0)), nonzero=nonzero))
+            return inputs[key]
+
+        for nargs in (1, 2):
+            for name in _pointwise_names(nargs):
+                opdef = registry.REGISTRY[name]
+                nonzero = opdef.integer_division or name == "pow"
+                args = [operand(opdef.domain, k, nonzero and k == 1) for k in range(nargs)]
+                try:
+                    out = getattr(fd.ops, name)(*[a[0] for a in args])
+                except DefinitionTypeError:
+                    skipped.append(name)
+                    continue
+                fd.add_output(out)
+                applied.append((name, opdef.aten[0], [a[1] for a in args]))
+    data = [t for _, t in inputs.values()]
+    results = fd.execute(data)
+    assert fd.num_kernels(DEVICE) == 1, fd.explain(DEVICE)
+    assert len(applied) >= {F32: 60, F16: 55, I32: 35, BOOL: 15}[dtype], (applied, skipped)
+    tol = {F16: dict(atol=2e-3, rtol=2e-3)}.get(dtype, dict(atol=1e-5, rtol=2e-5))
+    for (name, overload, args), got in zip(applied, results):
+        want = overload(*args)
+        torch.testing.assert_close(got, want, equal_nan=True, **tol, msg=lambda m: f"{name}: {m}")
+
+
+def test_reductions_match_eager():
+    x_data = sample((6, 33, 5), F32)
+    with Fusion("reductions") as fd:
+        x = fd.define_tensor([-1, -1, -1], F32, name="x")
+        outs = [fd.ops.sum(x, 1), fd.ops.mean(x, 1, keepdim=True), fd.ops.amax(x, 1), fd.ops.amin(x, 1),
+                fd.ops.var(x, 1, correction=0), *fd.ops.var_mean(x, 1), fd.ops.argmax(x, 1), fd.ops.argmin(x, 1),
+                fd.ops.any(x > 2.5, 1), fd.ops.all(x > -2.9, 1), fd.ops.prod(x, 1)]
+        for o in outs:
+            fd.add_output(o)
+    got = fd.execute([x_data])
+    want = [x_data.sum(1), x_data.mean(1, keepdim=True), x_data.amax(1), x_data.amin(1), x_data.var(1, correction=0),
+            *torch.var_mean(x_data, 1), x_data.argmax(1), x_data.argmin(1), (x_data > 2.5).any(1),
+            (x_data > -2.9).all(1), x_data.prod(1)]
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+    assert fd.num_kernels(DEVICE) == 1, fd.explain(DEVICE)
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
+def test_layout_casts_constants_and_sizes(dtype):
+    x_data, b_data = sample((4, 7), dtype), sample((7,), dtype)
+    with Fusion("layout") as fd:
+        x = fd.define_tensor(["N", "C"], dtype, name="x")
+        b = fd.define_tensor(["C"], dtype, name="b")
+        bb = fd.ops.broadcast_in_dim(b, x.shape, [1])
+        y = fd.ops.cast(x, F32) * 2 - fd.ops.cast(bb, F32)
+        t = fd.ops.transpose(y, 0, 1)
+        u = fd.ops.unsqueeze(fd.ops.sum(y, 1), 1)
+        fd.add_output(fd.ops.where(y > 0, y, fd.ops.full_like(y, -1.0)))
+        fd.add_output(fd.ops.permute(t * 3, [1, 0]))
+        fd.add_output(fd.ops.squeeze(u, 1) / x.shape[1])               # a size as a runtime scalar
+        fd.add_output(fd.ops.clamp(fd.ops.expand(fd.ops.reshape(b, [1, -1]), [x.shape[0], -1]), -0.5, 0.5))
+        fd.add_output(fd.ops.cast(2.0 - y, dtype))                      # a number first: a 0-dim constant
+    y = x_data.float() * 2 - b_data.float()
+    want = [torch.where(y > 0, y, -1.0), y * 3, y.sum(1) / 7, b_data.reshape(1, -1).expand(4, -1).clamp(-0.5, 0.5),
+            (2.0 - y).to(dtype)]
+    for got, w in zip(fd.execute([x_data, b_data]), want):
+        torch.testing.assert_close(got, w)
+
+
+def test_new_sizes_reuse_the_kernel():
+    with Fusion("softmax") as fd:
+        x = fd.define_tensor([-1, -1], F32, name="x")
+        fd.add_output(fd.ops.softmax(x, 1))
+    program = fd.program(DEVICE)
+    keys = []
+    for shape in [(8, 40), (3, 17), (11, 64)]:
+        x_data = sample(shape, F32)
+        torch.testing.assert_close(fd.execute([x_data])[0], torch.softmax(x_data, 1))
+        keys.append(program.kernel_keys())
+    assert keys[0] == keys[1] == keys[2] and len(keys[0]) == 1
+    assert program.compiled.stats["kernels_compiled"] <= 1
+    assert program.compiled.stats["kernels_cached"] >= 2 or program.compiled.stats["kernels_compiled"] == 0
+
+
+def test_execute_checks_inputs():
+    with Fusion("checked") as fd:
+        x = fd.define_tensor(["N", -1], F32, contiguity=True, name="x")
+        y = fd.define_tensor(["N", 1], F32, name="y")
+        fd.add_output(x + y)
+    good = [sample((3, 4), F32), sample((3, 1), F32)]
+    torch.testing.assert_close(fd.execute(good)[0], good[0] + good[1])
+    cases = [([good[0].double(), good[1]], TypeError, "dtype"),
+             ([good[0], sample((4, 1), F32)], ValueError, "size N"),
+             ([good[0], sample((3, 2), F32)], ValueError, "broadcast"),
+             ([sample((4, 3), F32).t(), good[1]], ValueError, "stride"),
+             ([good[0]], TypeError, "takes 2 inputs")]
+    for inputs, error, fragment in cases:
+        with pytest.raises(error, match=fragment):
+            fd.execute(inputs)
+
+
+def test_runtime_scalar_changes_without_recompiling():
+    with Fusion("scaled") as fd:
+        x = fd.define_tensor([-1], F32, name="x")
+        s = fd.define_scalar(float, name="s")
+        fd.add_output(fd.ops.mul(x, s) + 1.0)
+    x_data = sample((50,), F32)
+    for s in (0.5, -2.25):
+        torch.testing.assert_close(fd.execute([x_data, s])[0], x_data * s + 1.0)
+    assert len(fd.program(DEVICE).kernel_keys()) == 1
+
+
+def test_reshape_that_merges_dims_splits_the_fusion_and_says_so():
+    with Fusion("merge") as fd:
+        x = fd.define_tensor([-1, -1], F32, name="x")
+        y = fd.ops.reshape(fd.ops.exp(x), [-1])
+        fd.add_output(fd.ops.sum(y * 2, 0))
+    x_data = sample((4, 6), F32)
+    torch.testing.assert_close(fd.execute([x_data])[0], (x_data.exp().reshape(-1) * 2).sum())
+    assert fd.num_kernels(DEVICE) == 2
+    assert "reshape" in fd.explain(DEVICE)
+
+
+def test_cpu_without_interpreter_runs_op_by_op():
+    with Fusion("eager", interpret=False) as fd:
+        x = fd.define_tensor([-1], F32, name="x")
+        fd.add_output(fd.ops.silu(x))
+    x_data = torch.randn(9)
+    with pytest.warns(RuntimeWarning, match="op by op"):
+        got = fd.execute([x_data])[0]
+    torch.testing.assert_close(got, F.silu(x_data))
+
+
+# ----------------------------------------------------------------------------- autograd
+
+def _layer_norm_fusion(dtype=F32, p=0.0):
+    with Fusion("layer_norm") as fd:
+        x = fd.define_tensor(["N", "H"], dtype, name="x")
+        w = fd.define_tensor(["H"], dtype, name="w")
+        b = fd.define_tensor(["H"], dtype, name="b")
+        y = fd.ops.dropout(x, p)[0] if p else x
+        out, mean, rstd = fd.ops.layer_norm(y, w, b)
+        fd.add_output(out)
+        fd.add_output(mean)
+    return fd
+
+
+def _leaves(*shapes, dtype=F32):
+    return [sample(s, dtype).requires_grad_() for s in shapes]
+
+
+def test_derived_backward_matches_eager():
+    op = _layer_norm_fusion().as_op()
+    for n, h in [(6, 24), (9, 40)]:
+        x, w, b = _leaves((n, h), (h,), (h,))
+        out, mean = op(x, w, b)
+        g, gm = torch.randn_like(out), torch.randn_like(mean)
+        grads = torch.autograd.grad([out, mean], [x, w, b], [g, gm])
+        ref = F.layer_norm(x, (h,), w, b)
+        ref_mean = x.mean(1, keepdim=True)
+        torch.testing.assert_close(out, ref)
+        torch.testing.assert_close(mean, ref_mean)
+        for got, want in zip(grads, torch.autograd.grad([ref, ref_mean], [x, w, b], [g, gm])):
+            torch.testing.assert_close(got, want)
+    fwd, bwd = op.num_kernels(DEVICE)
+    assert fwd == 1 and 1 <= bwd <= 4
+
+
+@pytest.mark.parametrize("mask_is_output", [True, False])
+def test_derived_backward_reuses_the_dropout_mask(mask_is_output):
+    p = 0.3
+    with Fusion("dropout_scale") as fd:
+        x = fd.define_tensor([-1, -1], F32, name="x")
+        w = fd.define_tensor([1, -1], F32, name="w")
+        y, keep = fd.ops.dropout(x, p)
+        fd.add_output(y * w)
+        if mask_is_output:
+            fd.add_output(keep)
+    op = fd.as_op()
+    assert [v.meta.dtype for v in op.saved] == [BOOL]           # the mask, not the random numbers
+    assert len(op.extras) == (0 if mask_is_output else 1)
+    x_data, w_data = _leaves((16, 32), (1, 32))
+    result = op(x_data, w_data)
+    out = result[0] if mask_is_output else result
+    keep = result[1] if mask_is_output else out != 0
+    g = torch.randn_like(out)
+    gx, gw = torch.autograd.grad(out, [x_data, w_data], g)
+    torch.testing.assert_close(gx, torch.where(keep, g * w_data / (1 - p), 0.0))
+    torch.testing.assert_close(gw, torch.where(keep, g * x_data / (1 - p), 0.0).sum(0, keepdim=True))
+    rate = keep.float().mean().item()
+    assert abs(rate - (1 - p)) < 5 * math.sqrt(p * (1 - p) / keep.numel())
+
+
+def test_given_backward_fusion():
+    with Fusion("square") as fwd:
+        x = fwd.define_tensor([-1], F32, name="x")
+        fwd.add_output(x * x)
+    with Fusion("square_backward") as bwd:
+        x = bwd.define_tensor([-1], F32, name="x")
+        bwd.define_tensor([-1], F32, name="y")          # the forward output (unused here)
+        g = bwd.define_tensor([-1], F32, name="g")
+        bwd.add_output(g * 2 * x)
+    op = fwd.as_op(backward=bwd)
+    (x_data,) = _leaves((20,))
+    (grad,) = torch.autograd.grad(op(x_data).sum(), [x_data])
+    torch.testing.assert_close(grad, 2 * x_data)
+    with Fusion("wrong") as wrong:
+        wrong.add_output(wrong.define_tensor([-1], F32, name="g") * 1)
+    with pytest.raises(DefinitionError, match="takes 1 inputs"):
+        fwd.as_op(backward=wrong)
+
+
+def test_fusion_op_inside_torch_compile():
+    op = _layer_norm_fusion().as_op()
+
+    def model(x, w, b):
+        out, mean = op(x.relu(), w, b)
+        return (out * 2).sum() + mean.sum()
+
+    compiled = torch.compile(model, backend="aot_eager", fullgraph=True, dynamic=True)
+    for n in (5, 8):
+        x, w, b = _leaves((n, 16), (16,), (16,))
+        loss = compiled(x, w, b)
+        grads = torch.autograd.grad(loss, [x, w, b])
+        want = model(x, w, b)
+        torch.testing.assert_close(loss, want)
+        for got, ref in zip(grads, torch.autograd.grad(want, [x, w, b])):
+            torch.testing.assert_close(got, ref)
+
+
+# ----------------------------------------------------------------------------- decorator
+
+def test_fused_decorator_traces_once_per_signature():
+    @fused
+    def bias_gelu_ln(x, b, w, eps: float):
+        h = F.gelu(x + b)
+        return F.layer_norm(h, (h.shape[-1],), w, None, eps), h
+
+    args = [sample((6, 20), F32), sample((20,), F32), sample((20,), F32)]
+    for n in (6, 9):
+        args[0] = sample((n, 20), F32)
+        out, h = bias_gelu_ln(*args, 1e-5)
+        ref_h = F.gelu(args[0] + args[1])
+        torch.testing.assert_close(h, ref_h)
+        torch.testing.assert_close(out, F.layer_norm(ref_h, (20,), args[2], None, 1e-5))
+    assert len(bias_gelu_ln.fusions) == 1
+    assert bias_gelu_ln.fusion_for(*args, 1e-5).num_kernels(DEVICE) == 1
+    x, b, w = [a.clone().requires_grad_() for a in args]
+    out, _ = bias_gelu_ln(x, b, w, 1e-5)
+    grads = torch.autograd.grad(out.sum(), [x, b, w])
+    ref = F.layer_norm(F.gelu(x + b), (20,), w, None, 1e-5)
+    for got, want in zip(grads, torch.autograd.grad(ref.sum(), [x, b, w])):
+        torch.testing.assert_close(got, want)
+
+
+def test_fused_decorator_reports_what_cannot_be_fused():
+    @fused
+    def projection(x, w):
+        return torch.relu(x @ w)
+
+    with pytest.raises(DefinitionError, match="mm.*cannot be fused"):
+        projection(sample((4, 5), F32), sample((5, 3), F32))
