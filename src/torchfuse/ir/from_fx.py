@@ -110,7 +110,7 @@ class _Builder:
         """Add ``fx_node`` as a registry node; return why not, or ``None`` on success."""
         opdef = ops.lookup(fx_node.target)
         if opdef is None:
-            return "not in the op registry"
+            return "vendor library op" if ops.is_library_op(fx_node.target) else "not in the op registry"
         val = fx_node.meta.get("val")
         vals = list(val) if isinstance(val, (list, tuple)) else [val]
         if not vals or not all(isinstance(v, torch.Tensor) for v in vals):

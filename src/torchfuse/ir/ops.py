@@ -89,6 +89,22 @@ def register(opdef: OpDef) -> OpDef:
     return opdef
 
 
+#: ATen ops that run in vendor libraries (matrix products, convolutions, attention) by design
+LIBRARY_OPS = frozenset({
+    "mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "mv", "addmv", "dot", "vdot", "linear", "_int_mm",
+    "_scaled_mm", "convolution", "_convolution", "convolution_backward", "cudnn_convolution",
+    "cudnn_convolution_transpose", "miopen_convolution", "mkldnn_convolution",
+})
+_LIBRARY_PARTS = ("scaled_dot_product", "flash_attention", "efficient_attention", "cudnn_attention")
+
+
+def is_library_op(target: Any) -> bool:
+    """True for ATen ops that stay on cuBLAS/cuDNN by design (not for lack of a fusion rule)."""
+    packet = getattr(target, "overloadpacket", None)
+    name = getattr(packet, "__name__", None) or getattr(target, "__name__", "") or ""
+    return name in LIBRARY_OPS or any(part in name for part in _LIBRARY_PARTS)
+
+
 def lookup(target: Any) -> OpDef | None:
     """The registry entry for an ATen overload, or ``None`` when it is not fusible."""
     return ATEN_TO_OP.get(target)

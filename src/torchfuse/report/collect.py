@@ -19,13 +19,7 @@ from ..segment import FusionGroup
 from .result import (AtenCall, GraphBreak, GraphReport, GroupReport, KernelReport, LaunchStage, PlanReport,
                      Recompilation, SourceLocation, Step)
 
-#: ATen ops that run in vendor libraries (matrix products, convolutions, attention) by design
-LIBRARY_OPS = frozenset({
-    "mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "mv", "addmv", "dot", "vdot", "linear", "_int_mm",
-    "_scaled_mm", "convolution", "_convolution", "convolution_backward", "cudnn_convolution",
-    "cudnn_convolution_transpose", "miopen_convolution", "mkldnn_convolution",
-})
-_LIBRARY_PARTS = ("scaled_dot_product", "flash_attention", "efficient_attention", "cudnn_attention")
+from ..ir.ops import LIBRARY_OPS, is_library_op  # noqa: F401  (re-exported for the report)
 
 #: call reasons that are bookkeeping rather than work (not drawn, not listed)
 _HIDDEN_REASONS = ("tuple element",)
@@ -88,11 +82,6 @@ def call_category(node: Node) -> str:
         return "disabled"
     return "library" if is_library_op(node.target) else "unsupported"
 
-
-def is_library_op(target: Any) -> bool:
-    packet = getattr(target, "overloadpacket", None)
-    name = getattr(packet, "__name__", None) or getattr(target, "__name__", "") or ""
-    return name in LIBRARY_OPS or any(part in name for part in _LIBRARY_PARTS)
 
 
 def _meta_text(v: Value) -> str:
