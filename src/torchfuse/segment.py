@@ -11,7 +11,8 @@ Passes, in order:
    :class:`~torchfuse.domain.Domain` (pointwise chains with broadcasts and layout ops;
    reductions with their pointwise producers and consumers) and no cycle appears.
 2. ``fuse_siblings`` merges groups over the same domain that read a common input (the
-   several reductions of a LayerNorm or BatchNorm backward read the gradient once).
+   several reductions of a LayerNorm or BatchNorm backward read the gradient once), and
+   ``fuse_consumer_siblings`` groups over one domain that read results of one producer.
 3. ``finalize`` turns layout-only groups back into ATen views (they move no data), takes
    layout ops whose results leave their group out of it (a view must stay a view of its
    base), and computes each group's inputs, outputs and domain.
@@ -195,8 +196,7 @@ def fuse_siblings(units: _Units) -> None:
         fus = [r for r in readers if is_fusible(r)]
         for i in range(len(fus)):
             for j in range(i + 1, len(fus)):
-                if _has_reduction(units.members(fus[i])) or _has_reduction(units.members(fus[j])):
-                    units.try_merge(fus[i], fus[j])
+                units.try_merge(fus[i], fus[j])
 
 
 def fuse_consumer_siblings(units: _Units) -> None:

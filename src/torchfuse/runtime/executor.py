@@ -18,6 +18,7 @@ import time
 import warnings
 from typing import Any, Sequence
 
+import sympy
 import torch
 
 from ..codegen.triton import can_split, generate, has_random, split_workspaces
@@ -289,7 +290,20 @@ def run_registry_node_eagerly(node: Node, env: list, slots: dict[Value, int], sy
             out.copy_(env[slots[node.inputs[0]]])
         env[slots[node.output]] = out
         return
-    run_call(node, env, slots)
+    run_call(node, env, slots, sym_values)
+
+
+def _with_sizes(obj: Any, sym_values: dict | None) -> Any:
+    """``obj`` with every ``sympy`` size in it evaluated to an int."""
+    if isinstance(obj, sympy.Expr):
+        return as_int(obj, sym_values)
+    if isinstance(obj, list):
+        return [_with_sizes(o, sym_values) for o in obj]
+    if isinstance(obj, tuple):
+        return tuple(_with_sizes(o, sym_values) for o in obj)
+    if isinstance(obj, dict):
+        return {k: _with_sizes(o, sym_values) for k, o in obj.items()}
+    return obj
 
 
 def _flat_output_slots(outputs, slots) -> list | None:
@@ -310,7 +324,7 @@ def _flat_output_slots(outputs, slots) -> list | None:
 def _call_runner(node: Node, slots: dict[Value, int]):
     """A closure running ``node``'s call with its argument slots resolved ahead of time."""
     target = node.target
-    flat = all(not isinstance(a, (list, tuple, dict)) for a in node.args) and not node.kwargs
+    flat = all(not isinstance(a, (list, tuple, dict, sympy.Expr)) for a in node.args) and not node.kwargs
     if flat and len(node.outputs) == 1:
         spec = [(slots[a], None) if isinstance(a, Value) else (-1, a) for a in node.args]
         out = slots[node.outputs[0]]
@@ -321,16 +335,17 @@ def _call_runner(node: Node, slots: dict[Value, int]):
         return run
 
     def run_general(env, sym_key=None, sym_values=None):
-        run_call(node, env, slots)
+        run_call(node, env, slots, sym_values)
 
     return run_general
 
 
-def run_call(node: Node, env: list, slots: dict[Value, int]) -> None:
-    """Run a node as its ATen (or Python) call, reading and writing ``env``."""
+def run_call(node: Node, env: list, slots: dict[Value, int], sym_values: dict | None = None) -> None:
+    """Run a node as its ATen (or Python) call, reading and writing ``env``. Sizes left
+    symbolic in its arguments (views built from metadata) are evaluated with ``sym_values``."""
     resolve = lambda v: env[slots[v]]
-    args = map_values(node.args, resolve)
-    kwargs = map_values(node.kwargs, resolve)
+    args = _with_sizes(map_values(node.args, resolve), sym_values)
+    kwargs = _with_sizes(map_values(node.kwargs, resolve), sym_values)
     result = node.target(*args, **kwargs)
     if len(node.outputs) == 1:
         env[slots[node.outputs[0]]] = result
