@@ -39,7 +39,7 @@ LIBRARY_OPS = {
     "addmm", "mm", "bmm",                                           # cuBLAS
     "convolution", "convolution_backward",                          # cuDNN
     "max_pool2d_with_indices", "max_pool2d_with_indices_backward",
-    "_scaled_dot_product_flash_attention_for_cpu_backward",         # attention (CPU)
+    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward",
     "_scaled_dot_product_efficient_attention", "_scaled_dot_product_efficient_attention_backward",
     "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_backward",
     "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_cudnn_attention_backward",

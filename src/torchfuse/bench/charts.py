@@ -33,11 +33,11 @@ def chart_name(key: tuple) -> str:
 
 
 def _case_label(r: Result) -> str:
-    return f"{r.model}\n{r.size}"
+    return f"{r.model} {r.size}"
 
 
 def _plot(path: Path, title: str, labels: list[str], series: dict[str, list], failed: dict[str, list[bool]],
-          ylabel: str, reference_line: float | None) -> None:
+          ylabel: str, reference_line: float, reference_label: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -52,23 +52,21 @@ def _plot(path: Path, title: str, labels: list[str], series: dict[str, list], fa
         bars = ax.bar(xs, heights, width, label=name, color=COLORS[i % len(COLORS)])
         for x, v, bar in zip(xs, values, bars):
             if v is not None:
-                ax.annotate(f"{v:.3g}", (x, v), ha="center", va="bottom", fontsize=6, rotation=90,
+                ax.annotate(f"{v:.2f}" if v >= 0.095 else f"{v:.2g}", (x, v), ha="center", va="bottom", fontsize=6, rotation=90,
                             xytext=(0, 2), textcoords="offset points")
         for x, bad in zip(xs, failed.get(name, [])):
             if bad:
                 ax.plot([x], [0], marker="x", color=COLORS[i % len(COLORS)], markersize=7)
-    if reference_line is not None:
-        ax.axhline(reference_line, color="black", linewidth=0.8, linestyle="--")
+    ax.axhline(reference_line, color="black", linewidth=0.8, linestyle="--", label=reference_label)
     if labels and labels[-1] == "geomean":
         ax.axvline(n_groups - 1.5, color="grey", linewidth=0.6)
     ax.set_xticks(range(n_groups))
-    ax.set_xticklabels(labels, rotation=45 if n_groups > 6 else 0, ha="right" if n_groups > 6 else "center",
-                       fontsize=7)
+    slanted = n_groups > 6 or max((len(label) for label in labels), default=0) > 14
+    ax.set_xticklabels(labels, rotation=35 if slanted else 0, ha="right" if slanted else "center", fontsize=7)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
-    if series:
-        ax.legend(fontsize=7, loc="upper left")
-    else:
+    ax.legend(fontsize=7, loc="upper left")
+    if not series:
         ax.text(0.5, 0.5, "no backend besides eager ran", ha="center", va="center", transform=ax.transAxes)
     ax.margins(y=0.15)
     fig.tight_layout()
@@ -115,12 +113,12 @@ def write_charts(out_dir: Path, results: list[Result], device_labels: dict[str, 
         labels, series, failed = _series(rows, lambda r: r.speedup_vs_eager, with_geomean=True)
         path = Path(out_dir) / "charts" / chart_name(key)
         _plot(path, f"{suite} - {mode}{layout} - speedup over eager\n{label}", labels, series, failed,
-              "speedup over eager (x)", 1.0)
+              "speedup over eager (x)", 1.0, "eager")
         written.append(path)
         if suite == "micro" and any(r.copy_fraction for r in rows):
             labels, series, failed = _series(rows, lambda r: r.copy_fraction, with_geomean=False, with_baseline=True)
             path = Path(out_dir) / "charts" / chart_name(key).replace(".png", "-bandwidth.png")
             _plot(path, f"{suite} - {mode}{layout} - fraction of device-copy bandwidth\n{label}", labels, series,
-                  failed, "achieved / copy bandwidth", 1.0)
+                  failed, "achieved / copy bandwidth", 1.0, "device copy")
             written.append(path)
     return written

@@ -424,6 +424,9 @@ def literal(value: Any, dtype: torch.dtype) -> str:
     source = torch.float64 if isinstance(value, float) else (torch.bool if isinstance(value, bool) else torch.int64)
     v = torch.tensor(value, dtype=source).to(dtype).item()
     if dtype.is_floating_point:
+        if v == 0 and math.copysign(1.0, v) < 0:
+            # Triton makes every constant equal to 0 a null (+0.0) value; negate one instead
+            return f"(-tl.full([], 0.0, {triton_dtype(dtype)}))"
         if math.isnan(v):
             text = "float('nan')"
         elif math.isinf(v):

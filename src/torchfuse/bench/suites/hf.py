@@ -43,7 +43,7 @@ QUICK = {
     "electra": {**_ENCODER_QUICK, "embedding_size": 32},
     "albert": {**_ENCODER_QUICK, "embedding_size": 16},
     "distilbert": {"dim": 32, "n_layers": 2, "n_heads": 2, "hidden_dim": 64},
-    "gpt2": {"n_embd": 32, "n_layer": 2, "n_head": 2},
+    "gpt2": {"n_embd": 32, "n_layer": 2, "n_head": 2, "bos_token_id": 127, "eos_token_id": 127},
     "t5": {"d_model": 32, "d_kv": 16, "d_ff": 64, "num_layers": 2, "num_decoder_layers": 2, "num_heads": 2},
     "bart": {"d_model": 32, "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 2,
              "decoder_attention_heads": 2, "encoder_ffn_dim": 64, "decoder_ffn_dim": 64},
