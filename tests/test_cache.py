@@ -1,0 +1,125 @@
+"""The on-disk kernel cache: content-addressed text, safe against corrupt, foreign, read-only,
+missing and concurrently written caches; nothing runs unless its hash matches its name."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+import torchfuse
+import torchfuse.backend as backend
+from torchfuse.runtime.cache import SourceStore, sha256_text
+from conftest import DEVICE
+
+TEXT = "x = 1\n"
+KEY = sha256_text(TEXT)
+
+
+def test_writes_and_hits(tmp_path):
+    store = SourceStore(str(tmp_path))
+    p = store.path_for(KEY, TEXT)
+    assert p.read_text() == TEXT and p.name == f"{KEY}.py" and str(tmp_path) in str(p)
+    assert (store.hits, store.misses) == (0, 1)
+    assert store.path_for(KEY, TEXT) == p
+    assert (store.hits, store.misses) == (1, 1)
+
+
+@pytest.mark.parametrize("bad", ["", "x = 1", "import os; os.system('false')\n", "\x00\x01garbage"])
+def test_corrupt_truncated_or_foreign_file_is_replaced(tmp_path, bad):
+    store = SourceStore(str(tmp_path))
+    path = tmp_path / "kernels" / KEY[:2] / f"{KEY}.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(bad)
+    p = store.path_for(KEY, TEXT)
+    assert p.read_text() == TEXT
+
+
+def test_key_must_be_the_hash_of_the_text(tmp_path):
+    with pytest.raises(AssertionError):
+        SourceStore(str(tmp_path)).path_for("0" * 64, TEXT)
+
+
+def test_unwritable_cache_location_runs_from_a_private_dir(tmp_path):
+    # a regular file where the cache directory should be: nothing can be created under it
+    # (the same failure a read-only directory gives, and one that root cannot bypass)
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    p = SourceStore(str(blocker)).path_for(KEY, TEXT)
+    assert p.read_text() == TEXT and str(blocker) not in str(p)
+
+
+def test_missing_cache_dir_is_created(tmp_path):
+    root = tmp_path / "a" / "b" / "c"
+    p = SourceStore(str(root)).path_for(KEY, TEXT)
+    assert p.read_text() == TEXT and str(root) in str(p)
+
+
+def test_planted_kernel_file_never_runs(tmp_path):
+    """A file with the right name but other content (e.g. planted by another user) must be
+    replaced before anything imports it."""
+    marker = tmp_path / "executed"
+
+    def f(x):
+        return (x * 3).cos()
+
+    x = torch.randn(64, device=DEVICE)
+    cache = tmp_path / "cache"
+    torchfuse.compile(f, cache_dir=str(cache))(x)
+    files = list((cache / "kernels").rglob("*.py"))
+    assert len(files) == 1
+    files[0].write_text(f"open({str(marker)!r}, 'w').write('pwned')\n")
+    torch._dynamo.reset()
+    from torchfuse.runtime import compile as rc
+    rc._loaded.clear()  # a new process: nothing loaded yet
+    out = torchfuse.compile(f, cache_dir=str(cache))(x)
+    torch.testing.assert_close(out, f(x))
+    assert not marker.exists(), "a file whose hash did not match its name was executed"
+    assert "@triton.jit" in files[0].read_text()
+
+
+SCRIPT = textwrap.dedent("""
+    import os, sys
+    import torch
+    if not torch.cuda.is_available():
+        os.environ["TRITON_INTERPRET"] = "1"
+    import torchfuse, torchfuse.backend as backend
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    def f(x, y):
+        return torch.softmax(x * y, -1).sum(0) + y
+    x = torch.randn(16, 32, device=device); y = torch.randn(32, device=device)
+    out = torchfuse.compile(f, cache_dir=sys.argv[1], interpret=device == "cpu")(x, y)
+    torch.testing.assert_close(out, f(x, y))
+    g = backend.RECENT[-1]
+    print("HITS", g.store.hits, "MISSES", g.store.misses)
+""")
+
+
+def _run_script(cache: Path) -> tuple[int, int]:
+    out = subprocess.run([sys.executable, "-c", SCRIPT, str(cache)], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("HITS")][-1].split()
+    return int(line[1]), int(line[3])
+
+
+def test_second_process_hits_the_cache(tmp_path):
+    hits, misses = _run_script(tmp_path)
+    assert misses >= 1 and hits == 0
+    hits, misses = _run_script(tmp_path)
+    assert misses == 0 and hits >= 1
+
+
+def test_two_processes_fill_one_cache_at_once(tmp_path):
+    env = dict(os.environ)
+    procs = [subprocess.Popen([sys.executable, "-c", SCRIPT, str(tmp_path)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-3000:]
+    for f in (tmp_path / "kernels").rglob("*.py"):
+        assert sha256_text(f.read_text()) == f.stem
+    assert not list((tmp_path / "kernels").rglob(".tmp-*")), "a temporary file was left behind"
