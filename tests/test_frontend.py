@@ -223,3 +223,52 @@ def test_kernel_dump_files_one_per_kernel(tmp_path):
     kernels = sorted(tmp_path.glob("tf_*.py"))
     groups = last_graph().segmentation.groups
     assert len(kernels) == len(groups) >= 1
+
+
+def test_layouts_that_collapse_alike_share_a_kernel_and_mixed_layouts_get_their_own():
+    def f(x, y):
+        return x.sin() * 2 + y
+
+    g = torchfuse.compile(f)
+    x = torch.randn(2, 3, 4, 5, device=DEVICE)
+    g(x, x)
+    keys1 = {k.source.key for k in _loaded_kernels()}
+    # every operand channels-last: dense in one order, so the same flat loop serves
+    xc = x.to(memory_format=torch.channels_last)
+    out = g(xc, xc)
+    torch.testing.assert_close(out, f(xc, xc))
+    assert out.stride() == f(xc, xc).stride(), "outputs keep eager's layout"
+    assert {k.source.key for k in _loaded_kernels()} == keys1
+    # one operand contiguous, one channels-last: the loops change, so does the kernel
+    out = g(x, xc)
+    torch.testing.assert_close(out, f(x, xc))
+    assert out.stride() == f(x, xc).stride()
+    assert {k.source.key for k in _loaded_kernels()} - keys1, "a new stride order must get its own kernel"
+
+
+def test_new_rank_with_a_non_collapsible_layout_generates_a_new_kernel():
+    def f(x, y):
+        return torch.relu(x) + y
+
+    g = torchfuse.compile(f, dynamic=True)
+    a = torch.randn(4, 6, device=DEVICE)
+    g(a, a)
+    keys1 = {k.source.key for k in _loaded_kernels()}
+    t = torch.randn(4, 6, 8, device=DEVICE)
+    u = torch.randn(4, 8, 6, device=DEVICE).transpose(1, 2)
+    torch.testing.assert_close(g(t, u), f(t, u))
+    assert {k.source.key for k in _loaded_kernels()} - keys1
+
+
+def test_unused_empty_input_does_not_cause_new_kernels():
+    def f(x, unused):
+        return (x * 2).sum(-1)
+
+    g = torchfuse.compile(f)
+    e = torch.empty(0, device=DEVICE)
+    g(torch.randn(3, 8, device=DEVICE), e)
+    keys1 = {k.source.key for k in _loaded_kernels()}
+    for batch in (5, 7):
+        x = torch.randn(batch, 8, device=DEVICE)
+        torch.testing.assert_close(g(x, e), f(x, e))
+    assert {k.source.key for k in _loaded_kernels()} == keys1

@@ -20,7 +20,9 @@ Modules, in the order data flows through them:
 ``runner``         one case across all backends; a whole run under a time budget
 ``coldstart``      first-call time in fresh processes, cold and warm caches
 ``results``        the result record; run files; merging runs
+``environment``    device, versions, precision settings and command of a run
 ``report``         terminal table and ``summary.md``; ``charts``: the PNG bar charts
+``errors``         failures and warnings as recorded text
 ``cli``            the command line (``__main__`` calls it)
 =================  =====================================================================
 """
