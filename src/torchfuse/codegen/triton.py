@@ -640,6 +640,13 @@ class _Writer:
     def kernel_text(self, name: str) -> str:
         """The ``@triton.jit`` function ``name`` for this writer's mode."""
         pid = "tl.program_id(0).to(tl.int64)" if self.layout.index64 else "tl.program_id(0)"
+        if self.scheduler == "reduction.persistent_rows":
+            # a grid-stride loop over row blocks: each program handles several, and Triton's
+            # software pipelining loads the next block while the current one is reduced
+            self.emit("for xblock in tl.range(tl.program_id(0), tl.cdiv(xnumel, XBLOCK), tl.num_programs(0), "
+                      "num_stages=2):")
+            self.indent += 1
+            pid = "xblock.to(tl.int64)" if self.layout.index64 else "xblock"
         self.emit(f"xoffset = {pid} * XBLOCK")
         if not self.reduce:
             self.emit("xindex = xoffset + tl.arange(0, XBLOCK)")

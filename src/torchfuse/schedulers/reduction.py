@@ -36,6 +36,11 @@ LOOP_WARPS = 16
 OUTER_XBLOCK = 32
 OUTER_RBLOCK = 64
 OUTER_WARPS = 8
+#: Persistent inner reductions with many row blocks loop over them in fewer programs
+#: (``reduction.persistent_rows``), so that loads of the next rows overlap the current
+#: reduction; programs per multiprocessor for that grid.
+ROWS_LOOP = False
+ROWS_PROGRAMS_PER_SM = 4
 #: Reduced extent from which a group with too few programs is split (GPU / interpreter).
 SPLIT_MIN_R = 8192
 INTERPRET_SPLIT_MIN_R = 2048
@@ -75,7 +80,13 @@ def heuristic(rt: RuntimeLayout, persistent_max: int, interpret: bool, sm_count:
         if rpow <= persistent_max:
             xb = max(1, min(next_power_of_2(x), TILE_ELEMENTS // rpow))
             w = _warps(xb * rpow)
-            return single("reduction.persistent", cdiv(x, xb), xb, rpow, w,
+            blocks = cdiv(x, xb)
+            if ROWS_LOOP and sm_count and blocks > 2 * ROWS_PROGRAMS_PER_SM * sm_count:
+                grid = ROWS_PROGRAMS_PER_SM * sm_count
+                return single("reduction.persistent_rows", grid, xb, rpow, w,
+                              f"inner, {r} reduced elements fit: {grid} programs loop over {blocks} blocks of "
+                              f"{xb} rows x {rpow}, {w} warps")
+            return single("reduction.persistent", blocks, xb, rpow, w,
                           f"inner, {r} reduced elements fit: persistent, {xb} rows x {rpow}, {w} warps")
         return single("reduction.loop", x, 1, LOOP_RBLOCK, LOOP_WARPS,
                       f"inner, {r} reduced elements: loop of {LOOP_RBLOCK}")
