@@ -83,12 +83,16 @@ def main(argv=None) -> int:
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--json", default=None, help="write the results here")
+    p.add_argument("--rows-loop", action="store_true",
+                   help="persistent reductions loop over row blocks in fewer programs (a scheduler variant)")
     args = p.parse_args(argv)
     if not torch.cuda.is_available():
         print("smoke benchmark needs a CUDA device")
         return 1
     import torchfuse
+    from torchfuse.schedulers import reduction
 
+    reduction.ROWS_LOOP = args.rows_loop
     dtype = getattr(torch, args.dtype)
     copy_gbs = copy_bandwidth(args.mib * 2**20 * 4, args.iters)
     print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}  device copy: {copy_gbs:.0f} GB/s")
