@@ -24,6 +24,7 @@ import pytest
 import torch
 
 import torchfuse
+from conftest import DEVICE
 from torchfuse import backend
 from torchfuse.ir import ops
 
@@ -41,6 +42,11 @@ FLOATS = (F32, F16, BF16, F64)
 
 
 # ----------------------------------------------------------------------------- shared helpers
+
+def tensor(data, dtype=None) -> torch.Tensor:
+    """``torch.tensor`` on the test device (CUDA when present, else CPU and the interpreter)."""
+    return torch.tensor(data, dtype=dtype, device=DEVICE)
+
 
 def dtype_id(dt: torch.dtype) -> str:
     return str(dt).replace("torch.", "")

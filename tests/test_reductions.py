@@ -12,9 +12,10 @@ from typing import Callable
 import pytest
 import torch
 
-from test_ops import (BF16, BOOL, DTYPES, F16, F32, F64, I8, I16, I32, I64, INTERPRETER_BF16_TRUNCATION,
-                      _seed, assert_all_fused, assert_matches, dtype_id, fused_ops, make_sample,
-                      run_compiled, run_graph, run_traced, schedulers_used)
+from test_ops import (BF16, BOOL, DEVICE, DTYPES, F16, F32, F64, I8, I16, I32, I64,
+                      INTERPRETER_BF16_TRUNCATION, _seed, assert_all_fused, assert_matches, dtype_id,
+                      fused_ops, make_sample, run_compiled, run_graph, run_traced, schedulers_used,
+                      tensor)
 from torchfuse.ir import ops
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
@@ -131,7 +132,7 @@ def test_reduction_dims(dims, keepdim):
 def _scheduled_input(shape) -> torch.Tensor:
     """Values whose reductions have exact results and which hold ties and NaN far apart."""
     g = torch.Generator().manual_seed(3)
-    x = torch.randint(-8, 9, shape, generator=g).to(F32) / 4  # sums of these are exact in fp32
+    x = (torch.randint(-8, 9, shape, generator=g).to(F32) / 4).to(DEVICE)  # exact sums in fp32
     rows, n = shape
     x[0, n - 1] = 100.0  # the max in the last loop step / chunk
     x[0, 1] = 100.0      # tied, earlier: argmax is 1
@@ -225,7 +226,7 @@ def test_half_precision_sums_accumulate_in_fp32(dtype, schedule):
     """
     shape, options, _ = SCHEDULES[schedule]
     g = torch.Generator().manual_seed(5)
-    x = (torch.randint(256, 512, shape, generator=g).to(F64) / 256).to(dtype)  # exact in both dtypes
+    x = (torch.randint(256, 512, shape, generator=g).to(F64) / 256).to(DEVICE, dtype)  # exact in both
     reference = x.to(F64).sum(1)
     actual, graphs = run_compiled(lambda x: (x.sum(1), x.mean(1)), x, **options)
     assert_matches(actual[0], reference.to(dtype), exact=True)
@@ -262,7 +263,7 @@ def test_variance_corrections(correction):
 def test_nan_and_infinity_in_reductions():
     """NaN propagates through sum/amax/amin/var and wins argmax/argmin (first NaN);
     infinities give eager's inf/NaN; any/all treat NaN as true and -0.0 as false."""
-    x = torch.tensor([[1.0, NAN, 3.0, NAN], [INF, -INF, 2.0, 0.0], [-INF, -INF, -INF, -INF],
+    x = tensor([[1.0, NAN, 3.0, NAN], [INF, -INF, 2.0, 0.0], [-INF, -INF, -INF, -INF],
                       [-0.0, 0.0, -0.0, -0.0], [NAN, NAN, NAN, NAN]])
     f = lambda x: (x.sum(1), x.amax(1), x.amin(1), x.argmax(1), x.argmin(1), x.var(1), x.max(1), x.min(1),
                    x.any(1), x.all(1), x.prod(1))
@@ -276,9 +277,9 @@ def test_integer_reductions_wrap_and_promote():
     """int sums promote to int64; int64 sums and products wrap modulo 2**64 as eager's do;
     argmax/argmin on integer extremes."""
     g = torch.Generator().manual_seed(19)
-    big = torch.randint(-2**62, 2**62, (3, 9), generator=g)
-    small = torch.randint(-128, 128, (3, 9), generator=g, dtype=I8)
-    extremes = torch.tensor([[-2**31, -2**31, 0], [2**31 - 1, 5, 2**31 - 1]], dtype=I32)
+    big = torch.randint(-2**62, 2**62, (3, 9), generator=g).to(DEVICE)
+    small = torch.randint(-128, 128, (3, 9), generator=g, dtype=I8).to(DEVICE)
+    extremes = tensor([[-2**31, -2**31, 0], [2**31 - 1, 5, 2**31 - 1]], dtype=I32)
     f = lambda big, small, ex: (big.sum(1), big.prod(1), small.sum(1), small.prod(1), small.sum(1, dtype=I8),
                                 ex.argmax(1), ex.argmin(1), ex.amax(1), (small > 0).sum(0))
     actual, graphs = run_compiled(f, big, small, extremes)
@@ -291,9 +292,9 @@ def test_empty_and_size_one_dims(schedule):
     """Reducing an empty dim gives the identity (sum 0, prod 1, any False, all True, mean and
     var NaN); reducing a size-1 dim copies; an empty kept dim gives an empty result."""
     _, options, _ = SCHEDULES[schedule]
-    e = torch.zeros(3, 0)
+    e = torch.zeros(3, 0, device=DEVICE)
     one = make_sample(F32, 23, specials=False, shape=(3, 1))
-    kept_empty = torch.zeros(0, 5)
+    kept_empty = torch.zeros(0, 5, device=DEVICE)
     f = lambda e, one, k: (e.sum(1), e.prod(1), (e > 0).any(1), (e > 0).all(1), e.mean(1), e.var(1),
                            one.sum(1), one.amax(1), one.argmax(1), one.var(1, correction=0),
                            k.sum(1), k.amax(1), k.argmax(1, keepdim=True))
@@ -310,10 +311,10 @@ def test_reduction_errors_match_eager():
     checks it with ``torch._check``), so only its base class is compared."""
     import torchfuse
 
-    cases = [(lambda x: x.argmax(1), torch.zeros(3, 0), IndexError),
-             (lambda x: x.sum(3), torch.zeros(3, 4), IndexError),
-             (lambda x: x.mean(1), torch.ones(3, 4, dtype=I64), RuntimeError),
-             (lambda x: x.amax(1), torch.zeros(3, 0), Exception)]
+    cases = [(lambda x: x.argmax(1), torch.zeros(3, 0, device=DEVICE), IndexError),
+             (lambda x: x.sum(3), torch.zeros(3, 4, device=DEVICE), IndexError),
+             (lambda x: x.mean(1), torch.ones(3, 4, dtype=I64, device=DEVICE), RuntimeError),
+             (lambda x: x.amax(1), torch.zeros(3, 0, device=DEVICE), Exception)]
     for fn, x, error in cases:
         with pytest.raises(error) as eager:
             fn(x)
@@ -368,7 +369,7 @@ ZERO_DIM_BUG = ("0-dim reductions: a reduction over a 0-dim tensor (or its empty
     "is placed in a group the code generator cannot emit: 'AssertionError: reductions are emitted "
     "by the pass structure', and the group falls back to ATen"))
 def test_full_reduction_of_zero_dim_tensor():
-    x = torch.tensor(2.5)
+    x = tensor(2.5)
     f = lambda x: ((x * 2).sum(), x.amax(), x.mean())
     actual, graphs = run_compiled(f, x)
     assert_matches(actual, f(x))
@@ -379,7 +380,7 @@ def test_full_reduction_of_zero_dim_tensor():
     "over dim 0 makes domain.align raise IndexError (list assignment index out of range), so "
     "the whole graph runs unfused"))
 def test_dim_reduction_of_zero_dim_tensor():
-    x = torch.tensor(2.5)
+    x = tensor(2.5)
     f = lambda x: ((x * 2).sum(0), x.argmax(0), x.var(0, correction=0))
     actual, graphs = run_compiled(f, x)
     assert_matches(actual, f(x))

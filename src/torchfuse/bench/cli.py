@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import os
 import shutil
@@ -132,18 +133,23 @@ def _run_id(args: argparse.Namespace) -> str:
     return f"{stamp}-{suites}{shard}-{os.getpid()}"
 
 
-def _configure_torch(args: argparse.Namespace) -> None:
+@contextlib.contextmanager
+def _torch_settings(args: argparse.Namespace):
+    """TF32 as asked, and room in TorchDynamo's cache for every backend's compilation of the
+    same model code; the previous settings come back afterwards."""
     import torch
     import torch._dynamo
 
+    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
     if args.tf32:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    # each backend compiles its own copy of the same model code: room for all of them
-    for name in ("recompile_limit", "cache_size_limit"):
-        if hasattr(torch._dynamo.config, name):
-            setattr(torch._dynamo.config, name, max(getattr(torch._dynamo.config, name), 64))
-            break
+    name = next(n for n in ("recompile_limit", "cache_size_limit") if hasattr(torch._dynamo.config, n))
+    try:
+        with torch._dynamo.config.patch(**{name: max(getattr(torch._dynamo.config, name), 64)}):
+            yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
 def run_main(argv: list[str]) -> int:
@@ -156,12 +162,16 @@ def run_main(argv: list[str]) -> int:
     if device == "cpu" and not args.quick:
         print("torchfuse bench: full-size models on a CPU run for a long time; --quick is meant for CPUs",
               file=sys.stderr)
+    with _torch_settings(args):
+        return _run(args, argv, device, items)
+
+
+def _run(args: argparse.Namespace, argv: list[str], device: str, items: list) -> int:
     from .environment import default_output_dir, run_metadata
     from .report import terminal_report, write_reports
     from .runner import run_all
     from .timing import copy_bandwidth
 
-    _configure_torch(args)
     settings = settings_from(args, device)
     out_dir = args.out or default_output_dir(device, args.quick)
     meta = run_metadata(_run_id(args), argv, device, {k: (list(v) if isinstance(v, tuple) else v)

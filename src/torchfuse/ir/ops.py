@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from typing import Any, Callable
 
 import torch
@@ -421,7 +422,10 @@ def literal(value: Any, dtype: torch.dtype) -> str:
         return f"tl.full([], {1 if bool(value) else 0}, tl.int1)"
     # convert from the scalar's own 64-bit type: torch.tensor(1.7) would first round to the
     # default dtype (float32), and a float64 kernel would see 1.7000000476837158
-    source = torch.float64 if isinstance(value, float) else (torch.bool if isinstance(value, bool) else torch.int64)
+    if isinstance(value, (bool, numbers.Integral)):
+        source = torch.bool if isinstance(value, bool) else torch.int64
+    else:
+        source = torch.float64
     v = torch.tensor(value, dtype=source).to(dtype).item()
     if dtype.is_floating_point:
         if v == 0 and math.copysign(1.0, v) < 0:
