@@ -148,6 +148,26 @@ def test_views_of_results(case):
     check_layout(RESULT_VIEWS[case], rand(6, 10, seed=5))
 
 
+def test_layout_changing_copies():
+    """contiguous(), memory_format conversions and copy_ (with a dtype change and a broadcast)
+    write the layout eager writes."""
+    t, x4 = rand(5, 4).t(), rand(2, 3, 4, 5, seed=1)
+    cl = rand(2, 3, 4, 5, seed=2).to(memory_format=torch.channels_last)
+    half, row = make_sample(F16, 3, shape=(3, 4)), rand(4, seed=4)
+
+    def fn(t, x4, cl, half, row):
+        copied = torch.empty_like(half)
+        copied.copy_(x4[0, :, 0, :4] * 100)
+        broadcast = torch.empty(3, 4, device=row.device)
+        broadcast.copy_(row)
+        return (t.contiguous(), x4.to(memory_format=torch.channels_last), (x4 + 1).clone(memory_format=torch.channels_last),
+                cl.contiguous(), x4.to(F16, memory_format=torch.channels_last), copied, broadcast)
+
+    graphs = check_layout(fn, t, x4, cl, half, row)
+    found = {op for g in fused_ops(graphs) for op in g}
+    assert {"clone", "cast", "copy"} <= found, found
+
+
 def test_layout_ops_inside_groups():
     """permute, expand, unsqueeze, squeeze, size-1 reshapes and alias only relabel dims:
     each sits inside the group of its neighbours."""

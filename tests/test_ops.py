@@ -1,13 +1,15 @@
 """Per-op tests generated from the op registry.
 
-Every pointwise op of ``torchfuse.ir.ops.REGISTRY`` is run over every dtype eager PyTorch
-accepts for it, through ``torchfuse.compile``, in one compiled function that holds two
-independent fusion groups: the op alone, and the op between a producer and a consumer
-(``consumer(op(producer(a), producer(b)))``), so that its emission is checked both on loaded
-operands and on values held in registers. Results are compared with eager PyTorch on the same
-inputs. Where the registry supports the op's compute dtype, the test also asserts that the op
-was fused; where it does not, that the op ran through ATen with a logged reason. Float ops with
+Every pointwise op of ``torchfuse.ir.ops.REGISTRY`` (``SPECS`` says how to call it) is run
+over the dtypes eager PyTorch accepts for it (see ``input_dtypes``) in one compiled function
+holding two independent fusion groups: the op alone, and the op between a producer and a
+consumer (``consumer(op(producer(a), producer(b)))``), so that its emission is checked both on
+loaded operands and on values held in registers. Results are compared with eager PyTorch on the
+same inputs. Where the registry supports the op's compute dtype, the test also asserts that the
+op was fused; where it does not, that the op ran through ATen with a reason. Float ops with
 autograd are also differentiated (forward and backward graphs both compiled by torchfuse).
+These hundreds of cases enter through ``torchfuse_backend`` (``run_traced``) rather than
+TorchDynamo, at half the cost; the other files go through ``torchfuse.compile``.
 
 The helpers at the top (``run_compiled``, ``assert_matches``...) are shared by the other test
 files of this suite.
@@ -181,7 +183,12 @@ def make_sample(dtype: torch.dtype, seed: int, *, domain=None, nonzero=False, no
     zeros, halves and values that overflow fp16 in the first row when ``specials``. Integers
     mix small values with values across the dtype's whole range. ``nonzero`` replaces zeros by
     ones (integer divisors); ``no_min`` replaces the dtype's minimum (``INT_MIN // -1``).
+    Drawn on the CPU (the same values everywhere), returned on the test device.
     """
+    return _draw_sample(dtype, seed, domain, nonzero, no_min, specials, shape).to(DEVICE)
+
+
+def _draw_sample(dtype, seed, domain, nonzero, no_min, specials, shape) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     if dtype == BOOL:
         return torch.rand(shape, generator=g) < 0.5
@@ -195,7 +202,7 @@ def make_sample(dtype: torch.dtype, seed: int, *, domain=None, nonzero=False, no
             x = torch.where(x == 0, torch.ones((), dtype=dtype), x)
         return x
     info = torch.iinfo(dtype)
-    wide = torch.randint(info.min, info.max, shape, generator=g, dtype=I64 if dtype != U8 else I64)
+    wide = torch.randint(info.min, info.max, shape, generator=g, dtype=I64)
     small = torch.randint(-9 if info.min < 0 else 0, 10, shape, generator=g)
     x = torch.where(torch.rand(shape, generator=g) < 0.5, small, wide).to(dtype)
     if x.numel() > 3 and info.min < 0:

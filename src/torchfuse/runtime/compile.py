@@ -109,6 +109,26 @@ def _raw_stream(device_index: int) -> int:
 _stdlib_wrappers: dict = {}
 
 
+def _rounding_convert_float(original):
+    """The interpreter's float conversion, except that fp32/fp64 -> bf16/fp16 rounds to
+    nearest even as GPUs and eager PyTorch do (the interpreter truncates bf16)."""
+    import numpy as np
+    import torch
+    import triton.language as tl
+
+    narrow = {tl.bfloat16: torch.bfloat16, tl.float16: torch.float16}
+    wide = {tl.float32: np.float32, tl.float64: np.float64}
+
+    def convert(data, src, dst, rounding_mode):
+        if src in wide and dst in narrow:
+            values = np.frombuffer(np.ascontiguousarray(data).tobytes(), dtype=wide[src]).reshape(np.shape(data))
+            bits = torch.from_numpy(values.copy()).to(narrow[dst]).view(torch.int16).numpy()
+            return bits.view(np.uint16)
+        return original(data, src, dst, rounding_mode)
+
+    return convert
+
+
 class interpreter_stdlib:
     """Context in which Triton's standard library (``tl.max``, ``tl.sum``, ``tl.zeros`` ...)
     runs under the interpreter even though Triton was imported without ``TRITON_INTERPRET``
@@ -125,7 +145,10 @@ class interpreter_stdlib:
         from triton.runtime.interpreter import InterpretedFunction
         from triton.runtime.jit import JITFunction
 
-        self.saved = []
+        from triton.runtime import interpreter as interp
+
+        self.saved = [(interp, "_convert_float", interp._convert_float)]
+        interp._convert_float = _rounding_convert_float(interp._convert_float)
         for mod in (tl, standard, random):
             for name, obj in list(vars(mod).items()):
                 if isinstance(obj, JITFunction):
