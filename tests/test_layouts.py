@@ -160,8 +160,9 @@ def test_layout_changing_copies():
         copied.copy_(x4[0, :, 0, :4] * 100)
         broadcast = torch.empty(3, 4, device=row.device)
         broadcast.copy_(row)
-        return (t.contiguous(), x4.to(memory_format=torch.channels_last), (x4 + 1).clone(memory_format=torch.channels_last),
-                cl.contiguous(), x4.to(F16, memory_format=torch.channels_last), copied, broadcast)
+        channels_last = torch.channels_last
+        return (t.contiguous(), x4.to(memory_format=channels_last), (x4 + 1).clone(memory_format=channels_last),
+                cl.contiguous(), x4.to(F16, memory_format=channels_last), copied, broadcast)
 
     graphs = check_layout(fn, t, x4, cl, half, row)
     found = {op for g in fused_ops(graphs) for op in g}

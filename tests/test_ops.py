@@ -17,8 +17,6 @@ files of this suite.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import warnings
 import zlib
 from typing import Callable
 
@@ -411,27 +409,11 @@ def _case_inputs(name: str, dtype: torch.dtype) -> list[torch.Tensor]:
     return xs + [x.clone() for x in xs]
 
 
-#: Triton's interpreter converts fp32 to bf16 by truncating the mantissa (``cast_impl`` calls
-#: ``_convert_float`` without a rounding mode) where eager and GPUs round to nearest even, so
-#: bf16 results are up to one bf16 ulp low in magnitude. These are the cases where the samples
-#: hit it beyond bf16's tolerance (see test_semantics.test_cast_float32_to_bfloat16_rounds).
-INTERPRETER_BF16_TRUNCATION = pytest.mark.xfail(
-    not torch.cuda.is_available(), strict=True,
-    reason="Triton's interpreter truncates fp32 -> bf16 instead of rounding to nearest even")
-BF16_TRUNCATED = {("forward", n) for n in ("reciprocal", "tan", "asin", "atan", "sinh", "asinh", "atanh",
-                                             "add", "erfinv", "sub", "mul", "div", "true_divide", "atan2")}
-BF16_TRUNCATED |= {("backward", "sigmoid")}
+def with_ids(cases) -> list:
+    return [pytest.param(name, dt, id=f"{name}-{dtype_id(dt)}") for name, dt in cases]
 
 
-def with_marks(kind: str, cases) -> list:
-    out = []
-    for name, dt in cases:
-        marks = [INTERPRETER_BF16_TRUNCATION] if dt == BF16 and (kind, name) in BF16_TRUNCATED else []
-        out.append(pytest.param(name, dt, marks=marks, id=f"{name}-{dtype_id(dt)}"))
-    return out
-
-
-@pytest.mark.parametrize("name,dtype", with_marks("forward", CASES))
+@pytest.mark.parametrize("name,dtype", with_ids(CASES))
 def test_op_forward(name, dtype):
     """The op alone and inside a chain equal eager; it is fused wherever the registry says so."""
     spec = SPECS[name]
@@ -459,8 +441,7 @@ GRAD_CASES = [name for name, spec in SPECS.items() if spec.grad and _eager_accep
 GRAD_DTYPES = {"sin": (F32, F16, BF16), "mul": (F32, BF16), "where": (F32, F16), "sigmoid": (F32, BF16)}
 
 
-@pytest.mark.parametrize("name,dtype", with_marks("backward", [(n, d) for n in GRAD_CASES
-                                                               for d in GRAD_DTYPES.get(n, (F32,))]))
+@pytest.mark.parametrize("name,dtype", with_ids([(n, d) for n in GRAD_CASES for d in GRAD_DTYPES.get(n, (F32,))]))
 def test_op_backward(name, dtype):
     """Gradients of the compiled op equal eager's; forward and backward graphs both fuse."""
     spec = SPECS[name]

@@ -134,7 +134,7 @@ def _evaluate_literal(text: str):
     m = re.fullmatch(r"\(-tl\.full\(\[\], 0\.0, tl\.\w+\)\)", text)
     if m:
         return -0.0
-    m = re.fullmatch(r"tl\.full\(\[\], (.+), tl\.\w+\)", text)
+    m = re.fullmatch(r"tl\.full\(\[\], (.+), tl\.\w+\)(\.to\(tl\.\w+\))?", text)
     body = m.group(1) if m else text
     return eval(body, {"float": float})
 
@@ -145,7 +145,8 @@ LITERALS = [
     (1000, torch.int8, -24), (-1, torch.uint8, 255), (2**40 + 1, torch.int64, 2**40 + 1),
     (2**24 + 1, torch.float32, 2.0**24), (1e300, torch.float32, math.inf), (float("nan"), torch.float16, math.nan),
     (True, torch.float32, 1.0), (2.5, torch.int32, 2), (-2**63, torch.int64, -2**63), (7, torch.bool, 1),
-    (65520.0, torch.float16, math.inf),
+    (65520.0, torch.float16, math.inf), (0.1, torch.bfloat16, float(torch.tensor(0.1).bfloat16())),
+    (-0.0, torch.bfloat16, -0.0),
 ]
 
 

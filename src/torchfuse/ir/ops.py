@@ -63,6 +63,10 @@ class OpDef:
         domain: ``(low, high)`` for sampling float test inputs; ``None`` means unbounded.
         integer_division: the op divides integers (stays on ATen under the interpreter by
             default, where eager raises ZeroDivisionError and a kernel cannot).
+        opmath: the op computes in PyTorch's "opmath" dtype (fp32 for fp16/bf16 operands).
+            ``False`` for comparisons, which eager (CPU and CUDA) evaluates in the operands'
+            common dtype: ``x_fp16 == 0.1`` compares with fp16(0.1), and an int32 operand of
+            an fp16 comparison is first rounded to fp16.
     """
 
     name: str
@@ -75,6 +79,7 @@ class OpDef:
     dtypes: frozenset = ALL_DTYPES
     domain: tuple[float, float] | None = None
     integer_division: bool = False
+    opmath: bool = True
 
 
 REGISTRY: dict[str, OpDef] = {}
@@ -350,7 +355,11 @@ def _emit_reciprocal(a, dt, at):
 
 
 def _emit_cmp(sym: str):
-    return lambda a, dt, at: f"({a[0]} {sym} {a[1]})"
+    def emit(a, dt, at):
+        if dt == torch.bfloat16:  # exact, and Triton's interpreter cannot compare bf16 values
+            return f"({a[0]}.to(tl.float32) {sym} {a[1]}.to(tl.float32))"
+        return f"({a[0]} {sym} {a[1]})"
+    return emit
 
 
 def _emit_logical(sym: str):
@@ -439,6 +448,8 @@ def literal(value: Any, dtype: torch.dtype) -> str:
             text = repr(float(v))
         if dtype == torch.float64:
             return f"tl.full([], {text}, tl.float64)"
+        if dtype == torch.bfloat16:  # exact: v is a bf16 value (the interpreter has no bf16 constants)
+            return f"tl.full([], {text}, tl.float32).to(tl.bfloat16)"
         return text if dtype == torch.float32 else f"tl.full([], {text}, {triton_dtype(dtype)})"
     v = int(v)
     if dtype == torch.int64 and not (-(2**31) <= v < 2**31):
@@ -468,11 +479,11 @@ def triton_dtype(dtype: torch.dtype) -> str:
 # ----------------------------------------------------------------------------- pointwise ops
 
 def pointwise(name, overloads, emit, *, promotion=PROMOTE.DEFAULT, parse=None, nargs=1,
-              dtypes=ALL_DTYPES, domain=None, promoted=None, integer_division=False):
+              dtypes=ALL_DTYPES, domain=None, promoted=None, integer_division=False, opmath=True):
     names = ("self", "other", "third")[:nargs]
     register(OpDef(name=name, kind="pointwise", aten=tuple(overloads), parse=parse or parse_operands(*names),
                    emit=emit, promotion=promotion, promoted=promoted, dtypes=frozenset(dtypes),
-                   domain=domain, integer_division=integer_division))
+                   domain=domain, integer_division=integer_division, opmath=opmath))
 
 
 FLOAT = FLOAT_DTYPES
@@ -572,7 +583,8 @@ pointwise("copysign", [aten.copysign.Tensor, aten.copysign.Scalar], libm("copysi
           promotion=I2F, dtypes=FLOAT)
 for _name, _sym, _ovl in [("eq", "==", aten.eq), ("ne", "!=", aten.ne), ("lt", "<", aten.lt),
                           ("le", "<=", aten.le), ("gt", ">", aten.gt), ("ge", ">=", aten.ge)]:
-    pointwise(_name, [_ovl.Tensor, _ovl.Scalar], _emit_cmp(_sym), nargs=2, promotion=PROMOTE.ALWAYS_BOOL)
+    pointwise(_name, [_ovl.Tensor, _ovl.Scalar], _emit_cmp(_sym), nargs=2, promotion=PROMOTE.ALWAYS_BOOL,
+              opmath=False)
 for _name, _sym, _ovl in [("logical_and", "&", aten.logical_and), ("logical_or", "|", aten.logical_or),
                           ("logical_xor", "^", aten.logical_xor)]:
     pointwise(_name, [_ovl.default], _emit_logical(_sym), nargs=2, promotion=PROMOTE.ALWAYS_BOOL)
@@ -834,8 +846,8 @@ def compute_dtype_for_promotion(opdef: OpDef, attrs: dict, operands: list[Any]) 
     """PyTorch's computation dtype for a pointwise op's promoted operands.
 
     ``operands`` are fake tensors or Python numbers (what the FX graph traced). Returns the
-    "opmath" dtype PyTorch computes in (fp32 for fp16/bf16 inputs), or ``None`` when the op
-    takes its operands at their own dtype.
+    "opmath" dtype PyTorch computes in (fp32 for fp16/bf16 inputs; the common dtype itself for
+    ops with ``opmath=False``), or ``None`` when the op takes its operands at their own dtype.
     """
     from torch._prims_common import elementwise_dtypes
 
@@ -844,5 +856,7 @@ def compute_dtype_for_promotion(opdef: OpDef, attrs: dict, operands: list[Any]) 
         return None
     idx = opdef.promoted if opdef.promoted is not None else range(len(operands))
     promoted = [operands[i] for i in idx if i < len(operands) and operands[i] is not None]
+    if not opdef.opmath:
+        kind = PROMOTE.NO_OPMATH
     compute, _ = elementwise_dtypes(*promoted, type_promotion_kind=kind)
     return compute
