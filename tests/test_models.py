@@ -43,7 +43,7 @@ LIBRARY_OPS = {
     "_scaled_dot_product_efficient_attention", "_scaled_dot_product_efficient_attention_backward",
     "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_backward",
     "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_cudnn_attention_backward",
-    "embedding", "index_put", "gather", "index",                    # indexing
+    "embedding", "embedding_dense_backward", "index_put", "gather", "index",  # indexing
     "slice", "select", "arange", "as_strided", "as_strided_scatter",
 }
 

@@ -43,9 +43,18 @@ EXTRA_DECOMPOSITIONS = [
 
 #: Core-table entries we remove, because the registry fuses these ops better whole.
 KEEP_WHOLE = [
-    # its decomposition returns the attention probabilities where the backward reads the
-    # logsumexp, which makes attention gradients wrong (and attention is a library op anyway)
+    # Attention stays on its fused library kernels (flash, memory-efficient, cuDNN): their
+    # decompositions are the unfused math path (and the CPU one returns the attention
+    # probabilities where its backward reads the logsumexp, which makes gradients wrong).
+    aten.scaled_dot_product_attention.default,
     aten._scaled_dot_product_flash_attention_for_cpu.default,
+    aten._scaled_dot_product_flash_attention.default,
+    aten._scaled_dot_product_efficient_attention.default,
+    aten._scaled_dot_product_cudnn_attention.default,
+    # An embedding's backward is a scatter-add: PyTorch's dedicated kernel beats the
+    # decomposition (a sort-based deterministic index_put in fp32), measured 5.5 ms of a
+    # 30 ms BERT-base training step on an H200.
+    aten.embedding_dense_backward.default,
     aten.var_mean.correction,
     aten.var.correction,
     aten.mean.dim,
