@@ -91,11 +91,7 @@ BROADCASTS = {
     "row_and_column": ((4, 1), (1, 6)),
     "vector_and_matrix": ((6,), (4, 6)),
     "rank_three": ((3, 1, 5), (4, 1)),
-    "scalar_tensor": pytest.param(((), (4, 6)), marks=pytest.mark.xfail(
-        not torch.cuda.is_available(), strict=True, reason=(
-            "a 0-dim input is loaded as a 0-d scalar (codegen: is_scalar_access); in Triton's "
-            "interpreter a comparison of 0-d values yields a float32 array, and maximum's "
-            "'(x > y) | (x != x)' then fails in numpy bitwise_or, so the group falls back"))),
+    "scalar_tensor": ((), (4, 6)),
     "both_zero_dim": ((), ()),
     "zero_size_broadcast": ((0, 1), (1, 6)),
 }

@@ -77,10 +77,6 @@ def test_type_promotion(case):
     check(fn, *args, exact=True, groups=1)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "codegen converts each operand straight to the compute (opmath) dtype; PyTorch first casts "
-    "operands to the common dtype, so int32 2049 + fp16 0.5 must be fp16(2048) + 0.5 = 2048, "
-    "torchfuse gives 2050 (and -2**31 + inf gives inf instead of -inf + inf = NaN)"))
 def test_operands_convert_to_the_common_dtype_first():
     """Mixed-dtype ops cast each operand to the result dtype, then compute (TensorIterator's
     common-dtype cast, on CPU and CUDA alike): an int32 operand of an fp16 op is rounded to fp16."""
@@ -89,13 +85,7 @@ def test_operands_convert_to_the_common_dtype_first():
     check(lambda a, b: (a + b, a * b), a, b, exact=True)
 
 
-INT_TO_BF16_CAST = pytest.mark.xfail(
-    not torch.cuda.is_available(), strict=True,
-    reason="Triton's interpreter casts int32 to bfloat16 with numpy astype on bf16's uint16 storage")
-
-
-@pytest.mark.parametrize("dtype,other", [(F16, None), (BF16, None), (F16, I32),
-                                         pytest.param(BF16, I32, marks=INT_TO_BF16_CAST)],
+@pytest.mark.parametrize("dtype,other", [(F16, None), (BF16, None), (F16, I32), (BF16, I32)],
                          ids=["float16", "bfloat16", "float16-int32", "bfloat16-int32"])
 def test_comparisons_use_the_common_dtype(dtype, other):
     """Comparisons run in the operands' common dtype, not in fp32 (CPU and CUDA kernels alike):
@@ -353,15 +343,7 @@ def test_float_casts_of_special_values():
     check(fn, x, big, negative, exact=True)
 
 
-BF16_CAST_BUG = ("Triton's interpreter converts {} to bfloat16 with numpy astype on bf16's uint16 "
-                 "storage (cast_impl), producing integers reinterpreted as bf16 bits")
-
-
-@pytest.mark.parametrize("src", [
-    F32, F16,
-    *[pytest.param(d, marks=pytest.mark.xfail(not torch.cuda.is_available(), strict=True,
-                                              reason=BF16_CAST_BUG.format(d)))
-      for d in (F64, I8, I32, I64, U8, BOOL)]], ids=dtype_id)
+@pytest.mark.parametrize("src", [F32, F16, F64, I8, I32, I64, U8, BOOL], ids=dtype_id)
 def test_cast_to_bfloat16(src):
     """Casts to bf16 round to nearest even from every dtype."""
     x = _cast_source(src) if src != F32 else tensor([1.0 + 2**-8 + 2**-12, 3.1, 0.1, 1e4 + 17, -2.7])

@@ -302,22 +302,26 @@ class _Writer:
         node = self.producer_of.get(v)
         if node is None:  # a group input: load it
             var = self.fresh("ld")
-            if self.is_scalar_access(v):  # broadcast along every loop dim: one load
-                self.emit(f"{var} = tl.load({self.pname[v]})")
-            else:
-                self.emit(f"{var} = tl.load({self.address(v)}, mask={self.mask_for(v)}, other=0)")
+            # (a value broadcast along every loop dim is still loaded as a block: all lanes read
+            # one cached address, and 0-d values behave differently under the interpreter)
+            self.emit(f"{var} = tl.load({self.address(v)}, mask={self.mask_for(v)}, other=0)")
             self.define(v, var, v.meta.dtype)
             return var, v.meta.dtype
         self.emit_node(node)
         return self.lookup(v)
 
-    def operand(self, x: Any, dtype: torch.dtype) -> str | None:
+    def operand(self, x: Any, dtype: torch.dtype, common: torch.dtype | None = None) -> str | None:
+        """``x`` as an operand computed in ``dtype``. A tensor operand of another dtype is first
+        cast to the op's ``common`` dtype, as PyTorch's TensorIterator does (an int32 operand
+        of an fp16 op is rounded to fp16 before the fp32 arithmetic)."""
         if x is None:
             return None
         if isinstance(x, Value):
             if x.meta is None:
                 return f"tl.full([], {self.pname[x]}, {triton_dtype(dtype)})" if dtype != torch.bool else f"({self.pname[x]} != 0)"
             var, dt = self.value(x)
+            if common is not None and dt != common and common != dtype:
+                var, dt = convert(var, dt, common), common
             return convert(var, dt, dtype)
         return literal(x, dtype)
 
@@ -350,7 +354,7 @@ class _Writer:
                 var, dt = self.value(x)
                 args.append(convert(var, dt, torch.bool) if node.op == "where" and i == 0 else var)
             else:
-                args.append(self.operand(x, compute))
+                args.append(self.operand(x, compute, node.attrs.get("common_dtype")))
         expr = opdef.emit(args, compute, node.attrs)
         result_dtype = torch.bool if _is_bool_result(node) else compute
         var = self.fresh()

@@ -302,6 +302,9 @@ class Applier:
                 fail(op, f"computes in {check} for operands {listing}, which it does not take; it takes "
                          f"{_dtype_list(opdef.dtypes)}", type_error=True)
             attrs["compute_dtype"] = compute
+            common = registry.common_dtype_for_promotion(opdef, attrs, examples) if compute is not None else None
+            if common is not None and common != compute:
+                attrs["common_dtype"] = common
         elif opdef.kind == "reduction":
             name, t = tensors[0]
             if t.dtype not in opdef.dtypes:

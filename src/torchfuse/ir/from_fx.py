@@ -156,10 +156,15 @@ class _Builder:
             if compute_check is not None and compute_check not in opdef.dtypes:
                 return f"{opdef.name} does not support compute dtype {compute_check}"
             attrs["compute_dtype"] = compute
+            common = ops.common_dtype_for_promotion(opdef, attrs, operands) if compute is not None else None
+            if common is not None and common != compute:
+                attrs["common_dtype"] = common
         elif opdef.kind == "reduction":
             src = inputs[0].meta.dtype
             if src not in opdef.dtypes:
                 return f"{opdef.name} does not support dtype {src}"
+            if inputs[0].meta.rank == 0:
+                return "reduction of a 0-dim tensor (nothing to reduce; ATen's scalar kernel)"
         elif opdef.kind == "random" and vals[0].dtype not in opdef.dtypes:
             return f"{opdef.name} does not support dtype {vals[0].dtype}"
         outs = [self.new_value(meta=meta_of(v)) for v in vals]

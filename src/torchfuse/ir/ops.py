@@ -860,3 +860,20 @@ def compute_dtype_for_promotion(opdef: OpDef, attrs: dict, operands: list[Any]) 
         kind = PROMOTE.NO_OPMATH
     compute, _ = elementwise_dtypes(*promoted, type_promotion_kind=kind)
     return compute
+
+
+def common_dtype_for_promotion(opdef: OpDef, attrs: dict, operands: list[Any]) -> torch.dtype | None:
+    """The dtype PyTorch casts a pointwise op's promoted tensor operands to before computing
+    (TensorIterator's common dtype: fp16 for an int32 + fp16 add, whose arithmetic then runs in
+    fp32). ``None`` when the op takes its operands at their own dtype."""
+    from torch._prims_common import elementwise_dtypes
+
+    kind = opdef.promotion(attrs) if callable(opdef.promotion) else opdef.promotion
+    if kind is None:
+        return None
+    idx = opdef.promoted if opdef.promoted is not None else range(len(operands))
+    promoted = [operands[i] for i in idx if i < len(operands) and operands[i] is not None]
+    compute, result = elementwise_dtypes(*promoted, type_promotion_kind=kind)
+    if result == torch.bool and kind is PROMOTE.ALWAYS_BOOL:
+        result, _ = elementwise_dtypes(*promoted, type_promotion_kind=PROMOTE.NO_OPMATH)
+    return result

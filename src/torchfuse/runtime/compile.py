@@ -109,6 +109,33 @@ def _raw_stream(device_index: int) -> int:
 _stdlib_wrappers: dict = {}
 
 
+def _bf16_cast_impl(original):
+    """The interpreter's casts, except that any cast to or from bf16 goes through PyTorch (the
+    interpreter converts ints, fp64 and bool to bf16 with NumPy on bf16's uint16 storage)."""
+    import numpy as np
+    import torch
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    to_torch = {tl.int1: torch.bool, tl.int8: torch.int8, tl.int16: torch.int16, tl.int32: torch.int32,
+                tl.int64: torch.int64, tl.uint8: torch.uint8, tl.float16: torch.float16,
+                tl.bfloat16: torch.bfloat16, tl.float32: torch.float32, tl.float64: torch.float64}
+
+    def cast_impl(self, src, dst_type):
+        s, d = src.dtype.scalar, dst_type.scalar
+        if tl.bfloat16 in (s, d) and s in to_torch and d in to_torch and s != d:
+            data = np.ascontiguousarray(src.data)
+            t = torch.from_numpy(data.copy())
+            if s == tl.bfloat16:
+                t = t.view(torch.bfloat16)
+            out = t.to(to_torch[d])
+            out = out.view(torch.int16).numpy().view(np.uint16) if d == tl.bfloat16 else out.numpy()
+            return TensorHandle(out, d)
+        return original(self, src, dst_type)
+
+    return cast_impl
+
+
 def _rounding_convert_float(original):
     """The interpreter's float conversion, except that fp32/fp64 -> bf16/fp16 rounds to
     nearest even as GPUs and eager PyTorch do (the interpreter truncates bf16)."""
@@ -147,8 +174,10 @@ class interpreter_stdlib:
 
         from triton.runtime import interpreter as interp
 
-        self.saved = [(interp, "_convert_float", interp._convert_float)]
+        self.saved = [(interp, "_convert_float", interp._convert_float),
+                      (interp.InterpreterBuilder, "cast_impl", interp.InterpreterBuilder.cast_impl)]
         interp._convert_float = _rounding_convert_float(interp._convert_float)
+        interp.InterpreterBuilder.cast_impl = _bf16_cast_impl(interp.InterpreterBuilder.cast_impl)
         for mod in (tl, standard, random):
             for name, obj in list(vars(mod).items()):
                 if isinstance(obj, JITFunction):
