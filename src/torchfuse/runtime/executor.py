@@ -73,6 +73,9 @@ class GroupRunner:
         self.in_slots = [slots[v] for v in group.inputs]
         self.tensor_in = [i for i, v in enumerate(group.inputs) if v.meta is not None]
         self.scalar_in = [i for i, v in enumerate(group.inputs) if v.meta is None]
+        #: positions (among the tensor inputs) whose layout and alignment each call checks;
+        #: CompiledGraph drops those another fusion group of the graph writes
+        self.checked = list(range(len(self.tensor_in)))
         self.out_slots = [slots[v] for v in group.outputs]
         self.plans: dict[Any, KernelPlan] = {}
         self.sources: dict[Any, Any] = {}
@@ -154,9 +157,18 @@ class GroupRunner:
         return kernel
 
     def plan_for(self, sym_key, sym_values, tensors) -> KernelPlan:
+        plan = self.plans.get(sym_key)
+        if plan is not None:
+            # inputs written by this graph's own kernels have the planned layout by construction;
+            # the others (graph inputs, ATen results) are checked against the plan
+            for i in self.checked:
+                t = tensors[i]
+                if t.stride() != plan.in_strides[i] or t.shape != plan.in_shapes[i]:
+                    break
+            else:
+                return plan
         shapes = tuple(t.shape for t in tensors)
         strides = tuple(t.stride() for t in tensors)
-        plan = self.plans.get(sym_key)
         if plan is not None and plan.in_strides == strides and plan.in_shapes == shapes:
             return plan
         alt = self.plans.get((sym_key, shapes, strides))
@@ -183,8 +195,9 @@ class GroupRunner:
         outs = [torch.empty_strided(s, st, dtype=dt, device=dev) for s, st, dt, dev in plan.out_specs]
         if plan.kernel is not None:
             c = plan.config
-            # what Triton specializes on that may differ between calls of one plan
-            spec = tuple(t.data_ptr() & 15 == 0 for t in tensors)
+            # what Triton specializes on that may differ between calls of one plan (tensors this
+            # graph's kernels wrote are fresh allocations, always aligned)
+            spec = tuple(tensors[i].data_ptr() & 15 == 0 for i in self.checked)
             if self.scalar_in:
                 spec += tuple(_int_spec(ins[i]) for i in self.scalar_in)
             args = ins + outs
@@ -321,21 +334,54 @@ def _flat_output_slots(outputs, slots) -> list | None:
     return flat
 
 
+def _compile_argument(a: Any, slots: dict[Value, int]):
+    """``(True, constant)`` or ``(False, fn(env, sym_values))`` for one call argument."""
+    if isinstance(a, Value):
+        s = slots[a]
+        return False, lambda env, sv: env[s]
+    if isinstance(a, sympy.Expr) and not a.is_Integer:
+        return False, lambda env, sv: as_int(a, sv)
+    if isinstance(a, (list, tuple)):
+        parts = [_compile_argument(x, slots) for x in a]
+        if all(c for c, _ in parts):
+            return True, type(a)(v for _, v in parts)
+        typ = type(a)
+        return False, lambda env, sv: typ(v if c else v(env, sv) for c, v in parts)
+    if isinstance(a, dict):
+        parts = {k: _compile_argument(v, slots) for k, v in a.items()}
+        if all(c for c, _ in parts.values()):
+            return True, {k: v for k, (_, v) in parts.items()}
+        return False, lambda env, sv: {k: (v if c else v(env, sv)) for k, (c, v) in parts.items()}
+    return True, int(a) if isinstance(a, sympy.Integer) else a
+
+
 def _call_runner(node: Node, slots: dict[Value, int]):
-    """A closure running ``node``'s call with its argument slots resolved ahead of time."""
+    """A closure running ``node``'s call with its arguments resolved ahead of time (slots of
+    values, evaluation of symbolic sizes, constants as they are)."""
     target = node.target
-    flat = all(not isinstance(a, (list, tuple, dict, sympy.Expr)) for a in node.args) and not node.kwargs
-    if flat and len(node.outputs) == 1:
-        spec = [(slots[a], None) if isinstance(a, Value) else (-1, a) for a in node.args]
-        out = slots[node.outputs[0]]
+    if isinstance(target, torch._ops.OpOverload):
+        target = target._op  # the C++ entry point, one Python frame less per call
+    args = [_compile_argument(a, slots) for a in node.args]
+    kwargs = {k: _compile_argument(v, slots) for k, v in node.kwargs.items()}
+    outs = [slots[o] for o in node.outputs]
+    single = outs[0] if len(outs) == 1 else None
 
-        def run(env, sym_key=None, sym_values=None):
-            env[out] = target(*[env[s] if s >= 0 else c for s, c in spec])
-
-        return run
+    if not kwargs and all(c or isinstance(a, Value) for (c, _), a in zip(args, node.args)):
+        spec = [(slots[a], None) if isinstance(a, Value) else (-1, v) for (c, v), a in zip(args, node.args)]
+        if single is not None:
+            def run(env, sym_key=None, sym_values=None):
+                env[single] = target(*[env[s] if s >= 0 else c for s, c in spec])
+            return run
 
     def run_general(env, sym_key=None, sym_values=None):
-        run_call(node, env, slots, sym_values)
+        a = [v if c else v(env, sym_values) for c, v in args]
+        k = {n: (v if c else v(env, sym_values)) for n, (c, v) in kwargs.items()}
+        result = target(*a, **k)
+        if single is not None:
+            env[single] = result
+        else:
+            for s, r in zip(outs, result):
+                env[s] = r
 
     return run_general
 
@@ -395,6 +441,11 @@ class CompiledGraph:
                 self.steps.append(step)
                 self.runners.append(_call_runner(step, self.slots))
         self.has_random = any(isinstance(r, GroupRunner) and r.random for r in self.runners)
+        written = {o for st in seg.steps if isinstance(st, FusionGroup) for o in st.outputs}
+        for r in self.runners:
+            if isinstance(r, GroupRunner):
+                tensors = [r.group.inputs[i] for i in r.tensor_in]
+                r.checked = [k for k, v in enumerate(tensors) if v not in written]
         self.release = self._liveness(seg)
         self.output_spec = graph.outputs
         self.output_slots = _flat_output_slots(graph.outputs, self.slots)

@@ -1,0 +1,171 @@
+"""``torchfuse conformance``: run PyTorch's OpInfo samples through torchfuse, write the table.
+
+::
+
+    torchfuse conformance [--ops PATTERN,...] [--dtypes NAME,...] [--max-samples N]
+                          [--max-error-samples N] [--backward | --no-backward] [--shard I/N]
+                          [--time-budget SECONDS] [--sample-timeout SECONDS]
+                          [--interpret-integer-division] [--out DIR] [--list]
+    torchfuse conformance --merge DIR_OR_JSON... [--out DIR]
+
+Without a GPU every kernel runs on CPU tensors through Triton's interpreter. Ops are run
+registry ops first (see :func:`torchfuse.conformance.catalog.priority`), so a time budget
+covers the fusible ops before the rest; ops left when the budget is spent are listed in the
+table as not run. The table is rewritten after every op, so an interrupted run keeps its
+results. Shards (``--shard 1/4`` ... ``4/4``, each with its own ``--out``) are combined with
+``--merge``.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import torch
+
+from . import catalog, classify, report, runner
+
+DEFAULT_OUT = "benchmarks/results/conformance"
+
+
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard takes I/N, e.g. 2/4 (got {text!r})") from None
+    if not 1 <= i <= n:
+        raise argparse.ArgumentTypeError(f"--shard I/N needs 1 <= I <= N (got {text!r})")
+    return i, n
+
+
+def _dtypes(text: str) -> list[torch.dtype]:
+    out = []
+    for name in (t.strip() for t in text.split(",") if t.strip()):
+        if name not in catalog.DTYPE_NAMES:
+            raise argparse.ArgumentTypeError(f"unknown dtype {name!r}; known: {', '.join(catalog.DTYPE_NAMES)}")
+        out.append(catalog.DTYPE_NAMES[name])
+    return out
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="torchfuse conformance", description=__doc__.split("::")[0].strip())
+    p.add_argument("--ops", default="", help="comma-separated name patterns (sin,nn.functional.*); default: all")
+    p.add_argument("--dtypes", type=_dtypes, default=None, help="comma-separated dtypes; default: all the op supports")
+    p.add_argument("--max-samples", type=int, default=3, help="samples per (op, dtype), spread over the list")
+    p.add_argument("--max-error-samples", type=int, default=2, help="OpInfo error inputs per op")
+    p.add_argument("--backward", action=argparse.BooleanOptionalAction, default=True,
+                   help="compare gradients where the OpInfo supports them")
+    p.add_argument("--shard", type=_shard, default=(1, 1), help="I/N: run every N-th op from the I-th")
+    p.add_argument("--time-budget", type=float, default=None, help="stop starting new ops after SECONDS")
+    p.add_argument("--sample-timeout", type=float, default=120.0, help="skip a sample after SECONDS")
+    p.add_argument("--interpret-integer-division", action="store_true",
+                   help="fuse integer division on CPU too (Options.interpret_integer_division)")
+    p.add_argument("--device", default=None, help="cuda or cpu (default: cuda when present)")
+    p.add_argument("--out", default=DEFAULT_OUT, help=f"where table.json and table.md go (default {DEFAULT_OUT})")
+    p.add_argument("--list", action="store_true", help="print the ops a run would cover, in order, and exit")
+    p.add_argument("--merge", nargs="+", metavar="DIR_OR_JSON", help="combine shard tables into --out")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    return p
+
+
+def pick(samples: list, n: int) -> list:
+    """``n`` samples spread evenly over ``samples`` (first and last included)."""
+    if n <= 0 or len(samples) <= n:
+        return samples if n > 0 else []
+    if n == 1:
+        return samples[:1]
+    step = (len(samples) - 1) / (n - 1)
+    return [samples[round(i * step)] for i in range(n)]
+
+
+def run_op(case: catalog.OpCase, args, options, device: str, log=None) -> dict[str, classify.Verdict]:
+    """Verdicts of one OpInfo entry, per dtype name."""
+    info = case.info
+    dtypes = catalog.dtypes_of(info, device, args.dtypes)
+    if case.skip is not None:
+        return {catalog.dtype_name(d): classify.Verdict("skipped", case.skip) for d in dtypes}
+    backward_ok = catalog.backward_dtypes(info, device) if args.backward else set()
+    error_dtype = torch.float32 if torch.float32 in dtypes else (dtypes[0] if dtypes else None)
+    row = {}
+    for dtype in dtypes:
+        seed = zlib.crc32(f"{case.name}/{dtype}".encode())
+        torch.manual_seed(seed)
+        grad = dtype in backward_ok
+        outcomes = []
+        try:
+            samples = pick(list(info.sample_inputs(device, dtype, requires_grad=grad)), args.max_samples)
+        except Exception as e:
+            row[catalog.dtype_name(dtype)] = classify.Verdict("skipped", f"OpInfo samples raise {type(e).__name__}")
+            continue
+        rtol, atol = catalog.tolerance(info, dtype, device)
+        for k, sample in enumerate(samples):
+            outcomes.append(runner.run_sample(info.op, sample, options, rtol, atol, backward=grad, seed=seed + k,
+                                              seconds=args.sample_timeout))
+        if dtype == error_dtype and args.max_error_samples > 0 and info.error_inputs_func is not None:
+            try:
+                errors = list(info.error_inputs(device))
+            except Exception:
+                errors = []
+            for error_input in errors[: args.max_error_samples]:
+                outcome = runner.run_error_input(info.op, error_input, options, seconds=args.sample_timeout)
+                if outcome.status != "skipped":
+                    outcomes.append(outcome)
+        verdict = classify.classify(outcomes)
+        row[catalog.dtype_name(dtype)] = verdict
+        if log is not None:
+            log(f"  {case.name} {catalog.dtype_name(dtype)}: {verdict.status} {verdict.reason[:160]} "
+                f"({verdict.seconds:.1f} s)")
+    return row
+
+
+def _environment(device: str, options) -> dict:
+    import triton
+
+    return {"torch": torch.__version__, "triton": triton.__version__, "device": device,
+            "mode": "Triton interpreter on CPU tensors" if options.interpret else "compiled Triton kernels"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    out = Path(args.out)
+    if args.merge:
+        parts = []
+        for item in args.merge:
+            path = Path(item)
+            parts.append(report.read_json(path / "table.json" if path.is_dir() else path))
+        table, meta = report.merge(parts)
+        report.write(table, meta, out)
+        print(report.summary_line(table))
+        return 0
+    from ..config import Options
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    options = Options.from_env(interpret=device == "cpu",
+                               interpret_integer_division=args.interpret_integer_division)
+    patterns = [p.strip() for p in args.ops.split(",") if p.strip()]
+    cases = catalog.select_ops(catalog.load_op_db(), patterns, args.shard)
+    if args.list:
+        for c in cases:
+            print(c.name + (f"  (skipped: {c.skip})" if c.skip else ""))
+        return 0
+    log = None if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+    command = "torchfuse conformance " + " ".join(argv if argv is not None else sys.argv[1:])
+    meta = {"command": command.strip(), **_environment(device, options), "shard": list(args.shard)}
+    table: report.Table = {}
+    t0 = time.perf_counter()
+    not_run: list[str] = []
+    for i, case in enumerate(cases):
+        if args.time_budget is not None and time.perf_counter() - t0 > args.time_budget:
+            not_run = [c.name for c in cases[i:]]
+            break
+        if log:
+            log(f"[{i + 1}/{len(cases)}] {case.name}")
+        table[case.name] = run_op(case, args, options, device, log)
+        meta.update(seconds=round(time.perf_counter() - t0, 1), not_run=[c.name for c in cases[i + 1:]])
+        report.write(table, meta, out)
+    meta.update(seconds=round(time.perf_counter() - t0, 1), not_run=not_run)
+    report.write(table, meta, out)
+    print(report.summary_line(table))
+    return 0

@@ -1,0 +1,142 @@
+"""The conformance table: op x dtype -> verdict, as JSON and as Markdown, and merging shards.
+
+Takes the verdicts of a run (``{op: {dtype: Verdict}}``) and what the run was (command,
+versions, device, how much of the op database it covered); writes ``table.json`` (the data,
+readable back by :func:`read_json` and :func:`merge`) and ``table.md`` (the command in its
+header, counts, one row per op with one column per dtype, then every fail and every
+fallback reason).
+"""
+from __future__ import annotations
+
+import collections
+import json
+from pathlib import Path
+from .catalog import DTYPE_NAMES
+from .classify import STATUSES, Verdict
+
+Table = dict  # {op: {dtype name: Verdict}}
+
+_CELL = {"pass": "pass", "fallback": "aten", "fail": "**FAIL**", "skipped": "skip"}
+
+
+def counts(table: Table) -> dict[str, int]:
+    c = collections.Counter(v.status for row in table.values() for v in row.values())
+    return {s: c.get(s, 0) for s in STATUSES}
+
+
+def to_json(table: Table, meta: dict) -> dict:
+    return {"meta": meta, "counts": counts(table),
+            "results": {op: {dt: v.to_json() for dt, v in row.items()} for op, row in sorted(table.items())}}
+
+
+def read_json(path: str | Path) -> tuple[Table, dict]:
+    data = json.loads(Path(path).read_text())
+    table = {op: {dt: Verdict.from_json(v) for dt, v in row.items()} for op, row in data["results"].items()}
+    return table, data.get("meta", {})
+
+
+def merge(parts: list[tuple[Table, dict]]) -> tuple[Table, dict]:
+    """One table from shards (later parts win for an op present twice); ``meta`` from the
+    first, with the shards' op lists and seconds combined."""
+    table: Table = {}
+    meta: dict = dict(parts[0][1]) if parts else {}
+    not_run: set[str] = set()
+    seconds = 0.0
+    for t, m in parts:
+        table.update(t)
+        not_run |= set(m.get("not_run", []))
+        seconds += float(m.get("seconds", 0.0))
+    meta["not_run"] = sorted(not_run - set(table))
+    meta["seconds"] = round(seconds, 1)
+    meta["shards"] = [m.get("shard") for _, m in parts]
+    return table, meta
+
+
+def _dtype_columns(table: Table) -> list[str]:
+    present = {dt for row in table.values() for dt in row}
+    order = list(DTYPE_NAMES)
+    return [d for d in order if d in present] + sorted(present - set(order))
+
+
+def to_markdown(table: Table, meta: dict) -> str:
+    """The table as Markdown (see the module doc)."""
+    c = counts(table)
+    cols = _dtype_columns(table)
+    lines = ["# torchfuse conformance: PyTorch's OpInfo database", ""]
+    if meta.get("command"):
+        lines += ["Produced by:", "", "```", meta["command"], "```", ""]
+    env = ", ".join(f"{k} {meta[k]}" for k in ("torch", "triton", "device", "mode") if meta.get(k))
+    if env:
+        lines += [f"Environment: {env}.", ""]
+    lines += [
+        f"Covered: {len(table)} OpInfo entries, {sum(c.values())} (op, dtype) pairs"
+        + (f" in {meta['seconds']:.0f} s" if meta.get("seconds") else "") + ".",
+        f"**{c['pass']} pass, {c['fallback']} fallback (ran through ATen), {c['fail']} fail, "
+        f"{c['skipped']} skipped.**", ""]
+    if meta.get("not_run"):
+        lines += [f"Not run ({len(meta['not_run'])} entries, time budget or selection): "
+                  + ", ".join(f"`{n}`" for n in meta["not_run"][:60])
+                  + (" ..." if len(meta["not_run"]) > 60 else ""), ""]
+    lines += [
+        "Each sample runs alone and between two pointwise neighbours in one program, forward and,",
+        "where the OpInfo supports gradients for the dtype, backward; it is compared with eager at",
+        "the dtype's `assert_close` tolerance or the OpInfo's own larger override.",
+        "`pass`: values match and a fusion group ran; `aten`: values match, everything ran through",
+        "ATen (reasons below); `FAIL`: mismatch or an exception eager did not raise; `skip`: no",
+        "verdict (random results, timeouts); empty: the op does not support the dtype.", ""]
+    lines.append("| op | " + " | ".join(cols) + " |")
+    lines.append("| --- | " + " | ".join("---" for _ in cols) + " |")
+    for op in sorted(table):
+        row = table[op]
+        cells = [_CELL[row[d].status] if d in row else "" for d in cols]
+        lines.append(f"| `{op}` | " + " | ".join(cells) + " |")
+    lines += ["", "## Fails", ""]
+    fails = [(op, dt, v) for op in sorted(table) for dt, v in table[op].items() if v.status == "fail"]
+    if not fails:
+        lines.append("None.")
+    for op, dt, v in fails:
+        lines.append(f"- `{op}` {dt}: {_md(v.reason)}")
+    lines += ["", "## Skipped", ""]
+    skipped = _grouped(table, "skipped")
+    lines += [f"- {_md(reason)}: {', '.join(items)}" for reason, items in skipped] or ["None."]
+    lines += ["", "## Why ops ran through ATen", "",
+              "Per (op, dtype) the most frequent ATen calls of its samples and why they were not fused.", ""]
+    lines += [f"- {_md(reason)}: {', '.join(items)}" for reason, items in _grouped(table, "fallback")] or ["None."]
+    return "\n".join(lines) + "\n"
+
+
+def _grouped(table: Table, status: str) -> list[tuple[str, list[str]]]:
+    """``(reason, ["op (dtypes)", ...])`` for every verdict of ``status``, one line per reason."""
+    by_reason: dict[str, dict[str, list[str]]] = collections.defaultdict(lambda: collections.defaultdict(list))
+    for op in sorted(table):
+        for dt, v in table[op].items():
+            if v.status == status:
+                by_reason[v.reason][op].append(dt)
+    out = []
+    for reason in sorted(by_reason, key=lambda r: (-len(by_reason[r]), r)):
+        items = [f"`{op}` ({', '.join(dts)})" for op, dts in by_reason[reason].items()]
+        out.append((reason, items))
+    return out
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def write(table: Table, meta: dict, out_dir: str | Path) -> tuple[Path, Path]:
+    """Write ``table.json`` and ``table.md`` under ``out_dir``; returns their paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    js, md = out / "table.json", out / "table.md"
+    js.write_text(json.dumps(to_json(table, meta), indent=1, sort_keys=False) + "\n")
+    md.write_text(to_markdown(table, meta))
+    return js, md
+
+
+def summary_line(table: Table) -> str:
+    c = counts(table)
+    return (f"{len(table)} ops, {sum(c.values())} (op, dtype): {c['pass']} pass, {c['fallback']} fallback, "
+            f"{c['fail']} fail, {c['skipped']} skipped")
+
+
+__all__ = ["Table", "counts", "merge", "read_json", "summary_line", "to_json", "to_markdown", "write"]
