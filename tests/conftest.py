@@ -30,3 +30,11 @@ def _reset_dynamo():
 def device() -> str:
     """The device tests run on: CUDA when present, else CPU through the interpreter."""
     return DEVICE
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("torchfuse")
+    group.addoption("--fuzz-examples", type=int, default=40,
+                    help="random programs tests/test_fuzz.py tries (CI: 40, derandomized)")
+    group.addoption("--fuzz-seed", type=int, default=None,
+                    help="seed for tests/test_fuzz.py (default: derandomized, the same programs every run)")

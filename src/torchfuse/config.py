@@ -89,8 +89,10 @@ class Options:
         persistent_max_elements: largest reduction extent (elements) that the reduction
             scheduler keeps entirely in registers (one read of the input per row).
         exact_rounding: round every intermediate value to the dtype eager would store it in,
-            so fused fp16/bf16 chains equal eager's per-op rounding (PyTorch semantics).
-            ``False`` keeps fp32 intermediates (slightly more accurate, not eager's values).
+            so fused fp16/bf16 chains equal eager's per-op rounding (PyTorch semantics), and
+            forbid contracting a multiply and an add into one fused multiply-add (eager runs them
+            as separate kernels, each rounding). ``False`` keeps fp32 intermediates and allows
+            contraction (slightly more accurate, not eager's values).
         cudagraphs: capture each compiled graph into a CUDA graph per input signature and
             replay it (``mode="reduce-overhead"``); see :mod:`torchfuse.runtime.cudagraphs`.
         cudagraph_max_graphs: CUDA graphs kept per compiled graph (least recently used go).

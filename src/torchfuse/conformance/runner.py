@@ -399,7 +399,9 @@ def _run(program: Program, fn: Callable, options: Options, rtol: float, atol: fl
         return SampleOutcome("fail", problem, reasons, grad)
     if capture.fused():
         return SampleOutcome("pass", f"fused (via {via})", reasons, grad)
-    return SampleOutcome("fallback", "; ".join(reasons[:3]) or "nothing to compute", reasons, grad)
+    if not reasons and via == "torch.compile":
+        reasons = ["ran outside torchfuse's graphs (TorchDynamo graph break)"]
+    return SampleOutcome("fallback", "; ".join(reasons[:3]) or "nothing to compute (views only)", reasons, grad)
 
 
 def _check_raises(fn: Callable, leaves: list, options: Options, error: type) -> SampleOutcome:

@@ -40,7 +40,8 @@ class Kernel:
         self.interpret = interpret
 
     def launch(self, stage: int, grid: tuple, args: Sequence, XBLOCK: int, RBLOCK: int, num_warps: int,
-               binaries: dict | None = None, spec_key: Any = None, device_index: int = 0) -> None:
+               binaries: dict | None = None, spec_key: Any = None, device_index: int = 0,
+               fp_fusion: bool = True) -> None:
         """Run stage ``stage`` on ``grid`` programs (a 1- or 2-tuple). ``args`` follow
         ``source.params``.
 
@@ -62,17 +63,22 @@ class Kernel:
                 run(grid[0], grid[1] if len(grid) > 1 else 1, 1, _raw_stream(device_index), function, packed,
                     None, None, None, *args, XBLOCK, RBLOCK)
                 return
-            compiled = fn[grid](*args, XBLOCK=XBLOCK, RBLOCK=RBLOCK, num_warps=num_warps)
+            compiled = fn[grid](*args, XBLOCK=XBLOCK, RBLOCK=RBLOCK, num_warps=num_warps, enable_fp_fusion=fp_fusion)
             if all(hasattr(compiled, a) for a in ("run", "function", "packed_metadata")):
                 binaries[key] = (compiled.run, compiled.function, compiled.packed_metadata)
             return
-        fn[grid](*args, XBLOCK=XBLOCK, RBLOCK=RBLOCK, num_warps=num_warps)
+        fn[grid](*args, XBLOCK=XBLOCK, RBLOCK=RBLOCK, num_warps=num_warps, enable_fp_fusion=fp_fusion)
 
-    def warmup(self, stage: int, grid: tuple, args: Sequence, XBLOCK: int, RBLOCK: int, num_warps: int) -> None:
-        """Compile for these argument types without running (no-op under the interpreter)."""
+    def warmup(self, stage: int, grid: tuple, args: Sequence, XBLOCK: int, RBLOCK: int, num_warps: int,
+               fp_fusion: bool = True) -> None:
+        """Compile for these argument types without running (no-op under the interpreter).
+
+        ``fp_fusion=False`` forbids contracting a multiply and an add into one fused
+        multiply-add, so fp32 chains round after every op as eager's separate kernels do."""
         if self.interpret:
             return
-        self.fns[stage].warmup(*args, grid=grid, XBLOCK=XBLOCK, RBLOCK=RBLOCK, num_warps=num_warps)
+        self.fns[stage].warmup(*args, grid=grid, XBLOCK=XBLOCK, RBLOCK=RBLOCK, num_warps=num_warps,
+                               enable_fp_fusion=fp_fusion)
 
 
 def _triton_version() -> tuple[int, int]:
@@ -230,7 +236,7 @@ def compile_all(jobs: list[tuple], threads: int) -> list[BaseException | None]:
     """Compile several kernels at once (Triton's compiler runs LLVM and ptxas outside the GIL).
 
     Args:
-        jobs: ``(kernel, stage, grid, args, XBLOCK, RBLOCK, num_warps)`` each.
+        jobs: ``(kernel, stage, grid, args, XBLOCK, RBLOCK, num_warps, fp_fusion)`` each.
         threads: worker threads.
 
     Returns:

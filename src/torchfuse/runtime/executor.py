@@ -214,7 +214,7 @@ class GroupRunner:
                       if torch.autograd.profiler._is_profiler_enabled else _NO_RANGE):
                     for i, st in enumerate(c.stages):
                         plan.kernel.launch(i, st.grid, args, st.XBLOCK, st.RBLOCK, st.num_warps,
-                                           plan.binaries, spec, plan.device_index)
+                                           plan.binaries, spec, plan.device_index, not self.options.exact_rounding)
             except Exception as e:  # e.g. a new specialization that fails to compile
                 self.fail(e)
                 return self.run_fallback(env, sym_values)
@@ -529,7 +529,7 @@ class CompiledGraph:
                 seed = [0] if step.random else []
                 for i, st in enumerate(c.stages):
                     jobs.append((plan.kernel, i, st.grid, dummies + outs + ws + plan.scalars + seed, st.XBLOCK,
-                                 st.RBLOCK, st.num_warps))
+                                 st.RBLOCK, st.num_warps, not self.options.exact_rounding))
                     runners.append(step)
         t1 = time.perf_counter()
         errors = compile_all(jobs, self.options.compile_threads)
