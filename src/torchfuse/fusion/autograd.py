@@ -360,7 +360,10 @@ class FusionOp:
         fwd = self.fusion.program(device, self.extras).num_kernels
         if self.backward_fusion is not None:
             return fwd, self.backward_fusion.num_kernels(device)
-        programs = [p for k, p in self._derived.items() if k[:2] == (device.type, device.index)]
+        index = device.index
+        if device.type == "cuda" and index is None:
+            index = torch.cuda.current_device()  # "cuda" and "cuda:0" are one device
+        programs = [p for k, p in self._derived.items() if k[:2] == (device.type, index)]
         return fwd, (programs[0].num_kernels if programs and isinstance(programs[0], Program) else None)
 
 

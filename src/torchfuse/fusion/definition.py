@@ -229,6 +229,8 @@ class Fusion:
         ``extra_outputs``."""
         self.finish()
         device = torch.device(device)
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())  # "cuda" and "cuda:0" are one device
         key = (device.type, device.index, tuple(v.name for v in extra_outputs))
         if key not in self._programs:
             self._programs[key] = Program(self.graph(device, extra_outputs), self.options, self.name)

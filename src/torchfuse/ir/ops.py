@@ -720,6 +720,8 @@ def _parse_unsqueeze(args, kwargs):
 def _parse_squeeze(args, kwargs):
     x = args[0]
     dims = args[1] if len(args) > 1 else None
+    if _rank(x) == 0:  # squeeze(0) of a 0-dim tensor is allowed and squeezes nothing
+        return [x], {"dims": ()}
     return [x], {"dims": None if dims is None else _normalize_dims(dims, _rank(x))}
 
 
