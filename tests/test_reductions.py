@@ -281,14 +281,15 @@ def test_variance_with_large_mean(schedule, schedule_thresholds):
     assert_matches(actual[0], tuple(r.to(F32) for r in reference), rtol=1e-5, atol=0)
     # Against eager, compare errors rather than values: two correct fp32 algorithms differ by
     # more than fp32's 1e-5 default here (seen on an H200: 3.6e-5), so each result's distance
-    # from the fp64 reference must stay within a small multiple of eager's (PyTorch's rule).
+    # from the fp64 reference must stay within fp32's 1e-5, or a small multiple of eager's
+    # (eager on CPU accumulates in fp64 and is far closer; on CUDA it accumulates in fp32).
     eager = (torch.var_mean(x, 1), x.std(1, correction=0))
     ref64 = (reference, x.to(F64).std(1, correction=0))
     flat = lambda t: [t] if isinstance(t, torch.Tensor) else [y for z in t for y in flat(z)]
     for got, want, exact in zip(flat(actual), flat(eager), flat(ref64)):
         err = ((got.to(F64) - exact).abs() / exact.abs().clamp_min(1e-12)).max().item()
         eager_err = ((want.to(F64) - exact).abs() / exact.abs().clamp_min(1e-12)).max().item()
-        assert err <= 3 * eager_err + 1e-6, (err, eager_err)
+        assert err <= max(3 * eager_err, 1e-5), (err, eager_err)
     assert_all_fused(graphs)
 
 
