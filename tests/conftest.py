@@ -34,7 +34,7 @@ def device() -> str:
 
 def pytest_addoption(parser):
     group = parser.getgroup("torchfuse")
-    group.addoption("--fuzz-examples", type=int, default=40,
-                    help="random programs tests/test_fuzz.py tries (CI: 40, derandomized)")
+    group.addoption("--fuzz-examples", type=int, default=100,
+                    help="random programs tests/test_fuzz.py tries (CI: 100, derandomized)")
     group.addoption("--fuzz-seed", type=int, default=None,
                     help="seed for tests/test_fuzz.py (default: derandomized, the same programs every run)")

@@ -206,6 +206,16 @@ REDUCTIONS = {
     "argmax": ("{0}.argmax(dim={d}, keepdim={k})", False, True, True, True, True),
     "any": ("{0}.any(dim={d}, keepdim={k})", False, True, False, False, True),
 }
+#: reductions whose result is broadcast back over their input (softmax, normalizations):
+#: name -> (template, exact for exact inputs)
+NORMALIZE = {
+    "center_max": ("({0} - {0}.amax(dim={d}, keepdim=True))", True),
+    "fraction": ("({0} / {0}.sum(dim={d}, keepdim=True))", False),
+    "standardize": ("(({0} - {0}.mean(dim={d}, keepdim=True)) * torch.rsqrt({0}.var(dim={d}, keepdim=True, "
+                    "correction=0) + 1e-5))", False),
+    "softmax": ("torch.softmax({0}, dim={d})", False),
+    "log_softmax": ("torch.log_softmax({0}, dim={d})", False),
+}
 CAST_TARGETS = (F32, F16, BF16, F64, I32, I64, I8, BOOL)
 
 
@@ -249,7 +259,7 @@ def programs(draw, max_steps: int = 7) -> Program:
         vals.append(_Val(f"x{i}", meta, exact=True, finite=not s.specials))
     lines: list[str] = []
     for _ in range(draw(st.integers(2, max_steps))):
-        kind = draw(st.sampled_from(("unary", "binary", "binary", "reduction", "layout", "cast")))
+        kind = draw(st.sampled_from(("unary", "binary", "binary", "reduction", "layout", "cast", "normalize")))
         a = draw(st.sampled_from(vals))
         expr, exact, finite = None, a.exact, a.finite
         if kind == "unary":
@@ -291,6 +301,14 @@ def programs(draw, max_steps: int = 7) -> Program:
                 expr = template.format(a.name, d=d, k=draw(st.booleans()))
                 exact = a.exact and (exact_float or not _is_float(a))
                 finite = a.finite and name not in ("sum", "var", "mean")
+        elif kind == "normalize" and a.meta.dim() > 0 and _is_float(a):
+            name = draw(st.sampled_from(sorted(NORMALIZE)))
+            template, keeps = NORMALIZE[name]
+            d = draw(st.integers(-1, a.meta.dim() - 1))
+            if name != "center_max" or a.meta.shape[d] > 0:
+                expr = template.format(a.name, d=d)
+                exact = a.exact and keeps
+                finite = False
         elif kind == "layout" and a.meta.dim() > 0:
             rank = a.meta.dim()
             shape = tuple(a.meta.shape)
@@ -424,7 +442,7 @@ def test_generated_programs_cover_the_grammar():
 
     collect()
     text = "\n".join(ln for p in seen for ln in p.lines)
-    for fragment in ["torch.sin(", " / ", "torch.where(", " < ", ".sum(", ".mean(", ".var(", ".amax(", ".argmax(",
+    for fragment in ["torch.sin(", "torch.softmax(", "keepdim=True))", " / ", "torch.where(", " < ", ".sum(", ".mean(", ".var(", ".amax(", ".argmax(",
                      ".any(", ".permute(", ".transpose(", ".unsqueeze(", ".squeeze(", ".expand(", "::2", "1:]",
                      ".reshape(", ".to(torch.int32)", ".to(torch.bfloat16)", "torch.floor(", "~"]:
         assert fragment in text, fragment
