@@ -686,13 +686,26 @@ class _Writer:
         self.emit("rend = tl.minimum(rstart + rchunk, rnumel)")
         self.r_limit = "rend"
         reds = self.reduction_nodes()
-        outs = [o for o in self.g.outputs if self.in_r(o)]
+        accs = self.emit_r_loop(reds, [o for o in self.g.outputs if self.in_r(o)], "range(rstart, rend, RBLOCK)")
+        k = 0
+        for n in reds:
+            for comp, var in self.partial_components(n, accs[n]):
+                self.emit(f"tl.store(ws{k} + {pid1} * xnumel + xindex, {var}, mask=xmask)")
+                k += 1
+
+    def emit_r_loop(self, reds: list[Node], outs: list[Value], loop_range: str) -> dict:
+        """One loop over the reduced extent: accumulate ``reds``, write ``outs``.
+
+        The kept-space values the loop reads are computed once before it; values that vary
+        along the reduced dims are computed inside it (again in every loop that needs them).
+        Returns the accumulator names of ``reds``.
+        """
         for v in self.x_values_needed(reds, outs):
             self.value(v)
         accs: dict = {}
         for n in reds:
             self.emit_loop_init(n, accs)
-        self.emit("for roffset in range(rstart, rend, RBLOCK):")
+        self.emit(f"for roffset in {loop_range}:")
         self.indent += 1
         self.scopes.append({})
         self.r_prologue("roffset")
@@ -702,11 +715,7 @@ class _Writer:
             self.store(o)
         self.scopes.pop()
         self.indent -= 1
-        k = 0
-        for n in reds:
-            for comp, var in self.partial_components(n, accs[n]):
-                self.emit(f"tl.store(ws{k} + {pid1} * xnumel + xindex, {var}, mask=xmask)")
-                k += 1
+        return accs
 
     def partial_components(self, node: Node, a: str) -> list[tuple[str, str]]:
         """Reduce the lanes of a loop accumulator to one partial per row, uncombined."""
@@ -790,22 +799,7 @@ class _Writer:
             outs = [o for o in self.g.outputs if out_pass.get(o) == k]
             if not reds and not outs:
                 continue
-            # kept-space values this loop needs, computed once before it
-            for v in self.x_values_needed(reds, outs):
-                self.value(v)
-            accs: dict = {}
-            for n in reds:
-                self.emit_loop_init(n, accs)
-            self.emit("for roffset in range(0, rnumel, RBLOCK):")
-            self.indent += 1
-            self.scopes.append({})
-            self.r_prologue("roffset")
-            for n in reds:
-                self.emit_loop_accumulate(n, accs)
-            for o in outs:
-                self.store(o)
-            self.scopes.pop()
-            self.indent -= 1
+            accs = self.emit_r_loop(reds, outs, "range(0, rnumel, RBLOCK)")
             for n in reds:
                 self.emit_loop_finish(n, accs)
         for out in self.g.outputs:

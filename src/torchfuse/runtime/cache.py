@@ -37,7 +37,14 @@ def _private() -> Path:
 
 
 def sha256_text(text: str) -> str:
+    """Hex SHA-256 of ``text`` encoded as UTF-8: a kernel source's cache key."""
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _file_matches(path: Path, key: str) -> bool:
+    """The bytes of ``path`` hash to ``key``. Hashes raw bytes, so a file that is not UTF-8
+    (truncated, overwritten by other data) is a mismatch, never a decode error."""
+    return hashlib.sha256(path.read_bytes()).hexdigest() == key
 
 
 class SourceStore:
@@ -65,7 +72,7 @@ class SourceStore:
             path = self._dir(key, root) / f"{key}.py"
             try:
                 if path.is_file():
-                    if sha256_text(path.read_text()) == key:
+                    if _file_matches(path, key):
                         self.hits += 1
                         log.info("kernel cache hit %s", key[:12])
                         return path
@@ -77,7 +84,7 @@ class SourceStore:
                 with os.fdopen(fd, "w") as f:
                     f.write(text)
                 os.replace(tmp, path)
-                if sha256_text(path.read_text()) != key:  # another writer raced us with bad data
+                if not _file_matches(path, key):  # another writer raced us with bad data
                     raise OSError("content changed while writing")
                 return path
             except OSError as e:

@@ -7,11 +7,13 @@ replaced by :mod:`torchfuse.runtime.interpreter_math`), so the same source runs 
 """
 from __future__ import annotations
 
+import builtins
 import concurrent.futures
-import importlib.util
+import linecache
 import logging
 import sys
 import threading
+import types
 from typing import Any, Sequence
 
 from ..codegen.triton import HELPERS, KernelSource
@@ -213,10 +215,14 @@ def load(source: KernelSource, store: SourceStore, interpret: bool) -> Kernel:
             return _loaded[k]
     path = store.path_for(source.key, source.text)
     modname = f"torchfuse_kernel_{source.key[:24]}_{'i' if interpret else 'j'}"
-    spec = importlib.util.spec_from_file_location(modname, path)
-    module = importlib.util.module_from_spec(spec)
+    # The module runs from the text whose hash is its key, never from what the file or a
+    # bytecode cache beside it holds now; linecache serves that same text to
+    # ``inspect.getsource``, which @triton.jit reads (mtime None: never invalidated).
+    module = types.ModuleType(modname)
+    module.__file__ = str(path)
+    linecache.cache[str(path)] = (len(source.text), None, source.text.splitlines(True), str(path))
     sys.modules[modname] = module
-    spec.loader.exec_module(module)
+    exec(builtins.compile(source.text, str(path), "exec"), module.__dict__)
     if interpret:
         from triton.runtime.interpreter import InterpretedFunction
 

@@ -1,0 +1,511 @@
+"""Hostile values, layouts, programs and caches.
+
+Values: NaN, infinities, -0.0, subnormals and extreme magnitudes through pointwise chains and
+reductions. Layouts: empty tensors, misaligned storage offsets, overlapping and zero strides,
+and the switch to 64-bit index arithmetic past 2**31 (tested on the layout analysis and the
+generated source, without allocating that much). Programs: inputs mutated inside the graph and
+read again, and outputs that alias inputs. Caches: kernel cache files that are not valid text,
+bytecode planted beside a kernel, cache entries that are directories. Recompilation: a new
+sequence length reuses kernels; an unused empty input adds no graphs.
+
+Each test compares with eager on the same inputs; where a known bug makes a test fail, it is
+marked ``xfail(strict=True)`` with a reproducer in its reason, so that the fix turns it green.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import py_compile
+import sys
+
+import pytest
+import torch
+
+import torchfuse
+from conftest import DEVICE
+from test_ops import (BF16, BOOL, F16, F32, F64, I8, I32, I64, U8, assert_all_fused, assert_matches, fused_ops,
+                      make_sample, run_compiled, run_traced, tensor)
+from torchfuse import backend
+from torchfuse.schedulers.layout import INT32_LIMIT, analyze
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
+
+NAN, INF = float("nan"), float("inf")
+
+
+def check(fn, *args, exact=False, groups=None, **options):
+    """Compile ``fn``; equal to eager on ``args``; every registry op fused."""
+    expected = fn(*args)
+    actual, graphs = run_compiled(fn, *args, **options)
+    assert_matches(actual, expected, exact=exact)
+    assert_all_fused(graphs, groups=groups)
+    return graphs
+
+
+# ----------------------------------------------------------------------------- values
+
+#: NaN, infinities, signed zeros, fp32 subnormals, fp32 extremes, values that overflow fp16
+HOSTILE = [NAN, INF, -INF, -0.0, 0.0, 1e-45, -1e-40, 1.1754942e-38, 3.4028235e38, -3.4028235e38, 65504.0,
+           65520.0, 1e-7, -2.5, 7.0, 1.0]
+
+
+def hostile(dtype, shape=(4, len(HOSTILE)), seed=0) -> torch.Tensor:
+    """Rows of :data:`HOSTILE` values in ``dtype``, permuted differently per row."""
+    g = torch.Generator().manual_seed(seed)
+    base = torch.tensor(HOSTILE, dtype=F64)
+    rows = [base[torch.randperm(len(HOSTILE), generator=g)] for _ in range(shape[0])]
+    return torch.stack(rows)[:, : shape[1]].to(dtype).to(DEVICE)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16, F64], ids=str)
+def test_hostile_values_through_pointwise_chains(dtype):
+    """Exactly defined ops on NaN, infinities, -0.0, subnormals and extreme values equal
+    eager bit for bit (sign of zero included), in chains that keep them in registers."""
+    a, b = hostile(dtype, seed=1), hostile(dtype, seed=2)
+    fn = lambda a, b: ((a * 2) / 2, -a.abs(), torch.maximum(a, b) * 1, torch.minimum(a, -b) - 0.0,
+                       torch.where(a > b, a, b).neg(), (a + b) - b, torch.copysign(a * 1, b), a.to(F64).to(dtype),
+                       torch.clamp(a, -1.0, 1.0) + 0.0, torch.isinf(a * 0.5) | torch.isnan(b + 1))
+    check(fn, a, b, exact=True)
+
+
+def test_subnormals_are_not_flushed():
+    """fp32 and fp16 subnormals survive loads, arithmetic and stores (no flush to zero)."""
+    x32 = tensor([1e-45, -1e-45, 1e-40, -5e-39, 1.1754942e-38], dtype=F32)
+    x16 = tensor([6e-8, -6e-8, 3e-5, -6.1e-5], dtype=F16)
+    fn = lambda a, b: (a * 1, a + a, a * 2 - a, b * 1, b + b, (b.to(F32) * 0.5).to(F16), a.abs(), -b)
+    out = check(fn, x32, x16, exact=True) and run_compiled(fn, x32, x16)[0]
+    assert (out[0] != 0).all() and (out[3] != 0).all()
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=str)
+def test_hostile_values_through_reductions(dtype):
+    """NaN propagates through amax/amin/sum/mean/var and argmax picks the first NaN;
+    +inf - inf is NaN; fp16 sums that overflow give inf as eager (fp32 accumulation, then
+    rounding); softmax of rows of -inf is NaN."""
+    x = hostile(dtype, seed=3)
+    clean = make_sample(dtype, 4, shape=(4, 16), specials=False) * 1000
+    rows = torch.full((3, 8), -INF, dtype=dtype, device=DEVICE)
+    rows[1, 3] = 0.0
+    rows[2, :] = INF
+    fn = lambda x, c, r: (x.amax(1), x.amin(0), x.sum(1), x.mean(0), x.argmax(1), x.argmin(0), torch.var(x, 1),
+                          c.sum(1), (c * 60).sum(0), torch.softmax(r, 1), r.amax(1), torch.logsumexp(c, 1))
+    check(fn, x, clean, rows)
+
+
+@pytest.mark.parametrize("dtype", [I8, I32, I64, U8], ids=str)
+def test_integer_extremes_wrap_as_eager(dtype):
+    """Integer minimum and maximum: negation, abs, add and mul wrap as eager's two's
+    complement; sums accumulate in int64 without overflow; amax/argmax find the extremes."""
+    info = torch.iinfo(dtype)
+    x = tensor([info.min, info.max, 0, 1, -1 if info.min < 0 else 2, info.min + 1, info.max - 1, 7], dtype=dtype)
+    y = tensor([info.max, info.max, info.min, -1 if info.min < 0 else 255, 3, 2, 2, info.min], dtype=dtype)
+    fn = lambda x, y: (x + y, x * y, x - y, x * 3, x.sum(0), (x * 2).amax(0), x.argmax(0), torch.maximum(x, y),
+                       x.to(F16), x.to(BF16), x.to(F32) * 2, (x > y).sum(0))
+    extra = (lambda x, y: (-x, x.abs())) if info.min < 0 else (lambda x, y: ())
+    check(lambda x, y: fn(x, y) + extra(x, y), x, y, exact=True)
+
+
+def test_int64_values_beyond_2_to_53_keep_their_bits():
+    """int64 arithmetic past float64's 53 bits is done in integers, not through floats."""
+    x = tensor([2**62 + 1, -(2**62) - 3, 2**53 + 1, 9007199254740993], dtype=I64)
+    check(lambda x: (x + 1, x * 2 - x, x // 3, x % 1000003, x.amax(0), x.sum(0)), x, exact=True,
+          interpret_integer_division=True)
+
+
+# ----------------------------------------------------------------------------- empty tensors
+
+EMPTY_SHAPES = [(0,), (0, 5), (5, 0), (3, 0, 4)]
+
+
+@pytest.mark.parametrize("shape", EMPTY_SHAPES, ids=str)
+def test_empty_tensors(shape):
+    """Pointwise chains and reductions over tensors with a size-0 dim: empty results keep
+    eager's shapes and dtypes; reductions over an empty dim give their identity (0, 1, -0 sum,
+    NaN mean, False any, True all)."""
+    x = torch.randn(shape, device=DEVICE)
+    i = torch.zeros(shape, dtype=I32, device=DEVICE)
+    last = len(shape) - 1
+    fn = lambda x, i: ((x * 2).sin(), x.sum(last), x.mean(last), (x > 0).any(last), (x > 0).all(last),
+                       x.prod(last), i.sum(0), (x + i).exp().sum(), torch.var_mean(x, last))
+    expected = fn(x, i)
+    actual, graphs = run_compiled(fn, x, i)
+    assert_matches(actual, expected)
+    assert all(cg.stats["fallbacks"] == 0 for cg in graphs)
+
+
+def test_empty_reduction_without_identity_raises_as_eager():
+    """amax over an empty dim has no identity. PyTorch's own tracer (fake tensors) rejects
+    the program before any backend sees it, with a different exception type than eager's
+    kernel; torchfuse must raise exactly what ``torch.compile(backend="eager")`` raises and
+    never return a value."""
+    x = torch.randn(4, 0, device=DEVICE)
+    fn = lambda x: (x * 2).amax(1)
+    with pytest.raises(Exception):
+        fn(x)
+    torch._dynamo.reset()
+    with pytest.raises(Exception) as reference:
+        torch.compile(fn, backend="eager", dynamic=False)(x)
+    torch._dynamo.reset()
+    with pytest.raises(Exception) as compiled:
+        torchfuse.compile(fn, dynamic=False)(x)
+    assert type(compiled.value) is type(reference.value)
+    assert str(reference.value).splitlines()[0] in str(compiled.value)
+
+
+def test_backward_through_empty_tensors():
+    x = torch.randn(0, 6, device=DEVICE, requires_grad=True)
+    w = torch.randn(6, device=DEVICE, requires_grad=True)
+    fn = lambda x, w: (torch.softmax(x * w, 1).sum(0) + w.sigmoid()).sum()
+    out, _ = run_traced(fn, x, w)
+    gx, gw = torch.autograd.grad(out, [x, w])
+    x2, w2 = x.detach().requires_grad_(), w.detach().requires_grad_()
+    ex, ew = torch.autograd.grad(fn(x2, w2), [x2, w2])
+    assert_matches((out, gx, gw), (fn(x, w), ex, ew))
+
+
+# ----------------------------------------------------------------------------- layouts
+
+def _misaligned(dtype, shape, offset=1):
+    flat = make_sample(dtype, 11, shape=(offset + torch.Size(shape).numel(),), specials=False)
+    return flat[offset:].view(shape)
+
+
+@pytest.mark.parametrize("dtype", [F16, F32, I8, BOOL], ids=str)
+def test_misaligned_storage_offsets(dtype):
+    """Inputs starting one element past an aligned address (no 16-byte vector loads) give
+    eager's values; a compiled function called first with aligned, then with misaligned
+    inputs of the same shape (Triton specializes on pointer alignment) is right both times."""
+    aligned = make_sample(dtype, 12, shape=(6, 40), specials=False)
+    bad = _misaligned(dtype, (6, 40))
+    assert bad.data_ptr() % 16 != 0
+    fn = lambda x: ((x * 1).to(F32).sum(1), x.to(F32).amax(0), (x * 1) if x.dtype != BOOL else x & True)
+    compiled = torchfuse.compile(fn, dynamic=False, interpret_integer_division=True)
+    for x in (aligned, bad, aligned):
+        assert_matches(compiled(x), fn(x))
+
+
+OVERLAPPING_AND_ZERO = {
+    "overlapping_rows": lambda: make_sample(F32, 20, shape=(40,)).as_strided((6, 8), (3, 1)),
+    "overlapping_cols": lambda: make_sample(F32, 21, shape=(40,)).as_strided((8, 6), (1, 3)),
+    "zero_stride_rows": lambda: make_sample(F32, 22, shape=(8,)).as_strided((6, 8), (0, 1)),
+    "all_zero_strides": lambda: make_sample(F32, 23, shape=(1,)).as_strided((5, 7, 3), (0, 0, 0)),
+    "zero_stride_reduced_dim": lambda: make_sample(F32, 24, shape=(6,)).as_strided((6, 9), (1, 0)),
+}
+
+
+@pytest.mark.parametrize("case", list(OVERLAPPING_AND_ZERO))
+def test_overlapping_and_zero_strides(case):
+    """Inputs whose elements share memory (overlapping rows, zero strides) are read right by
+    pointwise kernels and reductions along either dim."""
+    x = OVERLAPPING_AND_ZERO[case]()
+    fn = lambda x: ((x * 2).exp(), x.sum(-1), x.amax(0), torch.softmax(x, -1), x - x.mean(0, keepdim=True))
+    check(fn, x)
+
+
+# ----------------------------------------------------------------------------- 64-bit indexing
+
+def test_index_arithmetic_switches_to_64_bit_at_2_to_31():
+    """The layout analysis asks for 64-bit offsets exactly when an offset or the iteration
+    space may pass 2**31 - 1: element counts, and strides times sizes of a small tensor
+    (an expanded or as_strided view over a little storage)."""
+    assert INT32_LIMIT == 2**31 - 1
+    contiguous = lambda n: analyze([n], [], [[1], [1]], 1)
+    assert not contiguous(2**31 - 2).layout.index64
+    assert contiguous(2**31 - 1).layout.index64
+    assert contiguous(2**31).layout.index64
+    # 2 x 3 elements, one dim 2**31 elements apart: the offset 2**31 needs 64 bits
+    strided = lambda s: analyze([2, 3], [], [[s, 1], [3, 1]], 1)
+    assert not strided(2**30).layout.index64
+    assert strided(2**31 - 1).layout.index64
+    assert strided(2**31).layout.index64
+    # an expanded input (stride 0) never addresses far, but its iteration space can be large
+    assert not analyze([2**15, 2**15], [1], [[0, 0], [1, 0]], 0).layout.index64
+    assert analyze([2**16, 2**16], [1], [[0, 0], [1, 0]], 0).layout.index64
+    # reductions: rows x reduced extent counts
+    assert analyze([2**20, 2**11], [1], [[2**11, 1], [1, 0]], 0).layout.index64
+
+
+def _plan_source(fn, args, strides: list[tuple]):
+    """The kernel source torchfuse plans for ``fn``'s first group when its tensor inputs
+    have ``strides`` (sizes as traced). Nothing runs and nothing large is allocated."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from torchfuse.config import Options
+    from torchfuse.decompose import decomposition_table
+    from torchfuse.runtime.executor import GroupRunner
+
+    gm = make_fx(lambda *a: (fn(*a),), decomposition_table=decomposition_table(), tracing_mode="fake")(*args)
+    compiled = backend.compile_graph(gm, list(args), Options.from_env(interpret=DEVICE == "cpu"))
+    runner = next(s for s in compiled.steps if isinstance(s, GroupRunner))
+    shapes = [torch.Size(a.shape) for a in args]
+    plan = runner.make_plan({}, shapes, tuple(strides))
+    return plan, plan.kernel.source.text
+
+
+def test_huge_strides_give_64_bit_program_offsets():
+    """A small tensor whose strides reach past 2**31 (as a view into a big buffer would have)
+    gets a kernel whose offsets are computed from an int64 program id; the same tensor with
+    small strides keeps 32-bit arithmetic."""
+    x = torch.empty(4, 3, device=DEVICE)
+    fn = lambda x: (x * 2).sin()
+    small_plan, small = _plan_source(fn, [x], [(3, 1)])
+    huge_plan, huge = _plan_source(fn, [x], [(2**31, 1)])
+    assert "tl.program_id(0).to(tl.int64)" in huge and "tl.program_id(0).to(tl.int64)" not in small
+    assert huge_plan.kernel.source.key != small_plan.kernel.source.key
+    assert 2**31 in huge_plan.scalars  # the stride is a runtime argument, passed as is
+
+
+def test_huge_reduction_strides_give_64_bit_reduction_indices():
+    x = torch.empty(3, 40, device=DEVICE)
+    fn = lambda x: torch.softmax(x, -1)
+    plan, text = _plan_source(fn, [x], [(1, 2**26)])  # column-major, 40 * 2**26 > 2**31
+    assert plan.config.scheduler.startswith("reduction")
+    assert ".to(tl.int64)" in text
+
+
+# ----------------------------------------------------------------------------- mutation and aliasing
+
+def _run_both(fn, *inputs):
+    eager_in = [t.clone() for t in inputs]
+    compiled_in = [t.clone() for t in inputs]
+    expected = fn(*eager_in)
+    before = list(backend.RECENT)
+    actual = torchfuse.compile(fn, dynamic=False)(*compiled_in)
+    graphs = [g for g in backend.RECENT if all(g is not b for b in before)]
+    return actual, expected, compiled_in, eager_in, graphs
+
+
+def test_input_mutated_read_and_mutated_again():
+    """An input updated in place, read, updated again and read again: every read sees the
+    value eager's read sees, and the input ends as in eager."""
+    def fn(x, y):
+        x.add_(1)
+        a = x * y
+        x.mul_(a.sigmoid())
+        b = x.sum(1, keepdim=True)
+        x.sub_(b)
+        return a, b, x * 2
+
+    x, y = make_sample(F32, 30, shape=(5, 7), specials=False), make_sample(F32, 31, shape=(5, 7), specials=False)
+    actual, expected, ins, eager_ins, graphs = _run_both(fn, x, y)
+    assert_matches(actual, expected)
+    assert_matches(ins, eager_ins)
+    assert fused_ops(graphs) and all(cg.stats["fallbacks"] == 0 for cg in graphs)
+
+
+def test_mutation_through_a_view_is_seen_by_the_base():
+    def fn(x):
+        row = x[1]
+        row.mul_(10)
+        col = x[:, 2]
+        col.copy_(x.sum(1))
+        return x.exp().amax(1), x
+
+    x = make_sample(F32, 32, shape=(4, 6), specials=False)
+    actual, expected, ins, eager_ins, _ = _run_both(fn, x)
+    assert_matches(actual, expected)
+    assert_matches(ins, eager_ins)
+    assert actual[1] is ins[0], "the returned input is the caller's tensor, as in eager"
+
+
+def test_two_inputs_that_alias_one_storage():
+    """Two arguments that are views of one buffer: an update through one is seen through
+    the other, as in eager."""
+    def fn(a, b):
+        a.mul_(2)
+        return b * 1 + a.sum()
+
+    base_e = make_sample(F32, 33, shape=(12,), specials=False)
+    base_c = base_e.clone()
+    expected = fn(base_e[:8], base_e[4:])
+    actual = torchfuse.compile(fn, dynamic=False)(base_c[:8], base_c[4:])
+    assert_matches(actual, expected)
+    assert_matches(base_c, base_e)
+
+
+def test_outputs_alias_inputs_and_each_other():
+    """Returned views of inputs are views (writes through them reach the input), a value
+    returned twice is one tensor, and a mutated input returned is the caller's tensor."""
+    def fn(x, y):
+        y.add_(1)
+        z = x * 2
+        return x.t(), x[1:, ::2], z, z, y, z.view(-1)[3:]
+
+    x, y = make_sample(F32, 34, shape=(4, 6), specials=False), make_sample(F32, 35, shape=(3,), specials=False)
+    actual, expected, ins, eager_ins, _ = _run_both(fn, x, y)
+    assert_matches(actual, expected)
+    assert_matches(ins, eager_ins)
+    xt, xs, z1, z2, yy, zv = actual
+    assert xt.data_ptr() == ins[0].data_ptr() and xt.stride() == (1, 6)
+    assert xs.data_ptr() == ins[0].data_ptr() + 6 * 4 and xs.stride() == (6, 2)
+    assert z1.data_ptr() == z2.data_ptr() and yy is ins[1]
+    assert zv.data_ptr() == z1.data_ptr() + 3 * 4
+    xs.fill_(-7)
+    assert (ins[0][1:, ::2] == -7).all()
+
+
+def test_mutated_input_requiring_grad_is_differentiated_like_eager():
+    def fn(x, w):
+        h = x * w
+        h.mul_(2)
+        return torch.softmax(h, -1).sum(0)
+
+    x = make_sample(F32, 36, shape=(4, 9), specials=False)
+    w = make_sample(F32, 37, shape=(9,), specials=False)
+    we = w.clone().requires_grad_()
+    ge = torch.autograd.grad(fn(x, we).square().sum(), [we])
+    wc = w.clone().requires_grad_()
+    out = torchfuse.compile(fn, dynamic=False)(x, wc)
+    gc = torch.autograd.grad(out.square().sum(), [wc])
+    assert_matches(gc, ge)
+
+
+# ----------------------------------------------------------------------------- the kernel cache
+
+def _kernel_files(cache) -> list:
+    return sorted((cache / "kernels").rglob("*.py"))
+
+
+def _fresh_process_state():
+    """Forget loaded kernels and compiled graphs, as a new process would."""
+    from torchfuse.runtime import compile as rc
+
+    torch._dynamo.reset()
+    rc._loaded.clear()
+    for name in [m for m in sys.modules if m.startswith("torchfuse_kernel_")]:
+        del sys.modules[name]
+
+
+def _compile_once(cache, x):
+    _fresh_process_state()  # a kernel loaded by an earlier test would never reach this cache
+    fn = lambda x: (x * 3).cos() + 1
+    out = torchfuse.compile(fn, cache_dir=str(cache))(x)
+    torch.testing.assert_close(out, fn(x))
+    return fn
+
+
+def test_cache_file_that_is_not_text_is_rewritten(tmp_path):
+    x = torch.randn(32, device=DEVICE)
+    fn = _compile_once(tmp_path, x)
+    (path,) = _kernel_files(tmp_path)
+    path.write_bytes(b"\xff\xfe\x00\x9c not utf-8")
+    _fresh_process_state()
+    torch.testing.assert_close(torchfuse.compile(fn, cache_dir=str(tmp_path))(x), fn(x))
+    assert "@triton.jit" in path.read_text()
+
+
+def test_bytecode_planted_beside_a_kernel_never_runs(tmp_path):
+    x = torch.randn(32, device=DEVICE)
+    fn = _compile_once(tmp_path / "cache", x)
+    (path,) = _kernel_files(tmp_path / "cache")
+    text, stat = path.read_text(), os.stat(path)
+    marker = tmp_path / "executed"
+    payload = f"open({str(marker)!r}, 'w').write('planted')\n"
+    assert len(payload) + 1 < len(text)
+    planted = payload + "#" * (len(text) - len(payload) - 1) + "\n"  # same size: the .pyc header matches
+    assert len(planted) == len(text)
+    path.write_text(planted)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    py_compile.compile(str(path), cfile=importlib.util.cache_from_source(str(path)), doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
+    path.write_text(text)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    _fresh_process_state()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torchfuse.compile(fn, cache_dir=str(tmp_path / "cache"))(x)
+    assert not marker.exists(), "bytecode that is not the verified source ran"
+
+
+def test_cache_entry_that_is_a_directory_falls_back_to_a_private_dir(tmp_path):
+    """A directory where the kernel file should be (cannot be replaced by a file): the kernel
+    runs from the private directory instead, with eager's values."""
+    x = torch.randn(32, device=DEVICE)
+    fn = _compile_once(tmp_path, x)
+    (path,) = _kernel_files(tmp_path)
+    path.unlink()
+    path.mkdir()
+    (path / "inner").write_text("not a kernel")
+    _fresh_process_state()
+    torch.testing.assert_close(torchfuse.compile(fn, cache_dir=str(tmp_path))(x), fn(x))
+    assert path.is_dir()
+    assert backend.RECENT[-1].stats["fallbacks"] == 0
+
+
+def test_files_of_another_version_are_never_loaded(tmp_path):
+    """Another torchfuse or Triton version generates other text, hence other names: its
+    files sit beside this version's and are neither loaded nor changed."""
+    x = torch.randn(32, device=DEVICE)
+    fn = _compile_once(tmp_path, x)
+    (path,) = _kernel_files(tmp_path)
+    other_text = path.read_text().replace("import triton\n", "import triton  # another version\n", 1)
+    other_text += f"\nopen({str(tmp_path / 'loaded')!r}, 'w')\n"
+    from torchfuse.runtime.cache import sha256_text
+
+    key = sha256_text(other_text)
+    other = tmp_path / "kernels" / key[:2] / f"{key}.py"
+    other.parent.mkdir(parents=True, exist_ok=True)
+    other.write_text(other_text)
+    _fresh_process_state()
+    torch.testing.assert_close(torchfuse.compile(fn, cache_dir=str(tmp_path))(x), fn(x))
+    assert not (tmp_path / "loaded").exists() and other.read_text() == other_text
+    assert backend.RECENT[-1].store.hits == 1
+
+
+def test_kernels_subdirectory_blocked_runs_from_a_private_dir(tmp_path):
+    (tmp_path / "kernels").write_text("a file where the kernels directory should be")
+    x = torch.randn(32, device=DEVICE)
+    _compile_once(tmp_path, x)
+    assert backend.RECENT[-1].stats["fallbacks"] == 0
+    assert (tmp_path / "kernels").is_file()
+
+
+# ----------------------------------------------------------------------------- recompilation
+
+def _loaded_keys() -> set:
+    from torchfuse.runtime.compile import _loaded
+
+    return {k.source.key for k in _loaded.values()}
+
+
+def test_new_sequence_length_reuses_kernels():
+    """(batch, sequence, hidden) programs: new sequence lengths and batch sizes reuse the
+    kernels compiled for the first call. TorchDynamo re-traces once, at the first call whose
+    sizes differ, marking those sizes dynamic; here batch and sequence both change then, so
+    no later size >= 2 re-traces. (Size 1 is specialized by TorchDynamo and by the kernel
+    key, since a size-1 dim broadcasts.)"""
+    def fn(x, w):
+        h = torch.nn.functional.layer_norm(x, (x.shape[-1],)) * w
+        return torch.softmax(h @ h.transpose(1, 2), -1).sum(1), h.amax(1)
+
+    w = torch.randn(16, device=DEVICE)
+    g = torchfuse.compile(fn)
+    g(torch.randn(2, 5, 16, device=DEVICE), w)
+    keys = _loaded_keys()
+    g(torch.randn(3, 6, 16, device=DEVICE), w)  # Dynamo's re-trace with dynamic sizes
+    assert _loaded_keys() == keys, "the dynamic re-trace generated new kernels"
+    graphs = len(backend.RECENT)
+    for batch, seq in ((2, 9), (4, 7), (5, 13)):
+        x = torch.randn(batch, seq, 16, device=DEVICE)
+        assert_matches(g(x, w), fn(x, w))
+    assert _loaded_keys() == keys, "a new sequence length generated new kernels"
+    assert len(backend.RECENT) == graphs, "a new sequence length compiled a new graph"
+
+
+def test_unused_empty_input_causes_no_recompiles():
+    """An unused input of size 0 next to inputs whose batch size changes: one re-trace at the
+    first size change (as without it), then neither graphs nor kernels are added."""
+    def fn(x, unused):
+        return (x * 2).softmax(-1)
+
+    g = torchfuse.compile(fn)
+    e = torch.empty(0, device=DEVICE)
+    g(torch.randn(3, 8, device=DEVICE), e)
+    g(torch.randn(4, 8, device=DEVICE), e)
+    keys, graphs = _loaded_keys(), len(backend.RECENT)
+    for batch in (5, 7, 11):
+        x = torch.randn(batch, 8, device=DEVICE)
+        assert_matches(g(x, torch.empty(0, device=DEVICE)), fn(x, e))
+    assert _loaded_keys() == keys and len(backend.RECENT) == graphs
