@@ -14,8 +14,9 @@ import sys
 
 
 def parse_args(description: str, cpu_shapes: str, cuda_shapes: str) -> argparse.Namespace:
-    """Parse the examples' common options and prepare the device (before torchfuse is
-    imported: the interpreter must be chosen before Triton loads)."""
+    """Parse the examples' common options and prepare the device (on a CPU,
+    ``TORCHFUSE_INTERPRET=1``, read when a fusion is defined: kernels run in Triton's
+    interpreter)."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--device", choices=["cpu", "cuda"], default=None,
                    help="cuda when available, else cpu (kernels run in Triton's interpreter)")
@@ -34,7 +35,6 @@ def parse_args(description: str, cpu_shapes: str, cuda_shapes: str) -> argparse.
         args.device = "cuda" if torch.cuda.is_available() else "cpu"
     if args.device == "cpu":
         os.environ["TORCHFUSE_INTERPRET"] = "1"
-        os.environ["TRITON_INTERPRET"] = "1"
     if not (args.check or args.bench):
         args.check = True
     if args.bench and args.device != "cuda":
@@ -51,19 +51,56 @@ def max_error(got, want) -> float:
     return (got.double() - want.double()).abs().max().item()
 
 
-def check_close(name: str, fused, eager, reference, floor: float) -> str:
-    """Compare the fusion's and eager's errors against a float64 reference.
+class Checks:
+    """The comparisons of ``--check``: each prints a line; failures are collected and
+    :meth:`verdict` ends the output with ``check: OK`` or ``check: FAILED (...)``."""
 
-    The fusion passes when its error is at most twice eager's plus ``floor`` (the rounding
-    of one value in the dtype): it may round in other places than eager, never worse.
+    def __init__(self):
+        self.count = 0
+        self.failures: list[str] = []
 
-    Raises:
-        AssertionError: it does not pass.
-    """
-    e_fused, e_eager = max_error(fused, reference), max_error(eager, reference)
-    line = f"  {name:18s} max error vs float64: fusion {e_fused:.2e}   eager {e_eager:.2e}"
-    assert e_fused <= 2 * e_eager + floor, line + "  <- fusion error too large"
-    return line
+    def close(self, name: str, fused, eager, reference, floor: float) -> str:
+        """Compare the fusion's and eager's errors against a float64 reference; returns the line.
+
+        The fusion passes when its error is at most twice eager's plus ``floor`` (the rounding
+        of one value in the dtype): it may round in other places than eager, never worse.
+        """
+        e_fused, e_eager = max_error(fused, reference), max_error(eager, reference)
+        line = f"  {name:18s} max error vs float64: fusion {e_fused:.2e}   eager {e_eager:.2e}"
+        ok = e_fused <= 2 * e_eager + floor  # False for NaN too
+        self.expect(ok, f"{name} error {e_fused:.2e} > 2 x eager's {e_eager:.2e} + {floor:.0e}", quiet=True)
+        return line + ("" if ok else "  <- fusion error too large")
+
+    def expect(self, ok: bool, what: str, quiet: bool = False) -> None:
+        """Count one check; ``what`` describes its failure (printed unless ``quiet``)."""
+        self.count += 1
+        if not ok:
+            self.failures.append(what)
+            if not quiet:
+                print(f"  FAILED: {what}")
+
+    def verdict(self) -> int:
+        """Print the final line; returns the exit status (0: every check passed)."""
+        if not self.failures:
+            print(f"check: OK ({self.count} checks)")
+            return 0
+        print(f"check: FAILED ({len(self.failures)} of {self.count} checks: {'; '.join(self.failures)})")
+        return 1
+
+
+def run_check(check, *args) -> int:
+    """Run ``check(checks, *args)`` with a fresh :class:`Checks`, print the verdict and return
+    the exit status; an exception in the check is printed and counts as a failure."""
+    checks = Checks()
+    try:
+        check(checks, *args)
+    except Exception as e:  # the verdict line must come in any case
+        import traceback
+
+        traceback.print_exc()
+        checks.expect(False, f"{type(e).__name__}: {e}", quiet=True)
+    sys.stdout.flush()
+    return checks.verdict()
 
 
 def median_ms(step, iters: int) -> float:

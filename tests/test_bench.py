@@ -19,7 +19,7 @@ import torch
 from torchfuse.bench import backends as backends_mod
 from torchfuse.bench.__main__ import main
 from torchfuse.bench.accuracy import FAIL, PASS, References, compare, disable_dropout, has_active_dropout
-from torchfuse.bench.backends import Backend, parse_backends
+from torchfuse.bench.backends import Backend, parse_backends, running_backends
 from torchfuse.bench.results import Result, combine
 from torchfuse.bench.suites import select, suite_cases
 
@@ -66,9 +66,11 @@ def check_outputs(out: Path, data: dict) -> None:
 
 
 @pytest.mark.slow
-def test_micro_suite_compares_backends_and_reports_bandwidth(tmp_path):
+def test_micro_suite_compares_backends_and_reports_bandwidth(tmp_path, capsys):
     data = run_bench(tmp_path, "--suite", "micro", "--only", "bias_gelu", "--mode", "infer-fp32",
                      "--backends", "eager,torch.compile,torchfuse,eager-cudagraphs")
+    header = capsys.readouterr().err
+    assert "1 case(s) x 3 backend(s)" in header and "not run here: eager-cudagraphs" in header, header
     check_outputs(tmp_path, data)
     rows = by_backend(data)
     assert set(rows) == {"eager", "torch.compile", "torchfuse", "eager-cudagraphs"}
@@ -217,6 +219,17 @@ def test_selection_and_backend_parsing():
     assert parse_backends("torchfuse") == ("eager", "torchfuse")
     with pytest.raises(ValueError):
         parse_backends("eager,nope")
+
+
+def test_header_counts_the_backends_that_run():
+    """The run header counts backends that run here, not those skipped (CUDA-only on a CPU,
+    inference-only in training runs)."""
+    everything = parse_backends(None)
+    assert len(everything) == 6
+    assert running_backends(everything, "cpu", {False, True}) == ("eager", "torch.compile", "torchfuse")
+    assert running_backends(everything, "cuda", {True}) == ("eager", "torch.compile",
+                                                            "torch.compile-reduce-overhead", "torchfuse")
+    assert running_backends(everything, "cuda", {False, True}) == everything
 
 
 def test_full_suites_cover_the_announcement():

@@ -112,6 +112,58 @@ def test_explain_reports_recompilations_and_cache(explained):
     assert ("CUDA" in result.timing.note) if DEVICE == "cpu" else ("measure=True" in result.timing.note)
 
 
+def _pointwise(x):
+    return torch.relu(x) * 2 + 1
+
+
+@pytest.mark.filterwarnings("ignore:torchfuse. this graph runs on CPU tensors:UserWarning")
+def test_explain_on_cpu_without_interpret_says_nothing_was_fused():
+    """CPU tensors without interpret mode run through ATen: the environment line and the
+    timing note say so, instead of claiming compiled or interpreted kernels."""
+    from torchfuse.report.explain import MODE_CPU_UNFUSED
+
+    x = torch.randn(8, 8)
+    result = torchfuse.explain(_pointwise, x, verbose=False, interpret=False)
+    assert result.kernels_compiled + result.kernels_cached == 0 and not result.groups
+    assert result.environment["mode"] == MODE_CPU_UNFUSED
+    assert "ATen" in MODE_CPU_UNFUSED and "TORCHFUSE_INTERPRET=1" in MODE_CPU_UNFUSED
+    assert not result.timing.available and "no kernel ran" in result.timing.note
+    text = result.summary()
+    assert "Triton's interpreter, whose times" not in text and "compiled Triton kernels" not in text
+    torch.testing.assert_close(torchfuse.compile(_pointwise, interpret=False)(x), _pointwise(x))
+
+
+def test_explain_on_cpu_with_interpret_names_the_interpreter():
+    from torchfuse.report.explain import MODE_INTERPRETER
+
+    x = torch.randn(8, 8)
+    result = torchfuse.explain(_pointwise, x, verbose=False, interpret=True)
+    assert result.kernels_compiled + result.kernels_cached == 1
+    assert result.environment["mode"] == MODE_INTERPRETER
+    assert not result.timing.available and "Triton's interpreter" in result.timing.note
+    torch.testing.assert_close(torchfuse.compile(_pointwise, interpret=True)(x), _pointwise(x))
+
+
+def test_explain_mode_for_each_device_and_option():
+    from torchfuse.report.explain import MODE_COMPILED, MODE_CPU_UNFUSED, MODE_INTERPRETER, _run_mode
+
+    compiled, interpreted = torchfuse.Options(interpret=False), torchfuse.Options(interpret=True)
+    assert _run_mode(torch.device("cuda"), compiled) == MODE_COMPILED
+    assert _run_mode(torch.device("cpu"), interpreted) == MODE_INTERPRETER
+    assert _run_mode(torch.device("cpu"), compiled) == MODE_CPU_UNFUSED
+    assert _run_mode(torch.device("cuda"), interpreted) == MODE_INTERPRETER
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_explain_on_cuda_says_compiled_kernels():
+    from torchfuse.report.explain import MODE_COMPILED
+
+    x = torch.randn(8, 8, device="cuda")
+    result = torchfuse.explain(_pointwise, x, verbose=False, interpret=False)
+    assert result.environment["mode"] == MODE_COMPILED and result.kernels_compiled + result.kernels_cached == 1
+    assert "measure=True" in result.timing.note
+
+
 def test_explain_summary_text(explained):
     result, _ = explained
     text = result.summary()

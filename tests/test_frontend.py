@@ -272,3 +272,58 @@ def test_unused_empty_input_does_not_cause_new_kernels():
         x = torch.randn(batch, 8, device=DEVICE)
         torch.testing.assert_close(g(x, e), f(x, e))
     assert {k.source.key for k in _loaded_kernels()} == keys1
+
+
+def test_compiling_the_same_function_again_reuses_dynamo_cache(monkeypatch):
+    """One backend callable per set of options: re-compiling a function (a loop, a re-run
+    notebook cell) hits TorchDynamo's cache instead of recompiling until its limit (8) and
+    silently running eager."""
+    from torchfuse.runtime.executor import GroupRunner
+
+    launches = []
+    original = GroupRunner.__call__
+
+    def counting(self, *args, **kwargs):
+        launches.append(self.group.name)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(GroupRunner, "__call__", counting)
+
+    def f(x):
+        return torch.sigmoid(x) * 3 - x
+
+    x = torch.randn(33, 7, device=DEVICE)
+    for _ in range(12):
+        torch.testing.assert_close(torchfuse.compile(f, dump_dir=None)(x), f(x))
+    assert len(compiled_graphs()) == 1, "every torchfuse.compile call recompiled the function"
+    assert len(launches) == 12, "calls after Dynamo's recompile limit ran eager"
+    assert torchfuse._backend_for(torchfuse.Options()) is torchfuse._backend_for(torchfuse.Options())
+    assert torchfuse._backend_for(torchfuse.Options()) is not torchfuse._backend_for(torchfuse.Options(fuse=False))
+
+
+def test_cpu_graph_without_interpret_warns_once(monkeypatch):
+    """CPU tensors run through ATen unless interpret mode is on; the first such graph of a
+    process says so (a UserWarning, once), later ones do not."""
+    import warnings
+
+    monkeypatch.setattr(backend, "_warned_cpu", [False])
+
+    def f(x):
+        return torch.relu(x) * 2 + 1
+
+    def g(x):
+        return (x - 1).exp().sum(-1)
+
+    x = torch.randn(6, 5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.testing.assert_close(torchfuse.compile(f, interpret=False)(x), f(x))
+        torch.testing.assert_close(torchfuse.compile(g, interpret=False)(x), g(x))
+        torch.testing.assert_close(torchfuse.compile(f, interpret=True)(x * 2), f(x * 2))
+    ours = [w for w in caught if "TORCHFUSE_INTERPRET=1" in str(w.message)]
+    assert len(ours) == 1, [str(w.message) for w in caught]
+    assert ours[0].category is UserWarning
+    message = str(ours[0].message)
+    assert "ATen" in message and "interpret=True" in message and "Triton's interpreter" in message
+    assert "TRITON_INTERPRET" not in message
+    assert last_graph().segmentation.groups, "interpret=True still fuses CPU graphs"

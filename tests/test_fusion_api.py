@@ -242,9 +242,34 @@ def test_cpu_without_interpreter_runs_op_by_op():
         x = fd.define_tensor([-1], F32, name="x")
         fd.add_output(fd.ops.silu(x))
     x_data = torch.randn(9)
-    with pytest.warns(RuntimeWarning, match="op by op"):
+    with pytest.warns(RuntimeWarning, match="op by op") as caught:
         got = fd.execute([x_data])[0]
     torch.testing.assert_close(got, F.silu(x_data))
+    message = str(caught[0].message)
+    assert "TORCHFUSE_INTERPRET=1" in message and "TRITON_INTERPRET" not in message  # the one switch needed
+
+
+def test_num_kernels_and_explain_default_to_cpu_without_cuda(monkeypatch):
+    """Without a CUDA device, the default device is the CPU (not "cuda", which would need a
+    driver)."""
+    from torchfuse.fusion.definition import default_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert default_device() == "cuda"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert default_device() == "cpu"
+    with Fusion("bias_relu") as fd:
+        x = fd.define_tensor([-1, -1], F32, name="x")
+        b = fd.define_tensor([1, -1], F32, name="b")
+        fd.add_output(fd.ops.relu(x + b))
+    assert fd.num_kernels() == 1
+    assert "relu" in fd.explain()
+    assert [k[0] for k in fd._programs] == ["cpu"]
+    x_data, b_data = torch.randn(8, 32), torch.randn(1, 32)
+    torch.testing.assert_close(fd.execute([x_data, b_data])[0], torch.relu(x_data + b_data))
+    op = fd.as_op()
+    assert op.num_kernels() == (1, None)
+    torch.testing.assert_close(op(x_data, b_data), torch.relu(x_data + b_data))
 
 
 # ----------------------------------------------------------------------------- autograd

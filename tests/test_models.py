@@ -59,15 +59,29 @@ def _fresh_graphs():
 
 
 def assert_close_to_eager(actual: torch.Tensor, expected: torch.Tensor, exact: torch.Tensor, what: str) -> None:
-    """Compiled ``actual`` vs eager ``expected`` (fp32), given the float64 result ``exact``;
-    the tolerance is the module docstring's. Integer tensors must be equal."""
+    """Compiled ``actual`` is as close to the float64 result ``exact`` as eager's fp32
+    ``expected`` is, up to a small factor. Integer tensors must be equal.
+
+    Passes when the compiled result's largest error is at most 3x eager's largest error, or
+    when, as in PyTorch's own compiler benchmarks (``torch._dynamo.utils.same`` with an fp64
+    reference), its root-mean-square error is at most 2x eager's while its largest error stays
+    within 5x eager's (a different summation order moves single elements of a gradient).
+    Both bounds add ``1e-5`` of the result's scale for results eager computes exactly."""
     if not expected.is_floating_point():
         assert torch.equal(actual, expected), f"{what}: {actual} != {expected}"
         return
-    eager_error = (expected.double() - exact.double()).abs().max().item() if expected.numel() else 0.0
-    scale = exact.double().abs().max().item() if expected.numel() else 0.0
-    torch.testing.assert_close(actual, expected, rtol=0, atol=3 * eager_error + 1e-5 * scale + 1e-6,
-                               msg=lambda m: f"{what} (eager's own error {eager_error:.1e}): {m}")
+    if not expected.numel():
+        assert actual.shape == expected.shape
+        return
+    exact = exact.double()
+    tol = 1e-5 * exact.abs().max().item() + 1e-6
+    err, eager_err = (actual.double() - exact).abs(), (expected.double() - exact).abs()
+    worst, eager_worst = err.max().item(), eager_err.max().item()
+    rms, eager_rms = err.square().mean().sqrt().item(), eager_err.square().mean().sqrt().item()
+    assert actual.shape == expected.shape and actual.dtype == expected.dtype, what
+    ok = worst <= 3 * eager_worst + tol or (rms <= 2 * eager_rms + tol and worst <= 5 * eager_worst + tol)
+    assert ok, (f"{what}: error against float64 {worst:.2e} (max), {rms:.2e} (rms); eager's {eager_worst:.2e}, "
+                f"{eager_rms:.2e}")
 
 
 def fusion_summary() -> dict:

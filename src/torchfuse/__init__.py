@@ -28,7 +28,12 @@ def compile(model: Any = None, *, dynamic: bool | None = None, fullgraph: bool =
     """Compile ``model`` (an ``nn.Module`` or a function) with torchfuse.
 
     The same as ``torch.compile(model, backend="torchfuse", dynamic=..., fullgraph=...)``
-    with torchfuse options.
+    with torchfuse options. Compiling again with the same options reuses one backend callable,
+    so TorchDynamo's cache serves a function compiled before (no recompilation).
+
+    Graphs on CPU tensors run through ATen unless ``interpret=True`` (or
+    ``TORCHFUSE_INTERPRET=1``) runs the generated kernels in Triton's interpreter; the first
+    such graph of a process warns once.
 
     Args:
         model: what to compile; when omitted, returns a decorator.
@@ -45,15 +50,39 @@ def compile(model: Any = None, *, dynamic: bool | None = None, fullgraph: bool =
     """
     if mode == "reduce-overhead":
         option_overrides.setdefault("cudagraphs", True)
-    opts = resolve_options(options, **option_overrides)
-
-    def backend(gm, example_inputs):
-        return torchfuse_backend(gm, example_inputs, options=opts)
+    backend = _backend_for(resolve_options(options, **option_overrides))
 
     def wrap(m):
         return torch.compile(m, backend=backend, dynamic=dynamic, fullgraph=fullgraph)
 
     return wrap if model is None else wrap(model)
+
+
+class _Backend:
+    """torchfuse's TorchDynamo backend bound to one set of options."""
+
+    def __init__(self, options: Options):
+        self.options = options
+        self.__name__ = "torchfuse"
+
+    def __call__(self, gm, example_inputs):
+        return torchfuse_backend(gm, example_inputs, options=self.options)
+
+    def __repr__(self) -> str:
+        return f"torchfuse backend ({self.options})"
+
+
+#: one backend callable per distinct set of options: TorchDynamo tells backends apart by
+#: identity, so compiling the same function again (in a loop, or a re-run notebook cell) with
+#: the same options reuses its cached graphs instead of recompiling until its recompile limit
+_BACKENDS: dict[Options, _Backend] = {}
+
+
+def _backend_for(options: Options) -> _Backend:
+    backend = _BACKENDS.get(options)
+    if backend is None:
+        backend = _BACKENDS[options] = _Backend(options)
+    return backend
 
 
 _register()

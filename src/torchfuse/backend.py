@@ -73,6 +73,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
                                       if n.reason not in ("view (no data moves)", "tuple element"))
         for (target, reason), count in sorted(reasons.items()):
             log.info("%s: %d x %s on ATen: %s", name, count, target, reason)
+    if not options.interpret:
+        _warn_cpu_unfused(seg)
     if not seg.groups and not (options.cudagraphs and name == "inference"):
         log.info("%s: nothing to fuse; running the traced graph", name)
         _record_unfused(name, gm, seg, None, None, t1 - t0, time.perf_counter() - t1)
@@ -95,6 +97,22 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
 
         return CudaGraphRunner(compiled, options)
     return compiled
+
+
+_CPU_REASON = "device cpu does not run generated kernels"  # torchfuse.ir.from_fx's reason
+_warned_cpu = [False]
+
+
+def _warn_cpu_unfused(seg) -> None:
+    """Warn once per process when ops on CPU tensors stay on ATen because interpret mode is off
+    (the default: Triton's interpreter is orders of magnitude slower than ATen)."""
+    if _warned_cpu[0] or not any(n.reason == _CPU_REASON for n in seg.calls):
+        return
+    _warned_cpu[0] = True
+    warnings.warn("torchfuse: this graph runs on CPU tensors, which run through ATen (unfused) by default; "
+                  "set TORCHFUSE_INTERPRET=1 (or pass interpret=True) to run the generated kernels in "
+                  "Triton's interpreter (slow: a testing path). This warning is shown once per process.",
+                  UserWarning, stacklevel=2)
 
 
 def _record_unfused(name: str, gm, seg, error: str | None, reproducer: str | None, ir_seconds: float,

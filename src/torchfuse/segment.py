@@ -23,6 +23,8 @@ outputs are exactly its values read by a later step or returned by the graph.
 from __future__ import annotations
 
 import dataclasses
+import math
+import types
 import logging
 from typing import Sequence
 
@@ -173,9 +175,53 @@ class _Units:
         if isinstance(dom, str):
             self.failures[(id(ua), id(ub))] = dom
             return False
+        if self._keeps_split(ua, ub, merged, dom):
+            self.failures[(id(ua), id(ub))] = "a reduction over few kept elements stays splittable"
+            return False
         for n in merged:
             self.unit[n] = merged
         return True
+
+
+    def _keeps_split(self, ua: list, ub: list, merged: list, dom) -> bool:
+        """Refuse a merge that would stop a reduction from running as a split reduction when
+        it has few kept elements and many reduced ones (BatchNorm statistics over N*H*W per
+        channel, a softmax over a few long rows): one kernel over both would launch only
+        ``kept / XBLOCK`` programs, a small fraction of the GPU, each looping over the whole
+        reduced extent. Kept separate, the reduction splits across the GPU and its consumers
+        run as their own kernel, at the cost of reading the reduced input once more."""
+        if not dom.reduced:
+            return False
+        kept = [s for i, s in enumerate(dom.sizes) if i not in dom.reduced]
+        red = [s for i, s in enumerate(dom.sizes) if i in dom.reduced]
+        if not all(isinstance(s, int) for s in kept):
+            return False
+        k = math.prod(kept)
+        r = math.prod(red) if all(isinstance(s, int) for s in red) else None
+        if k > SPLIT_KEPT_MAX or (r is not None and r < SPLIT_REDUCED_MIN):
+            return False
+        from .codegen.triton import can_split
+
+        def group(nodes, d):
+            return types.SimpleNamespace(nodes=nodes, domain=d, outputs=self.outputs_of(nodes))
+
+        if can_split(group(merged, dom)):
+            return False
+        for part in (ua, ub):
+            if _has_reduction(part):
+                d = align(part, self.outputs_of(part))
+                if not isinstance(d, str) and can_split(group(part, d)):
+                    return True
+        return False
+
+
+#: A reduction group with at most this many kept elements (all sizes static) and at least
+#: SPLIT_REDUCED_MIN reduced ones (or a symbolic reduced extent) is kept splittable.
+#: 2048 kept elements at 1-4 per program is under 16 programs per SM on an H100/H200-class
+#: GPU (132 SMs); 32768 reduced elements is where a single program's loop takes longer than
+#: a split's second pass (measured with benchmarks/norms.py, BatchNorm channels-last).
+SPLIT_KEPT_MAX = 2048
+SPLIT_REDUCED_MIN = 32768
 
 
 def fuse_producers(units: _Units) -> None:

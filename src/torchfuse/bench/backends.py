@@ -106,6 +106,12 @@ def parse_backends(text: str | None) -> tuple[str, ...]:
     return tuple([BASELINE] + [n for n in names if n != BASELINE])
 
 
+def running_backends(names: tuple[str, ...], device: str, training_modes: set[bool]) -> tuple[str, ...]:
+    """Those of ``names`` that run on ``device`` in at least one of the run's modes
+    (``training_modes``: the ``Mode.training`` values of the run's items)."""
+    return tuple(n for n in names if any(BACKENDS[n].skip_reason(device, t) is None for t in training_modes))
+
+
 def import_modules(names: tuple[str, ...]) -> None:
     """Import the :attr:`Backend.modules` of the backends of a run (see there)."""
     import importlib

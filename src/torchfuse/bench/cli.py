@@ -19,7 +19,7 @@ import signal
 import sys
 from pathlib import Path
 
-from .backends import BACKENDS, parse_backends
+from .backends import BACKENDS, parse_backends, running_backends
 from .modes import DEFAULT_MODES, MODES, parse_modes
 from .suites import SUITES, select, suite_cases
 
@@ -181,8 +181,10 @@ def _run(args: argparse.Namespace, argv: list[str], device: str, items: list) ->
     meta["settings"]["only"] = args.only
     meta["settings"]["shard"] = list(args.shard) if args.shard else None
     meta["copy_gbps"] = copy_bandwidth(device, COPY_BYTES[device]) if any(c.suite == "micro" for c, _ in items) else None
-    print(f"torchfuse bench: {len(items)} case(s) x {len(settings.backends)} backend(s) on {meta['device_label']}; "
-          f"results in {out_dir}", file=sys.stderr)
+    running = running_backends(settings.backends, device, {MODES[mode].training for _, mode in items})
+    skipped = [n for n in settings.backends if n not in running]
+    print(f"torchfuse bench: {len(items)} case(s) x {len(running)} backend(s) on {meta['device_label']}"
+          + (f" (not run here: {', '.join(skipped)})" if skipped else "") + f"; results in {out_dir}", file=sys.stderr)
     previous = _terminate_on_sigterm()
     try:
         results = run_all(items, settings, meta, out_dir, meta["copy_gbps"], log=lambda s: print(s, file=sys.stderr))

@@ -72,7 +72,7 @@ def tf_remainder_float(a, b):
 
 
 @triton.jit
-def tf_div_floor_float(a, b):
+def tf_div_floor_f64(a, b):
     # PyTorch's div_floor_floating (c10/util/generic_math.h), step by step.
     m = libdevice.fmod(a, b)
     d = (a - m) / b
@@ -81,6 +81,106 @@ def tf_div_floor_float(a, b):
     f = tl.where(d - f > 0.5, f + 1.0, f)
     zero = libdevice.copysign(tl.zeros_like(d), a / b)
     return tl.where(b == 0, a / b, tl.where(d != 0, f, zero))
+
+
+@triton.jit
+def tf_div_floor_f32(a, b):
+    # As tf_div_floor_f64, with IEEE-rounded fp32 division (Triton's fp32 "/" is not).
+    m = libdevice.fmod(a, b)
+    d = tl.math.div_rn(a - m, b)
+    d = tl.where((m != 0) & ((b < 0) != (m < 0)), d - 1.0, d)
+    f = libdevice.floor(d)
+    f = tl.where(d - f > 0.5, f + 1.0, f)
+    q = tl.math.div_rn(a, b)
+    zero = libdevice.copysign(tl.zeros_like(d), q)
+    return tl.where(b == 0, q, tl.where(d != 0, f, zero))
+
+
+# Float maximum/minimum with signed zeros as the device's eager kernels order them. On CUDA
+# (fmaxf/fminf, and the tensor-bound clamp built from them) -0.0 < +0.0; x86 vector max/min
+# (PyTorch's CPU kernels) return the second operand when the values compare equal. The
+# ``*_host`` variants replace the plain names when kernels run on CPU tensors.
+@triton.jit
+def tf_maximum(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def tf_minimum(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def tf_fmax(a, b):
+    return tl.maximum(a, b)
+
+
+@triton.jit
+def tf_fmin(a, b):
+    return tl.minimum(a, b)
+
+
+@triton.jit
+def tf_clamp_lo(x, lo):
+    return tl.maximum(x, lo, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def tf_clamp_hi(x, hi):
+    return tl.minimum(x, hi, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def tf_clamp_lo_host(x, lo):
+    return tl.where(x < lo, lo, x)
+
+
+@triton.jit
+def tf_clamp_hi_host(x, hi):
+    return tl.where(x > hi, hi, x)
+
+
+@triton.jit
+def tf_square_f16(x):
+    return (x * x).to(tl.float16).to(tl.float32)
+
+
+@triton.jit
+def tf_square_bf16(x):
+    return (x * x).to(tl.bfloat16).to(tl.float32)
+
+
+@triton.jit
+def tf_square_f16_host(x):
+    return x * x
+
+
+@triton.jit
+def tf_square_bf16_host(x):
+    return x * x
+
+
+# Nested ``where`` rather than ``|`` of two comparisons: when an operand is a constant (a
+# 0-dim value, as ``minimum(0, x)`` in logsigmoid), the interpreter broadcasts the comparison
+# of two constants as a float array, which ``|`` rejects.
+@triton.jit
+def tf_maximum_host(a, b):
+    return tl.where(a > b, a, tl.where(a != a, a, b))
+
+
+@triton.jit
+def tf_minimum_host(a, b):
+    return tl.where(a < b, a, tl.where(a != a, a, b))
+
+
+@triton.jit
+def tf_fmax_host(a, b):
+    return tl.where(a > b, a, tl.where(b != b, a, b))
+
+
+@triton.jit
+def tf_fmin_host(a, b):
+    return tl.where(a < b, a, tl.where(b != b, a, b))
 
 
 @triton.jit
@@ -123,8 +223,12 @@ def tf_argmin_combine(v1, i1, v2, i2):
 '''
 
 #: Helpers defined in HEADER, which the loader turns into Triton functions.
-HELPERS = ("tf_div_trunc_int", "tf_div_floor_int", "tf_remainder_int", "tf_fmod_int",
-           "tf_remainder_float", "tf_div_floor_float", "tf_sum_combine", "tf_prod_combine",
+#: Helpers whose CPU-tensor variant (``<name>_host``) replaces them under the interpreter.
+HOST_VARIANTS = ("tf_maximum", "tf_minimum", "tf_fmax", "tf_fmin", "tf_clamp_lo", "tf_clamp_hi",
+                 "tf_square_f16", "tf_square_bf16")
+
+HELPERS = HOST_VARIANTS + tuple(f"{n}_host" for n in HOST_VARIANTS) + ("tf_div_trunc_int", "tf_div_floor_int", "tf_remainder_int", "tf_fmod_int",
+           "tf_remainder_float", "tf_div_floor_f64", "tf_div_floor_f32", "tf_sum_combine", "tf_prod_combine",
            "tf_max_combine", "tf_min_combine", "tf_argmax_combine", "tf_argmin_combine")
 
 

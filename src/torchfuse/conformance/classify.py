@@ -4,13 +4,14 @@ Takes the :class:`~torchfuse.conformance.runner.SampleOutcome` list of one op an
 returns a :class:`Verdict`:
 
 ``pass``      every sample matched eager (or raised eager's exception type) and at least one
-              fusion group ran.
+              fusion group ran; a value that differs from eager passes when it is no farther
+              than eager's from the float64 result (see :mod:`.runner`).
 ``fallback``  every sample matched eager, but everything ran through ATen; the reason lists
               the ATen calls and why they were not fused (the call nodes' reasons).
 ``fail``      some sample's values differ from eager beyond the dtype's tolerance, or torchfuse
               raised where eager did not (or raised another exception type).
 ``skipped``   no verdict: the op's results are random (``skipped: random``), or every sample
-              timed out or could not be run.
+              timed out, could not be run, or differs from eager under TorchDynamo alone.
 """
 from __future__ import annotations
 
@@ -66,7 +67,11 @@ def classify(outcomes: Sequence[SampleOutcome]) -> Verdict:
     skipped = len(outcomes) - len(ran)
     note = f" ({skipped} of {n} samples skipped: {_first_skip(outcomes)})" if skipped else ""
     if any(o.status == "pass" for o in ran):
-        return Verdict("pass", note.strip(), n, backward, seconds)
+        by_ref = sum(o.by_reference for o in ran)
+        if by_ref:
+            note = (f"{by_ref} of {n} samples differ from eager but are no farther than eager from "
+                    f"float64;" + note)
+        return Verdict("pass", note.strip(" ;"), n, backward, seconds)
     if all(o.status == "raises" for o in ran):
         return Verdict("pass", "raises eager's exceptions" + note, n, backward, seconds)
     return Verdict("fallback", fallback_reason(ran) + note, n, backward, seconds)

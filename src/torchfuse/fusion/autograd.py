@@ -31,7 +31,7 @@ import torch
 
 from ..ir import ops as registry
 from ..ir.graph import Value
-from .definition import Fusion
+from .definition import Fusion, default_device
 from .errors import DefinitionError
 from .inputs import SCALAR_TYPES, bind
 from .program import Program
@@ -353,10 +353,10 @@ class FusionOp:
             return lambda args: gm(*args)
         return Program(graph_from_fx(gm, options), options, f"{self.fusion.name}_backward")
 
-    def num_kernels(self, device: torch.device | str = "cuda") -> tuple[int, int | None]:
+    def num_kernels(self, device: torch.device | str | None = None) -> tuple[int, int | None]:
         """Kernels of the forward and of the backward (``None`` until a derived backward has
-        been traced for ``device``)."""
-        device = torch.device(device)
+        been traced for ``device``); ``device`` defaults to CUDA when available, else CPU."""
+        device = torch.device(device or default_device())
         fwd = self.fusion.program(device, self.extras).num_kernels
         if self.backward_fusion is not None:
             return fwd, self.backward_fusion.num_kernels(device)

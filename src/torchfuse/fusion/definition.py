@@ -212,8 +212,8 @@ class Fusion:
         if device.type == "cpu" and not self.options.interpret:
             if not self._warned_cpu:
                 warnings.warn(f"torchfuse: fusion {self.name!r} runs op by op on CPU tensors; set "
-                              "TORCHFUSE_INTERPRET=1 (and TRITON_INTERPRET=1) to run its kernels in Triton's "
-                              "interpreter", RuntimeWarning, stacklevel=2)
+                              "TORCHFUSE_INTERPRET=1 (or pass interpret=True to Fusion) to run its kernels in "
+                              "Triton's interpreter", RuntimeWarning, stacklevel=2)
                 self._warned_cpu = True
             return self.reference(inputs)
         return self.program(device)(list(inputs))
@@ -236,19 +236,21 @@ class Fusion:
             self._programs[key] = Program(self.graph(device, extra_outputs), self.options, self.name)
         return self._programs[key]
 
-    def graph(self, device: torch.device | str = "cuda", extra_outputs: tuple = ()) -> Graph:
-        """A fresh IR graph of the definition on ``device``."""
-        return build_graph(self, torch.device(device), extra_outputs)
+    def graph(self, device: torch.device | str | None = None, extra_outputs: tuple = ()) -> Graph:
+        """A fresh IR graph of the definition on ``device`` (default: :func:`default_device`)."""
+        return build_graph(self, torch.device(device or default_device()), extra_outputs)
 
-    def num_kernels(self, device: torch.device | str = "cuda") -> int:
-        """How many kernels (fusion groups) the fusion becomes on ``device``; anything else in
-        it runs as ATen calls (see :meth:`explain`)."""
-        return self.program(device).num_kernels
+    def num_kernels(self, device: torch.device | str | None = None) -> int:
+        """How many kernels (fusion groups) the fusion becomes on ``device`` (default:
+        :func:`default_device`); anything else in it runs as ATen calls (see :meth:`explain`).
+        On CPU without ``interpret`` these are the kernels the interpreter would run:
+        :meth:`execute` then runs the fusion op by op."""
+        return self.program(device or default_device()).num_kernels
 
-    def explain(self, device: torch.device | str = "cuda") -> str:
-        """The segmentation on ``device``: each fusion group with its ops, and ATen calls
-        with the reason they stayed outside a kernel."""
-        return str(self.program(device).segmentation)
+    def explain(self, device: torch.device | str | None = None) -> str:
+        """The segmentation on ``device`` (default: :func:`default_device`): each fusion group
+        with its ops, and ATen calls with the reason they stayed outside a kernel."""
+        return str(self.program(device or default_device()).segmentation)
 
     def as_op(self, backward: "Fusion | None" = None, name: str | None = None):
         """This fusion as a differentiable PyTorch operator, a single op inside
@@ -264,6 +266,12 @@ class Fusion:
     def __repr__(self) -> str:
         state = "finished" if self.finished else "open"
         return f"<Fusion {self.name!r}: {len(self.inputs)} inputs, {len(self.nodes)} ops, {state}>"
+
+
+def default_device() -> str:
+    """The device :meth:`Fusion.num_kernels` and :meth:`Fusion.explain` describe when given
+    none: ``"cuda"`` when a CUDA device is available, else ``"cpu"``."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _values(obj: Any) -> list[Value]:

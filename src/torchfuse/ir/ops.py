@@ -181,6 +181,17 @@ def is_float(dtype: torch.dtype) -> bool:
     return dtype.is_floating_point
 
 
+def fdiv(x: str, y: str, dt: torch.dtype) -> str:
+    """Float division rounded as IEEE 754 (and PyTorch) round it.
+
+    Triton's ``/`` on fp32 lowers to PTX ``div.full.f32`` (up to 2 ulp off, e.g.
+    ``4.6875 / 0.9375`` gives 5.0000005), so fp32 (and the fp32 compute of fp16/bf16) uses
+    ``tl.math.div_rn``; fp64's ``/`` is already ``div.rn.f64``."""
+    if dt == torch.float64:
+        return f"({x} / {y})"
+    return f"tl.math.div_rn({x}, {y})"
+
+
 def libm(name: str) -> Callable:
     """Emit ``libdevice.<name>`` (double or single precision chosen by Triton from the dtype)."""
     return lambda a, dt, at: f"libdevice.{name}({', '.join(a)})"
@@ -197,7 +208,9 @@ def _emit_abs(a, dt, at):
 
 
 def _emit_neg(a, dt, at):
-    return f"(-{a[0]})"
+    # Triton's unary minus computes 0 - x, which gives +0.0 for +0.0; times -1 flips the
+    # sign of every float (zeros and infinities included) exactly.
+    return f"({a[0]} * -1.0)" if is_float(dt) else f"(-{a[0]})"
 
 
 def _emit_add(a, dt, at):
@@ -224,14 +237,14 @@ def _emit_div(a, dt, at):
     mode = at.get("rounding_mode")
     x, y = a
     if mode is None:
-        return f"({x} / {y})"
+        return fdiv(x, y, dt)
     if mode == "trunc":
         if is_float(dt):
-            return f"libdevice.trunc({x} / {y})"
+            return f"libdevice.trunc({fdiv(x, y, dt)})"
         return f"tf_div_trunc_int({x}, {y})"
     if mode == "floor":
         if is_float(dt):
-            return f"tf_div_floor_float({x}, {y})"
+            return f"tf_div_floor_{'f64' if dt == torch.float64 else 'f32'}({x}, {y})"
         return f"tf_div_floor_int({x}, {y})"
     raise Unsupported(f"rounding_mode {mode}")
 
@@ -252,9 +265,12 @@ def _emit_pow(a, dt, at):
     x, y = a
     exponent = at.get("exponent_value")
     if exponent is not None and is_float(dt):
-        # PyTorch's CUDA pow special-cases these exponents (pow_tensor_scalar_kernel).
-        special = {2.0: f"({x} * {x})", 3.0: f"({x} * {x} * {x})", 0.5: f"libdevice.sqrt({x})",
-                   -0.5: f"libdevice.rsqrt({x})", -1.0: f"(1.0 / {x})", -2.0: f"(1.0 / ({x} * {x}))",
+        # PyTorch's CUDA pow special-cases these exponents (pow_tensor_scalar_kernel), in the
+        # tensor's own dtype: for fp16/bf16 x * x is rounded to that dtype before it is used
+        # again (tf_square_* on CUDA; CPU's kernels compute in fp32: the host variants).
+        sq = f"tf_square_{at['half_base']}({x})" if "half_base" in at else f"({x} * {x})"
+        special = {2.0: f"({x} * {x})", 3.0: f"({sq} * {x})", 0.5: f"libdevice.sqrt({x})",
+                   -0.5: f"libdevice.rsqrt({x})", -1.0: fdiv("1.0", x, dt), -2.0: fdiv("1.0", sq, dt),
                    1.0: x}
         if float(exponent) in special:
             return special[float(exponent)]
@@ -267,8 +283,8 @@ def _emit_maximum(a, dt, at):
     x, y = a
     if dt == torch.bool:
         return f"({x} | {y})"
-    if is_float(dt):  # NaN propagates (torch.maximum)
-        return f"tl.where(({x} > {y}) | ({x} != {x}), {x}, {y})"
+    if is_float(dt):  # NaN propagates (torch.maximum); signed zeros as the device orders them
+        return f"tf_maximum({x}, {y})"
     return f"tl.maximum({x}, {y})"
 
 
@@ -277,7 +293,7 @@ def _emit_minimum(a, dt, at):
     if dt == torch.bool:
         return f"({x} & {y})"
     if is_float(dt):
-        return f"tl.where(({x} < {y}) | ({x} != {x}), {x}, {y})"
+        return f"tf_minimum({x}, {y})"
     return f"tl.minimum({x}, {y})"
 
 
@@ -285,14 +301,14 @@ def _emit_fmax(a, dt, at):
     x, y = a
     if not is_float(dt):
         return _emit_maximum(a, dt, at)
-    return f"tl.where(({x} > {y}) | ({y} != {y}), {x}, {y})"
+    return f"tf_fmax({x}, {y})"
 
 
 def _emit_fmin(a, dt, at):
     x, y = a
     if not is_float(dt):
         return _emit_minimum(a, dt, at)
-    return f"tl.where(({x} < {y}) | ({y} != {y}), {x}, {y})"
+    return f"tf_fmin({x}, {y})"
 
 
 def _emit_clamp(a, dt, at):
@@ -301,11 +317,14 @@ def _emit_clamp(a, dt, at):
     hi = a[2] if len(a) > 2 and a[2] is not None else None
     # PyTorch's clamp: NaN input stays NaN, a NaN bound gives NaN (tensor bounds can hold NaN);
     # a lower bound above the upper gives the upper.
-    for bound, cmp in ((lo, "<"), (hi, ">")):
+    # Floats: CUDA's clamp is fminf(fmaxf(x, lo), hi) (signed zeros ordered), x86's keeps x
+    # on ties (tf_clamp_lo/hi and their host variants in the codegen header).
+    for bound, cmp, fn in ((lo, "<", "tf_clamp_lo"), (hi, ">", "tf_clamp_hi")):
         if bound is not None:
-            x = f"tl.where({x} {cmp} {bound}, {bound}, {x})"
             if is_float(dt):
-                x = f"tl.where({bound} != {bound}, {bound}, {x})"
+                x = f"tl.where({bound} != {bound}, {bound}, {fn}({x}, {bound}))"
+            else:
+                x = f"tl.where({x} {cmp} {bound}, {bound}, {x})"
     return x
 
 
@@ -331,11 +350,13 @@ def _emit_relu(a, dt, at):
     zero = literal(0, dt)
     if dt == torch.bool:
         return a[0]
+    if is_float(dt):  # clamp_min(x, 0): relu(-0.0) is +0.0 on CUDA, -0.0 on CPU, as eager
+        return f"tf_clamp_lo({a[0]}, {zero})"
     return f"tl.where({a[0]} < {zero}, {zero}, {a[0]})"
 
 
 def _emit_sigmoid(a, dt, at):
-    return f"(1.0 / (1.0 + {_emit_exp([f'(-{a[0]})'], dt, at)}))"
+    return fdiv("1.0", f"(1.0 + {_emit_exp([f'(-{a[0]})'], dt, at)})", dt)
 
 
 def _emit_exp(a, dt, at):
@@ -351,7 +372,7 @@ def _emit_exp2(a, dt, at):
 
 
 def _emit_reciprocal(a, dt, at):
-    return f"(1.0 / {a[0]})"
+    return fdiv("1.0", a[0], dt)
 
 
 def _emit_cmp(sym: str):
@@ -551,7 +572,7 @@ pointwise("div", [aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode, aten.d
           _emit_div, nargs=2, parse=_parse_div, promotion=_div_promotion, dtypes=NUMERIC,
           integer_division=True)
 pointwise("true_divide", [prims.div.default], lambda a, dt, at: (
-    f"({a[0]} / {a[1]})" if is_float(dt) else f"tf_div_trunc_int({a[0]}, {a[1]})"),
+    fdiv(a[0], a[1], dt) if is_float(dt) else f"tf_div_trunc_int({a[0]}, {a[1]})"),
     nargs=2, dtypes=NUMERIC, integer_division=True)
 pointwise("remainder", [aten.remainder.Tensor, aten.remainder.Scalar], _emit_remainder, nargs=2,
           dtypes=NUMERIC, integer_division=True)
@@ -568,6 +589,9 @@ def _parse_pow(args, kwargs):
         attrs["exponent_value"] = inputs[1]
     if not isinstance(inputs[0], Value):
         raise Unsupported("pow with a scalar base")
+    base = getattr(inputs[0].meta, "dtype", None)
+    if base in (torch.float16, torch.bfloat16):
+        attrs["half_base"] = "f16" if base == torch.float16 else "bf16"
     return inputs, attrs
 
 

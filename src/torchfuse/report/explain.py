@@ -102,7 +102,7 @@ def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequen
     for g in result.graphs:
         result.recompilations += g.recompilations
     result.warnings = [str(w.message) for w in caught if str(w.message).startswith("torchfuse")]
-    result.timing = _timing(measure, compiled_objects, result.graphs, _device(example_inputs, model_or_fn))
+    result.timing = _timing(measure, compiled_objects, result.graphs, _device(example_inputs, model_or_fn), opts)
     if verbose:
         print(result.summary())
     if html:
@@ -189,10 +189,36 @@ def _dynamo_recompilations(before: dict) -> list[Recompilation]:
     return out
 
 
-def _timing(measure: bool, compiled_objects: list, reports: list[GraphReport], device) -> Timing:
+#: what runs the fused groups, per :func:`_run_mode` (the environment's ``mode``)
+MODE_COMPILED = "compiled Triton kernels"
+MODE_INTERPRETER = "generated kernels in Triton's interpreter"
+MODE_CPU_UNFUSED = ("not fused: CPU tensors run through ATen; TORCHFUSE_INTERPRET=1 or interpret=True runs "
+                    "the generated kernels in Triton's interpreter")
+
+
+def _run_mode(device: torch.device | None, options) -> str:
+    """How the program's fused groups ran: compiled kernels (CUDA), the interpreter
+    (``interpret``), or not at all (CPU tensors without ``interpret`` run through ATen)."""
+    if options.interpret:
+        return MODE_INTERPRETER
+    if device is not None and device.type != "cuda":
+        return MODE_CPU_UNFUSED
+    return MODE_COMPILED
+
+
+def _timing(measure: bool, compiled_objects: list, reports: list[GraphReport], device, options) -> Timing:
     from . import measure as measure_mod
-    if device is None or device.type != "cuda":
-        return measure_mod.measure([], [], None)
+    if device is None:
+        return Timing(available=False, note="not measured: no tensor input or parameter says which device ran")
+    if device.type != "cuda":
+        if options.interpret:  # the interpreter's note
+            return measure_mod.measure([], [], None)
+        return Timing(available=False, note=f"kernel times need a CUDA device, and no kernel ran: without "
+                                            f"interpret mode, graphs on {device.type} tensors run through ATen")
+    if options.interpret:
+        return Timing(available=False, note="not measured: the kernels ran through Triton's interpreter "
+                                            "(interpret=True), whose times say nothing about a GPU",
+                      device=torch.cuda.get_device_name(device))
     if not measure:
         return Timing(available=False, note="not measured: pass measure=True to time each kernel",
                       device=torch.cuda.get_device_name(device))
@@ -214,4 +240,4 @@ def _environment(example_inputs: tuple, model: Any, options) -> dict[str, str]:
         name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"{device.type} ({platform.processor() or platform.machine()})"
     return {"torchfuse": torchfuse.__version__, "torch": torch.__version__, "triton": triton_version,
             "python": platform.python_version(), "device": name,
-            "mode": "Triton interpreter (CPU)" if options.interpret else "compiled kernels"}
+            "mode": _run_mode(device, options)}

@@ -16,7 +16,7 @@ import threading
 import types
 from typing import Any, Sequence
 
-from ..codegen.triton import HELPERS, KernelSource
+from ..codegen.triton import HELPERS, HOST_VARIANTS, KernelSource
 from .cache import SourceStore
 
 log = logging.getLogger("torchfuse.cache")
@@ -105,7 +105,12 @@ def _launch_hooks_set() -> bool:
     knobs = getattr(triton, "knobs", None)
     if knobs is None:
         return True
-    return knobs.runtime.launch_enter_hook is not None or knobs.runtime.launch_exit_hook is not None
+
+    def active(hook) -> bool:  # Triton 3.5+ holds a HookChain, empty unless someone added a hook
+        calls = getattr(hook, "calls", None)
+        return bool(calls) if calls is not None else hook is not None
+
+    return active(knobs.runtime.launch_enter_hook) or active(knobs.runtime.launch_exit_hook)
 
 
 def _raw_stream(device_index: int) -> int:
@@ -232,6 +237,8 @@ def load(source: KernelSource, store: SourceStore, interpret: bool) -> Kernel:
         for name in HELPERS + source.stages:
             obj = getattr(module, name)
             module.__dict__[name] = InterpretedFunction(getattr(obj, "fn", obj))
+        for name in HOST_VARIANTS:  # CPU tensors: x86 signed-zero order, as PyTorch's CPU kernels
+            module.__dict__[name] = module.__dict__[f"{name}_host"]
     kernel = Kernel(source, path, [getattr(module, n) for n in source.stages], interpret)
     with _lock:
         _loaded.setdefault(k, kernel)

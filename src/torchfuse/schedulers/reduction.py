@@ -33,9 +33,14 @@ TILE_ELEMENTS = 4096
 ELEMENTS_PER_THREAD = 32
 LOOP_RBLOCK = 4096
 LOOP_WARPS = 16
-OUTER_XBLOCK = 32
-OUTER_RBLOCK = 64
+#: Outer (column) reductions: tiles of OUTER_XBLOCK kept (contiguous) x OUTER_RBLOCK reduced
+#: elements; split when fewer than OUTER_SPLIT_BELOW programs per multiprocessor would run,
+#: into about OUTER_SPLIT_PROGRAMS programs per multiprocessor.
+OUTER_XBLOCK = 128
+OUTER_RBLOCK = 16
 OUTER_WARPS = 8
+OUTER_SPLIT_BELOW = 4
+OUTER_SPLIT_PROGRAMS = 8
 #: Persistent inner reductions with many row blocks loop over them in fewer programs
 #: (``reduction.persistent_rows``), so that loads of the next rows overlap the current
 #: reduction; programs per multiprocessor for that grid.
@@ -92,8 +97,8 @@ def heuristic(rt: RuntimeLayout, persistent_max: int, interpret: bool, sm_count:
                       f"inner, {r} reduced elements: loop of {LOOP_RBLOCK}")
     xb = min(OUTER_XBLOCK, next_power_of_2(x))
     x_programs = cdiv(x, xb)
-    if splittable and sm_count and x_programs < sm_count and r >= SPLIT_MIN_R // 8:
-        return _split(x, r, inner, programs=4 * sm_count, interpret=False)
+    if splittable and sm_count and x_programs < OUTER_SPLIT_BELOW * sm_count and r >= SPLIT_MIN_R // 8:
+        return _split(x, r, inner, programs=OUTER_SPLIT_PROGRAMS * sm_count, interpret=False)
     if rpow * xb <= TILE_ELEMENTS * 2 and rpow <= persistent_max:
         return single("reduction.persistent", x_programs, xb, rpow, _warps(xb * rpow),
                       f"outer, {r} reduced elements fit: persistent {xb} columns x {rpow}")
