@@ -17,7 +17,7 @@ correct implementation rounds alike: add, sub, mul, neg, abs, max, min, casts, l
 that an ulp of difference in ``sin`` cannot flip a comparison and report a false mismatch.
 
 CI runs a fixed number of examples, derandomized (the same programs every run). A longer run
-(see README "Fuzzing" in tests) explores more programs::
+(see the README's "Correctness checks") explores more programs::
 
     python -m pytest tests/test_fuzz.py --fuzz-examples 2000              # same seed, more programs
     python -m pytest tests/test_fuzz.py --fuzz-examples 2000 --fuzz-seed 7  # other programs

@@ -111,7 +111,7 @@ def run_op(case: catalog.OpCase, args, options, device: str, log=None) -> dict[s
                 errors = []
             for error_input in errors[: args.max_error_samples]:
                 outcome = runner.run_error_input(info.op, error_input, options, seconds=args.sample_timeout)
-                if outcome.status != "skipped":
+                if outcome.reason != runner.EAGER_DOES_NOT_RAISE:
                     outcomes.append(outcome)
         verdict = classify.classify(outcomes)
         row[catalog.dtype_name(dtype)] = verdict

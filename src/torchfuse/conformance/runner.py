@@ -49,6 +49,9 @@ import torch.utils._pytree as pytree
 from .. import backend
 from ..config import Options
 
+#: The reason of an error input that does not apply (eager does not raise on it).
+EAGER_DOES_NOT_RAISE = "eager does not raise"
+
 #: Reasons of call nodes that are not work left on ATen.
 _NOT_WORK = ("view (no data moves)", "tuple element", "module constant")
 
@@ -600,7 +603,7 @@ def run_error_input(op: Callable, error_input: Any, options: Options, seconds: f
             except Exception as e:
                 eager_error = type(e)
             else:
-                return SampleOutcome("skipped", "eager does not raise")
+                return SampleOutcome("skipped", EAGER_DOES_NOT_RAISE)
             outcome = _check_raises(program.call, program.copies(False)[: len(program.leaves)], options,
                                     eager_error)
     except SampleTimeout as e:
