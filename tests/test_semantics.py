@@ -435,3 +435,47 @@ def test_unsupported_op_and_dtype_run_through_aten(caplog):
     assert all(cg.stats["fallbacks"] == 0 for cg in graphs)
     groups = fused_ops(graphs)
     assert any("sin" in g for g in groups) and any("cos" in g for g in groups), groups
+
+
+# ----------------------------------------------------------------------------- normalization bad input
+
+def _raises_like_eager(fn, *args):
+    with pytest.raises(Exception) as eager:
+        fn(*args)
+    torch._dynamo.reset()
+    with pytest.raises(Exception) as compiled:
+        torchfuse.compile(fn, dynamic=False)(*args)
+    assert same_error(compiled.value, eager.value), (type(compiled.value), type(eager.value))
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="on CUDA eager's out-of-range target is a device-side assert")
+def test_cross_entropy_target_out_of_range_raises_eager_error():
+    """A class index past the logits' width raises eager's IndexError (nll_loss is kept whole,
+    with its target check), also with ignore_index and label smoothing."""
+    x = sample(F32, 71, shape=(4, 10))
+    t = torch.tensor([1, 2, 10, 3], device=DEVICE)
+    _raises_like_eager(lambda x, t: torch.nn.functional.cross_entropy(x * 2, t), x, t)
+    _raises_like_eager(lambda x, t: torch.nn.functional.cross_entropy(x * 2, t, ignore_index=1, label_smoothing=0.2),
+                       x, t)
+
+
+def test_cross_entropy_with_ignore_index_and_smoothing_matches_eager():
+    x = sample(F32, 72, shape=(6, 10))
+    t = torch.tensor([1, 2, 9, 3, 0, 2], device=DEVICE)
+    fn = lambda x, t: (torch.nn.functional.cross_entropy(x * 2, t, ignore_index=2, label_smoothing=0.1),
+                       torch.nn.functional.cross_entropy(x, t, reduction="none"))
+    check(fn, x, t)
+
+
+def test_layer_norm_with_mismatched_normalized_shape_raises_eager_error():
+    x = sample(F32, 73, shape=(4, 10))
+    _raises_like_eager(lambda x: torch.nn.functional.layer_norm(x + 1, (9,)), x)
+
+
+@pytest.mark.parametrize("eps", [0.0, -1.0])
+def test_layer_norm_eps_not_positive_gives_eager_values(eps):
+    """eps <= 0 is not an error in eager: constant rows give NaN (0/0), and a negative eps
+    gives NaN where the variance is below -eps; the fused kernel gives the same."""
+    x = sample(F32, 74, shape=(4, 10))
+    x[1] = 3.0
+    check(lambda x: torch.nn.functional.layer_norm(x + 1, (10,), eps=eps), x)

@@ -55,6 +55,11 @@ KEEP_WHOLE = [
     # decomposition (a sort-based deterministic index_put in fp32), measured 5.5 ms of a
     # 30 ms BERT-base training step on an H200.
     aten.embedding_dense_backward.default,
+    # nll_loss checks its targets (an out-of-range class raises IndexError in eager); its
+    # decomposition gathers without that check, so a bad target would raise a different
+    # error. Kept whole, the loss runs as PyTorch's kernel after the fused log-softmax.
+    aten.nll_loss_forward.default,
+    aten.nll_loss2d_forward.default,
     aten.var_mean.correction,
     aten.var.correction,
     aten.mean.dim,
