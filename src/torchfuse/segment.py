@@ -498,11 +498,111 @@ def _schedule_steps(graph: Graph, group_of: dict, units: _Units) -> list:
     return order
 
 
-def segment(graph: Graph, options: Options) -> Segmentation:
-    """Partition ``graph`` into fusion groups and ATen calls (see the module docstring)."""
-    duplicate_constants(graph)
+def _partition(graph: Graph, options: Options) -> _Units:
     units = _Units(graph, options)
     fuse_producers(units)
     fuse_siblings(units)
     fuse_consumer_siblings(units)
+    return units
+
+
+#: Longest pointwise chain a reduction group recomputes instead of reading (ops).
+REMAT_MAX_OPS = 24
+
+
+def rematerialize(units: _Units) -> int:
+    """Let reduction groups recompute pointwise values they would read from another group.
+
+    A value that one group computes from its inputs by pointwise ops only, and that a
+    reduction group in another domain reads (the ``dy * xhat`` and ``dy`` in fp32 that a
+    normalization's backward feeds to its weight and bias column sums), costs a full-size
+    write and read. When the chain's full-size inputs take no more bytes per element than the
+    value itself, the chain is copied into the graph for the reduction group's own use, so the
+    reduction reads the (often half-precision) inputs and the value is never written
+    (rematerialization, as AOTAutograd's partitioner does across forward and backward).
+
+    Returns:
+        The number of values rematerialized; the graph is rewritten in place.
+    """
+    graph = units.graph
+    done = 0
+    new_nodes = list(graph.nodes)
+    for unit in {id(u): u for u in units.unit.values()}.values():
+        if not all(is_fusible(n) for n in unit) or not _has_reduction(unit):
+            continue
+        inside = set(unit)
+        reads: dict[Value, list[Node]] = {}
+        for n in unit:
+            for v in n.input_values():
+                p = v.producer
+                if p is not None and p not in inside and not p.is_call and is_fusible(p):
+                    reads.setdefault(v, []).append(n)
+        own = {v for n in unit for v in n.input_values()}
+        for v, readers in reads.items():
+            chain = _pointwise_chain(units, v)
+            if chain is None or v.meta is None:
+                continue
+            nodes, leaves = chain
+            full = [x for x in leaves if x.meta is not None and tuple(x.meta.shape) == tuple(v.meta.shape)]
+            extra = sum(x.meta.dtype.itemsize for x in full if x not in own)
+            if extra > v.meta.dtype.itemsize:
+                continue
+            clone: dict[Value, Value] = {}
+            copies = []
+            for n in nodes:  # in graph order
+                outs = [Value(name=f"{o.name}_r{done}", meta=o.meta) for o in n.outputs]
+                swap = lambda x: clone.get(x, x)
+                twin = Node(op=n.op, inputs=[swap(x) if isinstance(x, Value) else x for x in n.inputs],
+                            attrs=dict(n.attrs), outputs=outs, target=n.target, args=map_values(n.args, swap),
+                            kwargs=map_values(n.kwargs, swap), source=n.source)
+                for o, c in zip(n.outputs, outs):
+                    c.producer = twin
+                    clone[o] = c
+                copies.append(twin)
+            swap = lambda x, old=v: clone[old] if x is old else x
+            for r in readers:
+                r.inputs = [swap(x) if isinstance(x, Value) else x for x in r.inputs]
+                r.args = map_values(r.args, swap)
+                r.kwargs = map_values(r.kwargs, swap)
+            first = min(new_nodes.index(r) for r in readers)
+            new_nodes[first:first] = copies
+            done += 1
+    if done:
+        graph.nodes = new_nodes
+        log.info("rematerialized %d values for reduction groups", done)
+    return done
+
+
+def _pointwise_chain(units: _Units, v: Value):
+    """``(nodes in graph order, leaf values)`` computing ``v`` by pointwise and layout ops
+    inside ``v``'s group, or ``None`` when a reduction, a random op or too many ops lie on
+    the way."""
+    group = set(units.unit[v.producer])
+    nodes: set[Node] = set()
+    leaves: list[Value] = []
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        p = x.producer
+        if p is None or p not in group:
+            if x not in leaves:
+                leaves.append(x)
+            continue
+        if p in nodes:
+            continue
+        if p.is_call or REGISTRY[p.op].kind not in ("pointwise", "layout", "constant"):
+            return None
+        nodes.add(p)
+        if len(nodes) > REMAT_MAX_OPS:
+            return None
+        stack.extend(x for x in p.inputs if isinstance(x, Value))
+    return sorted(nodes, key=units.index.get), leaves
+
+
+def segment(graph: Graph, options: Options) -> Segmentation:
+    """Partition ``graph`` into fusion groups and ATen calls (see the module docstring)."""
+    duplicate_constants(graph)
+    units = _partition(graph, options)
+    if rematerialize(units):
+        units = _partition(graph, options)
     return finalize(units)
