@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU session A: tests on CUDA, smoke benchmark (with and without the rows-loop variant),
+# GPU run A: tests on CUDA, smoke benchmark (with and without the rows-loop variant),
 # micro suite (forward+backward, bf16). Results under $OUT.
 set -uo pipefail
 export PYTHONPATH=src PYTHONUNBUFFERED=1

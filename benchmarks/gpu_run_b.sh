@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU session B: test suite on CUDA, then HuggingFace and TIMM training (AMP bf16).
+# GPU run B: test suite on CUDA, then HuggingFace and TIMM training (AMP bf16).
 set -uo pipefail
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 out=${OUT:-/tmp/out}

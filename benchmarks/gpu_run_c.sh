@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU session C: HF training (AMP bf16) after keeping attention and embedding backward whole,
+# GPU run C: HF training (AMP bf16) after keeping attention and embedding backward whole,
 # and TIMM inference (fp16, batch 1 and 8) with CUDA graphs.
 set -uo pipefail
 export PYTHONPATH=src PYTHONUNBUFFERED=1

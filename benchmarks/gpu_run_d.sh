@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU session D: the test suite on CUDA, the demo, both fusion-API examples with --bench,
+# GPU run D: the test suite on CUDA, the demo, both fusion-API examples with --bench,
 # explain(measure=True) with its HTML report, and the host cost per launch.
 set -uo pipefail
 export PYTHONPATH=src PYTHONUNBUFFERED=1
