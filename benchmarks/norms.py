@@ -25,30 +25,16 @@ import argparse
 import json
 import math
 import os
-import statistics
 import sys
 import time
 
 import torch
 import torch.nn.functional as F
 
+from smoke import copy_bandwidth, time_ms  # same directory: the shared CUDA-event timing
+
 SHAPES = [(16384, 4096), (8192, 8192), (4096, 768 * 4), (32768, 1024)]
 BN_SHAPE = (64, 256, 56, 56)
-
-
-def time_ms(fn, iters: int, warmup: int = 3) -> float:
-    """Median milliseconds of ``fn()`` over ``iters`` back-to-back calls bracketed by CUDA events."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-    for a, b in zip(starts, ends):
-        a.record()
-        fn()
-        b.record()
-    torch.cuda.synchronize()
-    return statistics.median(a.elapsed_time(b) for a, b in zip(starts, ends))
 
 
 def device_ms(fn, iters: int = 10) -> tuple[float, float]:
@@ -65,13 +51,6 @@ def device_ms(fn, iters: int = 10) -> tuple[float, float]:
     events = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
     total_us = sum(getattr(e, "device_time", None) or e.cuda_time for e in events)
     return total_us / iters / 1e3, len(events) / iters
-
-
-def copy_bandwidth(nbytes: int, iters: int) -> float:
-    """Device-to-device copy bandwidth in GB/s (bytes read plus bytes written)."""
-    x = torch.empty(nbytes // 2, dtype=torch.bfloat16, device="cuda").normal_()
-    y = torch.empty_like(x)
-    return 2 * nbytes / time_ms(lambda: y.copy_(x), iters) / 1e6
 
 
 def _rms_norm(x, w):

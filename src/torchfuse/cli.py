@@ -4,6 +4,7 @@ Each subcommand lives in its own module and receives the remaining arguments.
 """
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
 
@@ -13,6 +14,21 @@ COMMANDS = {
     "report": ("torchfuse.report.cli", "render a saved explain result (JSON) as one HTML page"),
     "conformance": ("torchfuse.conformance", "run PyTorch's OpInfo samples through torchfuse; op x dtype table"),
 }
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``--shard I/N`` (1-based) as ``(I, N)``, for the subcommands that split their work.
+
+    Raises:
+        argparse.ArgumentTypeError: not two integers with ``1 <= I <= N``.
+    """
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard takes I/N, e.g. 2/4 (got {text!r})") from None
+    if not 1 <= i <= n:
+        raise argparse.ArgumentTypeError(f"--shard I/N needs 1 <= I <= N (got {text!r})")
+    return i, n
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,21 +19,12 @@ import signal
 import sys
 from pathlib import Path
 
+from ..cli import parse_shard as _shard
 from .backends import BACKENDS, parse_backends, running_backends
 from .modes import DEFAULT_MODES, MODES, parse_modes
 from .suites import SUITES, select, suite_cases
 
 COPY_BYTES = {"cuda": 512 * 2**20, "cpu": 16 * 2**20}
-
-
-def _shard(text: str) -> tuple[int, int]:
-    try:
-        i, n = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--shard takes I/N, e.g. 2/4 (got {text!r})") from None
-    if not 1 <= i <= n:
-        raise argparse.ArgumentTypeError(f"--shard I/N needs 1 <= I <= N (got {text!r})")
-    return i, n
 
 
 def _suites(text: str) -> tuple[str, ...]:

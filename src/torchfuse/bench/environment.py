@@ -106,7 +106,7 @@ def run_metadata(run_id: str, argv: list[str], device: str, settings: dict) -> d
         "finished": None,
         "command": command_line(argv),
         "argv": list(argv),
-        "process_argv": list(sys.argv),
+        "process_argv": [Path(sys.argv[0]).name] + list(sys.argv[1:]) if sys.argv else [],  # no machine paths
         "device": device,
         "device_name": device_name(device),
         "device_label": device_label(device),

@@ -72,26 +72,19 @@ def tf_remainder_float(a, b):
 
 
 @triton.jit
-def tf_div_floor_f64(a, b):
-    # PyTorch's div_floor_floating (c10/util/generic_math.h), step by step.
+def tf_div_floor_float(a, b, F32: tl.constexpr):
+    # PyTorch's div_floor_floating (c10/util/generic_math.h), step by step; fp32 divides with
+    # IEEE rounding (Triton's fp32 "/" does not round exactly).
     m = libdevice.fmod(a, b)
-    d = (a - m) / b
+    if F32:
+        d = tl.math.div_rn(a - m, b)
+        q = tl.math.div_rn(a, b)
+    else:
+        d = (a - m) / b
+        q = a / b
     d = tl.where((m != 0) & ((b < 0) != (m < 0)), d - 1.0, d)
     f = libdevice.floor(d)
     f = tl.where(d - f > 0.5, f + 1.0, f)
-    zero = libdevice.copysign(tl.zeros_like(d), a / b)
-    return tl.where(b == 0, a / b, tl.where(d != 0, f, zero))
-
-
-@triton.jit
-def tf_div_floor_f32(a, b):
-    # As tf_div_floor_f64, with IEEE-rounded fp32 division (Triton's fp32 "/" is not).
-    m = libdevice.fmod(a, b)
-    d = tl.math.div_rn(a - m, b)
-    d = tl.where((m != 0) & ((b < 0) != (m < 0)), d - 1.0, d)
-    f = libdevice.floor(d)
-    f = tl.where(d - f > 0.5, f + 1.0, f)
-    q = tl.math.div_rn(a, b)
     zero = libdevice.copysign(tl.zeros_like(d), q)
     return tl.where(b == 0, q, tl.where(d != 0, f, zero))
 
@@ -151,12 +144,7 @@ def tf_square_bf16(x):
 
 
 @triton.jit
-def tf_square_f16_host(x):
-    return x * x
-
-
-@triton.jit
-def tf_square_bf16_host(x):
+def tf_square_host(x):
     return x * x
 
 
@@ -223,12 +211,14 @@ def tf_argmin_combine(v1, i1, v2, i2):
 '''
 
 #: Helpers defined in HEADER, which the loader turns into Triton functions.
-#: Helpers whose CPU-tensor variant (``<name>_host``) replaces them under the interpreter.
-HOST_VARIANTS = ("tf_maximum", "tf_minimum", "tf_fmax", "tf_fmin", "tf_clamp_lo", "tf_clamp_hi",
-                 "tf_square_f16", "tf_square_bf16")
+#: Helpers replaced under the interpreter (CPU tensors) by their host variant.
+HOST_VARIANTS = {"tf_maximum": "tf_maximum_host", "tf_minimum": "tf_minimum_host", "tf_fmax": "tf_fmax_host",
+                 "tf_fmin": "tf_fmin_host", "tf_clamp_lo": "tf_clamp_lo_host", "tf_clamp_hi": "tf_clamp_hi_host",
+                 "tf_square_f16": "tf_square_host", "tf_square_bf16": "tf_square_host"}
 
-HELPERS = HOST_VARIANTS + tuple(f"{n}_host" for n in HOST_VARIANTS) + ("tf_div_trunc_int", "tf_div_floor_int", "tf_remainder_int", "tf_fmod_int",
-           "tf_remainder_float", "tf_div_floor_f64", "tf_div_floor_f32", "tf_sum_combine", "tf_prod_combine",
+HELPERS = tuple(HOST_VARIANTS) + tuple(sorted(set(HOST_VARIANTS.values()))) + (
+           "tf_div_trunc_int", "tf_div_floor_int", "tf_remainder_int", "tf_fmod_int",
+           "tf_remainder_float", "tf_div_floor_float", "tf_sum_combine", "tf_prod_combine",
            "tf_max_combine", "tf_min_combine", "tf_argmax_combine", "tf_argmin_combine")
 
 

@@ -26,19 +26,10 @@ from pathlib import Path
 
 import torch
 
+from ..cli import parse_shard as _shard
 from . import catalog, classify, report, runner
 
 DEFAULT_OUT = "benchmarks/results/conformance"
-
-
-def _shard(text: str) -> tuple[int, int]:
-    try:
-        i, n = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--shard takes I/N, e.g. 2/4 (got {text!r})") from None
-    if not 1 <= i <= n:
-        raise argparse.ArgumentTypeError(f"--shard I/N needs 1 <= I <= N (got {text!r})")
-    return i, n
 
 
 def _dtypes(text: str) -> list[torch.dtype]:

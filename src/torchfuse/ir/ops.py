@@ -244,7 +244,7 @@ def _emit_div(a, dt, at):
         return f"tf_div_trunc_int({x}, {y})"
     if mode == "floor":
         if is_float(dt):
-            return f"tf_div_floor_{'f64' if dt == torch.float64 else 'f32'}({x}, {y})"
+            return f"tf_div_floor_float({x}, {y}, {dt != torch.float64})"
         return f"tf_div_floor_int({x}, {y})"
     raise Unsupported(f"rounding_mode {mode}")
 

@@ -99,18 +99,21 @@ def _triton_version() -> tuple[int, int]:
 _FAST_LAUNCH = _triton_version() >= (3, 3)
 
 
+def _hook_active(hook) -> bool:
+    # Triton 3.5+ holds a HookChain, never None, empty unless someone added a hook
+    calls = getattr(hook, "calls", None)
+    return bool(calls) if calls is not None else hook is not None
+
+
 def _launch_hooks_set() -> bool:
+    """A launch enter/exit hook is installed (then launches go through Triton's JIT, which
+    calls them). Checked on every launch: hooks can be added at any time (profilers)."""
     import triton
 
     knobs = getattr(triton, "knobs", None)
     if knobs is None:
         return True
-
-    def active(hook) -> bool:  # Triton 3.5+ holds a HookChain, empty unless someone added a hook
-        calls = getattr(hook, "calls", None)
-        return bool(calls) if calls is not None else hook is not None
-
-    return active(knobs.runtime.launch_enter_hook) or active(knobs.runtime.launch_exit_hook)
+    return _hook_active(knobs.runtime.launch_enter_hook) or _hook_active(knobs.runtime.launch_exit_hook)
 
 
 def _raw_stream(device_index: int) -> int:
@@ -237,8 +240,8 @@ def load(source: KernelSource, store: SourceStore, interpret: bool) -> Kernel:
         for name in HELPERS + source.stages:
             obj = getattr(module, name)
             module.__dict__[name] = InterpretedFunction(getattr(obj, "fn", obj))
-        for name in HOST_VARIANTS:  # CPU tensors: x86 signed-zero order, as PyTorch's CPU kernels
-            module.__dict__[name] = module.__dict__[f"{name}_host"]
+        for name, host in HOST_VARIANTS.items():  # CPU tensors: PyTorch's CPU kernels' rules
+            module.__dict__[name] = module.__dict__[host]
     kernel = Kernel(source, path, [getattr(module, n) for n in source.stages], interpret)
     with _lock:
         _loaded.setdefault(k, kernel)
