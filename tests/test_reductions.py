@@ -455,3 +455,23 @@ def test_normalization_backward_column_sums_read_half_precision_inputs(norm):
     for got, e, r in zip(grads, eager, ref):
         err, eager_err = (got.double() - r).abs().max().item(), (e.double() - r).abs().max().item()
         assert err <= 2 * eager_err + 1e-3 * r.abs().max().item(), (err, eager_err)
+
+
+def test_rematerialized_mask_leaves_no_empty_group():
+    """An attention-style mask (a broadcast ``where`` over a small input) that only reduction
+    groups read is recomputed inside each of them; the group that computed it has no reader
+    left and must disappear rather than be planned without outputs (it once raised
+    IndexError on BERT with PyTorch's math attention)."""
+    import torchfuse
+    from torchfuse import backend
+
+    def f(x, y, m):
+        c = (m[:, None, None, :] + 0 >= 0).expand(2, 1, 8, 8)
+        a = torch.softmax(x + torch.where(c, 0.0, float("-inf")), -1) @ y
+        return torch.softmax(a + torch.where(c, 0.0, float("-inf")), -1)
+
+    x, y = torch.randn(2, 2, 8, 8, device=DEVICE), torch.randn(2, 2, 8, 8, device=DEVICE)
+    m = torch.arange(16, device=DEVICE).view(2, 8) - 4  # some positions masked out
+    torch.testing.assert_close(torchfuse.compile(f, dynamic=False)(x, y, m), f(x, y, m))
+    groups = backend.RECENT[-1].segmentation.groups
+    assert groups and all(g.outputs for g in groups)

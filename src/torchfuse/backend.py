@@ -22,6 +22,7 @@ import torch.fx
 
 from .config import Options
 from .decompose import decomposition_table
+from .graph_passes import dense_attention_masks
 
 log = logging.getLogger("torchfuse.fusion")
 
@@ -170,6 +171,7 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
     if mode == "reduce-overhead":
         kwargs.setdefault("cudagraphs", True)
     opts = resolve_options(options, **kwargs)
+    dense_attention_masks(gm)
     backend = aot_autograd(
         fw_compiler=functools.partial(compile_graph, options=opts, name="forward"),
         bw_compiler=functools.partial(compile_graph, options=opts, name="backward"),

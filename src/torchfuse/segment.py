@@ -30,6 +30,7 @@ from typing import Sequence
 
 from .config import Options
 from .domain import Domain, align, group_values
+from .ir.from_fx import eliminate_dead_code
 from .ir.graph import Graph, Node, Value, map_values
 from .ir.ops import REGISTRY
 
@@ -323,6 +324,9 @@ def finalize(units: _Units) -> Segmentation:
                 as_calls.update(cur)
                 continue
             outs = set(units.outputs_of(cur))
+            if not outs:  # nothing reads its results (groups are pure): drop it
+                log.info("dropping a fusion group whose results are unused (%d ops)", len(cur))
+                continue
             escaping = [n for n in cur if REGISTRY[n.op].kind == "layout" and n.output in outs]
             if escaping:
                 # A view read outside the group must stay a view of its (written) base: readers
@@ -604,5 +608,7 @@ def segment(graph: Graph, options: Options) -> Segmentation:
     duplicate_constants(graph)
     units = _partition(graph, options)
     if rematerialize(units):
+        # the chains the reduction groups now recompute may have no reader left
+        eliminate_dead_code(graph)
         units = _partition(graph, options)
     return finalize(units)
