@@ -19,7 +19,7 @@ import torch
 from torchfuse.bench import backends as backends_mod
 from torchfuse.bench.__main__ import main
 from torchfuse.bench.accuracy import FAIL, PASS, References, compare, disable_dropout, has_active_dropout
-from torchfuse.bench.backends import Backend, parse_backends, running_backends
+from torchfuse.bench.backends import BACKENDS, Backend, parse_backends, running_backends
 from torchfuse.bench.results import Result, combine
 from torchfuse.bench.suites import select, suite_cases
 
@@ -225,7 +225,7 @@ def test_header_counts_the_backends_that_run():
     """The run header counts backends that run here, not those skipped (CUDA-only on a CPU,
     inference-only in training runs)."""
     everything = parse_backends(None)
-    assert len(everything) == 6
+    assert len(everything) == len(BACKENDS) == 7
     assert running_backends(everything, "cpu", {False, True}) == ("eager", "torch.compile", "torchfuse")
     assert running_backends(everything, "cuda", {True}) == ("eager", "torch.compile",
                                                             "torch.compile-reduce-overhead", "torchfuse")

@@ -50,6 +50,10 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     from .runtime.executor import CompiledGraph, GroupRunner
     from .segment import segment
 
+    if options.freeze and name == "inference":
+        frozen = _compile_frozen(gm, example_inputs, options)
+        if frozen is not None:
+            return frozen
     t0 = time.perf_counter()
     try:
         graph = graph_from_fx(gm, options)
@@ -98,6 +102,28 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
 
         return CudaGraphRunner(compiled, options)
     return compiled
+
+
+def _compile_frozen(gm: torch.fx.GraphModule, example_inputs: list, options: Options) -> Callable | None:
+    """``Options.freeze``: hoist what the inference graph computes from weights alone, compile
+    the rest; ``None`` when AOTAutograd names no static inputs or nothing depends on them alone."""
+    import dataclasses
+
+    from .freezing import FrozenGraph, split_weight_subgraph
+
+    ctx = torch._guards.TracingContext.try_get()
+    meta = getattr(ctx, "fw_metadata", None) if ctx is not None else None
+    static = getattr(meta, "static_input_indices", None)
+    if not static:
+        return None
+    split = split_weight_subgraph(gm, static)
+    if split is None:
+        return None
+    log.info("inference: %d ops on weights alone hoisted (recomputed only when a weight changes)", split.hoisted)
+    frozen_inputs = [n.meta.get("val") for n in split.main.graph.nodes if n.op == "placeholder"][len(example_inputs):]
+    inner = compile_graph(split.main, list(example_inputs) + frozen_inputs, dataclasses.replace(options, freeze=False),
+                          name="inference")
+    return FrozenGraph(split, inner)
 
 
 _CPU_REASON = "device cpu does not run generated kernels"  # torchfuse.ir.from_fx's reason
@@ -172,6 +198,11 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
         kwargs.setdefault("cudagraphs", True)
     opts = resolve_options(options, **kwargs)
     dense_attention_masks(gm)
+    if opts.freeze and not torch.is_grad_enabled():  # TorchDynamo guards on grad mode
+        from .freezing import channels_last_convolutions, fold_conv_batchnorm
+
+        fold_conv_batchnorm(gm)
+        channels_last_convolutions(gm)
     backend = aot_autograd(
         fw_compiler=functools.partial(compile_graph, options=opts, name="forward"),
         bw_compiler=functools.partial(compile_graph, options=opts, name="backward"),

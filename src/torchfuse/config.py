@@ -98,6 +98,11 @@ class Options:
         cudagraph_max_graphs: CUDA graphs kept per compiled graph (least recently used go).
         cudagraph_copy_outputs: return copies of a replay's outputs (safe); without it the
             pool's tensors are returned and overwriting one still in use raises.
+        freeze: treat parameters and buffers of inference graphs (compiled with gradients
+            off) as constants: eval-mode BatchNorms fold into the convolutions before them,
+            half-precision 2-D convolutions on CUDA run channels-last, and what depends on
+            weights alone runs again only when a weight changes (its version counter); see
+            :mod:`torchfuse.freezing`. Off by default, like ``torch.compile``'s freezing.
         interpret_integer_division: fuse integer division and remainder on CPU tensors too.
             Off by default because eager raises ZeroDivisionError there and a kernel cannot;
             tests turn it on to exercise those kernels under the interpreter.
@@ -113,6 +118,7 @@ class Options:
     exact_rounding: bool = True
     interpret_integer_division: bool = False
     cudagraphs: bool = False
+    freeze: bool = False
     cudagraph_max_graphs: int = 8
     cudagraph_copy_outputs: bool = True
 

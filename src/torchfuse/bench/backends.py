@@ -86,6 +86,10 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in [
     Backend("torchfuse", compile_torchfuse(), modules=_TORCHFUSE),
     Backend("torchfuse-cudagraphs", compile_torchfuse(cudagraphs=True), needs_cuda=True, inference_only=True,
             modules=_TORCHFUSE + ("torchfuse.runtime.cudagraphs",)),
+    # freeze=True: BatchNorm folded, half-precision convolutions channels-last, weight-only work
+    # hoisted (torchfuse.freezing); Inductor's own freezing is off by default and not used here
+    Backend("torchfuse-cudagraphs-frozen", compile_torchfuse(cudagraphs=True, freeze=True), needs_cuda=True,
+            inference_only=True, modules=_TORCHFUSE + ("torchfuse.runtime.cudagraphs", "torchfuse.freezing")),
 ]}
 
 BASELINE = "eager"

@@ -1,0 +1,357 @@
+"""Inference with frozen weights (``Options.freeze``): folding, layout and hoisting.
+
+Three rewrites, all off unless ``freeze=True`` and only for graphs compiled with gradients
+disabled (TorchDynamo guards on grad mode, so such a graph never runs for training):
+
+1. **BatchNorm folding** (:func:`fold_conv_batchnorm`, on TorchDynamo's graph): an eval-mode
+   ``batch_norm`` whose input is a convolution's only use becomes part of the convolution:
+   ``W' = W * g / sqrt(var + eps)`` per output channel and ``b' = (b - mean) * g /
+   sqrt(var + eps) + beta``, computed in fp32 and rounded once to the weight's dtype. The
+   normalization's kernel (or its share of a fused kernel) disappears.
+2. **Channels-last convolutions** (:func:`channels_last_convolutions`): 2-D convolutions with
+   fp16/bf16 weights on CUDA take their input and weight in channels-last layout, cuDNN's fast
+   layout for half precision on tensor cores; pointwise ops after them keep the layout, so only
+   the first convolution's input is converted. Outputs that eager returns contiguous are
+   returned contiguous.
+3. **Hoisting** (:func:`split_weight_subgraph` and :class:`FrozenGraph`, on AOTAutograd's
+   inference graph): everything computed from parameters and buffers alone (the folded weights,
+   layout copies, transposes, casts) moves to a separate graph that runs only when a
+   parameter's storage or version counter changed since the last call, so a model whose
+   weights are updated in place (``optimizer.step()``, ``load_state_dict``) never runs on
+   stale values. Not seen: writes through ``param.data``, which bypass the version counter
+   (PyTorch's semantics of ``.data``).
+
+The same ideas appear in Inductor's ``freezing`` and in TensorRT-style engines; here the
+constants stay tied to the live parameters by their version counters instead of being
+copied once.
+"""
+from __future__ import annotations
+
+import inspect
+import logging
+import operator
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.fx
+
+log = logging.getLogger("torchfuse.fusion")
+
+_CONVS = (torch.conv1d, torch.conv2d, torch.conv3d, torch.nn.functional.conv1d, torch.nn.functional.conv2d,
+          torch.nn.functional.conv3d)
+_BATCH_NORMS = (torch.nn.functional.batch_norm,)
+
+
+def _conv_signature(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: ARG001
+    pass
+
+
+def _bn_signature(input, running_mean, running_var, weight=None, bias=None, training=False,  # noqa: ARG001
+                  momentum=0.1, eps=1e-5):
+    pass
+
+
+def _bind(sig_fn, node: torch.fx.Node) -> inspect.BoundArguments | None:
+    try:
+        bound = inspect.signature(sig_fn).bind(*node.args, **node.kwargs)
+    except TypeError:
+        return None
+    bound.apply_defaults()
+    return bound
+
+
+def _bn_scale(running_var: torch.Tensor, bn_weight: torch.Tensor | None, eps: float) -> torch.Tensor:
+    scale = torch.rsqrt(running_var.float() + eps)
+    return scale if bn_weight is None else scale * bn_weight.float()
+
+
+def folded_conv_weight(weight: torch.Tensor, running_var: torch.Tensor, bn_weight: torch.Tensor | None,
+                       eps: float) -> torch.Tensor:
+    """The convolution weight with an eval-mode BatchNorm's scale folded in.
+
+    Args:
+        weight: ``(C_out, C_in / groups, *kernel)``, any floating dtype.
+        running_var, bn_weight: ``(C_out,)``; ``bn_weight`` may be ``None`` (``affine=False``).
+        eps: BatchNorm's epsilon.
+
+    Returns:
+        ``weight * bn_weight / sqrt(running_var + eps)`` per output channel, computed in fp32
+        and returned in ``weight``'s dtype.
+    """
+    scale = _bn_scale(running_var, bn_weight, eps)
+    return (weight.float() * scale.reshape((-1,) + (1,) * (weight.dim() - 1))).to(weight.dtype)
+
+
+def folded_conv_bias(weight: torch.Tensor, bias: torch.Tensor | None, running_mean: torch.Tensor,
+                     running_var: torch.Tensor, bn_weight: torch.Tensor | None, bn_bias: torch.Tensor | None,
+                     eps: float) -> torch.Tensor:
+    """The convolution bias with an eval-mode BatchNorm folded in: ``(bias - mean) * scale + beta``.
+
+    Args:
+        weight: the convolution's weight (only its dtype is used).
+        bias: ``(C_out,)`` or ``None``; the BatchNorm tensors ``(C_out,)``, ``bn_weight`` and
+            ``bn_bias`` possibly ``None``.
+        eps: BatchNorm's epsilon.
+
+    Returns:
+        ``(C_out,)`` in ``weight``'s dtype, computed in fp32.
+    """
+    scale = _bn_scale(running_var, bn_weight, eps)
+    b = -running_mean.float() if bias is None else bias.float() - running_mean.float()
+    b = b * scale
+    if bn_bias is not None:
+        b = b + bn_bias.float()
+    return b.to(weight.dtype)
+
+
+def _set_example(node: torch.fx.Node, fn: Callable, args: Sequence) -> None:
+    """Best effort: give a new node the fake example value TorchDynamo's nodes carry."""
+    from torch._guards import detect_fake_mode
+
+    values = [a.meta.get("example_value") if isinstance(a, torch.fx.Node) else a for a in args]
+    if any(isinstance(a, torch.fx.Node) and v is None for a, v in zip(args, values)):
+        return
+    mode = detect_fake_mode([v for v in values if isinstance(v, torch.Tensor)])
+    if mode is None:
+        return
+    try:
+        with mode:
+            node.meta["example_value"] = fn(*values)
+    except Exception:  # metadata only: AOTAutograd traces the graph again anyway
+        pass
+
+
+def fold_conv_batchnorm(gm: torch.fx.GraphModule) -> int:
+    """Fold eval-mode BatchNorms into the convolutions that feed them (TorchDynamo's graph).
+
+    A BatchNorm is folded when it has running statistics, ``training`` is the constant
+    ``False``, and its input is a convolution whose result nothing else reads.
+
+    Returns:
+        The number of BatchNorms folded (the graph is recompiled in place when any were).
+    """
+    done = 0
+    for bn in list(gm.graph.nodes):
+        if bn.op != "call_function" or bn.target not in _BATCH_NORMS:
+            continue
+        b = _bind(_bn_signature, bn)
+        if b is None or b.arguments["training"] is not False:
+            continue
+        conv = b.arguments["input"]
+        if not isinstance(conv, torch.fx.Node) or conv.op != "call_function" or conv.target not in _CONVS:
+            continue
+        if len(conv.users) != 1:
+            continue
+        c = _bind(_conv_signature, conv)
+        rm, rv = b.arguments["running_mean"], b.arguments["running_var"]
+        if c is None or not isinstance(rm, torch.fx.Node) or not isinstance(rv, torch.fx.Node):
+            continue
+        eps = b.arguments["eps"]
+        if not isinstance(eps, (int, float)):
+            continue
+        w = c.arguments["weight"]
+        with gm.graph.inserting_before(conv):
+            w_args = (w, rv, b.arguments["weight"], float(eps))
+            new_w = gm.graph.call_function(folded_conv_weight, w_args)
+            b_args = (w, c.arguments["bias"], rm, rv, b.arguments["weight"], b.arguments["bias"], float(eps))
+            new_b = gm.graph.call_function(folded_conv_bias, b_args)
+        _set_example(new_w, folded_conv_weight, w_args)
+        _set_example(new_b, folded_conv_bias, b_args)
+        c.arguments["weight"], c.arguments["bias"] = new_w, new_b
+        conv.args, conv.kwargs = tuple(c.arguments.values()), {}
+        bn.replace_all_uses_with(conv)
+        gm.graph.erase_node(bn)
+        done += 1
+    if done:
+        gm.graph.lint()
+        gm.recompile()
+        log.info("freeze: %d BatchNorm(s) folded into convolutions", done)
+    return done
+
+
+def _to_channels_last(t: torch.Tensor) -> torch.Tensor:
+    return t.contiguous(memory_format=torch.channels_last)
+
+
+def _contiguous(t: torch.Tensor) -> torch.Tensor:
+    return t.contiguous()
+
+
+def channels_last_convolutions(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda",)) -> int:
+    """Run 2-D fp16/bf16 convolutions in channels-last layout (TorchDynamo's graph).
+
+    Args:
+        gm: TorchDynamo's graph (nodes carry ``meta["example_value"]``).
+        devices: device types where channels-last is the faster layout (cuDNN on CUDA).
+
+    Returns:
+        The number of convolutions rewritten (the graph is recompiled in place when any were).
+    """
+    done = 0
+    for conv in list(gm.graph.nodes):
+        if conv.op != "call_function" or conv.target not in (torch.conv2d, torch.nn.functional.conv2d):
+            continue
+        c = _bind(_conv_signature, conv)
+        if c is None or not isinstance(c.arguments["weight"], torch.fx.Node):
+            continue
+        w = c.arguments["weight"].meta.get("example_value")
+        x = c.arguments["input"].meta.get("example_value") if isinstance(c.arguments["input"], torch.fx.Node) else None
+        if not isinstance(w, torch.Tensor) or not isinstance(x, torch.Tensor) or x.dim() != 4:
+            continue
+        if w.device.type not in devices or w.dtype not in (torch.float16, torch.bfloat16):
+            continue
+        with gm.graph.inserting_before(conv):
+            new_x = gm.graph.call_function(_to_channels_last, (c.arguments["input"],))
+            new_w = gm.graph.call_function(_to_channels_last, (c.arguments["weight"],))
+        _set_example(new_x, _to_channels_last, (c.arguments["input"],))
+        _set_example(new_w, _to_channels_last, (c.arguments["weight"],))
+        c.arguments["input"], c.arguments["weight"] = new_x, new_w
+        conv.args, conv.kwargs = tuple(c.arguments.values()), {}
+        done += 1
+    if done:
+        # keep eager's layout for 4-D outputs eager returns contiguous
+        out = next(n for n in gm.graph.nodes if n.op == "output")
+
+        def restore(a):
+            if isinstance(a, torch.fx.Node):
+                v = a.meta.get("example_value")
+                if isinstance(v, torch.Tensor) and v.dim() == 4 and v.is_contiguous():
+                    with gm.graph.inserting_before(out):
+                        n = gm.graph.call_function(_contiguous, (a,))
+                    n.meta["example_value"] = v
+                    return n
+            return a
+
+        out.args = torch.fx.node.map_aggregate(out.args, restore)
+        gm.graph.lint()
+        gm.recompile()
+        log.info("freeze: %d convolution(s) run channels-last", done)
+    return done
+
+
+def _pure(node: torch.fx.Node) -> bool:
+    t = node.target
+    if t is operator.getitem:
+        return True
+    if not isinstance(t, torch._ops.OpOverload):
+        return False
+    if t._schema.is_mutable or torch.Tag.nondeterministic_seeded in t.tags:
+        return False
+    return True
+
+
+class WeightSplit:
+    """An inference graph split into a weight-only part and the rest.
+
+    Attributes:
+        weights: the graph computing ``values`` from the parameters and buffers it reads.
+        weight_inputs: indices (into the original inputs) that ``weights`` takes, in order.
+        main: the original graph with every value computed from parameters alone replaced by
+            an input; it takes the original inputs followed by ``weights``' outputs.
+        hoisted: number of ops moved to ``weights``.
+    """
+
+    def __init__(self, weights, weight_inputs, main, hoisted):
+        self.weights = weights
+        self.weight_inputs = weight_inputs
+        self.main = main
+        self.hoisted = hoisted
+
+
+def split_weight_subgraph(gm: torch.fx.GraphModule, static_inputs: Sequence[int]) -> WeightSplit | None:
+    """Split off what an AOTAutograd inference graph computes from its static inputs alone.
+
+    Args:
+        gm: the inference graph (ATen ops; placeholders in input order, ``meta["val"]`` set).
+        static_inputs: indices of the inputs that are parameters or buffers (AOTAutograd's
+            ``static_input_indices``).
+
+    Returns:
+        The :class:`WeightSplit`, or ``None`` when no op depends on static inputs alone.
+    """
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    const = {placeholders[i] for i in static_inputs if i < len(placeholders)}
+    hoisted: list[torch.fx.Node] = []
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and n.all_input_nodes and all(a in const for a in n.all_input_nodes) and _pure(n):
+            const.add(n)
+            hoisted.append(n)
+    frontier = [n for n in hoisted if any(u not in const for u in n.users)]
+    if not frontier:
+        return None
+    used = [p for p in placeholders if p in const and any(u in hoisted for u in p.users)]
+    wg = torch.fx.Graph()
+    env: dict = {}
+    for p in used:
+        env[p] = wg.node_copy(p)
+    for n in hoisted:
+        env[n] = wg.node_copy(n, lambda a: env[a])
+    wg.output(tuple(env[f] for f in frontier))
+    weights = torch.fx.GraphModule(gm, wg)
+
+    mg = torch.fx.Graph()
+    env2: dict = {}
+    for p in placeholders:
+        env2[p] = mg.node_copy(p)
+    for i, f in enumerate(frontier):
+        ph = mg.placeholder(f"frozen_{i}")
+        ph.meta = dict(f.meta)
+        env2[f] = ph
+    for n in gm.graph.nodes:
+        if n.op == "placeholder" or n in env2 or n in const:
+            continue
+        env2[n] = mg.node_copy(n, lambda a: env2[a])
+    main = torch.fx.GraphModule(gm, mg)
+    main.graph.eliminate_dead_code()
+    main.recompile()
+    index = {p: i for i, p in enumerate(placeholders)}
+    return WeightSplit(weights, [index[p] for p in used], main, len(hoisted))
+
+
+class FrozenGraph:
+    """Runs a :class:`WeightSplit`: the weight part when a parameter changed, then the rest.
+
+    The weight part's results are cached with the storage address and version counter of
+    every parameter and buffer it reads; a call whose parameters match runs only the compiled
+    main graph. Recomputed results are copied into the cached tensors when their layout is
+    unchanged, so their addresses stay fixed (a CUDA graph reads them in place).
+
+    Calling convention: boxed (one list of inputs), as AOTAutograd's compiled graphs.
+    """
+
+    _boxed_call = True
+
+    def __init__(self, split: WeightSplit, inner: Callable):
+        self.split = split
+        self.inner = inner
+        self.key: list | None = None
+        self.values: list[torch.Tensor] = []
+        self.refreshes = 0
+
+    def __getattr__(self, name: str) -> Any:  # reports read the inner graph's stats
+        return getattr(self.__dict__["inner"], name)
+
+    def _refresh(self, params: list) -> None:
+        with torch.no_grad():
+            new = list(self.split.weights(*params))
+        if len(self.values) == len(new):
+            for k, (old, cur) in enumerate(zip(self.values, new)):
+                if not isinstance(cur, torch.Tensor) or cur.data_ptr() == old.data_ptr():
+                    self.values[k] = cur
+                elif cur.shape == old.shape and cur.stride() == old.stride() and cur.dtype == old.dtype:
+                    old.copy_(cur)
+                else:
+                    self.values[k] = cur
+        else:
+            self.values = new
+        self.refreshes += 1
+
+    def __call__(self, args: list) -> Any:
+        params = [args[i] for i in self.split.weight_inputs]
+        key = [(p.data_ptr(), p._version) for p in params]
+        if key != self.key:
+            self._refresh(params)
+            self.key = key
+        full = list(args) + self.values
+        args.clear()
+        return self.inner(full)

@@ -1,0 +1,176 @@
+"""``freeze=True``: BatchNorm folding, channels-last convolutions and hoisting of weight-only
+work (:mod:`torchfuse.freezing`), checked against eager PyTorch."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import torchfuse
+from torchfuse import backend
+from torchfuse.freezing import FrozenGraph, channels_last_convolutions, fold_conv_batchnorm
+
+from test_ops import DEVICE
+
+
+def _randomize_bn(model: torch.nn.Module) -> None:
+    for mod in model.modules():
+        if isinstance(mod, torch.nn.modules.batchnorm._BatchNorm):
+            mod.running_mean.uniform_(-1, 1)
+            mod.running_var.uniform_(0.5, 2.0)
+            if mod.affine:
+                mod.weight.data.uniform_(0.5, 1.5)
+                mod.bias.data.uniform_(-1, 1)
+
+
+def _conv_bn_net():
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 8, 3, padding=1, groups=4, bias=False), torch.nn.BatchNorm2d(8, affine=False),
+        torch.nn.Conv2d(8, 4, 1, bias=False), torch.nn.BatchNorm2d(4))
+
+
+def _inference_graph():
+    """The compiled (main) inference graph most recently built."""
+    graphs = [g for g in backend.RECENT if g.name == "inference"]
+    assert graphs, "no inference graph compiled"
+    return graphs[-1]
+
+
+def test_conv_batchnorm_folded_and_hoisted():
+    """Every eval BatchNorm after a convolution is folded (with and without conv bias, with
+    affine=False, grouped convolution); values match eager to fp32 rounding."""
+    torch.manual_seed(0)
+    model = _conv_bn_net().to(DEVICE).eval()
+    _randomize_bn(model)
+    x = torch.randn(2, 3, 10, 10, device=DEVICE)
+    compiled = torchfuse.compile(model, freeze=True, dynamic=False)
+    with torch.no_grad():
+        got = compiled(x)
+        torch.testing.assert_close(got, model(x), rtol=1e-4, atol=1e-4)
+    g = _inference_graph()
+    ops = [str(n.target) for n in g.fx_graph.graph.nodes if n.op == "call_function"]
+    # the normalization's arithmetic (rsqrt(var + eps), the scale and shift) left the per-call graph
+    assert sum("convolution" in o for o in ops) == 3
+    assert not any(o.startswith(("aten.rsqrt", "aten.sub", "aten.mul", "aten._native_batch_norm")) for o in ops), ops
+
+
+def test_weights_changed_in_place_are_seen():
+    """A weight updated in place (version counter) or replaced (new storage) after compiling is
+    used by the next call: the hoisted part runs again."""
+    torch.manual_seed(0)
+    model = _conv_bn_net().to(DEVICE).eval()
+    _randomize_bn(model)
+    x = torch.randn(2, 3, 10, 10, device=DEVICE)
+    compiled = torchfuse.compile(model, freeze=True, dynamic=False)
+    with torch.no_grad():
+        compiled(x)
+        compiled(x)
+        model[1].running_var.mul_(3.0)           # in place: version counter
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        model[0].weight.mul_(-1.0)
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        state = {k: v.clone() * 0.5 if v.is_floating_point() else v for k, v in model.state_dict().items()}
+        model.load_state_dict(state)             # copies into the same tensors
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        model[5].weight = torch.nn.Parameter(torch.randn_like(model[5].weight))  # a new tensor
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+
+
+def test_hoisted_part_runs_only_when_weights_change():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8)).to(DEVICE).eval()
+    x = torch.randn(4, 16, device=DEVICE)
+    runs = []
+    real = FrozenGraph._refresh
+
+    def counting(self, params):
+        runs.append(1)
+        return real(self, params)
+
+    FrozenGraph._refresh = counting
+    try:
+        compiled = torchfuse.compile(model, freeze=True, dynamic=False)
+        with torch.no_grad():
+            for _ in range(3):
+                torch.testing.assert_close(compiled(x), model(x))
+            assert len(runs) == 1, runs
+            model[0].weight.add_(1.0)  # read through a hoisted transpose
+            torch.testing.assert_close(compiled(x), model(x))
+            assert len(runs) == 2, runs
+    finally:
+        FrozenGraph._refresh = real
+
+
+def test_freeze_leaves_training_graphs_alone():
+    """With gradients on, ``freeze`` changes nothing: BatchNorm stays, gradients match eager."""
+    torch.manual_seed(0)
+    model = _conv_bn_net().to(DEVICE).eval()
+    _randomize_bn(model)
+    x = torch.randn(2, 3, 10, 10, device=DEVICE)
+    compiled = torchfuse.compile(model, freeze=True, dynamic=False)
+    out = compiled(x)
+    out.sum().backward()
+    got = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    model(x).sum().backward()
+    for a, b in zip(got, [p.grad for p in model.parameters()]):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    fw = [g for g in backend.RECENT if g.name == "forward"][-1]
+    assert any("batch_norm" in str(n.target) or "rsqrt" in str(n.target) for n in fw.fx_graph.graph.nodes)
+
+
+@pytest.mark.parametrize("training_bn", [True, False])
+def test_batchnorm_not_folded_when_not_eval_or_shared(training_bn):
+    """A BatchNorm in training mode, or a convolution whose output is also read elsewhere, is
+    left as it is (and values match eager, including running-statistics updates)."""
+    torch.manual_seed(0)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.bn = torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)
+
+        def forward(self, x):
+            y = self.conv(x)
+            return self.bn(y) + (0 if training_bn else y.mean())
+
+    model = Net().to(DEVICE)
+    model.train(training_bn)
+    _randomize_bn(model)
+    ref = Net().to(DEVICE)
+    ref.load_state_dict(model.state_dict())
+    ref.train(training_bn)
+    x = torch.randn(2, 3, 8, 8, device=DEVICE)
+    folded = []
+
+    def backend_fn(gm, inputs):
+        folded.append(fold_conv_batchnorm(gm))
+        return gm
+
+    torch._dynamo.reset()
+    with torch.no_grad():
+        got = torch.compile(model, backend=backend_fn)(x)
+        torch.testing.assert_close(got, ref(x))
+    assert folded == [0]
+    torch.testing.assert_close(model.bn.running_mean, ref.bn.running_mean)
+
+
+def test_channels_last_convolutions_keep_values_and_output_layout():
+    """The channels-last rewrite (on for half-precision CUDA convolutions; forced here on the
+    CPU) gives eager's values and returns a 4-D output in eager's (contiguous) layout."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3)).to(torch.bfloat16)
+    x = torch.randn(2, 3, 12, 12, dtype=torch.bfloat16)
+    counts = []
+
+    def backend_fn(gm, inputs):
+        counts.append(channels_last_convolutions(gm, devices=("cpu",)))
+        return gm
+
+    torch._dynamo.reset()
+    with torch.no_grad():
+        got = torch.compile(model, backend=backend_fn)(x)
+        want = model(x)
+    assert counts == [2]
+    assert got.is_contiguous()
+    torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)  # cuDNN/oneDNN order sums differently per layout
