@@ -101,22 +101,27 @@ def test_hoisted_part_runs_only_when_weights_change():
         FrozenGraph._refresh = real
 
 
-def test_freeze_leaves_training_graphs_alone():
-    """With gradients on, ``freeze`` changes nothing: BatchNorm stays, gradients match eager."""
+def test_freeze_leaves_training_graphs_alone(monkeypatch):
+    """With gradients on, ``freeze`` changes nothing (no rewrite runs); gradients match eager."""
+    from torchfuse import freezing
+
+    calls = []
+    for name in ("fold_conv_batchnorm", "channels_last_convolutions", "split_weight_subgraph"):
+        real = getattr(freezing, name)
+        monkeypatch.setattr(freezing, name, lambda *a, _real=real, **k: calls.append(1) or _real(*a, **k))
     torch.manual_seed(0)
     model = _conv_bn_net().to(DEVICE).eval()
     _randomize_bn(model)
     x = torch.randn(2, 3, 10, 10, device=DEVICE)
-    compiled = torchfuse.compile(model, freeze=True, dynamic=False)
-    out = compiled(x)
-    out.sum().backward()
-    got = [p.grad.clone() for p in model.parameters()]
-    model.zero_grad()
-    model(x).sum().backward()
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):  # eager and compiled alike in fp32
+        compiled = torchfuse.compile(model, freeze=True, dynamic=False)
+        compiled(x).sum().backward()
+        got = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad()
+        model(x).sum().backward()
     for a, b in zip(got, [p.grad for p in model.parameters()]):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
-    fw = [g for g in backend.RECENT if g.name == "forward"][-1]
-    assert any("batch_norm" in str(n.target) or "rsqrt" in str(n.target) for n in fw.fx_graph.graph.nodes)
+    assert calls == []
 
 
 @pytest.mark.parametrize("training_bn", [True, False])
@@ -157,20 +162,24 @@ def test_batchnorm_not_folded_when_not_eval_or_shared(training_bn):
 
 def test_channels_last_convolutions_keep_values_and_output_layout():
     """The channels-last rewrite (on for half-precision CUDA convolutions; forced here on the
-    CPU) gives eager's values and returns a 4-D output in eager's (contiguous) layout."""
+    CPU) applies to plain and BatchNorm-folded convolutions alike, gives eager's values and
+    returns a 4-D output in eager's (contiguous) layout."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3)).to(torch.bfloat16)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                                torch.nn.Conv2d(8, 8, 3)).to(torch.bfloat16).eval()
+    _randomize_bn(model)
     x = torch.randn(2, 3, 12, 12, dtype=torch.bfloat16)
     counts = []
 
     def backend_fn(gm, inputs):
-        counts.append(channels_last_convolutions(gm, devices=("cpu",)))
+        counts.append((fold_conv_batchnorm(gm), channels_last_convolutions(gm, devices=("cpu",))))
         return gm
 
     torch._dynamo.reset()
     with torch.no_grad():
         got = torch.compile(model, backend=backend_fn)(x)
         want = model(x)
-    assert counts == [2]
+    assert counts == [(1, 2)]
     assert got.is_contiguous()
-    torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)  # cuDNN/oneDNN order sums differently per layout
+    # bf16: the folded weight is rounded once, and the layouts sum in different orders
+    torch.testing.assert_close(got, want, rtol=3e-2, atol=3e-2)

@@ -112,20 +112,19 @@ def add_channel_bias(y: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
 
 
 def _set_example(node: torch.fx.Node, fn: Callable, args: Sequence) -> None:
-    """Best effort: give a new node the fake example value TorchDynamo's nodes carry."""
-    from torch._guards import detect_fake_mode
+    """Give a new node the fake example value TorchDynamo's nodes carry (later passes read
+    it: :func:`channels_last_convolutions` looks at the folded weight's dtype and device)."""
+    from torch._subclasses.fake_tensor import FakeTensor
 
     values = [a.meta.get("example_value") if isinstance(a, torch.fx.Node) else a for a in args]
     if any(isinstance(a, torch.fx.Node) and v is None for a, v in zip(args, values)):
         return
-    mode = detect_fake_mode([v for v in values if isinstance(v, torch.Tensor)])
+    # the tensors' own mode: the tracing context may hold another one, and modes cannot mix
+    mode = next((v.fake_mode for v in values if isinstance(v, FakeTensor)), None)
     if mode is None:
         return
-    try:
-        with mode:
-            node.meta["example_value"] = fn(*values)
-    except Exception:  # metadata only: AOTAutograd traces the graph again anyway
-        pass
+    with mode:
+        node.meta["example_value"] = fn(*values)
 
 
 def fold_conv_batchnorm(gm: torch.fx.GraphModule) -> int:
