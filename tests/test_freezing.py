@@ -29,6 +29,15 @@ def _conv_bn_net():
         torch.nn.Conv2d(8, 4, 1, bias=False), torch.nn.BatchNorm2d(4))
 
 
+def _frozen_conv_bn():
+    """An eval conv/BatchNorm network with random statistics, an input, and its frozen compile."""
+    torch.manual_seed(0)
+    model = _conv_bn_net().to(DEVICE).eval()
+    _randomize_bn(model)
+    x = torch.randn(2, 3, 10, 10, device=DEVICE)
+    return model, x, torchfuse.compile(model, freeze=True, dynamic=False)
+
+
 def _inference_graph():
     """The compiled (main) inference graph most recently built."""
     graphs = [g for g in backend.RECENT if g.name == "inference"]
@@ -39,11 +48,7 @@ def _inference_graph():
 def test_conv_batchnorm_folded_and_hoisted():
     """Every eval BatchNorm after a convolution is folded (with and without conv bias, with
     affine=False, grouped convolution); values match eager to fp32 rounding."""
-    torch.manual_seed(0)
-    model = _conv_bn_net().to(DEVICE).eval()
-    _randomize_bn(model)
-    x = torch.randn(2, 3, 10, 10, device=DEVICE)
-    compiled = torchfuse.compile(model, freeze=True, dynamic=False)
+    model, x, compiled = _frozen_conv_bn()
     with torch.no_grad():
         got = compiled(x)
         torch.testing.assert_close(got, model(x), rtol=1e-4, atol=1e-4)
@@ -57,11 +62,7 @@ def test_conv_batchnorm_folded_and_hoisted():
 def test_weights_changed_in_place_are_seen():
     """A weight updated in place (version counter) or replaced (new storage) after compiling is
     used by the next call: the hoisted part runs again."""
-    torch.manual_seed(0)
-    model = _conv_bn_net().to(DEVICE).eval()
-    _randomize_bn(model)
-    x = torch.randn(2, 3, 10, 10, device=DEVICE)
-    compiled = torchfuse.compile(model, freeze=True, dynamic=False)
+    model, x, compiled = _frozen_conv_bn()
     with torch.no_grad():
         compiled(x)
         compiled(x)
@@ -76,29 +77,21 @@ def test_weights_changed_in_place_are_seen():
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
 
 
-def test_hoisted_part_runs_only_when_weights_change():
+def test_hoisted_part_runs_only_when_weights_change(monkeypatch):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8)).to(DEVICE).eval()
     x = torch.randn(4, 16, device=DEVICE)
     runs = []
     real = FrozenGraph._refresh
-
-    def counting(self, params):
-        runs.append(1)
-        return real(self, params)
-
-    FrozenGraph._refresh = counting
-    try:
-        compiled = torchfuse.compile(model, freeze=True, dynamic=False)
-        with torch.no_grad():
-            for _ in range(3):
-                torch.testing.assert_close(compiled(x), model(x))
-            assert len(runs) == 1, runs
-            model[0].weight.add_(1.0)  # read through a hoisted transpose
+    monkeypatch.setattr(FrozenGraph, "_refresh", lambda self, params: runs.append(1) or real(self, params))
+    compiled = torchfuse.compile(model, freeze=True, dynamic=False)
+    with torch.no_grad():
+        for _ in range(3):
             torch.testing.assert_close(compiled(x), model(x))
-            assert len(runs) == 2, runs
-    finally:
-        FrozenGraph._refresh = real
+        assert len(runs) == 1, runs
+        model[0].weight.add_(1.0)  # read through a hoisted transpose
+        torch.testing.assert_close(compiled(x), model(x))
+        assert len(runs) == 2, runs
 
 
 def test_freeze_leaves_training_graphs_alone(monkeypatch):

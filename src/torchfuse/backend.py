@@ -40,12 +40,19 @@ def _boxed(fn: Callable) -> Callable:
     return make_boxed_func(fn)
 
 
-def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Options, name: str = "graph") -> Callable:
+def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Options, name: str = "graph",
+                  static_inputs: list[int] | None = None) -> Callable:
     """Compile one ATen-level FX graph (as AOTAutograd produces) into a boxed callable.
 
     Never raises for a graph it cannot fuse: anything unsupported runs through ATen, and an
     unexpected failure of the compiler itself runs the whole graph as traced, with a warning.
+
+    Args:
+        static_inputs: indices of inputs that are parameters or buffers; ``None`` reads them
+            from AOTAutograd's metadata (``static_input_indices``) where it has them.
     """
+    if static_inputs is None:
+        static_inputs = _static_input_indices()
     from .ir.from_fx import graph_from_fx
     from .runtime.executor import CompiledGraph, GroupRunner
     from .segment import segment
@@ -100,8 +107,17 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     if options.cudagraphs and name == "inference":
         from .runtime.cudagraphs import CudaGraphRunner
 
-        return CudaGraphRunner(compiled, options)
+        return CudaGraphRunner(compiled, options, static_inputs)
     return compiled
+
+
+def _static_input_indices() -> list[int] | None:
+    """AOTAutograd's indices of the parameters and buffers among the graph being compiled's
+    inputs, or ``None`` outside its tracing context."""
+    ctx = torch._guards.TracingContext.try_get()
+    meta = getattr(ctx, "fw_metadata", None) if ctx is not None else None
+    static = getattr(meta, "static_input_indices", None)
+    return list(static) if static is not None else None
 
 
 def _compile_frozen(gm: torch.fx.GraphModule, example_inputs: list, options: Options) -> Callable | None:
@@ -111,9 +127,7 @@ def _compile_frozen(gm: torch.fx.GraphModule, example_inputs: list, options: Opt
 
     from .freezing import FrozenGraph, split_weight_subgraph
 
-    ctx = torch._guards.TracingContext.try_get()
-    meta = getattr(ctx, "fw_metadata", None) if ctx is not None else None
-    static = getattr(meta, "static_input_indices", None)
+    static = _static_input_indices()
     if not static:
         return None
     split = split_weight_subgraph(gm, static)
@@ -121,8 +135,9 @@ def _compile_frozen(gm: torch.fx.GraphModule, example_inputs: list, options: Opt
         return None
     log.info("inference: %d ops on weights alone hoisted (recomputed only when a weight changes)", split.hoisted)
     frozen_inputs = [n.meta.get("val") for n in split.main.graph.nodes if n.op == "placeholder"][len(example_inputs):]
+    n = len(example_inputs)
     inner = compile_graph(split.main, list(example_inputs) + frozen_inputs, dataclasses.replace(options, freeze=False),
-                          name="inference")
+                          name="inference", static_inputs=list(static) + list(range(n, n + len(frozen_inputs))))
     return FrozenGraph(split, inner)
 
 

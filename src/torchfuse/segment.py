@@ -359,6 +359,12 @@ def finalize(units: _Units) -> Segmentation:
     # call nodes (layout ops dropped from groups) need ATen targets
     for n in as_calls:
         _to_call(n)
+    for test, reason in ((_is_input_cast, BATCHED_CAST), (_is_output_cast, BATCHED_CAST_LATE)):
+        casts = [cur for cur in final if test(cur, units)]
+        if len(casts) >= CAST_BATCH_MIN:
+            for cur in casts:
+                final.remove(cur)
+                _to_batched_cast(cur[0], reason)
 
     group_of: dict[Node, FusionGroup] = {}
     made: list[FusionGroup] = []
@@ -373,6 +379,57 @@ def finalize(units: _Units) -> Segmentation:
             group_of[n] = fg
     steps = _schedule_steps(graph, group_of, units)
     return Segmentation(graph=graph, steps=steps)
+
+
+#: A graph with at least this many stand-alone casts of its inputs (or of values it only
+#: returns) runs them as one multi-tensor copy (``torch._foreach_copy_``) instead of one
+#: kernel launch each.
+CAST_BATCH_MIN = 2
+
+#: Reasons such casts carry as call nodes; the executor batches the calls of each reason:
+#: casts of graph inputs at the first one's place (under autocast: every weight's cast to
+#: half precision before its matrix product), casts whose results the graph only returns at
+#: the last one's place (under autocast: every weight gradient's cast back to fp32).
+BATCHED_CAST = "cast of a graph input (batched into one multi-tensor copy)"
+BATCHED_CAST_LATE = "cast of a returned value (batched into one multi-tensor copy at the end)"
+
+
+def _single_cast(nodes: list[Node]) -> Node | None:
+    if len(nodes) != 1 or nodes[0].op != "cast":
+        return None
+    n = nodes[0]
+    x, out = n.inputs[0], n.output
+    if not isinstance(x, Value) or x.meta is None or out.meta is None:
+        return None
+    if tuple(x.meta.shape) != tuple(out.meta.shape) or x.meta.device != out.meta.device:
+        return None
+    return n
+
+
+def _is_input_cast(nodes: list[Node], units: _Units) -> bool:
+    """A group that is one dtype conversion of a graph input, and not itself returned."""
+    n = _single_cast(nodes)
+    if n is None:
+        return False
+    x = n.inputs[0]
+    return x.producer is None and x in units.graph.inputs and n.output not in units.graph_outputs
+
+
+def _is_output_cast(nodes: list[Node], units: _Units) -> bool:
+    """A group that is one dtype conversion whose result the graph returns and reads nowhere."""
+    n = _single_cast(nodes)
+    return n is not None and n.output in units.graph_outputs and not units.users.get(n.output)
+
+
+def _to_batched_cast(node: Node, reason: str) -> None:
+    """Make a cast registry node a call of ``_to_copy`` marked for batching (``reason``)."""
+    import torch
+
+    node.target = torch.ops.aten._to_copy.default
+    node.args = (node.inputs[0],)
+    node.kwargs = {"dtype": node.output.meta.dtype}
+    node.reason = reason
+    node.op = None
 
 
 def _detach_view(units: _Units, node: Node, group: set) -> Node:

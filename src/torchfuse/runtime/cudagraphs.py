@@ -5,13 +5,16 @@ Takes a :class:`~torchfuse.runtime.executor.CompiledGraph`; returns a callable w
 boxed calling convention.
 
 * **When**: the first call of a signature runs uncaptured (it plans and compiles the
-  kernels); the second call captures: inputs whose address did not change between the two
-  calls (parameters and buffers) are read in place, every other input gets a static buffer the
-  replay copies it into. A warm-up run on the capture stream precedes the capture, as CUDA
-  requires for libraries that allocate lazily.
-* **Signatures**: one graph per signature of input shapes, strides, dtypes and static
-  addresses, least recently used evicted beyond ``Options.cudagraph_max_graphs``; all of a
-  compiled graph's CUDA graphs share one memory pool.
+  kernels); the second call captures: parameters and buffers (AOTAutograd's static inputs, or
+  else the tensors whose address did not change between the two calls) are read in place,
+  every other input gets a static buffer the replay copies it into. A warm-up run on the
+  capture stream precedes the capture, as CUDA requires for libraries that allocate lazily.
+* **Signatures**: one graph per signature of the non-static inputs' shapes, strides and
+  dtypes, least recently used evicted beyond ``Options.cudagraph_max_graphs``; all of a
+  compiled graph's CUDA graphs share one memory pool. Static inputs are checked by address
+  on every call (a moved parameter means capturing again), not signed: with hundreds of
+  parameters a full signature cost more host time than the replay saved (about 0.8 ms per
+  call for 320 tensors, measured on a CPU).
 * **Safe outputs**: outputs live in the pool and the next replay overwrites them. With
   ``Options.cudagraph_copy_outputs`` (the default) each replay returns fresh copies; without
   it the replay returns the pool tensors, and a replay that would overwrite an output the
@@ -38,26 +41,42 @@ class CudaGraphOutputInUse(RuntimeError):
 
 class _Captured:
     def __init__(self):
-        self.graph: torch.cuda.CUDAGraph | None = None
-        self.static_inputs: list[torch.Tensor | None] = []  # None: read in place
-        self.inputs_in_place: list[int] = []
-        self.input_ptrs: list[int] = []
+        self.graph: Any = None
+        self.static_inputs: list[torch.Tensor | None] = []  # None: read in place (or not a tensor)
         self.outputs: list[Any] = []
         self.baseline: list[int] = []  # storage use counts of the outputs while nobody holds them
 
 
 class CudaGraphRunner:
-    """Wraps a compiled graph so that its steady-state calls replay a CUDA graph."""
+    """Wraps a compiled graph so that its steady-state calls replay a CUDA graph.
+
+    Args:
+        compiled: the compiled graph (boxed calling convention; ``stats`` and ``name``).
+        options: the compiler options (``cudagraph_max_graphs``, ``cudagraph_copy_outputs``).
+        static_inputs: indices of the inputs that are parameters and buffers (AOTAutograd's
+            ``static_input_indices``): read in place by every captured graph, checked by
+            address on every call. ``None``: learned from the first two calls (the tensors
+            whose address did not change).
+
+    Per call, only the other inputs enter the signature (their shapes, strides, dtypes) and
+    are copied into the graph's buffers; the static ones cost one address comparison each.
+    Their shapes, strides and dtypes are guarded by TorchDynamo (a change recompiles).
+    """
 
     _boxed_call = True
+    device_type = "cuda"
 
-    def __init__(self, compiled, options):
+    def __init__(self, compiled, options, static_inputs: list[int] | None = None):
         self._boxed_call = True
         self.compiled = compiled
         self.options = options
         self.pool = None
         self.graphs: collections.OrderedDict = collections.OrderedDict()
-        self.seen_ptrs: dict = {}
+        self.pending: dict = {}  # signature -> input addresses of its first (uncaptured) call
+        self.static_given = static_inputs is not None
+        self.static_idx: list[int] | None = sorted(static_inputs) if static_inputs is not None else None
+        self.dyn_idx: list[int] | None = None
+        self.static_ptrs: list[int] | None = None  # addresses the captured graphs read in place
         self.disabled: str | None = None
         compiled.stats["cudagraph"] = "not yet captured"
         if getattr(compiled, "has_random", False):
@@ -71,24 +90,45 @@ class CudaGraphRunner:
         self.compiled.stats["cudagraph"] = f"not captured: {reason}"
         log.info("%s: CUDA graph %s", self.compiled.name, self.compiled.stats["cudagraph"])
 
-    def _signature(self, args: list) -> tuple | None:
+    def _signature(self, args: list, indices) -> tuple | None:
         sig = []
-        for a in args:
+        device = self.device_type
+        for i in indices:
+            a = args[i]
             if isinstance(a, torch.Tensor):
-                if a.device.type != "cuda":
+                if a.device.type != device:
                     return None
                 sig.append((tuple(a.shape), a.stride(), a.dtype, a.storage_offset() % 16))
             else:
                 sig.append(a if isinstance(a, (int, float, bool)) else type(a).__name__)
         return tuple(sig)
 
+    def _static_unchanged(self, args: list) -> bool:
+        for i, p in zip(self.static_idx, self.static_ptrs):
+            if args[i].data_ptr() != p:
+                return False
+        return True
+
     def __call__(self, args: list) -> Any:
         if self.disabled is not None:
             return self.compiled(args)
-        if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args) and torch.is_grad_enabled():
+        if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
             self.disable("inputs require grad (training graphs run uncaptured)")
             return self.compiled(args)
-        sig = self._signature(args)
+        if self.static_ptrs is not None and not self._static_unchanged(args):
+            # a parameter or buffer moved (replaced, or the model moved): the captured graphs
+            # read the old addresses; capture again
+            log.info("%s: a static input moved; CUDA graphs are captured again", self.compiled.name)
+            self.graphs.clear()
+            self.pending.clear()
+            self.static_ptrs = None
+            if not self.static_given:
+                self.static_idx = self.dyn_idx = None
+        if self.static_idx is not None and self.dyn_idx is None:
+            static = set(self.static_idx)
+            self.dyn_idx = [i for i in range(len(args)) if i not in static]
+        indices = self.dyn_idx if self.dyn_idx is not None else range(len(args))
+        sig = self._signature(args, indices)
         if sig is None:
             self.disable("an input is not a CUDA tensor")
             return self.compiled(args)
@@ -97,16 +137,28 @@ class CudaGraphRunner:
             self.graphs.move_to_end(sig)
             return self._replay(captured, args)
         ptrs = [a.data_ptr() if isinstance(a, torch.Tensor) else None for a in args]
-        previous = self.seen_ptrs.get(sig)
-        self.seen_ptrs[sig] = ptrs
+        previous = self.pending.get(sig)
+        self.pending[sig] = ptrs
         if previous is None:  # first call of this signature: plan and compile, uncaptured
             return self.compiled(list(args))
+        if self.static_idx is None:  # learned: the tensors whose address stayed
+            self.static_idx = [i for i, (a, p0, p1) in enumerate(zip(args, previous, ptrs))
+                               if isinstance(a, torch.Tensor) and p0 == p1]
+            static = set(self.static_idx)
+            self.dyn_idx = [i for i in range(len(args)) if i not in static]
+            sig = self._signature(args, self.dyn_idx)
+        if any(not isinstance(args[i], torch.Tensor) or args[i].device.type != self.device_type
+               for i in self.static_idx):
+            self.disable("a parameter or buffer is not a CUDA tensor")
+            return self.compiled(args)
         try:
-            captured = self._capture(args, previous, ptrs)
+            captured = self._capture(args)
         except Exception as e:  # e.g. an op that synchronizes with the host during capture
             self.disable(f"capture failed ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
-            torch.cuda.synchronize()
+            self._synchronize()
             return self.compiled(args)
+        self.static_ptrs = [args[i].data_ptr() for i in self.static_idx]
+        self.pending.pop(sig, None)
         self.graphs[sig] = captured
         while len(self.graphs) > self.options.cudagraph_max_graphs:
             self.graphs.popitem(last=False)
@@ -114,44 +166,48 @@ class CudaGraphRunner:
         log.info("%s: captured a CUDA graph for a new input signature", self.compiled.name)
         return self._replay(captured, args)
 
-    def _capture(self, args: list, previous: list, ptrs: list) -> _Captured:
+    def _capture(self, args: list) -> _Captured:
         c = _Captured()
-        for i, (a, p0, p1) in enumerate(zip(args, previous, ptrs)):
-            if isinstance(a, torch.Tensor) and p0 == p1:
-                c.static_inputs.append(None)
-                c.inputs_in_place.append(i)
-            elif isinstance(a, torch.Tensor):
+        static = set(self.static_idx)
+        for i, a in enumerate(args):
+            if isinstance(a, torch.Tensor) and i not in static:
                 buf = torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device=a.device)
                 buf.copy_(a)
                 c.static_inputs.append(buf)
             else:
                 c.static_inputs.append(None)
-        c.input_ptrs = ptrs
         static_args = [s if s is not None else a for s, a in zip(c.static_inputs, args)]
+        c.graph, c.outputs = self._record(static_args)
+        c.baseline = [_use_count(o) for o in c.outputs]
+        return c
+
+    def _record(self, static_args: list) -> tuple[Any, list]:
+        """Warm up on a side stream (libraries allocate lazily), then capture one call.
+
+        Returns:
+            ``(graph, outputs)``: an object whose ``replay()`` runs the call again on the same
+            buffers, and the call's outputs (in the graph's memory pool).
+        """
         if self.pool is None:
             self.pool = torch.cuda.graph_pool_handle()
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
-            self.compiled(list(static_args))  # warm-up on the capture stream
+            self.compiled(list(static_args))
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self.pool, stream=stream):
-            c.outputs = self.compiled(list(static_args))
-        c.graph = graph
-        c.baseline = [_use_count(o) for o in c.outputs]
-        return c
+            outputs = self.compiled(list(static_args))
+        return graph, outputs
+
+    def _synchronize(self) -> None:
+        torch.cuda.synchronize()
 
     def _replay(self, c: _Captured, args: list) -> Any:
-        for i in c.inputs_in_place:
-            if args[i].data_ptr() != c.input_ptrs[i]:
-                # a parameter moved: the captured graph reads the old address; capture again
-                self.graphs = collections.OrderedDict((k, v) for k, v in self.graphs.items() if v is not c)
-                self.seen_ptrs.clear()
-                return self.compiled(args)
-        for buf, a in zip(c.static_inputs, args):
+        for i in self.dyn_idx:
+            buf = c.static_inputs[i]
             if buf is not None:
-                buf.copy_(a)
+                buf.copy_(args[i])
         if isinstance(args, list):
             args.clear()
         if not self.options.cudagraph_copy_outputs:

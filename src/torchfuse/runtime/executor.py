@@ -26,7 +26,7 @@ from ..config import Options
 from ..ir.graph import Node, Value, as_int, map_values, values_in
 from ..ir.ops import Unsupported
 from ..schedulers import LaunchConfig, layout as layout_mod, pointwise, reduction
-from ..segment import FusionGroup, Segmentation
+from ..segment import BATCHED_CAST, BATCHED_CAST_LATE, FusionGroup, Segmentation
 from .cache import SourceStore
 from .compile import Kernel, compile_all, load
 
@@ -386,6 +386,40 @@ def _call_runner(node: Node, slots: dict[Value, int]):
     return run_general
 
 
+def _nothing(env, sym_key=None, sym_values=None) -> None:
+    pass
+
+
+class CastBatch:
+    """Dtype conversions of graph inputs, run as one multi-tensor copy.
+
+    Under autocast every weight is cast to half precision before its matrix product; one
+    kernel launch per weight is what eager does, and in a Python runtime each launch costs
+    host time. ``torch._foreach_copy_`` converts them all in one call (PyTorch's multi-tensor
+    kernels, the ones fused optimizers use), with ATen's own conversion rules.
+
+    Args:
+        nodes: call nodes of ``aten._to_copy`` marked ``BATCHED_CAST`` by the segmenter.
+        slots: value -> slot of the graph's environment.
+    """
+
+    def __init__(self, nodes: list[Node], slots: dict[Value, int]):
+        self.src = [slots[n.args[0]] for n in nodes]
+        self.dst = [slots[n.output] for n in nodes]
+        self.metas = [n.output.meta for n in nodes]
+        self.static = all(isinstance(d, int) for m in self.metas for d in (*m.shape, *m.stride))
+
+    def __call__(self, env: list, sym_key=None, sym_values=None) -> None:
+        if self.static:
+            outs = [torch.empty_strided(m.shape, m.stride, dtype=m.dtype, device=m.device) for m in self.metas]
+        else:
+            outs = [torch.empty_strided([as_int(d, sym_values) for d in m.shape], [as_int(d, sym_values) for d in m.stride],
+                                        dtype=m.dtype, device=m.device) for m in self.metas]
+        torch._foreach_copy_(outs, [env[s] for s in self.src])
+        for s, o in zip(self.dst, outs):
+            env[s] = o
+
+
 def run_call(node: Node, env: list, slots: dict[Value, int], sym_values: dict | None = None) -> None:
     """Run a node as its ATen (or Python) call, reading and writing ``env``. Sizes left
     symbolic in its arguments (views built from metadata) are evaluated with ``sym_values``."""
@@ -432,11 +466,25 @@ class CompiledGraph:
                       "codegen_seconds": 0.0, "compile_seconds": 0.0, "events": []}
         self.steps: list = []
         self.runners: list = []  # per step: a callable (env, sym_key, sym_values) -> None
+        # batched casts run all at once at the first (graph inputs) or last (returned values)
+        # one's place; the others' places run nothing, so positions and liveness stay as they are
+        batches = {}
+        reads_at: dict[int, int] = {}  # step index -> where its reads really happen
+        for reason, at in ((BATCHED_CAST, 0), (BATCHED_CAST_LATE, -1)):
+            nodes = [st for st in seg.steps if isinstance(st, Node) and st.reason == reason]
+            if nodes:
+                batches[id(nodes[at])] = CastBatch(nodes, self.slots)
+                place = seg.steps.index(nodes[at])
+                for n in nodes:
+                    reads_at[seg.steps.index(n)] = place
         for step in seg.steps:
             if isinstance(step, FusionGroup):
                 runner = GroupRunner(step, self.slots, graph.symbols, options, self.store, self.stats)
                 self.steps.append(runner)
                 self.runners.append(runner)
+            elif step.reason in (BATCHED_CAST, BATCHED_CAST_LATE):
+                self.steps.append(step)
+                self.runners.append(batches.get(id(step), _nothing))
             else:
                 self.steps.append(step)
                 self.runners.append(_call_runner(step, self.slots))
@@ -446,16 +494,19 @@ class CompiledGraph:
             if isinstance(r, GroupRunner):
                 tensors = [r.group.inputs[i] for i in r.tensor_in]
                 r.checked = [k for k, v in enumerate(tensors) if v not in written]
-        self.release = self._liveness(seg)
+        self.release = self._liveness(seg, reads_at)
         self.output_spec = graph.outputs
         self.output_slots = _flat_output_slots(graph.outputs, self.slots)
         self.prepared: set = set()
 
-    def _liveness(self, seg: Segmentation) -> list[list[int]]:
+    def _liveness(self, seg: Segmentation, reads_at: dict[int, int]) -> list[list[int]]:
+        """Per step, the slots to free after it: those it is the last reader of (a batched
+        cast reads where its batch runs, ``reads_at``)."""
         last: dict[int, int] = {}
         for i, step in enumerate(seg.steps):
+            at = max(i, reads_at.get(i, i))
             for v in _step_reads(step):
-                last[self.slots[v]] = i
+                last[self.slots[v]] = max(last.get(self.slots[v], -1), at)
         keep = {self.slots[v] for v in values_in(seg.graph.outputs)}
         release: list[list[int]] = [[] for _ in seg.steps]
         for slot, i in last.items():

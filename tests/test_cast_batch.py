@@ -1,0 +1,83 @@
+"""Casts of graph inputs (autocast's weight casts) run as one multi-tensor copy
+(``torchfuse.runtime.executor.CastBatch``), with eager's values."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import torchfuse
+from torchfuse import backend
+from torchfuse.runtime.executor import CastBatch
+from torchfuse.segment import BATCHED_CAST
+
+from test_ops import DEVICE
+
+
+def _mlp(x, w1, b1, w2):
+    h = torch.relu(x.to(torch.bfloat16) @ w1.to(torch.bfloat16) + b1.to(torch.bfloat16))
+    return (h @ w2.to(torch.bfloat16)).float()
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_input_casts_feeding_matmuls_are_batched(dynamic):
+    torch.manual_seed(0)
+    w1, b1, w2 = torch.randn(16, 32, device=DEVICE), torch.randn(32, device=DEVICE), torch.randn(32, 4, device=DEVICE)
+    compiled = torchfuse.compile(_mlp, dynamic=dynamic)
+    for batch in (8, 5):
+        x = torch.randn(batch, 16, device=DEVICE)
+        torch.testing.assert_close(compiled(x, w1, b1, w2), _mlp(x, w1, b1, w2), rtol=0, atol=0)
+    g = backend.RECENT[-1]
+    batches = [r for r in g.runners if isinstance(r, CastBatch)]
+    assert len(batches) == 1 and len(batches[0].src) == 3
+    assert sum(n.reason == BATCHED_CAST for n in g.segmentation.calls) == 3
+
+
+def test_autocast_training_weight_casts_are_batched():
+    """Under autocast a linear layer's weight and bias are cast each step; gradients are the
+    same as eager's."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4)).to(DEVICE)
+    ref = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4)).to(DEVICE)
+    ref.load_state_dict(model.state_dict())
+    x = torch.randn(8, 16, device=DEVICE)
+    compiled = torchfuse.compile(model, dynamic=False)
+    for m in (compiled, ref):
+        with torch.autocast(DEVICE, torch.bfloat16):
+            m(x).float().square().mean().backward()
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+    fw = [g for g in backend.RECENT if g.name == "forward"][-1]
+    assert any(isinstance(r, CastBatch) for r in fw.runners)
+
+
+def test_a_single_cast_or_a_returned_cast_stays_fused():
+    """One cast alone gains nothing from batching, and a cast the graph returns is its output:
+    both stay fusion groups."""
+    x, y = torch.randn(8, 16, device=DEVICE), torch.randn(16, 4, device=DEVICE)
+    compiled = torchfuse.compile(lambda x, y: (x.to(torch.bfloat16), x.to(torch.bfloat16) @ y.to(torch.bfloat16)),
+                                 dynamic=False)
+    a, b = compiled(x, y)
+    torch.testing.assert_close(a, x.to(torch.bfloat16), rtol=0, atol=0)
+    torch.testing.assert_close(b, x.to(torch.bfloat16) @ y.to(torch.bfloat16))
+    g = backend.RECENT[-1]
+    assert not any(isinstance(r, CastBatch) for r in g.runners)
+
+
+def test_returned_casts_are_batched_at_the_end():
+    """Casts whose results the graph only returns (autocast's fp32 weight gradients) run as
+    one copy after the last of them; values equal eager's."""
+    torch.manual_seed(0)
+    x, y = (torch.randn(8, 16, device=DEVICE, dtype=torch.bfloat16), torch.randn(16, 8, device=DEVICE, dtype=torch.bfloat16))
+
+    def f(x, y):
+        return (x @ y).float(), (y @ x).float(), torch.relu(x).sum()
+
+    got = torchfuse.compile(f, dynamic=False)(x, y)
+    for a, b in zip(got, f(x, y)):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    g = backend.RECENT[-1]
+    from torchfuse.segment import BATCHED_CAST_LATE
+    late = [n for n in g.segmentation.calls if n.reason == BATCHED_CAST_LATE]
+    assert len(late) == 2
+    batch = [r for r in g.runners if isinstance(r, CastBatch)]
+    assert len(batch) == 1 and g.runners.index(batch[0]) == max(g.segmentation.steps.index(n) for n in late)
