@@ -125,6 +125,7 @@ class CudaGraphRunner:
             if not self.static_given:
                 self.static_idx = self.dyn_idx = None
         if self.static_idx is not None and self.dyn_idx is None:
+            self.static_idx = [i for i in self.static_idx if i < len(args)]
             static = set(self.static_idx)
             self.dyn_idx = [i for i in range(len(args)) if i not in static]
         indices = self.dyn_idx if self.dyn_idx is not None else range(len(args))
