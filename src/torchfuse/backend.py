@@ -212,12 +212,17 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
     if mode == "reduce-overhead":
         kwargs.setdefault("cudagraphs", True)
     opts = resolve_options(options, **kwargs)
-    dense_attention_masks(gm)
+    passes = [dense_attention_masks]
     if opts.freeze and not torch.is_grad_enabled():  # TorchDynamo guards on grad mode
         from .freezing import channels_last_convolutions, fold_conv_batchnorm
 
-        fold_conv_batchnorm(gm)
-        channels_last_convolutions(gm)
+        passes += [fold_conv_batchnorm, channels_last_convolutions]
+    for graph_pass in passes:
+        try:
+            graph_pass(gm)
+        except Exception as e:  # must not stop the program; the rewrites it finished stay
+            warnings.warn(f"torchfuse: graph pass {graph_pass.__name__} failed ({type(e).__name__}: {e}); "
+                          "continuing without it", RuntimeWarning, stacklevel=2)
     backend = aot_autograd(
         fw_compiler=functools.partial(compile_graph, options=opts, name="forward"),
         bw_compiler=functools.partial(compile_graph, options=opts, name="backward"),

@@ -123,8 +123,11 @@ def _set_example(node: torch.fx.Node, fn: Callable, args: Sequence) -> None:
     mode = next((v.fake_mode for v in values if isinstance(v, FakeTensor)), None)
     if mode is None:
         return
-    with mode:
-        node.meta["example_value"] = fn(*values)
+    try:
+        with mode:
+            node.meta["example_value"] = fn(*values)
+    except Exception as e:  # metadata only: a later pass that needs it leaves the node alone
+        log.info("freeze: no example value for %s (%s: %s)", node.name, type(e).__name__, e)
 
 
 def fold_conv_batchnorm(gm: torch.fx.GraphModule) -> int:
