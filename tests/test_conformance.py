@@ -196,3 +196,13 @@ def test_merge_replaces_rerun_dtypes_only():
     table, meta = report.merge([first, second])
     assert {dt: v.status for dt, v in table["sin"].items()} == {"float32": "pass", "float16": "pass"}
     assert meta["commands"] == ["a", "b"] and meta["not_run"] == ["cos"] and meta["seconds"] == 4.0
+
+
+def test_op_patterns_match_last_name_part_and_report_misses(op_db):
+    """``--ops layer_norm`` selects ``nn.functional.layer_norm``; a pattern that selects
+    nothing is named (and alone makes the command fail) instead of running zero ops quietly."""
+    infos = list(op_db.values())
+    names = [c.name for c in catalog.select_ops(infos, ["layer_norm"])]
+    assert "nn.functional.layer_norm" in names
+    assert catalog.unmatched_patterns(infos, ["layer_norm", "no_such_op"]) == ["no_such_op"]
+    assert cli.main(["--ops", "no_such_op", "--list"]) == 2

@@ -327,3 +327,16 @@ def test_cpu_graph_without_interpret_warns_once(monkeypatch):
     assert "ATen" in message and "interpret=True" in message and "Triton's interpreter" in message
     assert "TRITON_INTERPRET" not in message
     assert last_graph().segmentation.groups, "interpret=True still fuses CPU graphs"
+
+
+def test_unknown_mode_raises_and_explain_takes_mode():
+    """A misspelled mode is an error (it would silently lose CUDA graphs); ``explain`` takes
+    ``mode`` like ``torchfuse.compile`` and shows the CUDA-graph state per graph."""
+    import torchfuse
+
+    with pytest.raises(ValueError, match="unknown mode"):
+        torchfuse.compile(lambda x: x + 1, mode="reduce_overhead")
+    with pytest.raises(ValueError, match="unknown mode"):
+        torchfuse.explain(lambda x: x + 1, torch.randn(4), mode="fast", verbose=False)
+    r = torchfuse.explain(lambda x: (x * 2).sum(), torch.randn(4), mode="reduce-overhead", verbose=False)
+    assert r.graphs and all(g.cudagraph for g in r.graphs)

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import torch
 
 from .backend import register as _register
-from .backend import resolve_options, torchfuse_backend
+from .backend import mode_overrides, resolve_options, torchfuse_backend
 from .config import Options, configure_logging
 from . import fusion  # the fusion-definition API: torchfuse.fusion.Fusion, torchfuse.fusion.fused
 from .report import explain
@@ -41,15 +41,17 @@ def compile(model: Any = None, *, dynamic: bool | None = None, fullgraph: bool =
             changes).
         fullgraph: passed to ``torch.compile`` (raise on graph breaks).
         mode: ``"reduce-overhead"`` replays inference graphs as CUDA graphs
-            (``cudagraphs=True``).
+            (``cudagraphs=True``); ``None``, ``"default"``, ``"max-autotune"`` and
+            ``"max-autotune-no-cudagraphs"`` compile as usual.
         options: an :class:`Options` or a dict; keyword arguments override single options
             (``interpret=True``, ``dump_dir="..."`` ...).
 
     Raises:
         TypeError: an option name is unknown.
+        ValueError: ``mode`` is unknown.
     """
-    if mode == "reduce-overhead":
-        option_overrides.setdefault("cudagraphs", True)
+    for k, v in mode_overrides(mode).items():
+        option_overrides.setdefault(k, v)
     backend = _backend_for(resolve_options(options, **option_overrides))
 
     def wrap(m):

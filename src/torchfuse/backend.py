@@ -182,6 +182,23 @@ def _dump_stage(options: Options, name: str, gm, graph, seg) -> None:
         f.write(str(seg))
 
 
+#: ``torch.compile`` modes torchfuse accepts: ``"reduce-overhead"`` turns on its CUDA graphs
+#: for inference graphs; the others compile as usual.
+COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def mode_overrides(mode: str | None) -> dict:
+    """The options a ``torch.compile`` mode stands for.
+
+    Raises:
+        ValueError: ``mode`` is not one of :data:`COMPILE_MODES` (a misspelled mode would
+            otherwise silently lose CUDA graphs).
+    """
+    if mode not in COMPILE_MODES:
+        raise ValueError(f"torchfuse: unknown mode {mode!r}; known: {', '.join(repr(m) for m in COMPILE_MODES)}")
+    return {"cudagraphs": True} if mode == "reduce-overhead" else {}
+
+
 def resolve_options(options: Any = None, **overrides) -> Options:
     """An :class:`Options` from an ``Options``, a dict, or keyword overrides of the environment."""
     if isinstance(options, Options):
@@ -205,12 +222,13 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
 
     Raises:
         TypeError: an option name is unknown.
+        ValueError: ``mode`` is unknown.
     """
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
-    if mode == "reduce-overhead":
-        kwargs.setdefault("cudagraphs", True)
+    for k, v in mode_overrides(mode).items():
+        kwargs.setdefault(k, v)
     opts = resolve_options(options, **kwargs)
     passes = [dense_attention_masks]
     if opts.freeze and not torch.is_grad_enabled():  # TorchDynamo guards on grad mode

@@ -122,7 +122,16 @@ def select_ops(op_db: Sequence, patterns: Sequence[str] = (), shard: tuple[int, 
 
 
 def fnmatchcase_base(info: Any, pattern: str) -> bool:
-    return "." not in pattern and fnmatch.fnmatchcase(info.name, pattern)
+    """A pattern without a dot also matches the last part of a dotted name
+    (``layer_norm`` matches ``nn.functional.layer_norm``)."""
+    return "." not in pattern and (fnmatch.fnmatchcase(info.name, pattern)
+                                   or fnmatch.fnmatchcase(info.name.rsplit(".", 1)[-1], pattern))
+
+
+def unmatched_patterns(op_db: Sequence, patterns: Sequence[str]) -> list[str]:
+    """The patterns of ``patterns`` that select no entry of ``op_db``."""
+    return [p for p in patterns
+            if not any(fnmatch.fnmatchcase(full_name(info), p) or fnmatchcase_base(info, p) for info in op_db)]
 
 
 DTYPE_NAMES = {

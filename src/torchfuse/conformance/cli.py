@@ -137,7 +137,14 @@ def main(argv: list[str] | None = None) -> int:
     options = Options.from_env(interpret=device == "cpu",
                                interpret_integer_division=args.interpret_integer_division)
     patterns = [p.strip() for p in args.ops.split(",") if p.strip()]
-    cases = catalog.select_ops(catalog.load_op_db(), patterns, args.shard)
+    op_db = catalog.load_op_db()
+    unmatched = catalog.unmatched_patterns(op_db, patterns)
+    if unmatched:
+        print(f"torchfuse conformance: no OpInfo entry matches {', '.join(unmatched)} "
+              "(names look like 'sin' or 'nn.functional.layer_norm'; --list shows them)", file=sys.stderr)
+        if len(unmatched) == len(patterns):
+            return 2
+    cases = catalog.select_ops(op_db, patterns, args.shard)
     if args.list:
         for c in cases:
             print(c.name + (f"  (skipped: {c.skip})" if c.skip else ""))

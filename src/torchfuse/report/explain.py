@@ -45,7 +45,7 @@ class _Recorder:
 
 def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequence[Any]] = (),
             backward: bool = False, measure: bool = False, html: str | None = None, verbose: bool = True,
-            options: Any = None, **option_overrides: Any) -> ExplainResult:
+            mode: str | None = None, options: Any = None, **option_overrides: Any) -> ExplainResult:
     """Compile and run ``model_or_fn(*example_inputs)`` with torchfuse; describe what it did.
 
     Args:
@@ -59,6 +59,8 @@ def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequen
             (:mod:`torchfuse.report.measure`); on a CPU the result says why there are no times.
         html: also write the HTML report to this path.
         verbose: print the summary.
+        mode: a ``torch.compile`` mode, as for :func:`torchfuse.compile` (``"reduce-overhead"``:
+            CUDA graphs, whose state the summary shows per graph).
         options: an :class:`~torchfuse.Options` or dict; keyword arguments override single
             options, as for :func:`torchfuse.compile`.
 
@@ -66,14 +68,17 @@ def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequen
         the :class:`ExplainResult` (``.save(path)`` writes it as JSON).
 
     Raises:
-        whatever the program raises; TypeError for an unknown option. torchfuse's own
-        failures do not raise: they are in the result (and warned about, with reproducers).
+        whatever the program raises; TypeError for an unknown option, ValueError for an
+        unknown mode. torchfuse's own failures do not raise: they are in the result (and
+        warned about, with reproducers).
     """
     from torch._dynamo.backends.debugging import ExplainWithBackend
 
     from .. import backend
     from . import collect  # here, not at import time: it loads the IR (and sympy)
 
+    for k, v in backend.mode_overrides(mode).items():
+        option_overrides.setdefault(k, v)
     opts = backend.resolve_options(options, **option_overrides)
     torch._dynamo.reset()
     compiled_before = {id(c) for c in backend.RECENT}
