@@ -243,6 +243,9 @@ def test_log_topics_from_the_environment(monkeypatch):
     assert log_topics_from_env() == set(LOG_TOPICS)
     monkeypatch.delenv("TORCHFUSE_LOGS")
     assert log_topics_from_env() == frozenset()
+    monkeypatch.setenv("TORCHFUSE_LOGS", "fusion,fuson")
+    with pytest.warns(UserWarning, match="unknown topic.*fuson"):
+        assert log_topics_from_env() == {"fusion"}
 
 
 def test_logging_topics_produce_records(caplog, restore_topic_loggers, tmp_path):

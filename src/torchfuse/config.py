@@ -49,7 +49,13 @@ def log_topics_from_env() -> frozenset[str]:
     topics = {t.strip() for t in raw.split(",") if t.strip()}
     if "all" in topics:
         topics = set(LOG_TOPICS)
-    return frozenset(topics)
+    unknown = sorted(topics - set(LOG_TOPICS))
+    if unknown:
+        import warnings
+
+        warnings.warn(f"TORCHFUSE_LOGS: unknown topic(s) {', '.join(unknown)}; known: {', '.join(LOG_TOPICS)}, all",
+                      UserWarning, stacklevel=2)
+    return frozenset(topics & set(LOG_TOPICS))
 
 
 def configure_logging(topics: frozenset[str] | None = None) -> None:
