@@ -12,6 +12,10 @@ from torchfuse.segment import BATCHED_CAST
 
 from test_ops import DEVICE
 
+#: bf16 matrix products: eager and compiled call the same library, which may still pick
+#: another algorithm for another call; one bf16 rounding step apart at most
+BF16_TOL = dict(rtol=1.6e-2, atol=1e-5)
+
 
 def _mlp(x, w1, b1, w2):
     h = torch.relu(x.to(torch.bfloat16) @ w1.to(torch.bfloat16) + b1.to(torch.bfloat16))
@@ -25,7 +29,7 @@ def test_input_casts_feeding_matmuls_are_batched(dynamic):
     compiled = torchfuse.compile(_mlp, dynamic=dynamic)
     for batch in (8, 5):
         x = torch.randn(batch, 16, device=DEVICE)
-        torch.testing.assert_close(compiled(x, w1, b1, w2), _mlp(x, w1, b1, w2), rtol=0, atol=0)
+        torch.testing.assert_close(compiled(x, w1, b1, w2), _mlp(x, w1, b1, w2), **BF16_TOL)
     g = backend.RECENT[-1]
     batches = [r for r in g.runners if isinstance(r, CastBatch)]
     assert len(batches) == 1 and len(batches[0].src) == 3
@@ -45,7 +49,7 @@ def test_autocast_training_weight_casts_are_batched():
         with torch.autocast(DEVICE, torch.bfloat16):
             m(x).float().square().mean().backward()
     for p, q in zip(model.parameters(), ref.parameters()):
-        torch.testing.assert_close(p.grad, q.grad)
+        torch.testing.assert_close(p.grad, q.grad, **BF16_TOL)
     fw = [g for g in backend.RECENT if g.name == "forward"][-1]
     assert any(isinstance(r, CastBatch) for r in fw.runners)
 
@@ -58,7 +62,7 @@ def test_a_single_cast_or_a_returned_cast_stays_fused():
                                  dynamic=False)
     a, b = compiled(x, y)
     torch.testing.assert_close(a, x.to(torch.bfloat16), rtol=0, atol=0)
-    torch.testing.assert_close(b, x.to(torch.bfloat16) @ y.to(torch.bfloat16))
+    torch.testing.assert_close(b, x.to(torch.bfloat16) @ y.to(torch.bfloat16), **BF16_TOL)
     g = backend.RECENT[-1]
     assert not any(isinstance(r, CastBatch) for r in g.runners)
 
@@ -74,7 +78,7 @@ def test_returned_casts_are_batched_at_the_end():
 
     got = torchfuse.compile(f, dynamic=False)(x, y)
     for a, b in zip(got, f(x, y)):
-        torch.testing.assert_close(a, b, rtol=0, atol=0)
+        torch.testing.assert_close(a, b, **BF16_TOL)
     g = backend.RECENT[-1]
     from torchfuse.segment import BATCHED_CAST_LATE
     late = [n for n in g.segmentation.calls if n.reason == BATCHED_CAST_LATE]
