@@ -101,14 +101,17 @@ def select_ops(op_db: Sequence, patterns: Sequence[str] = (), shard: tuple[int, 
     Args:
         op_db: OpInfo entries.
         patterns: shell-style patterns on the full name (``"sin"``, ``"nn.functional.*"``);
-            empty selects every entry.
+            a dot-less pattern that names no entry selects the entries whose name ends in it
+            (``"layer_norm"``: ``nn.functional.layer_norm``); empty selects every entry.
         shard: ``(i, n)``, 1-based: every n-th entry of the ordered list starting at i.
     """
     registry = _registry_names()
+    tail_patterns = [p for p in patterns if not any(_matches(info, p) for info in op_db)]
     chosen = []
     for info in op_db:
         name = full_name(info)
-        if patterns and not any(fnmatch.fnmatchcase(name, p) or fnmatchcase_base(info, p) for p in patterns):
+        if patterns and not (any(_matches(info, p) for p in patterns)
+                             or any(_matches_last_part(info, p) for p in tail_patterns)):
             continue
         skip = None
         if info.name in RANDOM_OPS or name in RANDOM_OPS:
@@ -122,16 +125,23 @@ def select_ops(op_db: Sequence, patterns: Sequence[str] = (), shard: tuple[int, 
 
 
 def fnmatchcase_base(info: Any, pattern: str) -> bool:
-    """A pattern without a dot also matches the last part of a dotted name
-    (``layer_norm`` matches ``nn.functional.layer_norm``)."""
-    return "." not in pattern and (fnmatch.fnmatchcase(info.name, pattern)
-                                   or fnmatch.fnmatchcase(info.name.rsplit(".", 1)[-1], pattern))
+    return "." not in pattern and fnmatch.fnmatchcase(info.name, pattern)
+
+
+def _matches(info: Any, pattern: str) -> bool:
+    return fnmatch.fnmatchcase(full_name(info), pattern) or fnmatchcase_base(info, pattern)
+
+
+def _matches_last_part(info: Any, pattern: str) -> bool:
+    # a dot-less pattern that names no entry is tried on the last part of dotted names
+    # (``layer_norm`` -> ``nn.functional.layer_norm``)
+    return "." not in pattern and fnmatch.fnmatchcase(info.name.rsplit(".", 1)[-1], pattern)
 
 
 def unmatched_patterns(op_db: Sequence, patterns: Sequence[str]) -> list[str]:
-    """The patterns of ``patterns`` that select no entry of ``op_db``."""
-    return [p for p in patterns
-            if not any(fnmatch.fnmatchcase(full_name(info), p) or fnmatchcase_base(info, p) for info in op_db)]
+    """The patterns of ``patterns`` that select no entry of ``op_db``, by full name or, for a
+    dot-less pattern, by the last part of a dotted name."""
+    return [p for p in patterns if not any(_matches(info, p) or _matches_last_part(info, p) for info in op_db)]
 
 
 DTYPE_NAMES = {
