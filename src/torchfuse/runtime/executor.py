@@ -391,15 +391,17 @@ def _nothing(env, sym_key=None, sym_values=None) -> None:
 
 
 class CastBatch:
-    """Dtype conversions of graph inputs, run as one multi-tensor copy.
+    """Stand-alone dtype conversions of one graph, run as one multi-tensor copy.
 
-    Under autocast every weight is cast to half precision before its matrix product; one
-    kernel launch per weight is what eager does, and in a Python runtime each launch costs
-    host time. ``torch._foreach_copy_`` converts them all in one call (PyTorch's multi-tensor
-    kernels, the ones fused optimizers use), with ATen's own conversion rules.
+    Under autocast every weight is cast to half precision before its matrix product (and in
+    the backward every weight gradient back to fp32); one kernel launch per tensor is what
+    eager does, and in a Python runtime each launch costs host time. ``torch._foreach_copy_``
+    converts them all in one call (PyTorch's multi-tensor kernels, the ones fused optimizers
+    use), with ATen's own conversion rules.
 
     Args:
-        nodes: call nodes of ``aten._to_copy`` marked ``BATCHED_CAST`` by the segmenter.
+        nodes: call nodes of ``aten._to_copy`` the segmenter marked with one reason
+            (``BATCHED_CAST`` or ``BATCHED_CAST_LATE``).
         slots: value -> slot of the graph's environment.
     """
 
