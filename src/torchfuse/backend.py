@@ -57,8 +57,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     from .runtime.executor import CompiledGraph, GroupRunner
     from .segment import segment
 
-    if options.freeze and name == "inference":
-        frozen = _compile_frozen(gm, example_inputs, options)
+    if options.freeze and name == "inference" and static_inputs:
+        frozen = _compile_frozen(gm, example_inputs, options, static_inputs)
         if frozen is not None:
             return frozen
     t0 = time.perf_counter()
@@ -120,16 +120,14 @@ def _static_input_indices() -> list[int] | None:
     return list(static) if static is not None else None
 
 
-def _compile_frozen(gm: torch.fx.GraphModule, example_inputs: list, options: Options) -> Callable | None:
-    """``Options.freeze``: hoist what the inference graph computes from weights alone, compile
-    the rest; ``None`` when AOTAutograd names no static inputs or nothing depends on them alone."""
+def _compile_frozen(gm: torch.fx.GraphModule, example_inputs: list, options: Options,
+                    static: list[int]) -> Callable | None:
+    """``Options.freeze``: hoist what the inference graph computes from its static inputs
+    (parameters and buffers) alone, compile the rest; ``None`` when nothing depends on them alone."""
     import dataclasses
 
     from .freezing import FrozenGraph, split_weight_subgraph
 
-    static = _static_input_indices()
-    if not static:
-        return None
     split = split_weight_subgraph(gm, static)
     if split is None:
         return None

@@ -37,6 +37,8 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx
 
+from .graph_passes import calls_to, finish
+
 log = logging.getLogger("torchfuse.fusion")
 
 _CONVS = (torch.conv1d, torch.conv2d, torch.conv3d, torch.nn.functional.conv1d, torch.nn.functional.conv2d,
@@ -140,9 +142,7 @@ def fold_conv_batchnorm(gm: torch.fx.GraphModule) -> int:
         The number of BatchNorms folded (the graph is recompiled in place when any were).
     """
     done = 0
-    for bn in list(gm.graph.nodes):
-        if bn.op != "call_function" or bn.target not in _BATCH_NORMS:
-            continue
+    for bn in calls_to(gm, _BATCH_NORMS):
         b = _bind(_bn_signature, bn)
         if b is None or b.arguments["training"] is not False:
             continue
@@ -176,11 +176,7 @@ def fold_conv_batchnorm(gm: torch.fx.GraphModule) -> int:
         bn.replace_all_uses_with(shifted)
         gm.graph.erase_node(bn)
         done += 1
-    if done:
-        gm.graph.lint()
-        gm.recompile()
-        log.info("freeze: %d BatchNorm(s) folded into convolutions", done)
-    return done
+    return finish(gm, done, "BatchNorm(s) folded into convolutions (freeze)")
 
 
 def _to_channels_last(t: torch.Tensor) -> torch.Tensor:
@@ -202,9 +198,7 @@ def channels_last_convolutions(gm: torch.fx.GraphModule, devices: tuple[str, ...
         The number of convolutions rewritten (the graph is recompiled in place when any were).
     """
     done = 0
-    for conv in list(gm.graph.nodes):
-        if conv.op != "call_function" or conv.target not in (torch.conv2d, torch.nn.functional.conv2d):
-            continue
+    for conv in calls_to(gm, (torch.conv2d, torch.nn.functional.conv2d)):
         c = _bind(_conv_signature, conv)
         if c is None or not isinstance(c.arguments["weight"], torch.fx.Node):
             continue
@@ -237,10 +231,7 @@ def channels_last_convolutions(gm: torch.fx.GraphModule, devices: tuple[str, ...
             return a
 
         out.args = torch.fx.node.map_aggregate(out.args, restore)
-        gm.graph.lint()
-        gm.recompile()
-        log.info("freeze: %d convolution(s) run channels-last", done)
-    return done
+    return finish(gm, done, "convolution(s) run channels-last (freeze)")
 
 
 def _pure(node: torch.fx.Node) -> bool:

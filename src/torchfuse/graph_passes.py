@@ -27,6 +27,21 @@ log = logging.getLogger("torchfuse.fusion")
 _SDPA_TARGETS = (torch._C._nn.scaled_dot_product_attention, torch.nn.functional.scaled_dot_product_attention)
 
 
+def calls_to(gm: torch.fx.GraphModule, targets) -> list[torch.fx.Node]:
+    """The ``call_function`` nodes of ``gm`` whose target is one of ``targets``, in graph
+    order, as a list (the passes insert nodes while they walk it)."""
+    return [n for n in gm.graph.nodes if n.op == "call_function" and n.target in targets]
+
+
+def finish(gm: torch.fx.GraphModule, done: int, what: str) -> int:
+    """After a pass made ``done`` rewrites: check and regenerate ``gm``, log ``what``."""
+    if done:
+        gm.graph.lint()
+        gm.recompile()
+        log.info("%d %s", done, what)
+    return done
+
+
 def dense_last_dim(mask: torch.Tensor) -> torch.Tensor:
     """``mask`` with the same values and shape, and a unit stride in its last dimension.
 
@@ -63,9 +78,7 @@ def dense_attention_masks(gm: torch.fx.GraphModule, devices: tuple[str, ...] = (
         How many masks were rewritten (the graph is recompiled in place when any were).
     """
     done = 0
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target not in _SDPA_TARGETS:
-            continue
+    for node in calls_to(gm, _SDPA_TARGETS):
         if "attn_mask" in node.kwargs:
             mask, where = node.kwargs["attn_mask"], "kw"
         elif len(node.args) > 3:
@@ -78,11 +91,9 @@ def dense_attention_masks(gm: torch.fx.GraphModule, devices: tuple[str, ...] = (
         if not isinstance(value, torch.Tensor) or value.device.type not in devices or value.dim() == 0:
             continue
         try:
-            needs = value.stride(-1) == 0 and value.shape[-1] != 1
-            needs = bool(needs)
+            if not (value.stride(-1) == 0 and value.shape[-1] != 1):
+                continue
         except Exception:  # a symbolic stride we cannot decide: leave the call as it is
-            continue
-        if not needs:
             continue
         with gm.graph.inserting_before(node):
             dense = gm.graph.call_function(dense_last_dim, (mask,))
@@ -92,7 +103,4 @@ def dense_attention_masks(gm: torch.fx.GraphModule, devices: tuple[str, ...] = (
         else:
             node.args = node.args[:3] + (dense,) + node.args[4:]
         done += 1
-    if done:
-        gm.recompile()
-        log.info("attention: %d mask(s) made dense in their last dimension for the fused GPU kernels", done)
-    return done
+    return finish(gm, done, "attention mask(s) made dense in their last dimension for the fused GPU kernels")
