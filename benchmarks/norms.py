@@ -37,9 +37,10 @@ SHAPES = [(16384, 4096), (8192, 8192), (4096, 768 * 4), (32768, 1024)]
 BN_SHAPE = (64, 256, 56, 56)
 
 
-def device_ms(fn, iters: int = 10) -> tuple[float, float]:
-    """(milliseconds of GPU work per call, device activities per call): the summed durations of
-    the kernels, copies and fills one call runs, from ``torch.profiler`` (host time excluded)."""
+def device_ms(fn, iters: int = 10) -> tuple[float, float, dict[str, float]]:
+    """(milliseconds of GPU work per call, device activities per call, microseconds per call of
+    each kernel name): the durations of the kernels, copies and fills one call runs, from
+    ``torch.profiler`` (host time excluded)."""
     from torch.autograd import DeviceType
 
     fn()
@@ -49,8 +50,11 @@ def device_ms(fn, iters: int = 10) -> tuple[float, float]:
             fn()
         torch.cuda.synchronize()
     events = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
-    total_us = sum(getattr(e, "device_time", None) or e.cuda_time for e in events)
-    return total_us / iters / 1e3, len(events) / iters
+    per_name: dict[str, float] = {}
+    for e in events:
+        us = getattr(e, "device_time", None) or e.cuda_time
+        per_name[e.name[:80]] = per_name.get(e.name[:80], 0.0) + us / iters
+    return sum(per_name.values()) / 1e3, len(events) / iters, {k: round(v, 1) for k, v in per_name.items()}
 
 
 def _rms_norm(x, w):
@@ -154,7 +158,8 @@ def run_case(case, iters: int):
                 out = f(*inputs)
                 torch.testing.assert_close(out, ref, atol=3e-2, rtol=3e-2)
                 results[f"fwd_{name}_ms"] = time_ms(lambda: f(*inputs), iters)
-                results[f"fwd_{name}_gpu_ms"], results[f"fwd_{name}_kernels"] = device_ms(lambda: f(*inputs))
+                (results[f"fwd_{name}_gpu_ms"], results[f"fwd_{name}_kernels"],
+                 results[f"fwd_{name}_per_kernel_us"]) = device_ms(lambda: f(*inputs))
             except Exception as e:  # recorded, the run goes on
                 results[f"fwd_{name}_ms"] = f"failed: {type(e).__name__}: {str(e)[:160]}"
     # backward (training graph; only the backward is timed)
@@ -174,7 +179,8 @@ def run_case(case, iters: int):
                 torch.testing.assert_close(grads, ref_grads, atol=5e-2, rtol=5e-2)
             bwd = lambda: torch.autograd.grad(out, wrt, dy, retain_graph=True)
             results[f"bwd_{name}_ms"] = time_ms(bwd, iters)
-            results[f"bwd_{name}_gpu_ms"], results[f"bwd_{name}_kernels"] = device_ms(bwd)
+            (results[f"bwd_{name}_gpu_ms"], results[f"bwd_{name}_kernels"],
+             results[f"bwd_{name}_per_kernel_us"]) = device_ms(bwd)
             del out, grads
         except Exception as e:
             results[f"bwd_{name}_ms"] = f"failed: {type(e).__name__}: {str(e)[:160]}"
@@ -218,6 +224,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None, help="directory for norms.json and norms.md")
     p.add_argument("--outer-tile", default=None, metavar="XxR",
                    help="outer-reduction tile of the reduction scheduler (a heuristic experiment), e.g. 32x64")
+    p.add_argument("--shapes", default=None, metavar="NxD[,NxD]", help="row shapes to run (default: all)")
+    p.add_argument("--per-kernel", action="store_true", help="print each kernel's device time per call")
     args = p.parse_args(argv)
     if not torch.cuda.is_available():
         print("the normalization benchmark needs a CUDA device")
@@ -232,8 +240,9 @@ def main(argv=None) -> int:
     print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}  device copy: {copy_gbs:.0f} GB/s",
           flush=True)
     t0, rows, skipped = time.time(), [], []
+    shapes = {tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")} if args.shapes else None
     for case in cases(dtypes, ops):
-        if case[0] not in ops:
+        if case[0] not in ops or (shapes and case[0] != "batch_norm_cl" and tuple(case[1]) not in shapes):
             continue
         if time.time() - t0 > args.time_budget:
             skipped.append(f"{case[0]} {case[1]} {case[2]}")
@@ -242,6 +251,11 @@ def main(argv=None) -> int:
         rows.append(r)
         print(table([r], copy_gbs).splitlines()[-2], flush=True)
         print(table([r], copy_gbs).splitlines()[-1], "  ", " ".join(r["torchfuse_schedule"]), flush=True)
+        if args.per_kernel:
+            for key in ("fwd_torchfuse", "bwd_torchfuse", "bwd_inductor"):
+                kernels = r.get(f"{key}_per_kernel_us") or {}
+                print(f"   {key} us/call: " + "; ".join(f"{n} {us}" for n, us in sorted(kernels.items(),
+                                                                                      key=lambda kv: -kv[1])))
         torch.cuda.empty_cache()
     md = (f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, device copy {copy_gbs:.0f} GB/s\n\n"
           f"command: `PYTHONPATH=src python benchmarks/norms.py {' '.join(argv if argv is not None else sys.argv[1:])}`\n\n"

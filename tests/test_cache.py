@@ -123,3 +123,35 @@ def test_two_processes_fill_one_cache_at_once(tmp_path):
     for f in (tmp_path / "kernels").rglob("*.py"):
         assert sha256_text(f.read_text()) == f.stem
     assert not list((tmp_path / "kernels").rglob(".tmp-*")), "a temporary file was left behind"
+
+
+def test_interpreted_kernels_leave_triton_language_unpatched():
+    """Running a kernel under Triton's interpreter must leave ``triton.language`` as it found
+    it: a library call inside an interpreted kernel (``tl.sum`` here) used to leave dozens of
+    ``tl.core`` builtins as interpreter versions, and a CUDA kernel compiled later in the same
+    process then failed in Triton's code generator and fell back to ATen."""
+    import warnings
+
+    from torchfuse.runtime.compile import _CLASS_INTERNALS, _language_namespaces
+
+    def snapshot():
+        return [{k: v for k, v in vars(ns).items() if k not in _CLASS_INTERNALS} for ns in _language_namespaces()]
+
+    def f(x):
+        return (x * 3).cos().sum(-1) + x.amax(-1)
+
+    x = torch.randn(8, 64)
+    before = snapshot()
+    torch.testing.assert_close(torchfuse.compile(f, interpret=True)(x), f(x))
+    after = snapshot()
+    for b, a in zip(before, after):
+        changed = sorted(k for k in set(a) | set(b) if a.get(k) is not b.get(k))
+        assert not changed, changed
+    if torch.cuda.is_available():  # the symptom: a fresh CUDA kernel compiles without falling back
+        def g(y):
+            return (y * 7).sin() - 0.25
+
+        y = torch.randn(96, device="cuda")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            torch.testing.assert_close(torchfuse.compile(g)(y), g(y))

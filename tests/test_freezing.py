@@ -7,7 +7,7 @@ import torch
 
 import torchfuse
 from torchfuse import backend
-from torchfuse.freezing import FrozenGraph, channels_last_convolutions, fold_conv_batchnorm
+from torchfuse.freezing import FrozenGraph, channels_last_convolutions, conv_bias_epilogues, fold_conv_batchnorm
 
 from test_ops import DEVICE
 
@@ -107,7 +107,7 @@ def test_freeze_leaves_training_graphs_alone(monkeypatch):
     from torchfuse import freezing
 
     calls = []
-    for name in ("fold_conv_batchnorm", "channels_last_convolutions", "split_weight_subgraph"):
+    for name in ("fold_conv_batchnorm", "conv_bias_epilogues", "channels_last_convolutions", "split_weight_subgraph"):
         real = getattr(freezing, name)
         monkeypatch.setattr(freezing, name, lambda *a, _real=real, **k: calls.append(1) or _real(*a, **k))
     torch.manual_seed(0)
@@ -183,3 +183,31 @@ def test_channels_last_convolutions_keep_values_and_output_layout():
     assert got.is_contiguous()
     # bf16: the folded weight is rounded once, and the layouts sum in different orders
     torch.testing.assert_close(got, want, rtol=3e-2, atol=3e-2)
+
+
+def test_conv_bias_joins_the_following_fusion_group():
+    """A convolution's bias becomes an add after it (on for CUDA; forced here for the test's
+    device), which fuses with the activation that follows instead of costing a kernel of its
+    own; values match eager."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 1),
+                                torch.nn.Hardsigmoid())
+    model = model.to(DEVICE).eval()
+    x = torch.randn(2, 3, 9, 9, device=DEVICE)
+    moved = []
+
+    def backend_fn(gm, inputs):
+        moved.append(conv_bias_epilogues(gm, devices=(DEVICE,)))
+        return backend.torchfuse_backend(gm, inputs, options=torchfuse.Options.from_env(interpret=DEVICE == "cpu"))
+
+    torch._dynamo.reset()
+    with torch.no_grad():
+        got = torch.compile(model, backend=backend_fn, dynamic=False)(x)
+        want = model(x)
+    assert moved == [2]
+    torch.testing.assert_close(got, want)
+    graph = _inference_graph()
+    calls = [str(n.target) for n in graph.segmentation.calls]
+    assert calls == ["aten.convolution.default"] * 2, calls
+    fused = [sorted(str(n.target) for n in g.nodes) for g in graph.segmentation.groups]
+    assert any("aten.add.Tensor" in ops and "aten.relu.default" in ops for ops in fused), fused

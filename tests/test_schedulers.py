@@ -59,3 +59,48 @@ def test_scheduler_shapes_match_eager(monkeypatch, kind, case):
     schedulers = {next(iter(s.plans.values())).config.scheduler
                   for s in backend.RECENT[-1].steps if hasattr(s, "plans") and s.plans}
     assert schedulers == {f"reduction.{kind}"}
+
+
+def _layout(x: int, r: int, inner: bool):
+    """A stand-in for a call's loop layout: what the reduction heuristic reads."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(xnumel=x, rnumel=r, r_inner=inner, layout=SimpleNamespace(n_x=1, n_r=1))
+
+
+@pytest.mark.parametrize("x, r", [(72, 784), (120, 784), (240, 196), (960, 49), (1280, 1)])
+def test_narrow_outer_reductions_fill_the_gpu(x, r):
+    """An outer reduction that cannot split and has few columns (a squeeze-excitation mean of a
+    channels-last image at batch 1) gets narrower tiles and so more programs: at least as many
+    as the GPU has multiprocessors, or tiles of the narrowest width."""
+    sm = 132
+    cfg = reduction.heuristic(_layout(x, r, inner=False), 1 << 14, interpret=False, sm_count=sm)
+    st = cfg.stages[0]
+    assert st.grid[0] == cdiv(x, st.XBLOCK)
+    assert st.grid[0] >= sm or st.XBLOCK == reduction.OUTER_MIN_XBLOCK, cfg
+    covered = st.RBLOCK if cfg.scheduler == "reduction.persistent" else r
+    assert covered >= r and st.XBLOCK * st.RBLOCK <= 2 * reduction.TILE_ELEMENTS, cfg
+    # wide outer reductions keep the wide tile
+    wide = reduction.heuristic(_layout(128 * sm, 64, inner=False), 1 << 14, interpret=False, sm_count=sm)
+    assert wide.stages[0].XBLOCK == reduction.OUTER_XBLOCK
+
+
+def test_narrow_outer_tiles_match_eager(monkeypatch):
+    """The narrow tiles the GPU heuristic picks for a channels-last mean over H*W (hard-swish
+    written out as well, so the group cannot split) give eager's values when run."""
+    real = reduction.heuristic
+
+    def gpu_choice(rt, persistent_max, interpret, sm_count=0, splittable=False):
+        return real(rt, persistent_max, False, 132, splittable)
+
+    monkeypatch.setattr(reduction, "heuristic", gpu_choice)
+
+    def f(x):
+        y = torch.nn.functional.hardswish(x)
+        return y, y.mean((2, 3), keepdim=True)
+
+    x = torch.randn(1, 120, 28, 28, device=DEVICE).to(memory_format=torch.channels_last)
+    got = torchfuse.compile(f, dynamic=False)(x)
+    torch.testing.assert_close(got, f(x))
+    configs = [p.config for s in backend.RECENT[-1].steps if hasattr(s, "plans") for p in s.plans.values()]
+    assert [(c.scheduler, c.XBLOCK, c.RBLOCK) for c in configs] == [("reduction.persistent", 8, 1024)], configs

@@ -230,9 +230,9 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
     opts = resolve_options(options, **kwargs)
     passes = [dense_attention_masks]
     if opts.freeze and not torch.is_grad_enabled():  # TorchDynamo guards on grad mode
-        from .freezing import channels_last_convolutions, fold_conv_batchnorm
+        from .freezing import channels_last_convolutions, conv_bias_epilogues, fold_conv_batchnorm
 
-        passes += [fold_conv_batchnorm, channels_last_convolutions]
+        passes += [fold_conv_batchnorm, conv_bias_epilogues, channels_last_convolutions]
     for graph_pass in passes:
         try:
             graph_pass(gm)

@@ -1,6 +1,6 @@
 """Inference with frozen weights (``Options.freeze``): folding, layout and hoisting.
 
-Three rewrites, all off unless ``freeze=True`` and only for graphs compiled with gradients
+Three kinds of rewrite, all off unless ``freeze=True`` and only for graphs compiled with gradients
 disabled (TorchDynamo guards on grad mode, so such a graph never runs for training):
 
 1. **BatchNorm folding** (:func:`fold_conv_batchnorm`, on TorchDynamo's graph): an eval-mode
@@ -10,6 +10,7 @@ disabled (TorchDynamo guards on grad mode, so such a graph never runs for traini
    added after the convolution rather than passed as its bias, so that the add joins the
    fusion group that follows (ATen adds a convolution's bias in a kernel of its own: on an
    H200 that cost one extra kernel per convolution in ResNet-50).
+   Biases of other convolutions move out the same way (:func:`conv_bias_epilogues`).
 2. **Channels-last convolutions** (:func:`channels_last_convolutions`): 2-D convolutions with
    fp16/bf16 weights on CUDA take their input and weight in channels-last layout, cuDNN's fast
    layout for half precision on tensor cores; pointwise ops after them keep the layout, so only
@@ -177,6 +178,39 @@ def fold_conv_batchnorm(gm: torch.fx.GraphModule) -> int:
         gm.graph.erase_node(bn)
         done += 1
     return finish(gm, done, "BatchNorm(s) folded into convolutions (freeze)")
+
+
+def conv_bias_epilogues(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda",)) -> int:
+    """Move each convolution's bias out of the convolution into an add after it (TorchDynamo's
+    graph), on the devices named.
+
+    On an H200, cuDNN ran the bias of fp16 channels-last convolutions as a separate ATen add
+    kernel (MobileNetV3 at batch 1: 17 such kernels, one per squeeze-excitation and head
+    convolution); as a graph add it joins the fusion group after the convolution (ReLU,
+    hard-sigmoid), so it costs no launch of its own. The sum is the same: ``conv(x, w) + b``.
+
+    Returns:
+        The number of convolutions rewritten (the graph is recompiled in place when any were).
+    """
+    done = 0
+    for conv in calls_to(gm, _CONVS):
+        c = _bind(_conv_signature, conv)
+        if c is None or not isinstance(c.arguments["bias"], torch.fx.Node):
+            continue
+        w = c.arguments["weight"].meta.get("example_value") if isinstance(c.arguments["weight"], torch.fx.Node) else None
+        if not isinstance(w, torch.Tensor) or w.device.type not in devices:
+            continue
+        bias = c.arguments["bias"]
+        c.arguments["bias"] = None
+        conv.args, conv.kwargs = tuple(c.arguments.values()), {}
+        users = list(conv.users)
+        with gm.graph.inserting_after(conv):
+            biased = gm.graph.call_function(add_channel_bias, (conv, bias))
+        for u in users:
+            u.replace_input_with(conv, biased)
+        _set_example(biased, add_channel_bias, (conv, bias))  # the convolution's own value keeps its shape
+        done += 1
+    return finish(gm, done, "convolution bias(es) moved into the following fusion group (freeze)")
 
 
 def _to_channels_last(t: torch.Tensor) -> torch.Tensor:

@@ -172,10 +172,34 @@ def _rounding_convert_float(original):
     return convert
 
 
+# Attributes of a class that Python manages itself; never restored by hand.
+_CLASS_INTERNALS = frozenset({"__dict__", "__weakref__", "__doc__", "__annotations__", "__annotate__"})
+
+
+def _language_namespaces() -> list:
+    """Modules and classes of ``triton.language`` whose attributes the interpreter replaces
+    while a kernel runs (builtins, ``dtype.to_ir``, tensor methods, ``reduce``)."""
+    import triton.language as tl
+
+    spaces = [tl, tl.core, tl.math, tl.core.tensor, tl.core.dtype]
+    if hasattr(tl.core, "tensor_descriptor_base"):
+        spaces.append(tl.core.tensor_descriptor_base)
+    return spaces
+
+
 class interpreter_stdlib:
     """Context in which Triton's standard library (``tl.max``, ``tl.sum``, ``tl.zeros`` ...)
     runs under the interpreter even though Triton was imported without ``TRITON_INTERPRET``
-    (the library's functions are then JIT functions, which the interpreter cannot call)."""
+    (the library's functions are then JIT functions, which the interpreter cannot call).
+
+    On exit every attribute of ``triton.language`` that the interpreter replaced is put back.
+    Triton's interpreter restores what a kernel launch patched, but a call of a library
+    function from inside a kernel patches ``triton.language.core`` again and never restores
+    it (measured with Triton 3.6 and 3.8: 63 builtins of ``tl.core`` stayed interpreter
+    versions after one interpreted reduction). A CUDA kernel compiled later in the same
+    process then failed in Triton's code generator (``tl.program_id(0) * XBLOCK`` reached the
+    interpreter's ``mul``), and its fusion group fell back to ATen.
+    """
 
     def __enter__(self):
         try:  # imported lazily by the interpreter; it must see the unpatched library
@@ -190,6 +214,7 @@ class interpreter_stdlib:
 
         from triton.runtime import interpreter as interp
 
+        self.namespaces = [(ns, dict(vars(ns))) for ns in _language_namespaces()]
         self.saved = [(interp, "_convert_float", interp._convert_float),
                       (interp.InterpreterBuilder, "cast_impl", interp.InterpreterBuilder.cast_impl)]
         interp._convert_float = _rounding_convert_float(interp._convert_float)
@@ -207,6 +232,17 @@ class interpreter_stdlib:
     def __exit__(self, *exc):
         for mod, name, obj in self.saved:
             setattr(mod, name, obj)
+        for ns, before in self.namespaces:
+            for name, value in list(vars(ns).items()):
+                if name in _CLASS_INTERNALS:
+                    continue
+                if name not in before:
+                    delattr(ns, name)
+                elif before[name] is not value:
+                    setattr(ns, name, before[name])
+            for name, value in before.items():
+                if name not in _CLASS_INTERNALS and name not in vars(ns):
+                    setattr(ns, name, value)
         return False
 
 
