@@ -68,6 +68,37 @@ KEEP_WHOLE = [
 ]
 
 
+def nll_loss_backward_by_mask(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
+                              weight: torch.Tensor | None, reduction: int, ignore_index: int,
+                              total_weight: torch.Tensor) -> torch.Tensor:
+    """``aten.nll_loss_backward`` for a batch of rows (``self`` of shape (N, C), ``target`` (N,)
+    int64) as one pointwise expression: ``-grad_output`` (divided by ``total_weight`` for the
+    mean, times ``weight[target]``) where the class index equals the target and the target
+    is not ``ignore_index``, 0 elsewhere. Returns ``self``'s shape and dtype.
+
+    PyTorch's decomposition builds the same values by zero-filling an (N, C) tensor and
+    scattering -1 into it, which on the GPU costs a fill, a device copy (the functional
+    scatter) and a scatter kernel before the loss gradient is read again: 106 us of a 214 us
+    cross-entropy backward (bf16, 16384 x 4096) on an H200. As a comparison with the class
+    index it fuses into the log-softmax backward kernel. Targets were range-checked by the
+    forward, which stays PyTorch's kernel. Other shapes use PyTorch's decomposition.
+    """
+    if self.dim() != 2 or target.dim() != 1:
+        from torch._decomp.decompositions import nll_loss_backward
+
+        return nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight)
+    if reduction == 1:  # mean (torch.nn._reduction)
+        grad_output = grad_output / total_weight
+    target = target.unsqueeze(1)
+    if grad_output.dim() == 1:  # reduction="none": one gradient per row
+        grad_output = grad_output.unsqueeze(1)
+    if weight is not None:
+        grad_output = grad_output * weight.reshape(1, -1)
+    classes = torch.arange(self.shape[1], device=self.device)
+    hit = (classes == target) & (target != ignore_index)
+    return torch.where(hit, -grad_output, 0).to(self.dtype)
+
+
 @functools.lru_cache(maxsize=None)
 def decomposition_table() -> dict:
     """The decomposition table (``OpOverload -> callable``) handed to AOTAutograd.
@@ -78,4 +109,5 @@ def decomposition_table() -> dict:
     table.update(get_decompositions(EXTRA_DECOMPOSITIONS))
     for op in KEEP_WHOLE:
         table.pop(op, None)
+    table[aten.nll_loss_backward.default] = nll_loss_backward_by_mask
     return table
