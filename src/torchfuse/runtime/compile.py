@@ -234,8 +234,8 @@ class interpreter_stdlib:
             setattr(mod, name, obj)
         for ns, before in self.namespaces:
             for name, value in list(vars(ns).items()):
-                if name in _CLASS_INTERNALS:
-                    continue
+                if name in _CLASS_INTERNALS or isinstance(value, types.ModuleType):
+                    continue  # a submodule imported meanwhile is not a patch
                 if name not in before:
                     delattr(ns, name)
                 elif before[name] is not value:
