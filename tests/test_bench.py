@@ -188,6 +188,18 @@ def test_shards_merge_into_one_report(tmp_path):
     assert (tmp_path / "all" / "summary.md").exists()
 
 
+def test_merge_lists_as_not_run_only_what_no_run_measured(tmp_path):
+    """A case one run did not reach (time budget) but another run measured is not listed as
+    not run in the merged report."""
+    args = ["--suite", "micro", "--only", "softmax", "--mode", "infer-fp32", "--backends", "eager", "--no-accuracy"]
+    run_bench(tmp_path / "late", *args, "--time-budget", "0")
+    run_bench(tmp_path / "done", *args)
+    assert main(["merge", str(tmp_path / "late"), str(tmp_path / "done"), "--out", str(tmp_path / "all")]) == 0
+    assert "## Not run" not in (tmp_path / "all" / "summary.md").read_text()
+    assert main(["merge", str(tmp_path / "late"), "--out", str(tmp_path / "alone")]) == 0
+    assert "micro/softmax/64x32 infer-fp32" in (tmp_path / "alone" / "summary.md").read_text()
+
+
 def test_time_budget_lists_what_was_not_run(tmp_path):
     data = run_bench(tmp_path, "--suite", "micro", "--only", "softmax", "--backends", "eager", "--time-budget", "0")
     assert data["results"] == []
@@ -284,3 +296,17 @@ def test_module_entry_point_lists_cases():
                            "--suite", "seed"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "seed/mil_attention/2x4" in done.stdout and "seed/transformer_encoder_padded/2x8" in done.stdout
+
+
+def test_negative_peak_memory_is_not_reported(tmp_path, monkeypatch):
+    """When more memory allocated before a backend is freed while it runs than it allocates
+    itself, the difference from the baseline is negative and is not that backend's peak: the
+    row records no number and says why."""
+    from torchfuse.bench import timing
+
+    monkeypatch.setattr(timing, "allocated_bytes", lambda device: 0)
+    monkeypatch.setattr(timing, "peak_above", lambda baseline, device: -12.5)
+    data = run_bench(tmp_path, "--suite", "micro", "--only", "softmax", "--mode", "infer-fp32", "--backends", "eager")
+    row = by_backend(data)["eager"]
+    assert row["status"] == "ok" and row["peak_memory_mib"] is None
+    assert "not measured" in row["info"]["peak_memory"] and "12 MiB" in row["info"]["peak_memory"]

@@ -202,3 +202,50 @@ def test_runner_without_copies_refuses_to_overwrite_a_held_output():
             r([w, b, x])
         del held
         torch.testing.assert_close(r([w, b, x])[0], x @ w + b)
+
+
+class _DoubledLinear:
+    """A compiled main-graph stand-in for frozen weights: inputs (weight, bias, x, 2*weight)."""
+
+    name = "inference"
+
+    def __init__(self):
+        self.stats, self.calls = {}, 0
+
+    def __call__(self, args):
+        w, b, x, w2 = args
+        args.clear()
+        self.calls += 1
+        return [x @ w2 + b]
+
+
+def test_frozen_wrapper_vouches_for_static_inputs_and_changes_are_still_seen(monkeypatch):
+    """Under frozen weights the wrapper checks every parameter's address and version; when
+    nothing changed, the CUDA-graph runner inside skips its own address check. In-place updates
+    and replaced parameters still give eager's values (the latter captured again)."""
+    from types import SimpleNamespace
+
+    from torchfuse.freezing import FrozenGraph
+
+    torch.manual_seed(0)
+    w, b = torch.randn(8, 4), torch.randn(4)
+    split = SimpleNamespace(weights=lambda w: (w * 2,), weight_inputs=[0])
+    runner = _CpuRunner(_DoubledLinear(), Options(), [0, 1, 3])
+    checks = []
+    real = runner._static_unchanged
+    monkeypatch.setattr(runner, "_static_unchanged", lambda args: checks.append(1) or real(args))
+    frozen = FrozenGraph(split, runner, static_inputs=[0, 1])
+    with torch.no_grad():
+        for _ in range(5):
+            x = torch.randn(3, 8)
+            torch.testing.assert_close(frozen([w, b, x])[0], x @ (w * 2) + b)
+        assert runner.recorded == 1 and frozen.refreshes == 1 and checks == []
+        w.mul_(-1.0)  # in place: version changes, the values are recomputed into the same memory
+        x = torch.randn(3, 8)
+        torch.testing.assert_close(frozen([w, b, x])[0], x @ (w * 2) + b)
+        assert frozen.refreshes == 2 and len(checks) == 1 and runner.recorded == 1
+        b2 = torch.randn(4)  # a replaced parameter the main graph reads directly
+        for _ in range(3):
+            x = torch.randn(3, 8)
+            torch.testing.assert_close(frozen([w, b2, x])[0], x @ (w * 2) + b2)
+        assert runner.recorded == 2 and len(checks) == 2

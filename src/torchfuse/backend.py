@@ -136,7 +136,7 @@ def _compile_frozen(gm: torch.fx.GraphModule, example_inputs: list, options: Opt
     n = len(example_inputs)
     inner = compile_graph(split.main, list(example_inputs) + frozen_inputs, dataclasses.replace(options, freeze=False),
                           name="inference", static_inputs=list(static) + list(range(n, n + len(frozen_inputs))))
-    return FrozenGraph(split, inner)
+    return FrozenGraph(split, inner, static_inputs=static)
 
 
 _CPU_REASON = "device cpu does not run generated kernels"  # torchfuse.ir.from_fx's reason

@@ -13,7 +13,7 @@ from pathlib import Path
 from .accuracy import EAGER_DIFFERS, FAIL
 from .backends import BASELINE
 from .charts import chart_name, group_results, write_charts
-from .results import FAILED, OK, SKIPPED, Result, combine, load_runs, write_tables
+from .results import FAILED, OK, SKIPPED, Result, case_label, combine, load_runs, write_tables
 from .timing import geometric_mean
 
 
@@ -150,7 +150,9 @@ def markdown_summary(metas: list[dict], results: list[Result], charts_dir: str =
         if skipped:
             out += ["Skipped: " + "; ".join(f"{k} ({len(v)} case{'s' if len(v) > 1 else ''})"
                                             for k, v in skipped.items()), ""]
-    not_run = [f"- `{item}` ({m['run_id']})" for m in metas for item in m.get("not_run", [])]
+    # a case one run did not reach may have been measured by another run of the merge
+    measured = {case_label(r.case, r.mode, r.channels_last) for r in results}
+    not_run = [f"- `{item}` ({m['run_id']})" for m in metas for item in m.get("not_run", []) if item not in measured]
     if not_run:
         out += ["## Not run", "", "Left when a run reached its time budget or was interrupted; run them with "
                 "`--only`.", ""] + not_run + [""]

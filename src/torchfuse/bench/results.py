@@ -40,7 +40,10 @@ class Result:
             ``first_call_warm_s``: again with the caches that run filled (``--cold-start``).
         peak_memory_mib: peak allocation over steady-state steps above what was allocated
             before this backend's copy of the model was made (its weights, gradients,
-            optimizer state, CUDA graph pools, activations); CUDA only.
+            optimizer state, CUDA graph pools, activations); CUDA only. ``None`` (with a line in
+            ``info["peak_memory"]``) when more memory allocated before it was freed while it
+            ran than it allocated itself (seen with Inductor's CUDA graphs on an H200), since a
+            negative number would not be this backend's peak.
         kernels_per_step: device kernels of one step; ``launches_per_step``: host-side
             launch calls (``torch.profiler``); CUDA only.
         accuracy: ``pass``, ``fail``, ``eager-nondeterministic``, ``reference`` (eager
@@ -188,3 +191,8 @@ def write_tables(out_dir: Path, metas: list[dict], results: list[Result]) -> tup
                        triton=versions.get("triton"), torchfuse=versions.get("torchfuse"), cuda=versions.get("cuda"))
             writer.writerow(row)
     return json_path, csv_path
+
+
+def case_label(case_id: str, mode: str, channels_last: bool) -> str:
+    """How a run lists a case it did not reach: ``suite/model/size mode[ channels-last]``."""
+    return f"{case_id} {mode}" + (" channels-last" if channels_last else "")

@@ -33,7 +33,7 @@ from .accuracy import EAGER_DIFFERS, FAIL, NOT_CHECKED, REFERENCE, References, c
 from .backends import BACKENDS, BASELINE, COMPILE_BASELINE, Backend, import_modules
 from .errors import describe, recorded_warnings
 from .modes import MODES, Mode
-from .results import OK, SKIPPED, Result, write_run
+from .results import OK, SKIPPED, Result, case_label, write_run
 from .steps import PreparedBackend
 from .workload import BuildContext, Case, Unavailable, Workload
 
@@ -183,7 +183,14 @@ class CaseRun:
                 stage = "warm-up"
                 timing.reset_peak(self.device)
                 warm = timing.time_steps(prepared.step, self.settings.warmup, self.device)
-                r.peak_memory_mib = timing.peak_above(baseline, self.device)
+                peak = timing.peak_above(baseline, self.device)
+                if peak is not None and peak < 0:
+                    # memory allocated before this backend (another backend's, garbage) was
+                    # freed while it ran: its own peak cannot be told apart, so none is reported
+                    r.info["peak_memory"] = (f"not measured: {-peak:.0f} MiB more was freed than this backend "
+                                             "allocated at its peak")
+                    peak = None
+                r.peak_memory_mib = peak
             self.warm_ms[backend.name] = timing.median(warm[len(warm) // 2:]) or 0.0
             self.prepared[backend.name] = prepared
         except Exception as e:  # noqa: BLE001 - a failing backend is a result
@@ -358,7 +365,8 @@ def run_all(items: list[tuple[Case, str]], settings: Settings, meta: dict, out_d
         log("interrupted: keeping the results measured so far")
     finally:
         bar.close()
-        meta["not_run"] = [f"{case.id} {mode_name}" for case, mode_name in items[done:]]
+        meta["not_run"] = [case_label(case.id, mode_name, settings.channels_last and case.vision)
+                           for case, mode_name in items[done:]]
         meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
         write_run(out_dir, meta, results)
     return results

@@ -77,6 +77,9 @@ class CudaGraphRunner:
         self.static_idx: list[int] | None = sorted(static_inputs) if static_inputs is not None else None
         self.dyn_idx: list[int] | None = None
         self.static_ptrs: list[int] | None = None  # addresses the captured graphs read in place
+        #: set by a wrapper that has itself checked every static input of this call (the
+        #: frozen-weights wrapper); the address check is skipped once and the flag reset
+        self.static_vouched = False
         self.disabled: str | None = None
         compiled.stats["cudagraph"] = "not yet captured"
         if getattr(compiled, "has_random", False):
@@ -115,7 +118,8 @@ class CudaGraphRunner:
         if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
             self.disable("inputs require grad (training graphs run uncaptured)")
             return self.compiled(args)
-        if self.static_ptrs is not None and not self._static_unchanged(args):
+        vouched, self.static_vouched = self.static_vouched, False
+        if self.static_ptrs is not None and not vouched and not self._static_unchanged(args):
             # a parameter or buffer moved (replaced, or the model moved): the captured graphs
             # read the old addresses; capture again
             log.info("%s: a static input moved; CUDA graphs are captured again", self.compiled.name)
