@@ -13,10 +13,10 @@ import statistics
 import sys
 
 
-def parse_args(description: str, cpu_shapes: str, cuda_shapes: str) -> argparse.Namespace:
+def parse_args(description: str, cpu_shapes: str, cuda_shapes: str, dropout: bool = False) -> argparse.Namespace:
     """Parse the examples' common options and prepare the device (on a CPU,
     ``TORCHFUSE_INTERPRET=1``, read when a fusion is defined: kernels run in Triton's
-    interpreter)."""
+    interpreter). ``dropout``: the example has a dropout probability (``--p``)."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--device", choices=["cpu", "cuda"], default=None,
                    help="cuda when available, else cpu (kernels run in Triton's interpreter)")
@@ -26,7 +26,8 @@ def parse_args(description: str, cpu_shapes: str, cuda_shapes: str) -> argparse.
                                                   "float32 on cpu)")
     p.add_argument("--shapes", default=None, help=f"comma-separated TOKENSxHIDDEN (default: {cuda_shapes} on "
                                                    f"cuda, {cpu_shapes} on cpu)")
-    p.add_argument("--p", type=float, default=0.1, help="dropout probability (where the example has dropout)")
+    if dropout:
+        p.add_argument("--p", type=float, default=0.1, help="dropout probability")
     p.add_argument("--iters", type=int, default=50, help="timed calls per backend and shape")
     args = p.parse_args()
     if args.device is None:

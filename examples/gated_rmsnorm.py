@@ -79,7 +79,7 @@ def check(checks, op, dtype, device) -> None:
             print(checks.close(name, a, e, r, floor * math.sqrt(shape[0])))
     fwd, bwd = op.num_kernels(device)
     sources = len(op.fusion.program(device).kernel_keys())
-    print(f"kernels: forward {fwd}, backward {bwd}; the forward ran {len(ARGS.shapes)} shapes with "
+    print(f"kernels: forward {fwd}, backward {bwd}; the forward ran {len(ARGS.shapes)} shape(s) with "
           f"{sources} kernel source(s) (sizes are runtime arguments)")
     if fwd != 1:
         print(op.fusion.explain(device))

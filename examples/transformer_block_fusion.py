@@ -24,7 +24,8 @@ import sys
 
 from example_utils import median_ms, parse_args, print_bench, run_check
 
-ARGS = parse_args(__doc__.splitlines()[0], cpu_shapes="24x40,37x72", cuda_shapes="16384x1024,16384x4096")
+ARGS = parse_args(__doc__.splitlines()[0], cpu_shapes="24x40,37x72", cuda_shapes="16384x1024,16384x4096",
+                  dropout=True)
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -99,7 +100,7 @@ def check(checks, op, dtype, device, p: float) -> None:
             print(checks.close(name, a, e, r, floor * math.sqrt(shape[0])))
     fwd, bwd = op.num_kernels(device)
     sources = len(op.fusion.program(device, op.extras).kernel_keys())
-    print(f"kernels: forward {fwd}, backward {bwd}; the forward ran {len(ARGS.shapes)} shapes with "
+    print(f"kernels: forward {fwd}, backward {bwd}; the forward ran {len(ARGS.shapes)} shape(s) with "
           f"{sources} kernel source(s) (sizes are runtime arguments)")
     if fwd != 1:
         print(op.fusion.explain(device))

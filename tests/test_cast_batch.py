@@ -85,3 +85,28 @@ def test_returned_casts_are_batched_at_the_end():
     assert len(late) == 2
     batch = [r for r in g.runners if isinstance(r, CastBatch)]
     assert len(batch) == 1 and g.runners.index(batch[0]) == max(g.segmentation.steps.index(n) for n in late)
+
+
+@pytest.mark.parametrize("view", ["t", "reshape", "identity"])
+def test_returned_casts_of_views_are_batched(view):
+    """A returned cast of a view (autocast's weight gradient ``mm(...).t()`` cast to fp32)
+    joins the batched copy: the view runs as an ATen view, the cast in the batch; values and
+    strides equal eager's."""
+    torch.manual_seed(0)
+    x, y = (torch.randn(8, 16, device=DEVICE, dtype=torch.bfloat16), torch.randn(16, 8, device=DEVICE, dtype=torch.bfloat16))
+    make_view = {"t": lambda t: t.t(), "reshape": lambda t: t.reshape(4, -1), "identity": lambda t: t}[view]
+
+    def f(x, y):
+        return make_view(x @ y).float(), make_view(y @ x).float(), (x @ y).sum()
+
+    from torchfuse.segment import BATCHED_CAST_LATE
+
+    torch._dynamo.reset()
+    got = torchfuse.compile(f, dynamic=False)(x, y)
+    for a, b in zip(got, f(x, y)):
+        torch.testing.assert_close(a, b, **BF16_TOL)
+        assert a.stride() == b.stride() and a.dtype == b.dtype
+    g = backend.RECENT[-1]
+    late = [n for n in g.segmentation.calls if n.reason == BATCHED_CAST_LATE]
+    assert len(late) == 2 and len([r for r in g.runners if isinstance(r, CastBatch)]) == 1
+    assert not any(n.op == "cast" for grp in g.segmentation.groups for n in grp.nodes)

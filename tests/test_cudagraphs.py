@@ -11,6 +11,7 @@ import torch
 import torchfuse
 import torchfuse.backend as backend
 from torchfuse.runtime.cudagraphs import CudaGraphOutputInUse
+from conftest import DEVICE
 
 gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
 
@@ -29,6 +30,20 @@ def test_cpu_graph_is_not_captured_and_says_why():
         torch.testing.assert_close(out, m(x))
     stats = backend.RECENT[-1].stats
     assert "not captured" in stats["cudagraph"] and "CUDA" in stats["cudagraph"]
+
+
+def test_training_graphs_say_why_they_are_not_captured():
+    """With gradients on, the forward and backward graphs run uncaptured, and the report (the
+    graph's stats, which ``explain`` prints) says so instead of saying nothing."""
+    m = _model().to(DEVICE)
+    x = torch.randn(4, 32, device=DEVICE)
+    out = torchfuse.compile(m, mode="reduce-overhead")(x)
+    out.sum().backward()
+    graphs = [g for g in backend.RECENT[-2:] if g.name in ("forward", "backward")]
+    assert {g.name for g in graphs} == {"forward", "backward"}
+    for g in graphs:
+        assert "not captured" in g.stats["cudagraph"] and "training graph" in g.stats["cudagraph"]
+    torch.testing.assert_close(out, m(x))
 
 
 @gpu

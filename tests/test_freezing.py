@@ -211,3 +211,22 @@ def test_conv_bias_joins_the_following_fusion_group():
     assert calls == ["aten.convolution.default"] * 2, calls
     fused = [sorted(str(n.target) for n in g.nodes) for g in graph.segmentation.groups]
     assert any("aten.add.Tensor" in ops and "aten.relu.default" in ops for ops in fused), fused
+
+
+def test_conv_bias_of_an_unbatched_convolution_stays():
+    """An unbatched convolution (input without a batch dim) has its channels in dim 0, where
+    the bias add after it would broadcast wrongly: it keeps its bias."""
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(3, 5, 3).to(DEVICE).eval()
+    x = torch.randn(3, 7, 7, device=DEVICE)
+    moved = []
+
+    def backend_fn(gm, inputs):
+        moved.append(conv_bias_epilogues(gm, devices=(DEVICE,)))
+        return gm
+
+    torch._dynamo.reset()
+    with torch.no_grad():
+        got = torch.compile(conv, backend=backend_fn, dynamic=False)(x)
+        torch.testing.assert_close(got, conv(x))
+    assert moved == [0]

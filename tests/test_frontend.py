@@ -57,6 +57,21 @@ def test_unknown_option_raises():
         torchfuse.compile(lambda x: x, not_an_option=1)
 
 
+@pytest.mark.parametrize("bad, error", [({"max_group_ops": "many"}, TypeError), ({"interpret": "yes"}, TypeError),
+                                        ({"compile_threads": 0}, ValueError), ({"cache_dir": 3}, TypeError),
+                                        ({"persistent_max_elements": 1.5}, TypeError)])
+def test_option_of_the_wrong_type_raises_at_compile(bad, error):
+    """A mistyped option fails when compiling is asked for, naming the option, instead of
+    making the first call fall back to ATen with a warning."""
+    name = next(iter(bad))
+    with pytest.raises(error, match=name):
+        torchfuse.compile(lambda x: x + 1, **bad)
+    # through torch.compile the backend runs at the first call, and TorchDynamo wraps the error
+    with pytest.raises(Exception, match=name) as raised:
+        torch.compile(lambda x: x + 1, backend="torchfuse", options=bad)(torch.randn(3))
+    assert isinstance(getattr(raised.value, "inner_exception", raised.value), error)
+
+
 def test_mlp_training_matches_eager():
     torch.manual_seed(0)
     m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.LayerNorm(32),

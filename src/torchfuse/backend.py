@@ -108,6 +108,9 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
         from .runtime.cudagraphs import CudaGraphRunner
 
         return CudaGraphRunner(compiled, options, static_inputs)
+    if options.cudagraphs:  # reports say why this graph is not captured
+        compiled.stats["cudagraph"] = ("not captured: a training graph (forward or backward; CUDA graphs apply to "
+                                       "graphs compiled under torch.no_grad())")
     return compiled
 
 

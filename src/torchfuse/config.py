@@ -106,7 +106,8 @@ class Options:
             pool's tensors are returned and overwriting one still in use raises.
         freeze: treat parameters and buffers of inference graphs (compiled with gradients
             off) as constants: eval-mode BatchNorms fold into the convolutions before them,
-            half-precision 2-D convolutions on CUDA run channels-last, and what depends on
+            convolution biases on CUDA join the next fusion group, half-precision 2-D
+            convolutions on CUDA run channels-last, and what depends on
             weights alone runs again only when a weight changes (its version counter); see
             :mod:`torchfuse.freezing`. Off by default, like ``torch.compile``'s freezing.
         interpret_integer_division: fuse integer division and remainder on CPU tensors too.
@@ -127,6 +128,29 @@ class Options:
     freeze: bool = False
     cudagraph_max_graphs: int = 8
     cudagraph_copy_outputs: bool = True
+
+    def __post_init__(self) -> None:
+        """Check each option's type (and that counts are positive) when the options are made,
+        so a mistyped value fails at ``compile`` rather than as a fallback at the first call.
+
+        Raises:
+            TypeError: a value of the wrong type (a flag that is not a bool, a count that is not
+                an int, a directory that is not a string or path).
+            ValueError: a count below 1.
+        """
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            kind = str(f.type)
+            if kind == "bool":
+                ok = isinstance(value, bool)
+            elif kind == "int":
+                ok = isinstance(value, int) and not isinstance(value, bool)
+            else:  # directories: "str | None"
+                ok = value is None or isinstance(value, (str, os.PathLike))
+            if not ok:
+                raise TypeError(f"torchfuse option {f.name}={value!r}: expected {kind}, got {type(value).__name__}")
+            if kind == "int" and value < 1:
+                raise ValueError(f"torchfuse option {f.name}={value!r}: must be at least 1")
 
     @staticmethod
     def from_env(**overrides) -> "Options":

@@ -198,7 +198,10 @@ def conv_bias_epilogues(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("c
         if c is None or not isinstance(c.arguments["bias"], torch.fx.Node):
             continue
         w = c.arguments["weight"].meta.get("example_value") if isinstance(c.arguments["weight"], torch.fx.Node) else None
+        x = c.arguments["input"].meta.get("example_value") if isinstance(c.arguments["input"], torch.fx.Node) else None
         if not isinstance(w, torch.Tensor) or w.device.type not in devices:
+            continue
+        if not isinstance(x, torch.Tensor) or x.dim() != w.dim():  # unbatched input: channels are dim 0
             continue
         bias = c.arguments["bias"]
         c.arguments["bias"] = None

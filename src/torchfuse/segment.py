@@ -364,7 +364,9 @@ def finalize(units: _Units) -> Segmentation:
         if len(casts) >= CAST_BATCH_MIN:
             for cur in casts:
                 final.remove(cur)
-                _to_batched_cast(cur[0], reason)
+                for view in cur[:-1]:  # a returned cast's views (see _is_output_cast)
+                    _to_call(view)
+                _to_batched_cast(cur[-1], reason)
 
     group_of: dict[Node, FusionGroup] = {}
     made: list[FusionGroup] = []
@@ -416,9 +418,22 @@ def _is_input_cast(nodes: list[Node], units: _Units) -> bool:
 
 
 def _is_output_cast(nodes: list[Node], units: _Units) -> bool:
-    """A group that is one dtype conversion whose result the graph returns and reads nowhere."""
-    n = _single_cast(nodes)
-    return n is not None and n.output in units.graph_outputs and not units.users.get(n.output)
+    """A group that is one dtype conversion whose result the graph returns and reads nowhere,
+    possibly of a view: layout ops (permute, reshape ...) in a chain, then the cast. Under
+    autocast every weight gradient is such a group (``mm(...).t()`` cast back to fp32); the
+    views become ATen view calls and the cast joins the batched copy."""
+    *layouts, last = nodes
+    n = _single_cast([last])
+    if n is None or n.output not in units.graph_outputs or units.users.get(n.output):
+        return False
+    reader = last
+    for layout in reversed(layouts):  # each view is read by the next node of the chain only
+        v = layout.output
+        if (REGISTRY[layout.op].kind != "layout" or reader.inputs[0] is not v or v in units.graph_outputs
+                or list(units.users.get(v, ())) != [reader]):
+            return False
+        reader = layout
+    return True
 
 
 def _to_batched_cast(node: Node, reason: str) -> None:
