@@ -47,8 +47,9 @@ def compile(model: Any = None, *, dynamic: bool | None = None, fullgraph: bool =
             (``interpret=True``, ``dump_dir="..."`` ...).
 
     Raises:
-        TypeError: an option name is unknown.
-        ValueError: ``mode`` is unknown.
+        TypeError: an option name is unknown, or an option's value has the wrong type.
+        ValueError: ``mode`` is unknown, or a count option (``compile_threads``,
+            ``max_group_ops``, ``persistent_max_elements``, ``cudagraph_max_graphs``) is below 1.
     """
     for k, v in mode_overrides(mode).items():
         option_overrides.setdefault(k, v)

@@ -222,8 +222,8 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
             ``"max-autotune"`` compile as usual.
 
     Raises:
-        TypeError: an option name is unknown.
-        ValueError: ``mode`` is unknown.
+        TypeError: an option name is unknown, or an option's value has the wrong type.
+        ValueError: ``mode`` is unknown, or a count option is below 1.
     """
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.partitioners import min_cut_rematerialization_partition

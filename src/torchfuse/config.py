@@ -131,7 +131,10 @@ class Options:
 
     def __post_init__(self) -> None:
         """Check each option's type (and that counts are positive) when the options are made,
-        so a mistyped value fails at ``compile`` rather than as a fallback at the first call.
+        so a mistyped value raises instead of making the first call fall back to ATen:
+        ``torchfuse.compile`` raises at once; ``torch.compile(..., backend="torchfuse",
+        options=...)`` builds the options when TorchDynamo first calls the backend, so there
+        the error comes at the first call, wrapped by TorchDynamo (``BackendCompilerFailed``).
 
         Raises:
             TypeError: a value of the wrong type (a flag that is not a bool, a count that is not
