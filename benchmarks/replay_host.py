@@ -16,6 +16,8 @@ import time
 
 import torch
 
+from host_profile import per_call_us  # same directory: warm-up, then back-to-back calls
+
 
 def main() -> int:
     import timm
@@ -29,14 +31,7 @@ def main() -> int:
         torch._dynamo.reset()
         f = torchfuse.compile(model, mode="reduce-overhead", **kw)
         with torch.no_grad():
-            for _ in range(5):
-                f(x)
-            torch.cuda.synchronize()
-            t = time.perf_counter()
-            for _ in range(200):
-                f(x)
-            torch.cuda.synchronize()
-            per_call = (time.perf_counter() - t) / 200 * 1e3
+            per_call = per_call_us(lambda: f(x), 200) / 1e3
             t = time.perf_counter()
             for _ in range(50):
                 f(x)

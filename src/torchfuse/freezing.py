@@ -206,11 +206,9 @@ def conv_bias_epilogues(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("c
         bias = c.arguments["bias"]
         c.arguments["bias"] = None
         conv.args, conv.kwargs = tuple(c.arguments.values()), {}
-        users = list(conv.users)
         with gm.graph.inserting_after(conv):
             biased = gm.graph.call_function(add_channel_bias, (conv, bias))
-        for u in users:
-            u.replace_input_with(conv, biased)
+        conv.replace_all_uses_with(biased, delete_user_cb=lambda user: user is not biased)
         _set_example(biased, add_channel_bias, (conv, bias))  # the convolution's own value keeps its shape
         done += 1
     return finish(gm, done, "convolution bias(es) moved into the following fusion group (freeze)")
