@@ -45,7 +45,7 @@ def main() -> None:
         from torchfuse.runtime import compile as rc
 
         print("fast-launch binaries cached:", len(plan.binaries), list(plan.binaries)[:2], "| enabled:",
-              rc._FAST_LAUNCH, "| hooks set:", rc._launch_hooks_set(), triton.knobs.runtime.launch_enter_hook,
+              rc._FAST_LAUNCH, "| hooks set:", rc.launch_hooks_set(), triton.knobs.runtime.launch_enter_hook,
               triton.knobs.runtime.launch_exit_hook)
         k = plan.kernel.fns[0]
         compiled = k[plan.config.stages[0].grid](x, w, torch.empty_like(x), *plan.scalars,

@@ -2,6 +2,7 @@
 kernels per step, and the kernels that take the most device time.
 
 Usage (on a GPU): ``PYTHONPATH=src python benchmarks/profile_step.py [--model bert] [--batch 64] [--seq 128]``
+(``--model timm:resnet50 --batch 128`` for an image classifier at 224 x 224).
 """
 from __future__ import annotations
 
@@ -14,31 +15,51 @@ import torch
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--model", default="bert")
+    p.add_argument("--model", default="bert", help="a HuggingFace model type, or timm:<name>")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--top", type=int, default=18)
+    p.add_argument("--backends", default="eager,torchfuse",
+                   help="comma-separated: eager, torchfuse, inductor")
+    p.add_argument("--host-top", type=int, default=0,
+                   help="also list this many host-side events by self CPU time")
     args = p.parse_args(argv)
     import transformers
     import torchfuse
     import torchfuse.backend as backend
 
     torch.manual_seed(0)
-    cfg = transformers.AutoConfig.for_model(args.model)
-    model = transformers.AutoModelForMaskedLM.from_config(cfg).cuda() if args.model != "gpt2" else \
-        transformers.GPT2LMHeadModel(cfg).cuda()
-    ids = torch.randint(0, cfg.vocab_size, (args.batch, args.seq), device="cuda")
+    if args.model.startswith("timm:"):  # an image classifier, cross-entropy on random labels
+        import timm
+
+        model = timm.create_model(args.model[5:], pretrained=False).cuda().train()
+        images = torch.randn(args.batch, 3, 224, 224, device="cuda")
+        labels = torch.randint(0, 1000, (args.batch,), device="cuda")
+
+        def loss_of(m):
+            return torch.nn.functional.cross_entropy(m(images), labels)
+    else:
+        cfg = transformers.AutoConfig.for_model(args.model)
+        model = transformers.AutoModelForMaskedLM.from_config(cfg).cuda() if args.model != "gpt2" else \
+            transformers.GPT2LMHeadModel(cfg).cuda()
+        ids = torch.randint(0, cfg.vocab_size, (args.batch, args.seq), device="cuda")
+
+        def loss_of(m):
+            return m(input_ids=ids, labels=ids).loss
     opt = torch.optim.AdamW(model.parameters(), fused=True)
 
     def step(m):
         with torch.autocast("cuda", torch.bfloat16):
-            loss = m(input_ids=ids, labels=ids).loss
+            loss = loss_of(m)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
 
     from torch.profiler import ProfilerActivity, profile
-    for name, m in [("eager", model), ("torchfuse", torchfuse.compile(model))]:
+    makers = {"eager": lambda: model, "torchfuse": lambda: torchfuse.compile(model),
+              "inductor": lambda: torch.compile(model)}
+    for name in args.backends.split(","):
+        m = makers[name]()
         for _ in range(3):
             step(m)
         torch.cuda.synchronize()
@@ -61,6 +82,24 @@ def main(argv=None) -> int:
         rows = sorted([e for e in events if e.self_device_time_total > 0], key=lambda e: -e.self_device_time_total)
         for e in rows[: args.top]:
             print(f"   {e.self_device_time_total / 1e3:8.2f} ms {e.count:5d}x  {e.key[:110]}")
+        if args.host_top:
+            host = sum(e.self_cpu_time_total for e in events) / 1e3
+            print(f"   host: {host:.1f} ms of self CPU time in the profiled step")
+            for e in sorted(events, key=lambda e: -e.self_cpu_time_total)[: args.host_top]:
+                print(f"   {e.self_cpu_time_total / 1e3:8.2f} ms host {e.count:5d}x  {e.key[:100]}")
+            import cProfile
+            import io
+            import pstats
+            prof_py = cProfile.Profile()
+            prof_py.enable()
+            for _ in range(3):
+                step(m)
+            torch.cuda.synchronize()
+            prof_py.disable()
+            buf = io.StringIO()
+            pstats.Stats(prof_py, stream=buf).sort_stats("tottime").print_stats(args.host_top)
+            print("   Python functions by own time over 3 steps:")
+            print("\n".join("   " + line for line in buf.getvalue().splitlines()[-args.host_top - 3:]))
     return 0
 
 

@@ -114,7 +114,7 @@ def test_freeze_leaves_training_graphs_alone(monkeypatch):
     model = _conv_bn_net().to(DEVICE).eval()
     _randomize_bn(model)
     x = torch.randn(2, 3, 10, 10, device=DEVICE)
-    compiled = torchfuse.compile(model, freeze=True, dynamic=False)
+    compiled = torchfuse.compile(model, freeze=True, dynamic=False, channels_last_training=False)
     compiled(x).sum().backward()
     got = [p.grad.clone() for p in model.parameters()]
     model.zero_grad()
@@ -183,6 +183,34 @@ def test_channels_last_convolutions_keep_values_and_output_layout():
     assert got.is_contiguous()
     # bf16: the folded weight is rounded once, and the layouts sum in different orders
     torch.testing.assert_close(got, want, rtol=3e-2, atol=3e-2)
+
+
+def test_training_convolutions_run_channels_last_with_eager_gradients(monkeypatch):
+    """Training graphs under autocast convert their convolutions to channels-last (on for
+    CUDA; forced here on the test's device): gradients and running statistics match eager."""
+    from torchfuse import freezing
+
+    rewritten = []
+    real = freezing.channels_last_convolutions
+    monkeypatch.setattr(freezing, "channels_last_convolutions",
+                        lambda gm, devices=("cuda",): rewritten.append(real(gm, devices=(DEVICE,))) or rewritten[-1])
+    torch.manual_seed(0)
+    model = _conv_bn_net().to(DEVICE).train()
+    ref = _conv_bn_net().to(DEVICE).train()
+    ref.load_state_dict(model.state_dict())
+    x = torch.randn(4, 3, 12, 12, device=DEVICE)
+    compiled = torchfuse.compile(model, dynamic=False)
+    for m in (compiled, ref):
+        with torch.autocast(DEVICE, torch.bfloat16):
+            out = m(x)
+        assert out.is_contiguous()
+        out.float().square().mean().backward()
+    assert rewritten and rewritten[0] >= 2, rewritten
+    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+        # bf16 convolutions summed in another layout's order: a few bf16 ulps
+        torch.testing.assert_close(p.grad, q.grad, rtol=5e-2, atol=5e-3, msg=name)
+    for a, b in zip(model.buffers(), ref.buffers()):
+        torch.testing.assert_close(a, b, rtol=1e-2, atol=1e-3)
 
 
 def test_conv_bias_joins_the_following_fusion_group():

@@ -236,6 +236,10 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
         from .freezing import channels_last_convolutions, conv_bias_epilogues, fold_conv_batchnorm
 
         passes += [fold_conv_batchnorm, conv_bias_epilogues, channels_last_convolutions]
+    elif opts.channels_last_training and torch.is_grad_enabled():
+        from .freezing import channels_last_convolutions
+
+        passes.append(channels_last_convolutions)
     for graph_pass in passes:
         try:
             graph_pass(gm)

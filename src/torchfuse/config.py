@@ -110,6 +110,12 @@ class Options:
             convolutions on CUDA run channels-last, and what depends on
             weights alone runs again only when a weight changes (its version counter); see
             :mod:`torchfuse.freezing`. Off by default, like ``torch.compile``'s freezing.
+        channels_last_training: run the 2-D half-precision convolutions of training graphs
+            (gradients enabled; fp16/bf16 weights or autocast) on CUDA channels-last, cuDNN's
+            fast layout on tensor cores: the graph converts each convolution's input and weight,
+            the normalizations and activations between convolutions then run channels-last, and
+            the gradients flow back through the conversions. Inductor's layout optimization
+            does the same for training graphs. On by default.
         interpret_integer_division: fuse integer division and remainder on CPU tensors too.
             Off by default because eager raises ZeroDivisionError there and a kernel cannot;
             tests turn it on to exercise those kernels under the interpreter.
@@ -126,6 +132,7 @@ class Options:
     interpret_integer_division: bool = False
     cudagraphs: bool = False
     freeze: bool = False
+    channels_last_training: bool = True
     cudagraph_max_graphs: int = 8
     cudagraph_copy_outputs: bool = True
 

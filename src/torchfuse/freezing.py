@@ -223,7 +223,9 @@ def _contiguous(t: torch.Tensor) -> torch.Tensor:
 
 
 def channels_last_convolutions(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda",)) -> int:
-    """Run 2-D fp16/bf16 convolutions in channels-last layout (TorchDynamo's graph).
+    """Run 2-D fp16/bf16 convolutions (half-precision weights, or autocast) in channels-last
+    layout (TorchDynamo's graph). Used under ``freeze`` and for training graphs
+    (``Options.channels_last_training``).
 
     Args:
         gm: TorchDynamo's graph (nodes carry ``meta["example_value"]``).
@@ -241,7 +243,10 @@ def channels_last_convolutions(gm: torch.fx.GraphModule, devices: tuple[str, ...
         x = c.arguments["input"].meta.get("example_value") if isinstance(c.arguments["input"], torch.fx.Node) else None
         if not isinstance(w, torch.Tensor) or not isinstance(x, torch.Tensor) or x.dim() != 4:
             continue
-        if w.device.type not in devices or w.dtype not in (torch.float16, torch.bfloat16):
+        y = conv.meta.get("example_value")
+        half = (torch.float16, torch.bfloat16)
+        # half-precision weights, or autocast (the convolution's result is half precision)
+        if w.device.type not in devices or not (w.dtype in half or (isinstance(y, torch.Tensor) and y.dtype in half)):
             continue
         with gm.graph.inserting_before(conv):
             new_x = gm.graph.call_function(_to_channels_last, (c.arguments["input"],))
@@ -266,7 +271,7 @@ def channels_last_convolutions(gm: torch.fx.GraphModule, devices: tuple[str, ...
             return a
 
         out.args = torch.fx.node.map_aggregate(out.args, restore)
-    return finish(gm, done, "convolution(s) run channels-last (freeze)")
+    return finish(gm, done, "convolution(s) run channels-last")
 
 
 def _pure(node: torch.fx.Node) -> bool:

@@ -57,12 +57,12 @@ class Kernel:
             with interpreter_stdlib():
                 fn[grid](*args, XBLOCK=XBLOCK, RBLOCK=RBLOCK)
             return
-        if binaries is not None and _FAST_LAUNCH and not _launch_hooks_set():
+        if binaries is not None and _FAST_LAUNCH and not launch_hooks_set():
             key = (stage, spec_key)
             hit = binaries.get(key)
             if hit is not None:
                 run, function, packed = hit
-                run(grid[0], grid[1] if len(grid) > 1 else 1, 1, _raw_stream(device_index), function, packed,
+                run(grid[0], grid[1] if len(grid) > 1 else 1, 1, raw_stream(device_index), function, packed,
                     None, None, None, *args, XBLOCK, RBLOCK)
                 return
             compiled = fn[grid](*args, XBLOCK=XBLOCK, RBLOCK=RBLOCK, num_warps=num_warps, enable_fp_fusion=fp_fusion)
@@ -105,18 +105,25 @@ def _hook_active(hook) -> bool:
     return bool(calls) if calls is not None else hook is not None
 
 
-def _launch_hooks_set() -> bool:
+_RUNTIME_KNOBS: list = []
+
+
+def launch_hooks_set() -> bool:
     """A launch enter/exit hook is installed (then launches go through Triton's JIT, which
     calls them). Checked on every launch: hooks can be added at any time (profilers)."""
-    import triton
+    if not _RUNTIME_KNOBS:
+        import triton
 
-    knobs = getattr(triton, "knobs", None)
-    if knobs is None:
+        knobs = getattr(triton, "knobs", None)
+        _RUNTIME_KNOBS.append(knobs.runtime if knobs is not None else None)
+    rt = _RUNTIME_KNOBS[0]
+    if rt is None:
         return True
-    return _hook_active(knobs.runtime.launch_enter_hook) or _hook_active(knobs.runtime.launch_exit_hook)
+    return _hook_active(rt.launch_enter_hook) or _hook_active(rt.launch_exit_hook)
 
 
-def _raw_stream(device_index: int) -> int:
+def raw_stream(device_index: int) -> int:
+    """The current CUDA stream of ``device_index``, as the integer handle Triton's launcher takes."""
     import torch
 
     return torch._C._cuda_getCurrentRawStream(device_index)

@@ -43,6 +43,14 @@ OUTER_RBLOCK = 16
 OUTER_WARPS = 8
 OUTER_SPLIT_BELOW = 4
 OUTER_SPLIT_PROGRAMS = 8
+#: The partial stage of a split outer reduction: XBLOCK columns x RBLOCK rows per step, warps.
+#: Measured on an H200 (``benchmarks/sweep_split.py``, bf16 column sums cast to fp32):
+#: 64 x 8 with 4 warps at 8 programs per multiprocessor was within 7% of the best candidate on
+#: 8192x768, 8192x3072 and 16384x4096 (6.1, 14.3 and 35.0 us), where 128 x 16 with 8 warps took
+#: 14.4, 22.1 and 40.6 us.
+SPLIT_OUTER_XBLOCK = 64
+SPLIT_OUTER_RBLOCK = 8
+SPLIT_OUTER_WARPS = 4
 #: Outer reductions that cannot split and give fewer programs than multiprocessors halve
 #: XBLOCK down to OUTER_MIN_XBLOCK (8 columns: 16 contiguous bytes of fp16 per row) and loop
 #: over tiles of OUTER_TILE elements. On an H200, MobileNetV3-Large at batch 1 ran its
@@ -127,7 +135,7 @@ def _split(x: int, r: int, inner: bool, programs: int, interpret: bool) -> Launc
     elif inner:
         xb, rb, w = 1, 2048, 8
     else:
-        xb, rb, w = min(OUTER_XBLOCK, next_power_of_2(x)), OUTER_RBLOCK, OUTER_WARPS
+        xb, rb, w = min(SPLIT_OUTER_XBLOCK, next_power_of_2(x)), SPLIT_OUTER_RBLOCK, SPLIT_OUTER_WARPS
     x_programs = cdiv(x, xb)
     split = max(2, min(programs // x_programs, cdiv(r, rb), 1024))
     rchunk = cdiv(cdiv(r, split), rb) * rb

@@ -1,0 +1,87 @@
+"""The runtime's host-side shortcuts: view ops replayed as reinterpretations of their input
+(``ViewCall``), and allocation through the C++ entry points. Values, sizes, strides and
+offsets are compared with eager's on every call, including calls whose input layout differs
+from the recorded one."""
+from __future__ import annotations
+
+import torch
+
+import torchfuse
+from torchfuse import backend
+from torchfuse.runtime.executor import VIEW_OPS, ViewCall
+
+from test_ops import DEVICE
+
+
+def _views(x, w):
+    # matmul inputs and outputs reshaped, transposed, sliced: ATen view calls between groups
+    h = (x.view(4, 8, 16).permute(1, 0, 2).reshape(8, 64) @ w).t()
+    s = h[1:5, ::2].unsqueeze(0).expand(3, 4, 4)
+    return torch.relu(s) + 1, h.select(1, 2), h.transpose(0, 1)[2:]
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> None:
+    torch.testing.assert_close(a, b)
+    assert a.shape == b.shape and a.stride() == b.stride()
+
+
+def test_view_calls_replay_with_eager_values_and_layouts():
+    torch.manual_seed(0)
+    w = torch.randn(64, 6, device=DEVICE)
+    compiled = torchfuse.compile(_views, dynamic=False)
+    for _ in range(3):  # the first call records, the next ones reinterpret
+        x = torch.randn(32, 16, device=DEVICE)
+        for a, b in zip(compiled(x, w), _views(x, w)):
+            _same(a, b)
+    g = backend.RECENT[-1]
+    views = [r for r in g.runners if isinstance(r, ViewCall)]
+    assert views, "the matmul's reshapes and transposes should run as ViewCall"
+    assert any(v.view is not None for v in views)
+
+
+def test_view_call_follows_a_changed_input_layout():
+    """A recorded view is reused only for the input strides it was recorded with; an input
+    with other strides (a transposed graph input) goes through the op again."""
+    op = torch.ops.aten.permute.default
+    call = ViewCall(op, 0, [[1, 0, 2]], 1)
+    base = torch.arange(2 * 3 * 4.0).view(2, 3, 4)
+    for x in (base, base[:, 1:], base.transpose(0, 1).contiguous().transpose(0, 1), base, base[:, :, ::2]):
+        env = [x, None]
+        call(env)
+        _same(env[1], x.permute(1, 0, 2))
+        assert env[1].data_ptr() == x.permute(1, 0, 2).data_ptr()
+    # with an offset: the increment is relative to the input's own storage offset
+    sl = torch.ops.aten.slice.Tensor
+    call = ViewCall(sl, 0, [1, 1, 3], 1)
+    for x in (base, base[1:], base[1:]):
+        env = [x, None]
+        call(env)
+        _same(env[1], x[:, 1:3])
+        assert env[1].storage_offset() == x[:, 1:3].storage_offset()
+
+
+def test_view_call_keeps_autograd_views_for_inputs_that_require_grad():
+    call = ViewCall(torch.ops.aten.t.default, 0, [], 1)
+    x = torch.randn(3, 5)
+    call([x, None])  # records
+    y = torch.randn(3, 5, requires_grad=True)
+    env = [y, None]
+    call(env)
+    env[1].sum().backward()
+    torch.testing.assert_close(y.grad, torch.ones(3, 5))
+
+
+def test_every_listed_view_op_returns_an_alias():
+    """The set's premise, checked on the ops themselves: each result shares its input's
+    storage."""
+    x = torch.randn(4, 6)
+    args = {"view": [[6, 4]], "_unsafe_view": [[24]], "permute": [[1, 0]], "t": [], "transpose": [0, 1],
+            "expand": [[2, 4, 6]], "squeeze": [], "unsqueeze": [0], "slice": [1, 1, 4], "select": [0, 2],
+            "alias": [], "as_strided": [[2, 2], [1, 6]], "diagonal": [], "detach": []}
+    for op in VIEW_OPS:
+        name = op._schema.name.split("::")[1]
+        a = args[name] if op._overloadname != "dims" else [[0]]
+        if name == "squeeze" and op._overloadname == "dim":
+            a = [0]
+        r = op(x, *a)
+        assert r.untyped_storage().data_ptr() == x.untyped_storage().data_ptr(), op
