@@ -457,6 +457,49 @@ def test_normalization_backward_column_sums_read_half_precision_inputs(norm):
         assert err <= 2 * eager_err + 1e-3 * r.abs().max().item(), (err, eager_err)
 
 
+def test_batch_norm_backward_input_gradient_recomputes_from_half_precision_inputs():
+    """Channels-last BatchNorm + ReLU backward with many reduced elements per channel (the
+    statistics run as a split reduction): the input-gradient kernel recomputes ``dy`` and
+    ``x - mean`` from the bf16 inputs instead of reading fp32 copies the statistics kernel would
+    have written, so no reduction group returns a full-size fp32 tensor to a fusion group.
+    Gradients match a float64 reference as closely as eager's bf16 ones."""
+    import torchfuse
+    from torchfuse import backend
+    from torchfuse.segment import SPLIT_REDUCED_MIN
+
+    n, c, h = 8, 4, 64
+    assert n * h * h >= SPLIT_REDUCED_MIN  # the statistics stay a splittable reduction
+    x = torch.randn(n, c, h, h, dtype=BF16, device=DEVICE).to(memory_format=torch.channels_last).requires_grad_()
+    w = torch.randn(c, dtype=BF16, device=DEVICE, requires_grad=True)
+    b = torch.randn(c, dtype=BF16, device=DEVICE, requires_grad=True)
+    params = [x, w, b]
+
+    def fn(x, w, b):
+        return torch.relu(torch.nn.functional.batch_norm(x, None, None, w, b, training=True))
+
+    before = list(backend.RECENT)
+    out = torchfuse.compile(fn, dynamic=False)(*params)
+    dy = torch.randn_like(out)
+    grads = torch.autograd.grad(out, params, dy)
+    bwd = [g for g in backend.RECENT if g.name == "backward" and all(g is not b for b in before)]
+    assert bwd, "no backward graph compiled"
+    for g in bwd:
+        group_inputs = {v for grp in g.segmentation.groups for v in grp.inputs}
+        for group in g.segmentation.groups:
+            if not group.domain.reduced:
+                continue
+            for o in group.outputs:
+                full = o.meta is not None and tuple(o.meta.shape) == (n, c, h, h)
+                assert not (full and o.meta.dtype == F32 and o in group_inputs), \
+                    f"{group.name} writes a full-size fp32 {o.name} for another group"
+    exact = [p.detach().double().requires_grad_() for p in params]
+    ref = torch.autograd.grad(fn(*exact), exact, dy.double())
+    eager = torch.autograd.grad(fn(*params), params, dy)
+    for got, e, r in zip(grads, eager, ref):
+        err, eager_err = (got.double() - r).abs().max().item(), (e.double() - r).abs().max().item()
+        assert err <= 2 * eager_err + 1e-3 * r.abs().max().item(), (err, eager_err)
+
+
 def test_rematerialized_mask_leaves_no_empty_group():
     """An attention-style mask (a broadcast ``where`` over a small input) that only reduction
     groups read is recomputed inside each of them; the group that computed it has no reader

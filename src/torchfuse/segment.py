@@ -587,15 +587,19 @@ REMAT_MAX_OPS = 24
 
 
 def rematerialize(units: _Units) -> int:
-    """Let reduction groups recompute pointwise values they would read from another group.
+    """Let groups recompute pointwise values they would read from a group across a reduction.
 
-    A value that one group computes from its inputs by pointwise ops only, and that a
-    reduction group in another domain reads (the ``dy * xhat`` and ``dy`` in fp32 that a
-    normalization's backward feeds to its weight and bias column sums), costs a full-size
-    write and read. When the chain's full-size inputs take no more bytes per element than the
-    value itself, the chain is copied into the graph for the reduction group's own use, so the
-    reduction reads the (often half-precision) inputs and the value is never written
-    (rematerialization, as AOTAutograd's partitioner does across forward and backward).
+    A value that one group computes from its inputs by pointwise ops only, and that another
+    group reads where one of the two is a reduction group, costs a full-size write and read:
+    * a reduction group reading it (the ``dy * xhat`` and ``dy`` in fp32 that a
+      normalization's backward feeds to its weight and bias column sums);
+    * a group reading it from a reduction group (BatchNorm's backward: the statistics kernel
+      computes ``dy`` and ``x - mean`` in fp32 on the way to its sums, and the input-gradient
+      kernel after it needs them again at full size).
+    When the chain's full-size inputs take no more bytes per element than the value itself,
+    the chain is copied into the graph for the reader's own use, so the reader reads the
+    (often half-precision) inputs and the value is never written (rematerialization, as
+    AOTAutograd's partitioner does across forward and backward).
 
     Returns:
         The number of values rematerialized; the graph is rewritten in place.
@@ -604,14 +608,16 @@ def rematerialize(units: _Units) -> int:
     done = 0
     new_nodes = list(graph.nodes)
     for unit in {id(u): u for u in units.unit.values()}.values():
-        if not all(is_fusible(n) for n in unit) or not _has_reduction(unit):
+        if not all(is_fusible(n) for n in unit):
             continue
+        reader_reduces = _has_reduction(unit)
         inside = set(unit)
         reads: dict[Value, list[Node]] = {}
         for n in unit:
             for v in n.input_values():
                 p = v.producer
-                if p is not None and p not in inside and not p.is_call and is_fusible(p):
+                if p is not None and p not in inside and not p.is_call and is_fusible(p) \
+                        and (reader_reduces or _has_reduction(units.unit[p])):
                     reads.setdefault(v, []).append(n)
         own = {v for n in unit for v in n.input_values()}
         for v, readers in reads.items():
