@@ -37,6 +37,23 @@ def test_view_calls_replay_with_eager_values_and_layouts():
     views = [r for r in g.runners if isinstance(r, ViewCall)]
     assert views, "the matmul's reshapes and transposes should run as ViewCall"
     assert any(v.view is not None for v in views)
+    # h[1:5, ::2] (two slices) and h.transpose(0, 1)[2:] (a transpose and a slice): one step each
+    assert g.view_chains_merged == 2 and sum(len(v.ops) == 2 for v in views) == 2
+
+
+def test_merged_view_chain_follows_a_changed_input_layout():
+    """A chain recorded for one input layout is rebuilt through its ops for another."""
+    call = ViewCall(torch.ops.aten.permute.default, 0, [[1, 0, 2]], 1)
+    call.absorb(ViewCall(torch.ops.aten.slice.Tensor, 1, [2, 1, 3], 2))
+    call.absorb(ViewCall(torch.ops.aten.unsqueeze.default, 2, [0], 3))
+    base = torch.arange(2 * 3 * 4.0).view(2, 3, 4)
+    for x in (base, base, base.transpose(1, 2).contiguous().transpose(1, 2), base[:, 1:], base[:, 1:]):
+        env = [x, None, None, None]
+        call(env)
+        want = x.permute(1, 0, 2)[:, :, 1:3].unsqueeze(0)
+        assert env[1] is None and env[2] is None
+        _same(env[3], want)
+        assert env[3].storage_offset() == want.storage_offset()
 
 
 def test_view_call_follows_a_changed_input_layout():

@@ -112,6 +112,8 @@ class GroupRunner:
         self.slots = slots
         self.splittable = bool(group.domain.reduced) and can_split(group)
         self.random = has_random(group)
+        #: the kernel seed of the current call, set by CompiledGraph (None: draw one per launch)
+        self.seed: int | None = None
         self.workspace_dtypes = split_workspaces(group) if self.splittable else []
         #: set by CompiledGraph when it makes the group's device current around every call
         self.device_guarded = False
@@ -230,7 +232,7 @@ class GroupRunner:
             c = plan.config
             # what Triton specializes on that may differ between calls of one plan (tensors this
             # graph's kernels wrote are fresh allocations, always aligned)
-            spec = tuple(tensors[i].data_ptr() & 15 == 0 for i in self.checked)
+            spec = tuple([tensors[i].data_ptr() & 15 == 0 for i in self.checked])
             if self.scalar_in:
                 spec += tuple(_int_spec(ins[i]) for i in self.scalar_in)
             args = ins + outs
@@ -238,7 +240,7 @@ class GroupRunner:
                 args = args + [alloc(sh, st, dt) for alloc, sh, st, dt in plan.workspaces]
             args = args + plan.scalars
             if self.random:
-                args.append(draw_seed())
+                args.append(draw_seed() if self.seed is None else self.seed)
             direct = plan.direct.get(spec)
             if direct is not None and not torch.autograd.profiler._is_profiler_enabled and not launch_hooks_set():
                 # every stage compiled for this specialization: call the binaries themselves, with
@@ -282,6 +284,13 @@ class GroupRunner:
 
 
 _NO_RANGE = contextlib.nullcontext()
+
+
+#: Per-group seeds of one call: ``(base + k * SEED_STRIDE) % SEED_MODULUS`` for the k-th random
+#: group, base drawn from PyTorch's generator; the stride is 2**32 / golden ratio (Knuth's
+#: multiplicative hashing constant), so nearby bases do not give overlapping key sets.
+SEED_STRIDE = 0x9E3779B1
+SEED_MODULUS = 2**31 - 1
 
 
 def draw_seed() -> int:
@@ -412,14 +421,16 @@ VIEW_OPS = frozenset([
 
 
 class ViewCall:
-    """A view op of a static-shape graph, replayed as a reinterpretation of its input.
+    """View ops of a static-shape graph, replayed as one reinterpretation of their input.
 
-    The first call runs the ATen op and records the result's sizes, strides and storage-offset
-    increment for the input's strides; later calls with an input of the same sizes and strides
-    build the result directly (about 1.5 us against 5 us for the op on the CPU measured here, and
-    a BERT-base training step runs about 1400 of them). An input with other strides, or one
-    that requires grad (the reinterpreted tensor would not be an autograd view), goes through
-    the op.
+    ``ops`` is a chain: each op's result is the next one's input (the runtime merges a view
+    whose only reader is another view into it, so ``view -> permute -> view`` costs one step).
+    The first call runs the ATen ops and records the result's sizes, strides and
+    storage-offset increment for the input's sizes and strides; later calls with an input of
+    the same sizes and strides build the result directly (about 1.5 us against 5 us per op on
+    the CPU measured here; a BERT-base training step runs about 1400 view ops). An input with
+    other strides, or one that requires grad (the reinterpreted tensor would not be an
+    autograd view), goes through the ops.
 
     Args:
         target: the ATen view op (an ``OpOverload`` in ``VIEW_OPS``).
@@ -428,15 +439,20 @@ class ViewCall:
         out: slot of the result.
     """
 
-    __slots__ = ("op", "src", "rest", "out", "key", "view")
+    __slots__ = ("ops", "src", "out", "key", "view")
 
     def __init__(self, target, src: int, rest: list, out: int):
-        self.op = target._op
+        self.ops = [(target._op, rest)]
         self.src = src
-        self.rest = rest
         self.out = out
         self.key = None  # (sizes, strides) of the input the recorded view is for
         self.view = None  # (sizes, strides, offset increment) of the result
+
+    def absorb(self, later: "ViewCall") -> None:
+        """Append ``later``'s ops, whose input is this chain's result (read by nothing else)."""
+        self.ops += later.ops
+        self.out = later.out
+        self.key = self.view = None
 
     def __call__(self, env: list, sym_key=None, sym_values=None) -> None:
         x = env[self.src]
@@ -444,12 +460,53 @@ class ViewCall:
             size, stride, delta = self.view
             env[self.out] = _REINTERPRET(x, size, stride, delta)
             return
-        r = self.op(x, *self.rest)
+        r = x
+        for op, rest in self.ops:
+            r = op(r, *rest)
         env[self.out] = r
         if (_REINTERPRET is not None and isinstance(r, torch.Tensor) and r.dtype == x.dtype
                 and r.device == x.device and r.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()):
             self.key = (x.shape, x.stride())
             self.view = (tuple(r.shape), r.stride(), r.storage_offset() - x.storage_offset())
+
+
+def merge_view_chains(runners: list, steps: list, reads_at: dict[int, int], keep: set) -> int:
+    """Merge each ViewCall whose result only the next view of its chain reads into that one,
+    in place: the earlier position runs nothing and its reads move to the later one
+    (``reads_at``, for liveness).
+
+    Args:
+        runners: per step, its callable (ViewCall for view ops).
+        steps: the segmentation's steps, parallel to ``runners``.
+        reads_at: step index -> index where its reads really happen (updated).
+        keep: values the graph returns (never merged away).
+
+    Returns:
+        The number of merges.
+    """
+    readers: dict = {}
+    for st in steps:
+        for v in _step_reads(st):
+            readers[v] = readers.get(v, 0) + 1
+    produced_at: dict[int, int] = {}  # slot -> index of the ViewCall that writes it
+    merged = 0
+    for j, r in enumerate(runners):
+        if not isinstance(r, ViewCall):
+            continue
+        i = produced_at.get(r.src)
+        if i is not None:
+            value = steps[i].outputs[0]
+            if readers.get(value, 0) == 1 and value not in keep:
+                first = runners[i]
+                first.absorb(r)
+                runners[j], runners[i] = first, _nothing
+                for k, at in list(reads_at.items()):
+                    if at == i:
+                        reads_at[k] = j
+                reads_at[i] = j
+                merged += 1
+        produced_at[runners[j].out] = j
+    return merged
 
 
 def _call_runner(node: Node, slots: dict[Value, int]):
@@ -602,7 +659,10 @@ class CompiledGraph:
             else:
                 self.steps.append(step)
                 self.runners.append(_call_runner(step, self.slots))
-        self.has_random = any(isinstance(r, GroupRunner) and r.random for r in self.runners)
+        self.random_runners = [r for r in self.runners if isinstance(r, GroupRunner) and r.random]
+        self.has_random = bool(self.random_runners)
+        self.view_chains_merged = merge_view_chains(self.runners, list(seg.steps), reads_at,
+                                                    set(values_in(graph.outputs)))
         written = {o for st in seg.steps if isinstance(st, FusionGroup) for o in st.outputs}
         for r in self.runners:
             if isinstance(r, GroupRunner):
@@ -656,6 +716,12 @@ class CompiledGraph:
             sym_key, sym_values = (), {}
         if sym_key not in self.prepared:
             self._prepare(env, sym_key, sym_values)
+        if self.random_runners:
+            # one draw from PyTorch's generator per call; each random group gets its own Philox
+            # key from it (distinct keys give independent streams)
+            base = draw_seed()
+            for k, r in enumerate(self.random_runners):
+                r.seed = (base + k * SEED_STRIDE) % SEED_MODULUS
         for run, dead in zip(self.runners, self.release):
             run(env, sym_key, sym_values)
             for s in dead:
