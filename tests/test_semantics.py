@@ -503,6 +503,47 @@ def test_cross_entropy_gradient_matches_eager_without_scatter(kwargs):
     assert not any("scatter" in c or "zeros" in c for c in calls), calls
 
 
+@pytest.mark.parametrize("bias", [True, False])
+def test_misaligned_half_precision_matmuls_are_padded_with_eager_values(monkeypatch, bias):
+    """A bf16 product whose M, K or N is not a multiple of 8 (a vocabulary head) runs on
+    zero-padded operands (forward and both gradients; on for CUDA, forced here on the test's
+    device): the loss and gradients equal eager's to bf16 matmul precision, and the graphs
+    pad each misaligned product."""
+    from torchfuse import backend, decompose
+
+    monkeypatch.setattr(decompose, "MM_PAD_DEVICES", (torch.device(DEVICE).type,))
+    monkeypatch.setattr(decompose, "MM_PAD_MIN_MACS", 1)
+    g = torch.Generator().manual_seed(76)
+    x = torch.randn(12, 20, generator=g).to(DEVICE, BF16)
+    w = torch.randn(37, 20, generator=g).to(DEVICE, BF16)
+    b = torch.randn(37, generator=g).to(DEVICE, BF16)
+    t = torch.arange(12, device=DEVICE) * 3 % 37
+
+    def fn(x, w, b=None):
+        return torch.nn.functional.cross_entropy(torch.nn.functional.linear(x, w, b).float(), t)
+
+    args = [x, w, b] if bias else [x, w]
+    torch._dynamo.reset()
+    got_in = [a.clone().requires_grad_() for a in args]
+    want_in = [a.clone().requires_grad_() for a in args]
+    got = torchfuse.compile(fn, dynamic=False)(*got_in)
+    want = fn(*want_in)
+    torch.testing.assert_close(got, want, rtol=1e-2, atol=1e-2)
+    for a, e in zip(torch.autograd.grad(got, got_in), torch.autograd.grad(want, want_in)):
+        torch.testing.assert_close(a, e, rtol=2e-2, atol=2e-3)
+    graphs = {cg.name: cg for cg in backend.RECENT[-2:]}
+    pads = {name: sum("constant_pad_nd" in str(c.target) for c in cg.segmentation.calls) for name, cg in graphs.items()}
+    assert pads["forward"] >= 2 and pads["backward"] >= 2, pads  # K=20 and N=37 are misaligned
+
+
+def test_aligned_or_small_matmuls_are_not_padded():
+    from torchfuse import decompose
+
+    a, b = torch.empty(64, 64, dtype=BF16, device="meta"), torch.empty(64, 37, dtype=BF16, device="meta")
+    assert decompose._mm_padding(a, b) is None  # small, and the meta device is not padded
+    assert decompose.mm_padded(a, b) is NotImplemented
+
+
 def test_layer_norm_with_mismatched_normalized_shape_raises_eager_error():
     x = sample(F32, 73, shape=(4, 10))
     _raises_like_eager(lambda x: torch.nn.functional.layer_norm(x + 1, (9,)), x)
