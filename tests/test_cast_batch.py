@@ -110,3 +110,22 @@ def test_returned_casts_of_views_are_batched(view):
     late = [n for n in g.segmentation.calls if n.reason == BATCHED_CAST_LATE]
     assert len(late) == 2 and len([r for r in g.runners if isinstance(r, CastBatch)]) == 1
     assert not any(n.op == "cast" for grp in g.segmentation.groups for n in grp.nodes)
+
+
+def test_cast_after_a_flattening_reshape_joins_the_group_before_it():
+    """Autocast's linear layers flatten (batch, sequence, hidden) and cast to bf16 before the
+    matrix product. The cast moves above the reshape (they commute) and joins the LayerNorm's
+    group instead of running as a kernel of its own; values equal eager's."""
+    torch.manual_seed(0)
+    w = torch.randn(64, device=DEVICE)
+    m = torch.randn(64, 8, device=DEVICE).to(torch.bfloat16)
+
+    def f(x):
+        y = torch.nn.functional.layer_norm(x, (64,), w, w)
+        return y.view(-1, 64).to(torch.bfloat16) @ m
+
+    x = torch.randn(2, 16, 64, device=DEVICE)
+    torch.testing.assert_close(torchfuse.compile(f, dynamic=False)(x), f(x), **BF16_TOL)
+    groups = backend.RECENT[-1].segmentation.groups
+    with_cast = [g for g in groups if any(n.op == "cast" for n in g.nodes)]
+    assert len(with_cast) == 1 and any(n.op == "var_mean" for n in with_cast[0].nodes), [g.name for g in groups]
