@@ -72,7 +72,10 @@ def main(argv=None) -> int:
             step(m)
             torch.cuda.synchronize()
         events = prof.key_averages()
-        cuda_total = sum(e.self_device_time_total for e in events) / 1e3
+        # kernels only: a CPU-side range (an ATen op, a compiled graph) reports the device time
+        # of the kernels it launched too, which would count them twice
+        cuda_total = sum(e.self_device_time_total for e in events
+                         if e.device_type == torch.autograd.DeviceType.CUDA) / 1e3
         n = sum(e.count for e in events if e.device_type == torch.autograd.DeviceType.CUDA)
         print(f"\n== {name}: {wall:.1f} ms/step wall, device time {cuda_total:.1f} ms, {n} kernels")
         if name == "torchfuse":

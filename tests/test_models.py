@@ -52,10 +52,15 @@ LIBRARY_OPS = {
 def _fresh_graphs():
     """Start with no recorded graphs; compare in true fp32 on GPUs (TF32 off)."""
     backend.RECENT.clear()
-    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    yield
-    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    # cuDNN's flags through their context manager: PyTorch's test utilities (imported by the
+    # conformance tests in the same process) forbid setting them directly
+    cudnn = torch.backends.cudnn
+    with cudnn.flags(enabled=cudnn.enabled, benchmark=cudnn.benchmark, deterministic=cudnn.deterministic,
+                     allow_tf32=False):
+        yield
+    torch.backends.cuda.matmul.allow_tf32 = saved
 
 
 def assert_close_to_eager(actual: torch.Tensor, expected: torch.Tensor, exact: torch.Tensor, what: str) -> None:
