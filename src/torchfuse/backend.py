@@ -22,6 +22,7 @@ import torch.fx
 
 from .config import Options
 from .decompose import decomposition_table
+from .ir.from_fx import CPU_REASON as _CPU_REASON
 from .graph_passes import dense_attention_masks
 
 log = logging.getLogger("torchfuse.fusion")
@@ -142,7 +143,6 @@ def _compile_frozen(gm: torch.fx.GraphModule, example_inputs: list, options: Opt
     return FrozenGraph(split, inner, static_inputs=static)
 
 
-_CPU_REASON = "device cpu does not run generated kernels"  # torchfuse.ir.from_fx's reason
 _warned_cpu = [False]
 
 

@@ -22,6 +22,12 @@ from .graph import Graph, Node, TensorMeta, Value, map_values
 log = logging.getLogger("torchfuse.fusion")
 
 
+
+#: Why an op on CPU tensors stays on ATen: generated kernels run there only through Triton's
+#: interpreter, when asked (``interpret=True`` or ``TORCHFUSE_INTERPRET=1``).
+CPU_REASON = "CPU tensors run generated kernels only with interpret=True (TORCHFUSE_INTERPRET=1)"
+
+
 def size_of(s: Any) -> Any:
     """An FX/fake size (int or SymInt) as ``int`` or ``sympy.Expr``."""
     if isinstance(s, torch.SymInt):
@@ -123,6 +129,8 @@ class _Builder:
             if m.dtype not in ops.KERNEL_DTYPES:
                 return f"dtype {m.dtype} is not supported in kernels"
             if not self.device_ok(m.device):
+                if m.device.type == "cpu":
+                    return CPU_REASON
                 return f"device {m.device} does not run generated kernels"
             if _has_unbacked(m):
                 return "data-dependent (unbacked) size"

@@ -14,6 +14,7 @@ import operator
 import re
 from typing import Any, Iterable
 
+from ..ir.from_fx import CPU_REASON
 from ..ir.graph import Node, Value
 from ..segment import FusionGroup
 from .result import (AtenCall, GraphBreak, GraphReport, GroupReport, KernelReport, LaunchStage, PlanReport,
@@ -78,7 +79,7 @@ def call_category(node: Node) -> str:
         return "view"
     if node.reason == "module constant":
         return "constant"
-    if node.reason == "fusion disabled":
+    if node.reason in ("fusion disabled", CPU_REASON):
         return "disabled"
     return "library" if is_library_op(node.target) else "unsupported"
 
