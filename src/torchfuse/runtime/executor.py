@@ -416,8 +416,8 @@ VIEW_OPS = frozenset([
     _aten.view.default, _aten._unsafe_view.default, _aten.permute.default, _aten.t.default,
     _aten.transpose.int, _aten.expand.default, _aten.squeeze.dim, _aten.squeeze.dims, _aten.squeeze.default,
     _aten.unsqueeze.default, _aten.slice.Tensor, _aten.select.int, _aten.alias.default,
-    _aten.as_strided.default, _aten.diagonal.default, _aten.detach.default,
-])
+    _aten.diagonal.default, _aten.detach.default,
+])  # not as_strided: its storage offset argument is absolute, not relative to the input's
 
 
 class ViewCall:
