@@ -102,3 +102,27 @@ def test_every_listed_view_op_returns_an_alias():
             a = [0]
         r = op(x, *a)
         assert r.untyped_storage().data_ptr() == x.untyped_storage().data_ptr(), op
+
+
+def test_returned_view_of_an_intermediate_can_be_modified_in_place():
+    """A linear layer's 3-D output is a view of its matrix product. Eager lets the caller
+    modify it in place; so must the compiled graph (first call and replays), with eager's
+    gradients afterwards."""
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(20, 37, bias=False).to(DEVICE)
+
+    def f(x):
+        logits = lin(x)
+        return logits, torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, 37), torch.arange(9) % 37)
+
+    compiled = torchfuse.compile(f, dynamic=False)
+    for _ in range(3):
+        x = torch.randn(3, 4, 20, device=DEVICE, requires_grad=True)
+        got, want = compiled(x), f(x)
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w)
+        got[0].mul_(2)  # eager allows this
+        want[0].mul_(2)
+        gx = torch.autograd.grad(got[0].sum() + got[1], x)[0]
+        wx = torch.autograd.grad(want[0].sum() + want[1], x)[0]
+        torch.testing.assert_close(gx, wx)

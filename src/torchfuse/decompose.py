@@ -140,13 +140,23 @@ def mm_padded(a: torch.Tensor, b: torch.Tensor):
     language-model head and its two gradients took 7.9 ms of a 30 ms training step (8 x 512) on
     an H200, about 3x the aligned kernels' time; the same padding is Inductor's ``pad_mm``.
     Returns ``NotImplemented`` (PyTorch's way of declining a decomposition) when no padding
-    applies. The result is a strided view of the padded product, shape ``(M, N)``."""
+    applies; otherwise a contiguous ``(M, N)`` tensor."""
     pads = _mm_padding(a, b)
     if pads is None:
         return NotImplemented
     m, n = a.shape[0], b.shape[1]
     a, b = _pad_operands(a, b, pads)
-    return aten.mm.default(a, b)[:m, :n]
+    return _unpad(aten.mm.default(a, b), m, n, pads)
+
+
+def _unpad(out: torch.Tensor, m: int, n: int, pads: tuple[int, int, int]) -> torch.Tensor:
+    """The ``(M, N)`` corner of a padded product, as a tensor of its own: a slice would make
+    the product's result a view of an intermediate, which AOTAutograd returns as a view that
+    cannot be modified in place (eager's result can). The copy fuses into the kernel that
+    reads the result."""
+    if not pads[0] and not pads[2]:
+        return out  # only K was padded: the product has the right shape already
+    return out[:m, :n].clone(memory_format=torch.contiguous_format)
 
 
 def addmm_padded(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor, *, beta=1, alpha=1):
@@ -159,7 +169,7 @@ def addmm_padded(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor, *, beta=1
     a, b = _pad_operands(a, b, pads)
     if pads[2]:
         bias = torch.nn.functional.pad(bias, (0, pads[2]))
-    return aten.addmm.default(bias, a, b, beta=beta, alpha=alpha)[:m, :n]
+    return _unpad(aten.addmm.default(bias, a, b, beta=beta, alpha=alpha), m, n, pads)
 
 
 @functools.lru_cache(maxsize=None)

@@ -470,6 +470,18 @@ class ViewCall:
             self.view = (tuple(r.shape), r.stride(), r.storage_offset() - x.storage_offset())
 
 
+def _no_view(t):
+    """``t`` as a tensor of its own when it is an autograd view (of an intermediate the graph
+    does not return): the same storage, sizes, strides and offset, without the view relation.
+    AOTAutograd returns a graph's outputs from an autograd Function, and PyTorch forbids
+    in-place changes to a view returned from one ("a function that returns multiple views"),
+    where eager's result (a fresh tensor) allows them; Inductor's outputs are never views
+    either. Outputs that alias graph inputs are rebuilt by AOTAutograd from the inputs."""
+    if isinstance(t, torch.Tensor) and t._base is not None and not t.requires_grad and _REINTERPRET is not None:
+        return _REINTERPRET(t, t.size(), t.stride(), 0)
+    return t
+
+
 def merge_view_chains(runners: list, steps: list, reads_at: dict[int, int], keep: set) -> int:
     """Merge each ViewCall whose result only the next view of its chain reads into that one,
     in place: the earlier position runs nothing and its reads move to the later one
@@ -671,6 +683,11 @@ class CompiledGraph:
         self.release = self._liveness(seg, reads_at)
         self.output_spec = graph.outputs
         self.output_slots = _flat_output_slots(graph.outputs, self.slots)
+        # returned values an ATen call computed from an intermediate: they may be views (see
+        # _no_view); those computed by kernels, and graph inputs, never are
+        inputs = set(graph.inputs)
+        self.call_outputs = {self.slots[v] for v in values_in(graph.outputs)
+                             if v not in inputs and v.producer is not None and v.producer.is_call}
         self.prepared: set = set()
 
     def _liveness(self, seg: Segmentation, reads_at: dict[int, int]) -> list[list[int]]:
@@ -726,6 +743,8 @@ class CompiledGraph:
             run(env, sym_key, sym_values)
             for s in dead:
                 env[s] = None
+        for s in self.call_outputs:
+            env[s] = _no_view(env[s])
         if self.output_slots is not None:
             return [env[s] if s >= 0 else c for s, c in self.output_slots]
         slots = self.slots
