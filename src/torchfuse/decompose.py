@@ -123,12 +123,23 @@ def _mm_padding(a: torch.Tensor, b: torch.Tensor) -> tuple[int, int, int] | None
     return pads if any(pads) else None
 
 
+def _pad_2d(x: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
+    """``x`` with ``rows`` zero rows and ``cols`` zero columns appended, padded in its own memory
+    order: a transposed (column-major) operand is padded as its row-major transpose and
+    transposed back, so the copy reads and writes contiguously, the result stays column-major
+    (cuBLAS takes either), and the pad of a weight ``W`` behind ``W.t()`` is the same op as
+    the pad of ``W`` itself (AOTAutograd's common-subexpression pass merges the two)."""
+    if x.stride(0) == 1 and x.stride(1) != 1:
+        return torch.nn.functional.pad(x.t(), (0, rows, 0, cols)).t()
+    return torch.nn.functional.pad(x, (0, cols, 0, rows))
+
+
 def _pad_operands(a: torch.Tensor, b: torch.Tensor, pads: tuple[int, int, int]):
     pm, pk, pn = pads
     if pm or pk:
-        a = torch.nn.functional.pad(a, (0, pk, 0, pm))
+        a = _pad_2d(a, pm, pk)
     if pk or pn:
-        b = torch.nn.functional.pad(b, (0, pn, 0, pk))
+        b = _pad_2d(b, pk, pn)
     return a, b
 
 
