@@ -267,6 +267,24 @@ def fuse_consumer_siblings(units: _Units) -> None:
                 units.try_merge(reds[i], reds[j])
 
 
+def _rewire(node: Node, old: Value, new: Value) -> None:
+    """Make ``node`` read ``new`` wherever it read ``old`` (operands and call arguments)."""
+    swap = lambda x: new if x is old else x
+    node.inputs = [swap(x) for x in node.inputs]
+    node.args = map_values(node.args, swap)
+    node.kwargs = map_values(node.kwargs, swap)
+
+
+def _twin(node: Node, swap, outputs: list[Value]) -> Node:
+    """A copy of ``node`` reading ``swap(v)`` for each value ``v`` it read, writing ``outputs``."""
+    twin = Node(op=node.op, inputs=[swap(x) if isinstance(x, Value) else x for x in node.inputs],
+                attrs=dict(node.attrs), outputs=outputs, target=node.target, args=map_values(node.args, swap),
+                kwargs=map_values(node.kwargs, swap), source=node.source)
+    for o in outputs:
+        o.producer = twin
+    return twin
+
+
 def duplicate_constants(graph: Graph) -> None:
     """Give every reader of a constant (``full``, ``scalar_tensor``) its own copy, so that each
     fusion group computes it in registers instead of one group writing it for the others."""
@@ -288,10 +306,7 @@ def duplicate_constants(graph: Graph) -> None:
             copy = Node(op=node.op, inputs=[], attrs=dict(node.attrs), outputs=[out], target=node.target,
                         args=node.args, kwargs=node.kwargs, source=node.source)
             out.producer = copy
-            reader.inputs = [out if x is node.output else x for x in reader.inputs]
-            swap = lambda v, old=node.output, new=out: new if v is old else v
-            reader.args = map_values(reader.args, swap)
-            reader.kwargs = map_values(reader.kwargs, swap)
+            _rewire(reader, node.output, out)
             new_nodes.insert(len(new_nodes) - 1, copy)
     graph.nodes = new_nodes
 
@@ -464,9 +479,7 @@ def _detach_view(units: _Units, node: Node, group: set) -> Node:
     swap = lambda v: new_val if v is old else v
     outside = [u for u in units.users.get(old, []) if u not in group]
     for u in outside:
-        u.inputs = [swap(x) if isinstance(x, Value) else x for x in u.inputs]
-        u.args = map_values(u.args, swap)
-        u.kwargs = map_values(u.kwargs, swap)
+        _rewire(u, old, new_val)
     if old in units.graph_outputs:
         graph.outputs = map_values(graph.outputs, swap)
         units.graph_outputs = graph.output_values()
@@ -633,19 +646,10 @@ def rematerialize(units: _Units) -> int:
             copies = []
             for n in nodes:  # in graph order
                 outs = [Value(name=f"{o.name}_r{done}", meta=o.meta) for o in n.outputs]
-                swap = lambda x: clone.get(x, x)
-                twin = Node(op=n.op, inputs=[swap(x) if isinstance(x, Value) else x for x in n.inputs],
-                            attrs=dict(n.attrs), outputs=outs, target=n.target, args=map_values(n.args, swap),
-                            kwargs=map_values(n.kwargs, swap), source=n.source)
-                for o, c in zip(n.outputs, outs):
-                    c.producer = twin
-                    clone[o] = c
-                copies.append(twin)
-            swap = lambda x, old=v: clone[old] if x is old else x
+                copies.append(_twin(n, lambda x: clone.get(x, x), outs))
+                clone.update(zip(n.outputs, outs))
             for r in readers:
-                r.inputs = [swap(x) if isinstance(x, Value) else x for x in r.inputs]
-                r.args = map_values(r.args, swap)
-                r.kwargs = map_values(r.kwargs, swap)
+                _rewire(r, v, clone[v])
             first = min(new_nodes.index(r) for r in readers)
             new_nodes[first:first] = copies
             done += 1
@@ -717,22 +721,11 @@ def sink_casts_below_reshapes(graph: Graph) -> int:
             continue
         moved += 1
         cast_val = Value(name=f"{base.name}_c{moved}", meta=dataclasses.replace(base.meta, dtype=out.meta.dtype))
-        swap_in = lambda x, old=v, new=base: new if x is old else x
-        cast = Node(op="cast", inputs=[swap_in(x) if isinstance(x, Value) else x for x in node.inputs],
-                    attrs=dict(node.attrs), outputs=[cast_val], target=node.target,
-                    args=map_values(node.args, swap_in), kwargs=dict(node.kwargs), source=node.source)
-        cast_val.producer = cast
+        cast = _twin(node, lambda x, old=v, new=base: new if x is old else x, [cast_val])
         view_val = Value(name=f"{out.name}_v", meta=out.meta)
-        swap_view = lambda x, old=base, new=cast_val: new if x is old else x
-        view = Node(op="reshape", inputs=[swap_view(x) if isinstance(x, Value) else x for x in r.inputs],
-                    attrs=dict(r.attrs), outputs=[view_val], target=r.target,
-                    args=map_values(r.args, swap_view), kwargs=dict(r.kwargs), source=r.source)
-        view_val.producer = view
-        swap_out = lambda x, old=out, new=view_val: new if x is old else x
+        view = _twin(r, lambda x, old=base, new=cast_val: new if x is old else x, [view_val])
         for u in users.get(out, []):
-            u.inputs = [swap_out(x) if isinstance(x, Value) else x for x in u.inputs]
-            u.args = map_values(u.args, swap_out)
-            u.kwargs = map_values(u.kwargs, swap_out)
+            _rewire(u, out, view_val)
         new_nodes[-1:] = [cast, view]
     if moved:
         graph.nodes = new_nodes

@@ -66,7 +66,8 @@ class KernelPlan:
             written once), for bandwidth reports.
     """
 
-    def __init__(self, kernel, config, in_shapes, in_strides, out_specs, scalars, bytes_moved):
+    def __init__(self, kernel, config, in_shapes, in_strides, out_specs, scalars, bytes_moved,
+                 device_guarded: bool = False):
         self.binaries: dict = {}  # compiled binaries per specialization, for direct launches
         #: specialization -> per stage ``(run, function, packed metadata, grid x, grid y, XBLOCK,
         #: RBLOCK)``, once every stage has its binary
@@ -80,8 +81,9 @@ class KernelPlan:
         self.out_specs = out_specs
         self.scalars = scalars
         self.bytes_moved = bytes_moved
-        #: per output ``(alloc, shape, stride, dtype)``; GroupRunner sets the allocators
-        self.allocs = [(_allocator(dev, False), sh, st, dt) for sh, st, dt, dev in out_specs]
+        #: per output ``(alloc, shape, stride, dtype)``; ``device_guarded``: the caller makes the
+        #: outputs' CUDA device current (see ``_allocator``)
+        self.allocs = [(_allocator(dev, device_guarded), sh, st, dt) for sh, st, dt, dev in out_specs]
         #: split reductions: ``(alloc, shape, stride, dtype)`` per workspace
         self.workspaces: list = []
 
@@ -153,13 +155,13 @@ class GroupRunner:
         if config.scheduler == "reduction.split":
             scalars += [config.split, config.rchunk]
         kernel = self._kernel(rt.layout, config) if rt.xnumel > 0 else None
-        plan = KernelPlan(kernel, config, tuple(in_shapes), tuple(in_strides), out_specs, scalars, nbytes)
+        plan = KernelPlan(kernel, config, tuple(in_shapes), tuple(in_strides), out_specs, scalars, nbytes,
+                          self.device_guarded)
         plan.xnumel = rt.xnumel
-        plan.allocs = [(_allocator(dev, self.device_guarded), sh, st, dt) for sh, st, dt, dev in out_specs]
         if config.scheduler == "reduction.split" and out_specs:
-            ws_alloc = _allocator(out_specs[0][3], self.device_guarded)
+            alloc = plan.allocs[0][0]  # same device as the outputs
             n = config.split * rt.xnumel  # one partial per chunk and kept element
-            plan.workspaces = [(ws_alloc, (n,), (1,), dt) for dt in self.workspace_dtypes]
+            plan.workspaces = [(alloc, (n,), (1,), dt) for dt in self.workspace_dtypes]
         log.info("%s: %s %s (%s)", g.name, config.scheduler, rt.layout, config.reason)
         return plan
 
