@@ -113,7 +113,7 @@ def test_returned_view_of_an_intermediate_can_be_modified_in_place():
 
     def f(x):
         logits = lin(x)
-        return logits, torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, 37), torch.arange(9) % 37)
+        return logits, torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, 37), torch.arange(9, device=DEVICE) % 37)
 
     compiled = torchfuse.compile(f, dynamic=False)
     for _ in range(3):

@@ -338,13 +338,20 @@ class _Writer:
         acc = self.access[t]
         return all(c == "0" for c in acc.x + acc.r)
 
-    def address(self, t: Value) -> str:
+    def address(self, t: Value, load: bool = False) -> str:
         xo = self.x_offsets(t)
-        if xo == "0":
-            xo = "xindex * 0"  # keep the pointer a block of the loop's shape
         if self.in_r(t):
             ro = self.r_offsets(t)
+            if load and xo == "0" and ro != "0":
+                # a [1, RBLOCK] block (per-row statistics in a column reduction): a pointer
+                # broadcast along x would be contiguous along r only, and Triton would give
+                # its load a layout of its own and convert the tile to it on every step
+                return f"{self.pname[t]} + ({ro})"
+            if xo == "0":
+                xo = "xindex * 0"
             return f"{self.pname[t]} + ({xo}) + ({ro})"
+        if xo == "0":
+            xo = "xindex * 0"  # keep the pointer a block of the loop's shape
         return f"{self.pname[t]} + ({xo})"
 
     def unravel(self, prefix: str, n: int, index: str) -> None:
@@ -381,10 +388,12 @@ class _Writer:
     def define(self, v: Value, var: str, dtype: torch.dtype, outer: bool = False) -> None:
         (self.scopes[0] if outer else self.scopes[-1])[v] = (var, dtype)
 
-    def mask_for(self, v: Value) -> str:
+    def mask_for(self, v: Value, load: bool = False) -> str:
         if not self.reduce:
             return "xmask"
-        return "xrmask" if self.in_r(v) else "xmask"
+        if self.in_r(v):
+            return "rmask" if load and self.x_offsets(v) == "0" and self.r_offsets(v) != "0" else "xrmask"
+        return "xmask"
 
     def value(self, v: Value) -> tuple[str, torch.dtype]:
         """The variable holding ``v`` in the current scope, emitting its computation if needed."""
@@ -398,7 +407,7 @@ class _Writer:
             var = self.fresh("ld")
             # (a value broadcast along every loop dim is still loaded as a block: all lanes read
             # one cached address, and 0-d values behave differently under the interpreter)
-            self.emit(f"{var} = tl.load({self.address(v)}, mask={self.mask_for(v)}, other=0)")
+            self.emit(f"{var} = tl.load({self.address(v, load=True)}, mask={self.mask_for(v, load=True)}, other=0)")
             self.define(v, var, v.meta.dtype)
             return var, v.meta.dtype
         self.emit_node(node)

@@ -49,7 +49,7 @@ OUTER_SPLIT_PROGRAMS = 8
 #: 8192x768, 8192x3072 and 16384x4096 (6.1, 14.3 and 35.0 us), where 128 x 16 with 8 warps took
 #: 14.4, 22.1 and 40.6 us.
 SPLIT_OUTER_XBLOCK = 64
-SPLIT_OUTER_RBLOCK = 8
+SPLIT_OUTER_RBLOCK = 16
 SPLIT_OUTER_WARPS = 4
 #: Outer reductions that cannot split and give fewer programs than multiprocessors halve
 #: XBLOCK down to OUTER_MIN_XBLOCK (8 columns: 16 contiguous bytes of fp16 per row) and loop
