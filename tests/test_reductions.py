@@ -518,3 +518,43 @@ def test_rematerialized_mask_leaves_no_empty_group():
     torch.testing.assert_close(torchfuse.compile(f, dynamic=False)(x, y, m), f(x, y, m))
     groups = backend.RECENT[-1].segmentation.groups
     assert groups and all(g.outputs for g in groups)
+
+
+@pytest.mark.parametrize("layout", ["channels_last", "channels_first"])
+def test_batch_norm_statistics_over_mid_sized_columns_stay_splittable(layout):
+    """Channels-last BatchNorm with 4096 reduced elements per channel (a ResNet stage at
+    14 x 14): the statistics are an outer reduction, kept in a group of their own so that they
+    can run split across the GPU, and the normalization is a separate kernel; the same op on
+    a channels-first input (an inner reduction over each channel's H*W rows) stays one group.
+    Forward and backward match a float64 reference as closely as eager does."""
+    from torchfuse.segment import SPLIT_REDUCED_MIN, SPLIT_REDUCED_MIN_OUTER
+
+    n, c, h = 16, 8, 16
+    assert SPLIT_REDUCED_MIN_OUTER <= n * h * h < SPLIT_REDUCED_MIN
+    x = torch.randn(n, c, h, h, dtype=BF16, device=DEVICE)
+    if layout == "channels_last":
+        x = x.to(memory_format=torch.channels_last)
+    x.requires_grad_()
+    w = torch.randn(c, dtype=BF16, device=DEVICE, requires_grad=True)
+    b = torch.randn(c, dtype=BF16, device=DEVICE, requires_grad=True)
+    params = [x, w, b]
+
+    def fn(x, w, b):
+        return torch.relu(torch.nn.functional.batch_norm(x, None, None, w, b, training=True))
+
+    import torchfuse
+    from torchfuse import backend
+
+    before = list(backend.RECENT)
+    grads, dy, _ = _compiled_gradients(fn, params)
+    fwd = [g for g in backend.RECENT if g.name == "forward" and all(g is not b for b in before)]
+    assert fwd, "no forward graph compiled"
+    full = {(n, c, h, h)}
+    writes_output = [grp for grp in fwd[0].segmentation.groups if grp.domain.reduced
+                     and any(o.meta is not None and tuple(o.meta.shape) in full for o in grp.outputs)]
+    if layout == "channels_last":
+        assert not writes_output, "the statistics group also normalizes: it cannot split"
+    else:
+        assert writes_output, "a channels-first BatchNorm should normalize in its statistics kernel"
+    torch.testing.assert_close(torchfuse.compile(fn, dynamic=False)(*params), fn(*params), atol=3e-2, rtol=2e-2)
+    _assert_as_close_as_eager(fn, params, grads, dy)
