@@ -50,3 +50,29 @@ def test_attention_mask_rewritten_in_captured_graph(as_kwarg):
     got = torch.compile(f, backend=backend, fullgraph=True)(q, k, v, pad)
     assert rewritten == [1]
     torch.testing.assert_close(got, f(q, k, v, pad))
+
+
+def test_pads_of_one_tensor_seen_through_permutes_are_merged():
+    """``pad(G)`` and ``pad(G.t().t())`` with the same padding are one copy (the padded
+    products pad a gradient once per product otherwise); a pad of a different view, padding
+    or value stays. Outputs equal the unmerged graph's."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from torchfuse.graph_passes import merge_duplicate_pads
+
+    aten = torch.ops.aten
+
+    def f(g):
+        return (aten.constant_pad_nd(g, [0, 3]), aten.constant_pad_nd(g.t().t(), [0, 3]),
+                aten.constant_pad_nd(g.t(), [0, 3]), aten.constant_pad_nd(g, [0, 3], 1.0),
+                aten.constant_pad_nd(g, [0, 2]))
+
+    g = torch.randn(4, 5)
+    gm = make_fx(f)(g)
+    want = gm(g)
+    assert merge_duplicate_pads(gm) == 1
+    pads = [n for n in gm.graph.nodes if n.target is aten.constant_pad_nd.default]
+    assert len(pads) == 4
+    for a, b in zip(gm(g), want):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    assert merge_duplicate_pads(gm) == 0

@@ -533,7 +533,9 @@ def test_misaligned_half_precision_matmuls_are_padded_with_eager_values(monkeypa
         torch.testing.assert_close(a, e, rtol=2e-2, atol=2e-3)
     graphs = {cg.name: cg for cg in backend.RECENT[-2:]}
     pads = {name: sum("constant_pad_nd" in str(c.target) for c in cg.segmentation.calls) for name, cg in graphs.items()}
-    assert pads["forward"] >= 2 and pads["backward"] >= 2, pads  # K=20 and N=37 are misaligned
+    # K=20 and N=37 are misaligned; the backward pads the loss gradient once for both of its
+    # products (``graph_passes.merge_duplicate_pads``)
+    assert pads["forward"] >= 2 and pads["backward"] >= 1, pads
 
 
 def test_aligned_or_small_matmuls_are_not_padded():
