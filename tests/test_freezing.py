@@ -258,3 +258,29 @@ def test_conv_bias_of_an_unbatched_convolution_stays():
         got = torch.compile(conv, backend=backend_fn, dynamic=False)(x)
         torch.testing.assert_close(got, conv(x))
     assert moved == [0]
+
+
+def test_unfrozen_inference_under_cuda_graphs_runs_convolutions_channels_last(monkeypatch):
+    """``mode="reduce-overhead"`` without ``freeze``: half-precision convolutions of inference
+    graphs are converted to channels-last (weights in every call; on for CUDA, forced here on
+    the test's device), outputs keep eager's layout and values; with the option off they are
+    left alone."""
+    from torchfuse import freezing
+
+    rewritten = []
+    real = freezing.channels_last_convolutions
+    monkeypatch.setattr(freezing, "channels_last_convolutions",
+                        lambda gm, devices=("cuda",): rewritten.append(real(gm, devices=(DEVICE,))) or rewritten[-1])
+    torch.manual_seed(0)
+    model = _conv_bn_net().to(DEVICE, torch.bfloat16).eval()
+    x = torch.randn(2, 3, 12, 12, device=DEVICE, dtype=torch.bfloat16)
+    with torch.no_grad():
+        want = model(x)
+        for enabled in (True, False):
+            torch._dynamo.reset()
+            rewritten.clear()
+            got = torchfuse.compile(model, mode="reduce-overhead", dynamic=False, channels_last_inference=enabled)(x)
+            assert got.is_contiguous() == want.is_contiguous()
+            # bf16 convolutions summed in another layout's order: a few bf16 ulps
+            torch.testing.assert_close(got, want, rtol=5e-2, atol=5e-2)
+            assert (bool(rewritten) and rewritten[0] >= 2) == enabled, rewritten

@@ -237,7 +237,8 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
         from .freezing import channels_last_convolutions, conv_bias_epilogues, fold_conv_batchnorm
 
         passes += [fold_conv_batchnorm, conv_bias_epilogues, channels_last_convolutions]
-    elif opts.channels_last_training and torch.is_grad_enabled():
+    elif (opts.channels_last_training and torch.is_grad_enabled()) or \
+            (opts.channels_last_inference and opts.cudagraphs and not torch.is_grad_enabled()):
         from .freezing import channels_last_convolutions
 
         passes.append(channels_last_convolutions)

@@ -224,8 +224,9 @@ def _contiguous(t: torch.Tensor) -> torch.Tensor:
 
 def channels_last_convolutions(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda",)) -> int:
     """Run 2-D fp16/bf16 convolutions (half-precision weights, or autocast) in channels-last
-    layout (TorchDynamo's graph). Used under ``freeze`` and for training graphs
-    (``Options.channels_last_training``).
+    layout (TorchDynamo's graph). Used under ``freeze``, for training graphs
+    (``Options.channels_last_training``) and for unfrozen inference under CUDA graphs
+    (``Options.channels_last_inference``).
 
     Args:
         gm: TorchDynamo's graph (nodes carry ``meta["example_value"]``).
