@@ -129,3 +129,33 @@ def test_cast_after_a_flattening_reshape_joins_the_group_before_it():
     groups = backend.RECENT[-1].segmentation.groups
     with_cast = [g for g in groups if any(n.op == "cast" for n in g.nodes)]
     assert len(with_cast) == 1 and any(n.op == "var_mean" for n in with_cast[0].nodes), [g.name for g in groups]
+
+
+def test_cast_of_an_input_before_a_reshape_joins_the_group_after_it():
+    """A causal-LM loss converts the bf16 logits to fp32 and flattens them for the
+    cross-entropy. The cast moves below the reshape and joins the log-softmax kernel, which
+    reads the bf16 logits itself: no group writes an fp32 copy of them. In the backward the
+    bf16 logits gradient, cast after the reshape back to (batch, sequence, vocabulary), is
+    written by the loss-gradient kernel directly. Loss and gradient equal eager's."""
+    torch.manual_seed(0)
+    t = torch.randint(0, 37, (16,), device=DEVICE)
+
+    def f(logits):
+        return torch.nn.functional.cross_entropy(logits.float().view(-1, 37), t)
+
+    x = torch.randn(2, 8, 37, device=DEVICE).to(torch.bfloat16)
+    got_x, want_x = x.clone().requires_grad_(), x.clone().requires_grad_()
+    before = list(backend.RECENT)
+    got = torchfuse.compile(f, dynamic=False)(got_x)
+    want = f(want_x)
+    torch.testing.assert_close(got, want)
+    (g,), (e,) = torch.autograd.grad(got, got_x), torch.autograd.grad(want, want_x)
+    assert g.dtype == torch.bfloat16 and g.shape == x.shape
+    torch.testing.assert_close(g, e, **BF16_TOL)
+    graphs = {cg.name: cg for cg in backend.RECENT if all(cg is not b for b in before)}
+    for name in ("forward", "backward"):
+        for group in graphs[name].segmentation.groups:
+            for o in group.outputs:
+                copy = o.producer is not None and o.producer.op == "cast" and o.meta.dtype == torch.float32
+                assert not copy, f"{name}: {group.name} writes an fp32 copy of the logits ({o.name})"
+    assert len(graphs["backward"].segmentation.groups) == 1, [gr.name for gr in graphs["backward"].segmentation.groups]
