@@ -200,6 +200,42 @@ def test_constants_inside_groups():
     assert {"full", "full_like", "scalar_tensor"} <= found, found
 
 
+def test_arange_inside_groups():
+    """An integer arange is computed from the loop index inside the kernel (no ATen call, no
+    load): along the inner or the outer dim of a pointwise group over a transposed input,
+    with a start and a step, as int32, alone, and read by persistent, looped and split
+    reductions (whose reduced index starts at each loop step's or chunk's offset)."""
+    x, i, y = rand(4, 6), make_sample(I32, 4, shape=(4, 6)), make_sample(I32, 5, shape=(10000,))
+    dev = x.device
+    fn = lambda x, i, y: (x.t() + torch.arange(3, 15, 2, device=dev)[:, None],
+                          x * torch.arange(4, device=dev)[:, None] + torch.arange(6, device=dev),
+                          i + torch.arange(-2, 4, dtype=torch.int32, device=dev),
+                          torch.arange(-4, 8, 3, device=dev),
+                          (x * torch.arange(6, device=dev)).sum(1),
+                          (y * torch.arange(10000, device=dev)).sum())
+    graphs = check_layout(fn, x, i, y)
+    found = [op for g in fused_ops(graphs) for op in g]
+    assert found.count("arange") == 7, found
+    from test_ops import schedulers_used
+    assert "reduction.split" in schedulers_used(graphs)
+    loop = lambda x: ((x * torch.arange(300, 0, -1, device=x.device)).sum(1), (x * 2).amax(1))
+    graphs = check_layout(loop, rand(6, 300, seed=6), persistent_max_elements=64)
+    assert "reduction.loop" in schedulers_used(graphs)
+
+
+def test_float_arange_runs_through_aten():
+    """A float arange (whose rounding of ``start + i * step`` is PyTorch's to define) stays on
+    ATen, with its reason."""
+    from test_ops import aten_calls
+
+    x = rand(4, 6)
+    fn = lambda x: (x + torch.arange(0.5, 6.5, device=x.device), x * torch.arange(6, dtype=x.dtype, device=x.device))
+    actual, graphs = run_compiled(fn, x)
+    assert_matches(actual, fn(x))
+    reasons = sorted(c.reason for c in aten_calls(graphs))
+    assert reasons == ["arange does not support dtype torch.float32", "symbolic or non-integer start or step"], reasons
+
+
 def test_new_layout_on_second_call():
     """The same compiled function called with a contiguous, then a transposed, then a
     channels-last input gives eager's values and layout each time."""

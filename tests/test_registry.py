@@ -34,6 +34,7 @@ TESTED_ELSEWHERE = {
     "full": ("test_layouts.py", "test_constants_inside_groups"),
     "full_like": ("test_layouts.py", "test_constants_inside_groups"),
     "scalar_tensor": ("test_layouts.py", "test_constants_inside_groups"),
+    "arange": ("test_layouts.py", "test_arange_inside_groups"),
     "rand": ("test_random.py", "rand"),
     "randn": ("test_random.py", "randn"),
     "bernoulli": ("test_random.py", "bernoulli"),

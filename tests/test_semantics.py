@@ -9,6 +9,7 @@ of the CUDA semantics and says so.
 from __future__ import annotations
 
 import logging
+import math
 
 import pytest
 import torch
@@ -450,8 +451,9 @@ def _raises_like_eager(fn, *args):
 
 @pytest.mark.skipif(DEVICE != "cpu", reason="on CUDA eager's out-of-range target is a device-side assert")
 def test_cross_entropy_target_out_of_range_raises_eager_error():
-    """A class index past the logits' width raises eager's IndexError (nll_loss is kept whole,
-    with its target check), also with ignore_index and label smoothing."""
+    """A class index past the logits' width raises eager's IndexError, also with ignore_index
+    and label smoothing: on the CPU ``nll_loss_forward`` is not decomposed (the decomposition
+    declines with ``NotImplemented``), so PyTorch's kernel and its target check run."""
     x = sample(F32, 71, shape=(4, 10))
     t = torch.tensor([1, 2, 10, 3], device=DEVICE)
     _raises_like_eager(lambda x, t: torch.nn.functional.cross_entropy(x * 2, t), x, t)
@@ -501,6 +503,229 @@ def test_cross_entropy_gradient_matches_eager_without_scatter(kwargs):
     assert backward_graphs
     calls = [str(n.target) for n in backward_graphs[-1].segmentation.calls]
     assert not any("scatter" in c or "zeros" in c for c in calls), calls
+
+
+# ----------------------------------------------------------------------------- cross-entropy forward by mask
+#
+# decompose.nll_loss_forward_by_mask replaces nll_loss_forward over (N, C) rows on CUDA; the tests
+# below add the test's device to NLL_BY_MASK_DEVICES so that the CPU runs it too. On a CPU the
+# range check (_assert_async) raises RuntimeError at once where eager's kernel raises IndexError.
+
+CE_TARGETS = [4, 2, 9, 3, 0, 2, 2, 5, 0, 7, 4, 2]
+
+
+def _nll_by_mask_here(monkeypatch) -> None:
+    from torchfuse import decompose
+
+    monkeypatch.setattr(decompose, "NLL_BY_MASK_DEVICES", (torch.device(DEVICE).type,))
+
+
+def _ce_inputs(dtype, seed: int, n_classes: int = 10):
+    """(12, n_classes) logits of ``dtype`` whose row 0 puts probability 1 on its target 4 (eager's
+    loss there is -0.0), the targets CE_TARGETS, and class weights of ``dtype``."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(len(CE_TARGETS), n_classes, generator=g) * 3
+    x[0, 4] = 100.0
+    weight = torch.linspace(0.5, 2.0, n_classes).to(DEVICE, dtype)
+    return x.to(DEVICE, dtype), torch.tensor(CE_TARGETS, device=DEVICE), weight
+
+
+def _assert_near_eager_and_reference(got, want, ref, dtype):
+    """``got`` has eager's dtype and shape, NaN where eager has NaN, and is as close to the fp64
+    reference ``ref`` as eager, give or take one rounding of ``dtype``. (On the CPU eager's bf16
+    loss rounds the sum to bf16 before dividing by the total weight; PyTorch's CUDA kernel and
+    torchfuse divide in fp32 and round once, so the two can differ by one bf16 step.)"""
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype, got.shape, want.shape)
+    assert torch.equal(got.isnan(), want.isnan()), (got, want)
+    keep = ~want.isnan()
+    got, want, ref = got[keep].double(), want[keep].double(), ref[keep]
+    eps = torch.finfo(dtype).eps
+    torch.testing.assert_close(got, want, rtol=2 * eps if dtype == BF16 else 1e-5, atol=1e-6)
+    assert ((got - ref).abs() <= (want - ref).abs() + eps * ref.abs() + 1e-6).all(), (got, want, ref)
+
+
+def _call_targets(graphs) -> list[str]:
+    return [str(c.target) for cg in graphs for c in cg.segmentation.calls]
+
+
+CE_CASES = {
+    "mean": {},
+    "sum": {"reduction": "sum"},
+    "none": {"reduction": "none"},
+    "ignore_index": {"ignore_index": 2},
+    "all_ignored_mean": {"ignore_index": 2, "all_ignored": True},
+    "all_ignored_sum": {"ignore_index": 2, "all_ignored": True, "reduction": "sum"},
+    "weight": {"weight": True},
+    "weight_ignore_none": {"weight": True, "ignore_index": 0, "reduction": "none"},
+    "weight_ignore_sum": {"weight": True, "ignore_index": 0, "reduction": "sum"},
+    "label_smoothing": {"label_smoothing": 0.1},
+    "weight_ignore_smoothing": {"weight": True, "ignore_index": 2, "label_smoothing": 0.2},
+}
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=dtype_id)
+@pytest.mark.parametrize("case", list(CE_CASES))
+def test_cross_entropy_forward_by_mask_matches_eager(monkeypatch, case, dtype):
+    """With ``nll_loss_forward`` decomposed into masked row sums, ``F.cross_entropy`` gives
+    eager's values (and is as close as eager to an fp64 reference) for mean, sum and per-row
+    losses, an ignore_index that is also a class, all targets ignored (NaN for the mean, 0 for
+    the sum), class weights and label smoothing, in fp32 and bf16; per-row zero losses keep
+    eager's sign (-0.0 where the target has probability 1, +0.0 where it is ignored). No
+    ``nll_loss_forward`` runs."""
+    _nll_by_mask_here(monkeypatch)
+    kwargs = dict(CE_CASES[case])
+    x, t, weight = _ce_inputs(dtype, 77)
+    if kwargs.pop("all_ignored", False):
+        t = torch.full_like(t, kwargs["ignore_index"])
+    if kwargs.pop("weight", False):
+        kwargs["weight"] = weight
+    fn = lambda x, t: torch.nn.functional.cross_entropy(x, t, **kwargs)
+    want = fn(x, t)
+    got, graphs = run_compiled(fn, x, t)
+    ref_kwargs = {**kwargs, "weight": weight.double()} if "weight" in kwargs else kwargs
+    ref = torch.nn.functional.cross_entropy(x.double(), t, **ref_kwargs)
+    _assert_near_eager_and_reference(got, want, ref, dtype)
+    if got.dim() == 1 and "label_smoothing" not in kwargs:
+        zeros = want == 0
+        assert zeros.any() and torch.equal(got[zeros].signbit(), want[zeros].signbit()), (got, want)
+    assert "aten.nll_loss_forward.default" not in _call_targets(graphs)
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=dtype_id)
+@pytest.mark.parametrize("reduction", [0, 1, 2], ids=["none", "mean", "sum"])
+def test_nll_loss_forward_by_mask_returns_eager_total_weight(monkeypatch, reduction, dtype):
+    """``aten.nll_loss_forward`` itself returns ``(output, total_weight)`` as eager: the total
+    weight is a 0-dim tensor of the input's dtype, the sum of the weights (or the count) of
+    the targets not ignored, 0 for ``none``; with every target ignored it is 0 and the mean
+    is NaN."""
+    _nll_by_mask_here(monkeypatch)
+    aten = torch.ops.aten
+    x, t, weight = _ce_inputs(dtype, 78)
+    logp = torch.log_softmax(x.float(), 1).to(dtype)
+    ignored = torch.full_like(t, 2)
+
+    def fn(logp, t, ignored, weight):
+        return (aten.nll_loss_forward(logp * 1, t, None, reduction, 2),
+                aten.nll_loss_forward(logp * 1, t, weight, reduction, 2),
+                aten.nll_loss_forward(logp * 1, ignored, weight, reduction, 2))
+
+    want = fn(logp, t, ignored, weight)
+    got, graphs = run_compiled(fn, logp, t, ignored, weight)
+    tol = {"rtol": 2 * torch.finfo(dtype).eps, "atol": 1e-6} if dtype == BF16 else {}
+    for (out, total), (want_out, want_total) in zip(got, want):
+        assert total.dtype == want_total.dtype == dtype and total.shape == want_total.shape == ()
+        assert_matches(total, want_total, **tol)  # a sum of weights: the order of the terms differs
+        assert_matches(out, want_out, **tol)
+    assert got[0][1].item() == (0 if reduction == 0 else sum(c != 2 for c in CE_TARGETS))
+    assert got[2][1].item() == 0 and (reduction != 1 or got[2][0].isnan())
+    assert "aten.nll_loss_forward.default" not in _call_targets(graphs)
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=dtype_id)
+@pytest.mark.parametrize("case", ["label_smoothing", "sum", "weight"])
+def test_cross_entropy_forward_is_one_row_kernel_without_full_size_writes(monkeypatch, case, dtype):
+    """The inference forward of ``cross_entropy(x, t, label_smoothing=0.1)`` (and of the sum,
+    and the mean with class weights) is one reduction kernel over the rows (log-softmax's max
+    and sum of exponentials, the smoothing sum, the masked sums that pick each row's target
+    and weight, the range check's per-row part), which reads the (N, C) logits and writes
+    per-row values only, and one small kernel reducing over N (the sums or means and the
+    range check's ``all``); the only ATen call is the asynchronous check. No (N, C) tensor is
+    written and nll_loss_forward does not run (before: the log-probabilities were written in
+    full for PyTorch's loss kernel)."""
+    _nll_by_mask_here(monkeypatch)
+    x, t, weight = _ce_inputs(dtype, 79, n_classes=40)
+    kwargs = dict(CE_CASES[case])
+    if kwargs.pop("weight", False):
+        kwargs["weight"] = weight
+    fn = lambda x, t: torch.nn.functional.cross_entropy(x, t, **kwargs)
+    with torch.no_grad():
+        got, graphs = run_compiled(fn, x, t)
+    torch.testing.assert_close(got, fn(x, t), **({"rtol": 2 * torch.finfo(dtype).eps, "atol": 1e-6} if dtype == BF16 else {}))
+    (cg,) = graphs
+    n, c = x.shape
+    rows, final = cg.segmentation.groups
+    assert rows.domain.sizes == (n, c) and rows.domain.reduced == (1,), rows.domain
+    assert final.domain.reduced == (0,) and final.domain.sizes == (n,), final.domain
+    assert [tuple(v.meta.shape) for v in rows.inputs if v.meta is not None].count((n, c)) == 1  # the logits
+    written = [tuple(o.meta.shape) for g in (rows, final) for o in g.outputs]
+    assert all(math.prod(s) <= n for s in written), written
+    assert "arange" in [n.op for n in rows.nodes]  # class indices from the loop index, not loaded
+    assert _call_targets(graphs) == ["aten._assert_async.msg"]
+
+
+@pytest.mark.parametrize("case", [("mean", F32), ("weight_ignore_smoothing", F32), ("weight_ignore_none", F32),
+                                  ("label_smoothing", BF16)], ids=lambda c: f"{c[0]}-{dtype_id(c[1])}")
+def test_cross_entropy_by_mask_gradients_through_aot_autograd(monkeypatch, case):
+    """Training: ``torch.compile(backend="torchfuse")`` on inputs that require grad (AOTAutograd's
+    forward and backward graphs) gives eager's loss and gradient, as close as eager to an fp64
+    reference, with the forward decomposed. (Whether the forward saves the (N, C)
+    log-probabilities for the backward is the min-cut partitioner's choice: in fp32 it saves the
+    per-row max and log-sum-exp and recomputes the log-probabilities, in bf16 it saves them.)"""
+    from torchfuse import backend
+
+    _nll_by_mask_here(monkeypatch)
+    name, dtype = case
+    kwargs = dict(CE_CASES[name])
+    x, t, weight = _ce_inputs(dtype, 80)
+    x[0, 4] = 2.0  # a finite gradient everywhere in fp64 too
+    if kwargs.pop("weight", False):
+        kwargs["weight"] = weight
+    scale = torch.arange(1.0, 13.0, device=DEVICE, dtype=dtype)
+
+    def fn(x, t, **kw):
+        loss = torch.nn.functional.cross_entropy(x * 2, t, **{**kwargs, **kw})
+        return loss if loss.dim() == 0 else (loss * scale.to(loss.dtype)).sum()
+
+    def loss_and_grad(f, x):
+        x = x.detach().clone().requires_grad_(True)
+        loss = f(x, t)
+        return loss.detach(), torch.autograd.grad(loss, x)[0]
+
+    got_loss, got = loss_and_grad(torch.compile(fn, backend="torchfuse", dynamic=False), x)
+    want_loss, want = loss_and_grad(fn, x)
+    ref_kw = {"weight": weight.double()} if "weight" in kwargs else {}
+    ref_loss, ref = loss_and_grad(lambda x, t: fn(x.double(), t, **ref_kw), x)
+    _assert_near_eager_and_reference(got_loss, want_loss, ref_loss, dtype)
+    _assert_near_eager_and_reference(got, want, ref, dtype)
+    forward = [g for g in backend.RECENT if g.name == "forward"][-1]
+    assert "aten.nll_loss_forward.default" not in _call_targets([forward])
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="a device-side assert on CUDA leaves the context unusable")
+def test_cross_entropy_by_mask_target_out_of_range_raises_runtime_error(monkeypatch):
+    """With the decomposition on the CPU, a target outside [0, C) that is not ignore_index
+    raises the device-side check's RuntimeError (CUDA's error type for eager's assert; the
+    CPU's own kernel raises IndexError, which is why the CPU is not on the list by default);
+    an ignore_index outside [0, C) is no error and gives eager's loss."""
+    _nll_by_mask_here(monkeypatch)
+    x, _, _ = _ce_inputs(F32, 81)
+    fn = lambda x, t: torch.nn.functional.cross_entropy(x * 2, t, ignore_index=-1, label_smoothing=0.1)
+    ok = torch.tensor([1, -1, 9, 3, 0, 2, -1, 5, 0, 7, 4, 2])
+    check(fn, x, ok)
+    for bad in (10, -5):
+        t = ok.clone()
+        t[3] = bad
+        torch._dynamo.reset()
+        with pytest.raises(RuntimeError, match="Target out of bounds"):
+            torchfuse.compile(fn, dynamic=False)(x, t)
+
+
+def test_nll_loss_forward_by_mask_declines_what_eager_rejects_or_other_devices(monkeypatch):
+    """The decomposition returns ``NotImplemented`` (make_fx then records PyTorch's op, with
+    its checks and errors) off NLL_BY_MASK_DEVICES, and for what PyTorch's kernel would
+    reject or it does not cover: other ranks, int32 targets, a batch size mismatch, weights
+    of another dtype or size."""
+    from torchfuse import decompose
+
+    meta = lambda *shape, dtype=F32: torch.empty(*shape, dtype=dtype, device="meta")
+    x, t, w = meta(6, 10), meta(6, dtype=I64), meta(10)
+    assert decompose.nll_loss_forward_by_mask(x, t, None, 1, -100) is NotImplemented  # meta is not listed
+    monkeypatch.setattr(decompose, "NLL_BY_MASK_DEVICES", ("meta",))
+    out, total = decompose.nll_loss_forward_by_mask(x, t, w, 1, -100)
+    assert out.shape == total.shape == () and out.dtype == total.dtype == F32
+    for args in [(meta(2, 6, 10), meta(2, 6, dtype=I64), None), (x, meta(6, dtype=I32), None),
+                 (x, meta(5, dtype=I64), None), (x, t, meta(10, dtype=F64)), (x, t, meta(9))]:
+        assert decompose.nll_loss_forward_by_mask(*args, 1, -100) is NotImplemented
 
 
 @pytest.mark.parametrize("bias", [True, False])

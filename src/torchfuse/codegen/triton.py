@@ -271,14 +271,19 @@ class _Writer:
         self.indent = 1
         self.counter = 0
         self.tensors: list[Value] = [v for v in group.inputs if v.meta is not None] + list(group.outputs)
-        self.access: dict[Value, TensorAccess] = dict(zip(self.tensors, layout.accesses))
+        #: arange results computed in registers: addressed like contiguous tensors (an offset
+        #: is the index itself), after the real tensors in ``layout.accesses``
+        self.index_values = index_values(group)
+        self.access: dict[Value, TensorAccess] = dict(zip(self.tensors + self.index_values, layout.accesses))
         self.pname: dict[Value, str] = {}
         for i, v in enumerate(v for v in group.inputs):
             self.pname[v] = f"in{i}"
         for i, v in enumerate(group.outputs):
             self.pname[v] = f"out{i}"
+        for i, v in enumerate(self.index_values):
+            self.pname[v] = f"ix{i}"
         self.stride_params: dict[Value, list[str]] = {}
-        for t in self.tensors:
+        for t in self.tensors + self.index_values:
             acc = self.access[t]
             names = []
             for k, c in enumerate(acc.x + acc.r):
@@ -369,7 +374,7 @@ class _Writer:
         self.emit(f"{prefix}0 = {rem}")
 
     def needs_unravel(self, which: str) -> bool:
-        for t in self.tensors:
+        for t in self.tensors + self.index_values:
             acc = self.access[t]
             classes, linear = (acc.x, acc.x_linear) if which == "x" else (acc.r, acc.r_linear)
             if which == "r" and not self.in_r(t):
@@ -434,6 +439,9 @@ class _Writer:
             var, dt = self.value(node.inputs[0])
             self.define(node.output, var, dt)
             return
+        if node.op == "arange":
+            self.emit_arange(node)
+            return
         if opdef.kind == "constant":
             out = node.output
             var = self.fresh()
@@ -470,6 +478,22 @@ class _Writer:
         else:
             self.emit(f"{var} = {convert(expr, result_dtype, target)}")
             self.define(out, var, target)
+
+    def emit_arange(self, node: Node) -> None:
+        """``start + step * i`` where ``i`` is the element's index: the offset of a contiguous
+        1-D tensor, which layout analysis keeps as a loop dim of its own."""
+        out = node.output
+        offsets = [o for o in (self.x_offsets(out), self.r_offsets(out) if self.in_r(out) else "0") if o != "0"]
+        var = self.fresh("idx")
+        start, step = node.attrs["start"], node.attrs["step"]
+        if not offsets:  # one element
+            self.emit(f"{var} = tl.full([], {start}, {triton_dtype(out.meta.dtype)})")
+        else:
+            expr = f"({' + '.join(offsets)}).to(tl.int64)"
+            expr = expr if step == 1 else f"{expr} * {step}"
+            expr = expr if start == 0 else f"{expr} + {start}"
+            self.emit(f"{var} = {convert(f'({expr})', torch.int64, out.meta.dtype)}")
+        self.define(out, var, out.meta.dtype)
 
     def emit_random(self, node: Node) -> None:
         """Philox random numbers keyed by (seed + k, linear position in the iteration space)."""
@@ -741,7 +765,7 @@ class _Writer:
         if self.mode != "single":
             params += [f"ws{k}" for k in range(len(self.workspaces))]
         params += [f"xs{k}" for k in range(self.layout.n_x)] + [f"rs{k}" for k in range(self.layout.n_r)]
-        for t in self.tensors:
+        for t in self.tensors + self.index_values:
             params += self.stride_params[t]
         params += ["xnumel", "rnumel"]
         if self.mode != "single":
@@ -992,6 +1016,13 @@ def workspace_components(node: Node) -> list[tuple[str, torch.dtype]]:
 def split_workspaces(group) -> list[torch.dtype]:
     """Dtypes of the workspaces (one ``[split, xnumel]`` buffer each) of a split reduction."""
     return [dt for n in group.nodes if REGISTRY[n.op].kind == "reduction" for _, dt in workspace_components(n)]
+
+
+def index_values(group) -> list[Value]:
+    """The results of the group's ``arange`` nodes that it does not write: computed from loop
+    indices, and laid out (``schedulers.layout.analyze``) as contiguous tensors after the
+    group's inputs and outputs."""
+    return [n.output for n in group.nodes if n.op == "arange" and n.output not in group.outputs]
 
 
 def has_random(group) -> bool:

@@ -173,7 +173,7 @@ class _Builder:
                 return f"{opdef.name} does not support dtype {src}"
             if inputs[0].meta.rank == 0:
                 return "reduction of a 0-dim tensor (nothing to reduce; ATen's scalar kernel)"
-        elif opdef.kind == "random" and vals[0].dtype not in opdef.dtypes:
+        elif opdef.kind in ("random", "constant") and vals[0].dtype not in opdef.dtypes:
             return f"{opdef.name} does not support dtype {vals[0].dtype}"
         outs = [self.new_value(meta=meta_of(v)) for v in vals]
         node = Node(op=opdef.name, inputs=inputs, attrs=attrs, outputs=outs, source=fx_node.name,

@@ -12,7 +12,8 @@ Kinds:
     ``reduction``  reduces some dims of one input (sum, amax, var_mean, argmax ...).
     ``layout``     relabels dims without moving data (permute, expand, unsqueeze, squeeze,
                    size-1 reshapes): inside a fusion group it is pure index arithmetic.
-    ``constant``   a tensor filled with one scalar (full, scalar_tensor).
+    ``constant``   a tensor computed from no input: filled with one scalar (full,
+                   scalar_tensor), or an integer ``arange`` (each element from its index).
     ``random``     random numbers from Triton's Philox generator (rand, randn, bernoulli).
 
 Semantics follow PyTorch's CUDA kernels, which the sources cite where they are subtle
@@ -688,9 +689,28 @@ def _parse_scalar_tensor(args, kwargs):
     return [], {"value": value}
 
 
+def _parse_arange(args, kwargs):
+    """``arange(end)``, ``arange(start, end)`` and ``arange(start, end, step)`` with integer
+    start and step; the length is the output's size, so the end may be symbolic."""
+    if kwargs.get("layout") not in (None, torch.strided):
+        raise Unsupported("non-strided layout")
+    if len(args) == 1:
+        start, step = 0, 1
+    else:
+        start, step = args[0], args[2] if len(args) > 2 else kwargs.get("step", 1)
+    if type(start) is not int or type(step) is not int:  # a Value (symbolic), a float or a bool
+        raise Unsupported("symbolic or non-integer start or step")
+    return [], {"start": start, "step": step}
+
+
 register(OpDef("full", "constant", (aten.full.default,), _parse_full, promotion=None))
 register(OpDef("full_like", "constant", (aten.full_like.default,), _parse_full_like, promotion=None))
 register(OpDef("scalar_tensor", "constant", (aten.scalar_tensor.default,), _parse_scalar_tensor, promotion=None))
+# The class indices a comparison with targets needs (nll_loss by mask): computed from the loop
+# index in the kernel, never loaded. Integer results only: a float arange's rounding of
+# ``start + i * step`` is PyTorch's to define.
+register(OpDef("arange", "constant", (aten.arange.default, aten.arange.start, aten.arange.start_step), _parse_arange,
+               promotion=None, dtypes=frozenset({torch.int32, torch.int64})))
 
 
 # ----------------------------------------------------------------------------- random numbers

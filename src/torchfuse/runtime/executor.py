@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import sympy
 import torch
 
-from ..codegen.triton import can_split, generate, has_random, split_workspaces
+from ..codegen.triton import can_split, generate, has_random, index_values, split_workspaces
 from ..config import Options
 from ..ir.graph import Node, Value, as_int, map_values, values_in
 from ..ir.ops import Unsupported
@@ -139,6 +139,9 @@ class GroupRunner:
             tensor_strides.append(_domain_strides(dom.dims[v], st, len(sizes)))
         for v, spec in zip(g.outputs, out_specs):
             tensor_strides.append(_domain_strides(dom.dims[v], spec[1], len(sizes)))
+        for v in index_values(g):  # laid out as if contiguous: their loop dims stay their own
+            tensor_strides.append(_domain_strides(dom.dims[v], [as_int(s, sym_values) for s in v.meta.stride],
+                                                  len(sizes)))
         ref = self._reference(tensors, sizes)
         rt = layout_mod.analyze(sizes, dom.reduced, tensor_strides, ref)
         if dom.reduced:
@@ -353,7 +356,9 @@ def run_registry_node_eagerly(node: Node, env: list, slots: dict[Value, int], sy
         m = node.output.meta
         out = torch.empty_strided([as_int(s, sym_values) for s in m.shape],
                                   [as_int(s, sym_values) for s in m.stride], dtype=m.dtype, device=m.device)
-        if kind == "constant":
+        if node.op == "arange":
+            out.copy_(torch.arange(out.numel(), device=m.device) * node.attrs["step"] + node.attrs["start"])
+        elif kind == "constant":
             out.fill_(node.attrs["value"])
         else:
             out.copy_(env[slots[node.inputs[0]]])
