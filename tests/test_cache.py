@@ -157,3 +157,19 @@ def test_interpreted_kernels_leave_triton_language_unpatched():
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)
             torch.testing.assert_close(torchfuse.compile(g)(y), g(y))
+
+
+def test_private_kernel_dir_is_removed_when_the_process_exits(tmp_path):
+    """Without a cache, kernel sources go to a temporary directory of the process's own; it
+    does not outlive the process."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from torchfuse.runtime.cache import SourceStore; "
+            f"print(SourceStore(None).path_for({KEY!r}, {TEXT!r}).parent)")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    written = out.stdout.strip().splitlines()[-1]
+    assert written.startswith(str(tmp_path)), written
+    assert not any(tmp_path.iterdir()), list(tmp_path.iterdir())

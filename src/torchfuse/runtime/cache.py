@@ -15,9 +15,11 @@ into place, so concurrent processes filling one cache never see half a file.
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import logging
 import os
+import shutil
 import tempfile
 import threading
 from pathlib import Path
@@ -29,10 +31,13 @@ _private_lock = threading.Lock()
 
 
 def _private() -> Path:
+    """The process's temporary directory for kernel sources when there is no cache (Triton
+    imports a kernel from a file); removed when the process exits."""
     global _private_dir
     with _private_lock:
         if _private_dir is None:
             _private_dir = Path(tempfile.mkdtemp(prefix="torchfuse-kernels-"))
+            atexit.register(shutil.rmtree, _private_dir, ignore_errors=True)
         return _private_dir
 
 
