@@ -210,6 +210,11 @@ def resolve_options(options: Any = None, **overrides) -> Options:
     return Options.from_env(**merged)
 
 
+#: The rewrites the last :func:`torchfuse_backend` call made to its captured graph, by pass
+#: name (a count of rewritten sites); ``torchfuse.explain`` reports them per capture.
+LAST_REWRITES: dict[str, int] = {}
+
+
 def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options: Any = None,
                       mode: str | None = None, **kwargs) -> Callable:
     """The TorchDynamo backend: ``torch.compile(model, backend="torchfuse", options={...})``.
@@ -242,9 +247,12 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
         from .freezing import channels_last_convolutions
 
         passes.append(channels_last_convolutions)
+    LAST_REWRITES.clear()
     for graph_pass in passes:
         try:
-            graph_pass(gm)
+            done = graph_pass(gm)
+            if done:
+                LAST_REWRITES[graph_pass.__name__] = done
         except Exception as e:  # must not stop the program; the rewrites it finished stay
             warnings.warn(f"torchfuse: graph pass {graph_pass.__name__} failed ({type(e).__name__}: {e}); "
                           "continuing without it", RuntimeWarning, stacklevel=2)

@@ -29,6 +29,7 @@ class _Recorder:
     def __init__(self, options):
         self.options = options
         self.captures: list[tuple[Any, float, list, list]] = []  # (gm, seconds, compiled, unfused)
+        self.rewrites: list[dict[str, int]] = []  # per capture, backend.LAST_REWRITES
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list):
         from .. import backend
@@ -38,6 +39,7 @@ class _Recorder:
         t0 = time.perf_counter()
         fn = backend.torchfuse_backend(gm, example_inputs, options=self.options)
         seconds = time.perf_counter() - t0
+        self.rewrites.append(dict(backend.LAST_REWRITES))
         self.captures.append((gm, seconds, [c for c in backend.RECENT if id(c) not in compiled_before],
                               [u for u in backend.UNFUSED if id(u) not in unfused_before]))
         return fn
@@ -138,7 +140,8 @@ def _add_graphs(result: ExplainResult, recorder: _Recorder, known_before: set[in
         return index
 
     for i, (gm, seconds, compiled, unfused) in enumerate(recorder.captures):
-        capture = Capture(index=i, ops=collect.count_ops(gm), location=collect.capture_location(gm), seconds=seconds)
+        capture = Capture(index=i, ops=collect.count_ops(gm), location=collect.capture_location(gm), seconds=seconds,
+                          rewrites=recorder.rewrites[i])
         capture.graphs = [add(obj, i) for obj in compiled + unfused]
         result.captures.append(capture)
     for obj in list(backend.RECENT) + list(backend.UNFUSED):  # compiled after the captures: a backward

@@ -72,6 +72,10 @@ class Capture:
         seconds: wall time of the whole backend call (AOTAutograd tracing and torchfuse).
         graphs: indices into :attr:`ExplainResult.graphs` of the ATen graphs compiled from it
             (forward and inference; a backward graph is compiled at the first backward).
+        rewrites: the rewrites torchfuse made to the captured graph before tracing it, by
+            pass name (``channels_last_convolutions``: convolutions converted;
+            ``dense_attention_masks``: masks made dense; ``fold_conv_batchnorm`` ...); passes
+            that changed nothing are left out.
     """
 
     index: int
@@ -79,6 +83,7 @@ class Capture:
     location: SourceLocation | None = None
     seconds: float = 0.0
     graphs: list[int] = dataclasses.field(default_factory=list)
+    rewrites: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass

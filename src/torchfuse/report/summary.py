@@ -115,6 +115,9 @@ def _graph_lines(g: GraphReport, result: ExplainResult) -> list[str]:
     total = sum(v for k, v in g.stage_seconds.items() if k in ("ir", "segment", "plan"))
     lines = [f"graph {g.index}: {g.name} ({origin}): {g.status}, {len(g.groups)} fusion groups, "
              f"{len(g.aten_calls)} ATen calls, compiled in {total:.3f} s"]
+    if 0 <= g.capture < len(result.captures) and result.captures[g.capture].rewrites:
+        done = ", ".join(f"{k} x{v}" for k, v in result.captures[g.capture].rewrites.items())
+        lines.append(f"  rewrites of the captured graph: {done}")
     if g.error:
         lines.append(f"  error: {g.error.splitlines()[0][:200]}")
     if g.reproducer:
