@@ -82,7 +82,10 @@ def main(argv=None) -> int:
             for g in backend.RECENT:
                 print(f"   graph {g.name}: {len(g.segmentation.groups)} groups, {len(g.segmentation.calls)} calls, "
                       f"fallbacks {g.stats['fallbacks']}, cudagraph {g.stats.get('cudagraph')}")
-        rows = sorted([e for e in events if e.self_device_time_total > 0], key=lambda e: -e.self_device_time_total)
+        # kernels only, as in the total (a CPU-side range named after the kernel it launched
+        # would list the same time twice)
+        rows = sorted([e for e in events if e.device_type == torch.autograd.DeviceType.CUDA and e.self_device_time_total > 0],
+                      key=lambda e: -e.self_device_time_total)
         for e in rows[: args.top]:
             print(f"   {e.self_device_time_total / 1e3:8.2f} ms {e.count:5d}x  {e.key[:110]}")
         if args.host_top:
