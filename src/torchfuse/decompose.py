@@ -69,6 +69,14 @@ KEEP_WHOLE = [
 ]
 
 
+#: Why ops of KEEP_WHOLE still run through ATen after decomposition, for ``explain``.
+KEPT_REASONS = {
+    aten.nll_loss_forward.default:
+        "kept on ATen: its target range check raises eager's error (decomposed on CUDA only)",
+    aten.embedding_dense_backward.default: "kept on ATen: PyTorch's scatter-add kernel is faster",
+}
+
+
 def nll_loss_backward_by_mask(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
                               weight: torch.Tensor | None, reduction: int, ignore_index: int,
                               total_weight: torch.Tensor) -> torch.Tensor:

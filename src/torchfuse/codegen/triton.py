@@ -819,15 +819,16 @@ class _Writer:
         self.emit("rend = tl.minimum(rstart + rchunk, rnumel)")
         self.r_limit = "rend"
         reds = self.reduction_nodes()
-        accs = self.emit_r_loop(reds, [o for o in self.g.outputs if self.in_r(o)], "range(rstart, rend, RBLOCK)")
+        accs = self.emit_r_loop(reds, [o for o in self.g.outputs if self.in_r(o)], "rstart", "rend")
         k = 0
         for n in reds:
             for comp, var in self.partial_components(n, accs[n]):
                 self.emit(f"tl.store(ws{k} + {pid1} * xnumel + xindex, {var}, mask=xmask)")
                 k += 1
 
-    def emit_r_loop(self, reds: list[Node], outs: list[Value], loop_range: str) -> dict:
-        """One loop over the reduced extent: accumulate ``reds``, write ``outs``.
+    def emit_r_loop(self, reds: list[Node], outs: list[Value], start: str, end: str) -> dict:
+        """One loop over the reduced extent, offsets ``start`` to ``end`` (expressions):
+        accumulate ``reds``, write ``outs``.
 
         The kept-space values the loop reads are computed once before it; values that vary
         along the reduced dims are computed inside it (again in every loop that needs them).
@@ -838,12 +839,12 @@ class _Writer:
         accs: dict = {}
         for n in reds:
             self.emit_loop_init(n, accs)
-        self.emit(f"for roffset in {loop_range}:")
+        self.emit(f"for roffset in range({start}, {end}, RBLOCK):")
         self.indent += 1
         self.scopes.append({})
         self.r_prologue("roffset")
-        # the loop's first offset: the step number gives Welford's count (see below)
-        self.loop_start = loop_range[len("range("):].split(",")[0].strip()
+        # the loop's first offset: the step number gives Welford's count (emit_loop_accumulate)
+        self.loop_start = start
         for n in reds:
             self.emit_loop_accumulate(n, accs)
         for o in outs:
@@ -934,7 +935,7 @@ class _Writer:
             outs = [o for o in self.g.outputs if out_pass.get(o) == k]
             if not reds and not outs:
                 continue
-            accs = self.emit_r_loop(reds, outs, "range(0, rnumel, RBLOCK)")
+            accs = self.emit_r_loop(reds, outs, "0", "rnumel")
             for n in reds:
                 self.emit_loop_finish(n, accs)
         for out in self.g.outputs:

@@ -28,14 +28,6 @@ log = logging.getLogger("torchfuse.fusion")
 CPU_REASON = "CPU tensors run generated kernels only with interpret=True (TORCHFUSE_INTERPRET=1)"
 
 
-#: Why an op the decomposition table keeps whole runs through ATen (``explain`` shows it).
-_KEPT_REASONS = {
-    torch.ops.aten.nll_loss_forward.default:
-        "kept on ATen: its target range check raises eager's error (decomposed on CUDA only)",
-    torch.ops.aten.embedding_dense_backward.default: "kept on ATen: PyTorch's scatter-add kernel is faster",
-}
-
-
 def size_of(s: Any) -> Any:
     """An FX/fake size (int or SymInt) as ``int`` or ``sympy.Expr``."""
     if isinstance(s, torch.SymInt):
@@ -126,8 +118,10 @@ class _Builder:
         if opdef is None:
             if ops.is_library_op(fx_node.target):
                 return "vendor library op"
-            if fx_node.target in _KEPT_REASONS:
-                return _KEPT_REASONS[fx_node.target]
+            from ..decompose import KEPT_REASONS
+
+            if fx_node.target in KEPT_REASONS:
+                return KEPT_REASONS[fx_node.target]
             return "not in the op registry"
         val = fx_node.meta.get("val")
         vals = list(val) if isinstance(val, (list, tuple)) else [val]
