@@ -73,19 +73,22 @@ def main(argv=None) -> int:
             torch.cuda.synchronize()
         events = prof.key_averages()
         # kernels only: a CPU-side range (an ATen op, a compiled graph) reports the device time
-        # of the kernels it launched too, which would count them twice
-        cuda_total = sum(e.self_device_time_total for e in events
-                         if e.device_type == torch.autograd.DeviceType.CUDA) / 1e3
-        n = sum(e.count for e in events if e.device_type == torch.autograd.DeviceType.CUDA)
+        # of the kernels it launched too, and a ``record_function`` range (each fusion group's
+        # launch is one, named after its kernel) also appears as a device-side annotation that
+        # spans its kernels; either would count them twice
+        kernels = [e for e in events if e.device_type == torch.autograd.DeviceType.CUDA
+                   and not getattr(e, "is_user_annotation", False)]
+        cuda_total = sum(e.self_device_time_total for e in kernels) / 1e3
+        n = sum(e.count for e in kernels)
         print(f"\n== {name}: {wall:.1f} ms/step wall, device time {cuda_total:.1f} ms, {n} kernels")
         if name == "torchfuse":
             for g in backend.RECENT:
                 print(f"   graph {g.name}: {len(g.segmentation.groups)} groups, {len(g.segmentation.calls)} calls, "
                       f"fallbacks {g.stats['fallbacks']}, cudagraph {g.stats.get('cudagraph')}")
-        # kernels only, as in the total (a CPU-side range named after the kernel it launched
-        # would list the same time twice)
-        rows = sorted([e for e in events if e.device_type == torch.autograd.DeviceType.CUDA and e.self_device_time_total > 0],
-                      key=lambda e: -e.self_device_time_total)
+        rows = sorted([e for e in kernels if e.self_device_time_total > 0], key=lambda e: -e.self_device_time_total)
+        own = sum(e.self_device_time_total for e in kernels if e.key.startswith("tf_")) / 1e3
+        print(f"   generated kernels (tf_*): {own:.2f} ms; the GPU is idle for {max(wall - cuda_total, 0):.1f} ms of the "
+              "step's wall time (launch-bound when large)")
         for e in rows[: args.top]:
             print(f"   {e.self_device_time_total / 1e3:8.2f} ms {e.count:5d}x  {e.key[:110]}")
         if args.host_top:
