@@ -229,8 +229,13 @@ SPLIT_REDUCED_MIN = 32768
 #: tiles narrow to 8 columns (16-byte row segments) to fill the GPU. ResNet-50 training at
 #: batch 128 on an H200 spent about 100 us per BatchNorm forward at 14 x 14 and 7 x 7
 #: (6272 to 25088 reduced elements per channel, 256 to 2048 channels) in such kernels,
-#: about 3x Inductor's split statistics plus pointwise normalization.
-SPLIT_REDUCED_MIN_OUTER = 2048
+#: about 3x Inductor's split statistics plus pointwise normalization. Splitting costs two
+#: more launches per group (the combine stage and the separate pointwise kernel), and a
+#: training step that launches about 900 kernels is bound by the host's launch rate: from
+#: 2048 reduced elements (7 x 7 too) the step's device time fell from 24.3 to 20.0 ms but its
+#: wall time rose from 25.4 to 31.8 ms, the GPU idle for 11.7 ms of it (run V,
+#: ``benchmarks/profile_step.py --model timm:resnet50 --batch 128``).
+SPLIT_REDUCED_MIN_OUTER = 16384
 
 
 def _reduces_outer(nodes: Sequence[Node], dom) -> bool:
@@ -632,10 +637,14 @@ def rematerialize(units: _Units) -> int:
     * a group reading it from a reduction group (BatchNorm's backward: the statistics kernel
       computes ``dy`` and ``x - mean`` in fp32 on the way to its sums, and the input-gradient
       kernel after it needs them again at full size).
-    When the chain's full-size inputs take no more bytes per element than the value itself,
-    the chain is copied into the graph for the reader's own use, so the reader reads the
-    (often half-precision) inputs and the value is never written (rematerialization, as
-    AOTAutograd's partitioner does across forward and backward).
+    When the chain's full-size inputs that the reader does not read already take no more
+    bytes per element than reading the value does, and, when no other group reads the value,
+    no more than writing and reading it, the chain is copied into the graph for the reader's
+    own use, so the reader reads the (often half-precision) inputs and the value is never
+    written (rematerialization, as AOTAutograd's partitioner does across forward and
+    backward). The second case is BatchNorm's backward after a ReLU split into statistics
+    and input-gradient kernels: ``where(relu_out <= 0, 0, dy)`` in bf16 costs a 2-byte write
+    and read per element, recomputing it reads 4 bytes (``relu_out`` and ``dy``).
 
     Returns:
         The number of values rematerialized; the graph is rewritten in place.
@@ -643,6 +652,8 @@ def rematerialize(units: _Units) -> int:
     graph = units.graph
     done = 0
     new_nodes = list(graph.nodes)
+    users = graph.users()
+    returned = graph.output_values()
     for unit in {id(u): u for u in units.unit.values()}.values():
         if not all(is_fusible(n) for n in unit):
             continue
@@ -663,7 +674,9 @@ def rematerialize(units: _Units) -> int:
             nodes, leaves = chain
             full = [x for x in leaves if x.meta is not None and tuple(x.meta.shape) == tuple(v.meta.shape)]
             extra = sum(x.meta.dtype.itemsize for x in full if x not in own)
-            if extra > v.meta.dtype.itemsize:
+            home = units.unit[v.producer]
+            sole = v not in returned and all(u in inside or units.unit.get(u) is home for u in users.get(v, []))
+            if extra > v.meta.dtype.itemsize * (2 if sole else 1):
                 continue
             clone: dict[Value, Value] = {}
             copies = []
