@@ -159,3 +159,41 @@ def test_cast_of_an_input_before_a_reshape_joins_the_group_after_it():
                 copy = o.producer is not None and o.producer.op == "cast" and o.meta.dtype == torch.float32
                 assert not copy, f"{name}: {group.name} writes an fp32 copy of the logits ({o.name})"
     assert len(graphs["backward"].segmentation.groups) == 1, [gr.name for gr in graphs["backward"].segmentation.groups]
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_batch_norm_running_statistics_are_written_in_one_batch(dynamic):
+    """Training-mode BatchNorm writes its running mean, running variance and batch counter
+    back to the module's buffers; the compiled forward graph keeps those writes as ``copy_``
+    calls and runs them as one multi-tensor copy per dtype pair (InputWriteBatch). Buffers and
+    outputs match an eager copy of the model after each of three steps, at two batch sizes.
+    The layers' batch-counter increments, independent one-element adds, run as one kernel."""
+    import copy
+
+    from torchfuse.runtime.executor import InputWriteBatch
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                                torch.nn.BatchNorm2d(8, momentum=0.3)).to(DEVICE)
+    reference = copy.deepcopy(model)
+    compiled = torchfuse.compile(model, dynamic=dynamic)
+    before = list(backend.RECENT)
+    for batch in (4, 4, 6):
+        x = torch.randn(batch, 3, 10, 10, device=DEVICE)
+        out, expected = compiled(x), reference(x)
+        torch.testing.assert_close(out, expected)
+        out.sum().backward()
+        expected.sum().backward()
+        for (name, a), b in zip(model.named_buffers(), reference.buffers()):
+            torch.testing.assert_close(a, b, msg=name)
+    forward = [g for g in backend.RECENT if g.name == "forward" and all(g is not b for b in before)]
+    assert forward, [(g.name, type(g).__name__) for g in backend.RECENT]
+    for g in forward:
+        batches = [r for r in g.runners if isinstance(r, InputWriteBatch)]
+        assert len(batches) == 1 and g.input_writes_batched == 6
+        # float32 statistics in one copy, the int64 counters in another
+        assert sorted(len(dst) for dst, _ in batches[0].batches) == [2, 4]
+        # the two counter increments (one element each, sharing no input) are one kernel
+        counters = [grp for grp in g.segmentation.groups
+                    if all(o.meta.dtype == torch.int64 and o.meta.numel() == 1 for o in grp.outputs)]
+        assert len(counters) == 1 and len(counters[0].outputs) == 2, [grp.name for grp in g.segmentation.groups]

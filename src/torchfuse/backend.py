@@ -262,6 +262,11 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
         inference_compiler=functools.partial(compile_graph, options=opts, name="inference"),
         partition_fn=min_cut_rematerialization_partition,
         decompositions=decomposition_table(),
+        # writes to inputs that need no gradient (BatchNorm's running statistics and batch
+        # counter) stay in the graph as ``copy_`` calls, which the runtime batches into one
+        # multi-tensor copy, instead of one copy per buffer after the graph returns. Not
+        # under CUDA graphs, whose replays read copies of the inputs
+        keep_inference_input_mutations=not opts.cudagraphs,
     )
     return backend(gm, example_inputs)
 

@@ -70,7 +70,13 @@ KEEP_WHOLE = [
 
 
 #: Why ops of KEEP_WHOLE still run through ATen after decomposition, for ``explain``.
+#: The reason given for ``copy_`` calls: AOTAutograd's writes back to graph inputs that need no
+#: gradient (BatchNorm's running statistics), run as one multi-tensor copy per dtype
+#: (``runtime.executor.InputWriteBatch``).
+INPUT_WRITE = "write to a graph input (batched into one multi-tensor copy)"
+
 KEPT_REASONS = {
+    aten.copy_.default: INPUT_WRITE,
     aten.nll_loss_forward.default:
         "kept on ATen: its target range check raises eager's error (decomposed on CUDA only)",
     aten.embedding_dense_backward.default: "kept on ATen: PyTorch's scatter-add kernel is faster",
