@@ -226,7 +226,7 @@ class GroupRunner:
         if self.failed is not None:
             return self.run_fallback(env, sym_values)
         ins = [env[s] for s in self.in_slots]
-        tensors = [ins[i] for i in self.tensor_in]
+        tensors = [ins[i] for i in self.tensor_in] if self.scalar_in else ins
         try:
             plan = self.plan_for(sym_key, sym_values, tensors)
         except (Unsupported, ValueError, SyntaxError, NameError, ImportError, AssertionError) as e:
@@ -237,25 +237,34 @@ class GroupRunner:
             c = plan.config
             # what Triton specializes on that may differ between calls of one plan (tensors this
             # graph's kernels wrote are fresh allocations, always aligned)
-            spec = tuple([tensors[i].data_ptr() & 15 == 0 for i in self.checked])
+            ptrs = [t.data_ptr() for t in tensors]
+            spec = tuple([ptrs[i] & 15 == 0 for i in self.checked])
             if self.scalar_in:
                 spec += tuple(_int_spec(ins[i]) for i in self.scalar_in)
-            args = ins + outs
-            if plan.workspaces:
-                args = args + [alloc(sh, st, dt) for alloc, sh, st, dt in plan.workspaces]
-            args = args + plan.scalars
-            if self.random:
-                args.append(draw_seed() if self.seed is None else self.seed)
+            ws = [alloc(sh, st, dt) for alloc, sh, st, dt in plan.workspaces] if plan.workspaces else None
             direct = plan.direct.get(spec)
-            if direct is not None and not torch.autograd.profiler._is_profiler_enabled and not launch_hooks_set():
+            if direct is not None and not _PROFILER._is_profiler_enabled and not launch_hooks_set():
                 # every stage compiled for this specialization: call the binaries themselves, with
                 # device pointers as ints (Triton's launcher otherwise calls each tensor's data_ptr
-                # through Python attribute lookup and checks it with a driver call)
+                # through Python attribute lookup and checks it with a driver call); the pointer
+                # list is built once, and only the launch-invariant scalars are appended
+                args = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in ins] if self.scalar_in else ptrs
+                args = args + [o.data_ptr() for o in outs]
+                if ws:
+                    args += [w.data_ptr() for w in ws]
+                args += plan.scalars
+                if self.random:
+                    args.append(draw_seed() if self.seed is None else self.seed)
                 stream = raw_stream(plan.device_index)
-                args = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
                 for run, function, packed, gx, gy, xb, rb in direct:
                     run(gx, gy, 1, stream, function, packed, None, None, None, *args, xb, rb)
             else:
+                args = ins + outs
+                if ws:
+                    args = args + ws
+                args = args + plan.scalars
+                if self.random:
+                    args.append(draw_seed() if self.seed is None else self.seed)
                 try:
                     # profiler hook: name the launch after its kernel in torch.profiler traces
                     with (torch.profiler.record_function(plan.kernel.source.name)
@@ -289,6 +298,8 @@ class GroupRunner:
 
 
 _NO_RANGE = contextlib.nullcontext()
+#: ``torch.autograd.profiler``, whose ``_is_profiler_enabled`` each launch reads
+_PROFILER = torch.autograd.profiler
 
 
 #: Per-group seeds of one call: ``(base + k * SEED_STRIDE) % SEED_MODULUS`` for the k-th random
