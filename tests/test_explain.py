@@ -385,3 +385,22 @@ def test_explain_lists_the_rewrites_of_the_captured_graph(monkeypatch):
     assert again.captures[0].rewrites == {"channels_last_convolutions": 2}
     plain = torchfuse.explain(lambda a: a * 2, torch.randn(4, device=DEVICE), verbose=False)
     assert plain.captures[0].rewrites == {} and "rewrites of the captured graph" not in plain.summary()
+
+
+def test_batch_norm_buffer_writes_are_state_updates():
+    """Training-mode BatchNorm's writes to its running statistics and batch counter are calls
+    of ``copy_`` in the forward graph; explain files them as state updates, not as ops torchfuse
+    cannot fuse, and the buffers end as eager's."""
+    import copy
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU()).to(DEVICE)
+    reference = copy.deepcopy(model)
+    x = torch.randn(2, 3, 10, 10, device=DEVICE)
+    result = torchfuse.explain(model, x, backward=True, verbose=False)
+    reference(x).sum().backward()
+    writes = [c for g in result.graphs for c in g.aten_calls if c.op == "aten.copy_.default"]
+    assert len(writes) == 3 and all(c.category == "state" for c in writes), [(c.op, c.category) for c in writes]
+    assert "state update (by design)" in result.summary()
+    for (name, a), b in zip(model.named_buffers(), reference.buffers()):
+        torch.testing.assert_close(a, b, msg=name)

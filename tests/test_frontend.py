@@ -355,3 +355,21 @@ def test_unknown_mode_raises_and_explain_takes_mode():
         torchfuse.explain(lambda x: x + 1, torch.randn(4), mode="fast", verbose=False)
     r = torchfuse.explain(lambda x: (x * 2).sum(), torch.randn(4), mode="reduce-overhead", verbose=False)
     assert r.graphs and all(g.cudagraph for g in r.graphs)
+
+
+def test_options_made_directly_take_the_environment_defaults(monkeypatch, tmp_path):
+    """``torchfuse.Options()`` reads TORCHFUSE_INTERPRET, TORCHFUSE_DUMP_DIR, TORCHFUSE_CACHE_DIR
+    and TORCHFUSE_DISABLE_CACHE as the options table documents, like ``Options.from_env``."""
+    monkeypatch.setenv("TORCHFUSE_INTERPRET", "1")
+    monkeypatch.setenv("TORCHFUSE_DUMP_DIR", str(tmp_path / "dump"))
+    monkeypatch.setenv("TORCHFUSE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("TORCHFUSE_DISABLE_CACHE", raising=False)
+    o = torchfuse.Options()
+    assert o.interpret is True and o.dump_dir == str(tmp_path / "dump") and o.cache_dir == str(tmp_path / "cache")
+    assert o == torchfuse.Options.from_env()
+    monkeypatch.setenv("TORCHFUSE_INTERPRET", "0")
+    monkeypatch.setenv("TORCHFUSE_DISABLE_CACHE", "1")
+    monkeypatch.delenv("TORCHFUSE_DUMP_DIR")
+    o = torchfuse.Options()
+    assert o.interpret is False and o.cache_dir is None and o.dump_dir is None
+    assert torchfuse.Options(interpret=True).interpret is True  # explicit values win

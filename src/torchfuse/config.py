@@ -85,10 +85,14 @@ class Options:
 
     Attributes:
         interpret: run generated kernels through Triton's interpreter on CPU tensors. Without
-            it, graphs on CPU tensors run eagerly (decomposed ATen), unfused.
+            it, graphs on CPU tensors run eagerly (decomposed ATen), unfused. Default:
+            ``TORCHFUSE_INTERPRET``.
         fuse: build fusion groups at all; ``False`` runs every op through ATen (a baseline).
-        dump_dir: where to write each stage's text, or ``None``.
-        cache_dir: persistent kernel cache location, or ``None`` to run without one.
+        dump_dir: where to write each stage's text, or ``None``. Default: ``TORCHFUSE_DUMP_DIR``.
+        cache_dir: persistent kernel cache location, or ``None`` to run without one. Default:
+            ``TORCHFUSE_CACHE_DIR``, else the user cache dir; ``None`` when
+            ``TORCHFUSE_DISABLE_CACHE`` is set. (The three environment defaults are read when
+            an ``Options`` is made, by ``Options()`` as by :meth:`from_env`.)
         compile_threads: worker threads used to compile one graph's kernels in parallel.
         max_group_ops: largest number of IR ops in one fusion group (bounds compile time and
             register pressure of generated kernels).
@@ -127,10 +131,11 @@ class Options:
             tests turn it on to exercise those kernels under the interpreter.
     """
 
-    interpret: bool = False
+    interpret: bool = dataclasses.field(default_factory=lambda: _env_flag("TORCHFUSE_INTERPRET"))
     fuse: bool = True
-    dump_dir: str | None = None
-    cache_dir: str | None = None
+    dump_dir: str | None = dataclasses.field(default_factory=lambda: os.environ.get("TORCHFUSE_DUMP_DIR") or None)
+    cache_dir: str | None = dataclasses.field(
+        default_factory=lambda: None if _env_flag("TORCHFUSE_DISABLE_CACHE") else str(default_cache_dir()))
     compile_threads: int = 8
     max_group_ops: int = 256
     persistent_max_elements: int = 8192
@@ -176,14 +181,8 @@ class Options:
         Raises:
             TypeError: an override names no option.
         """
-        env = dict(
-            interpret=_env_flag("TORCHFUSE_INTERPRET"),
-            dump_dir=os.environ.get("TORCHFUSE_DUMP_DIR") or None,
-            cache_dir=None if _env_flag("TORCHFUSE_DISABLE_CACHE") else str(default_cache_dir()),
-        )
         names = {f.name for f in dataclasses.fields(Options)}
         unknown = set(overrides) - names
         if unknown:
             raise TypeError(f"unknown torchfuse option(s): {sorted(unknown)}; known: {sorted(names)}")
-        env.update(overrides)
-        return Options(**env)
+        return Options(**overrides)

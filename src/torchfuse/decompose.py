@@ -73,7 +73,8 @@ KEEP_WHOLE = [
 #: The reason given for ``copy_`` calls: AOTAutograd's writes back to graph inputs that need no
 #: gradient (BatchNorm's running statistics), run as one multi-tensor copy per dtype
 #: (``runtime.executor.InputWriteBatch``).
-INPUT_WRITE = "write to a graph input (batched into one multi-tensor copy)"
+INPUT_WRITE = ("writes an input buffer back, as BatchNorm's running statistics and batch counter "
+               "(all batched into one multi-tensor copy)")
 
 KEPT_REASONS = {
     aten.copy_.default: INPUT_WRITE,

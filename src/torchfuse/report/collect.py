@@ -74,9 +74,14 @@ def op_name(target: Any) -> str:
 
 
 def call_category(node: Node) -> str:
-    """``library``, ``unsupported``, ``view``, ``constant`` or ``disabled`` for a call node."""
+    """``library``, ``unsupported``, ``view``, ``constant``, ``disabled`` or ``state`` (a write
+    back to a graph input: BatchNorm's running statistics) for a call node."""
+    from ..decompose import INPUT_WRITE
+
     if node.reason == _VIEW:
         return "view"
+    if node.reason == INPUT_WRITE:
+        return "state"
     if node.reason == "module constant":
         return "constant"
     if node.reason in ("fusion disabled", CPU_REASON):

@@ -19,6 +19,7 @@ CATEGORY_TEXT = {
     "view": "view (no data moves)",
     "constant": "module constant",
     "disabled": "fusion disabled",
+    "state": "state update (by design)",
 }
 
 
