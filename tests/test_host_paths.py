@@ -126,3 +126,64 @@ def test_returned_view_of_an_intermediate_can_be_modified_in_place():
         gx = torch.autograd.grad(got[0].sum() + got[1], x)[0]
         wx = torch.autograd.grad(want[0].sum() + want[1], x)[0]
         torch.testing.assert_close(gx, wx)
+
+
+def _pointwise_two_outputs(x, y, z):
+    return (x * y + z).relu(), (x - z).sum(1)
+
+
+def _split_sum(x):
+    return (x * 2).sum()
+
+
+def test_generated_launch_passes_the_general_paths_arguments(monkeypatch):
+    """The generated per-group launch function (``GroupRunner._fast_launcher``) hands the
+    compiled binaries exactly the arguments the general direct path does (pointers, launch
+    scalars, grid, block sizes, stream), for a multi-output group and a split reduction with
+    its workspaces; and it declines (returns False, launches nothing) when an input's layout
+    differs from the plan's or the profiler is on. The binaries are replaced by a recorder, so
+    this runs on any device."""
+    import torchfuse.runtime.executor as ex
+
+    monkeypatch.setattr(ex, "raw_stream", lambda index: 12345)
+    cases = [(_pointwise_two_outputs, [torch.randn(64, 32, device=DEVICE) for _ in range(3)]),
+             (_split_sum, [torch.randn(16384, device=DEVICE)])]
+    for fn, inputs in cases:
+        torchfuse.compile(fn, dynamic=False)(*inputs)
+        g = backend.RECENT[-1]
+        runner = next(r for r in g.runners if isinstance(r, ex.GroupRunner) and r.plans)
+        assert max(runner.in_slots) < g.n_inputs, "the test needs a group that reads graph inputs only"
+        plan = runner.plans[()]
+        if fn is _split_sum:
+            assert plan.workspaces and len(plan.config.stages) == 2, plan.config.scheduler
+        # fixed allocations, so that both paths pass the same pointers
+        def fixed(specs):
+            made = [torch.empty_strided(sh, st, dtype=dt, device=DEVICE) for _, sh, st, dt in specs]
+            return [(lambda sh, st, dt, t=t: t, sh, st, dt) for t, (_, sh, st, dt) in zip(made, specs)]
+        plan.allocs, plan.workspaces = fixed(plan.allocs), fixed(plan.workspaces)
+        calls = []
+        record = lambda *args: calls.append(args)
+        env = [None] * g.n_slots
+        env[: g.n_inputs] = inputs
+        tensors = [env[runner.in_slots[i]] for i in runner.tensor_in]
+        spec = tuple(tensors[i].data_ptr() & 15 == 0 for i in runner.checked)
+        direct = [(record, "function", "metadata", st.grid[0], st.grid[1] if len(st.grid) > 1 else 1, st.XBLOCK,
+                   st.RBLOCK) for st in plan.config.stages]
+        plan.direct = {spec: direct}
+        runner.fast.clear()
+        runner(env, (), {})
+        general = list(calls)
+        assert len(general) == len(plan.config.stages)
+        fast = runner._fast_launcher(plan, spec, direct)
+        calls.clear()
+        assert fast(env) is True
+        assert calls == general
+        assert all(env[s] is a(sh, st, dt) for s, (a, sh, st, dt) in zip(runner.out_slots, plan.allocs))
+        # declines: another layout of a checked input, or the profiler on
+        calls.clear()
+        if fn is _pointwise_two_outputs:
+            other = list(env)
+            other[runner.in_slots[0]] = torch.randn(32, 64, device=DEVICE).t()
+            assert fast(other) is False and not calls
+        with torch.profiler.profile():
+            assert fast(env) is False and not calls

@@ -106,6 +106,9 @@ class GroupRunner:
         self.checked = list(range(len(self.tensor_in)))
         self.out_slots = [slots[v] for v in group.outputs]
         self.plans: dict[Any, KernelPlan] = {}
+        #: per size signature, a generated function that launches that signature's plan with
+        #: everything but the tensors bound as constants (see :meth:`_fast_launcher`)
+        self.fast: dict[Any, Any] = {}
         self.sources: dict[Any, Any] = {}
         self.failed: str | None = None
         self.write_reproducer = None  # set by compile_graph: failure message -> script path (report hook)
@@ -223,6 +226,10 @@ class GroupRunner:
 
     # -- running
     def __call__(self, env: list, sym_key, sym_values) -> None:
+        if self.fast:
+            fast = self.fast.get(sym_key)
+            if fast is not None and fast(env):
+                return
         if self.failed is not None:
             return self.run_fallback(env, sym_values)
         ins = [env[s] for s in self.in_slots]
@@ -279,11 +286,65 @@ class GroupRunner:
                 if all(b is not None for b in binaries):
                     plan.direct[spec] = [(*b, st.grid[0], st.grid[1] if len(st.grid) > 1 else 1, st.XBLOCK, st.RBLOCK)
                                          for b, st in zip(binaries, c.stages)]
+                    if (FAST_LAUNCH and sym_key not in self.fast and not self.scalar_in and not self.random
+                            and self.plans.get(sym_key) is plan):
+                        try:
+                            self.fast[sym_key] = self._fast_launcher(plan, spec, plan.direct[spec])
+                        except Exception as e:  # an optimization only: the general path stays
+                            log.info("%s: no generated launch function (%s: %s)", self.group.name,
+                                     type(e).__name__, e)
         for s, o in zip(self.out_slots, outs):
             env[s] = o
 
+    def _fast_launcher(self, plan: KernelPlan, spec: tuple, direct: list):
+        """Generate ``fast(env) -> bool``: the direct launch of ``plan`` for the alignment
+        specialization ``spec``, as straight-line Python with the environment slots, the
+        planned layouts, the allocators, the launch scalars and the compiled binaries bound as
+        constants. It returns ``False`` without side effects when a checked input's layout or
+        alignment differs from the plan's, or a profiler or launch hook is active; then the
+        general path runs. It passes the binaries exactly the arguments the general direct
+        path passes (``tests/test_host_paths.py`` compares them).
+
+        A compiled graph's kernels are launched from Python, once per fusion group per call,
+        so the general path's per-call work (building lists, looking the plan up, checking
+        each argument's type) is paid hundreds of times per training step; Inductor's
+        generated wrapper code binds the same things at compile time."""
+        ns: dict[str, Any] = {"_P": _PROFILER, "_hooks": launch_hooks_set, "_stream": raw_stream}
+        lines = ["def fast(env):"]
+        for k, slot in enumerate(self.in_slots):
+            lines.append(f"    a{k} = env[{slot}]")
+        for i in self.checked:
+            ns[f"S{i}"], ns[f"H{i}"] = plan.in_strides[i], plan.in_shapes[i]
+            lines.append(f"    if a{i}.stride() != S{i} or a{i}.shape != H{i}:")
+            lines.append("        return False")
+        for k in range(len(self.in_slots)):
+            lines.append(f"    p{k} = a{k}.data_ptr()")
+        for j, i in enumerate(self.checked):
+            lines.append(f"    if (p{i} & 15 == 0) != {bool(spec[j])}:")
+            lines.append("        return False")
+        lines.append("    if _P._is_profiler_enabled or _hooks():")
+        lines.append("        return False")
+        ptrs = [f"p{k}" for k in range(len(self.in_slots))]
+        for name, allocs in (("o", plan.allocs), ("w", plan.workspaces)):
+            for k, (alloc, sh, st, dt) in enumerate(allocs):
+                ns[f"A{name}{k}"], ns[f"SH{name}{k}"], ns[f"ST{name}{k}"], ns[f"DT{name}{k}"] = alloc, sh, st, dt
+                lines.append(f"    {name}{k} = A{name}{k}(SH{name}{k}, ST{name}{k}, DT{name}{k})")
+                ptrs.append(f"{name}{k}.data_ptr()")
+        ns["SC"] = tuple(plan.scalars)
+        lines.append(f"    stream = _stream({int(plan.device_index)})")
+        for k, (run, function, packed, gx, gy, xb, rb) in enumerate(direct):
+            ns[f"R{k}"], ns[f"F{k}"], ns[f"K{k}"] = run, function, packed
+            lines.append(f"    R{k}({int(gx)}, {int(gy)}, 1, stream, F{k}, K{k}, None, None, None, "
+                         f"{', '.join(ptrs)}, *SC, {int(xb)}, {int(rb)})")
+        for k, slot in enumerate(self.out_slots):
+            lines.append(f"    env[{slot}] = o{k}")
+        lines.append("    return True")
+        exec(compile("\n".join(lines), f"<torchfuse launch {self.group.name}>", "exec"), ns)
+        return ns["fast"]
+
     def fail(self, e: BaseException) -> None:
         self.failed = f"{type(e).__name__}: {e}"
+        self.fast.clear()
         # reproducer hook (torchfuse.report.reproducer): a standalone script of the graph, named in the warning
         if self.write_reproducer is not None:
             self.reproducer = self.write_reproducer(f"fusion group {self.group.name}: {self.failed}")
@@ -298,6 +359,9 @@ class GroupRunner:
 
 
 _NO_RANGE = contextlib.nullcontext()
+#: generated per-group launch functions (``GroupRunner._fast_launcher``); off: every launch
+#: goes through the general path
+FAST_LAUNCH = True
 #: ``torch.autograd.profiler``, whose ``_is_profiler_enabled`` each launch reads
 _PROFILER = torch.autograd.profiler
 
