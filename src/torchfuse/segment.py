@@ -305,11 +305,12 @@ def _one_element(unit: list) -> bool:
 
 
 def fuse_one_element_groups(units: _Units) -> None:
-    """Merge pointwise groups of one element each that share nothing (horizontal fusion of
-    independent scalars). Training-mode BatchNorm increments its batch counter, a 0-dim
-    int64 tensor, in every layer: one launch each, 53 per ResNet-50 forward, where the work
-    is one integer add. Merged, they are one kernel; groups join in graph order while the
-    merge keeps the graph acyclic and within ``max_group_ops``."""
+    """Merge pointwise groups whose every result has one element, in graph order, whether or
+    not they share an input (horizontal fusion of independent scalars). Training-mode
+    BatchNorm increments its batch counter, a 0-dim int64 tensor, in every layer: one launch
+    each, 53 per ResNet-50 forward, where the work is one integer add. Merged, they are one
+    kernel. A group joins the current one while the merge keeps the step order acyclic and
+    the group within ``max_group_ops`` (``_Units.try_merge``); otherwise it starts the next."""
     anchor = None
     seen: set[int] = set()
     for node in units.graph.nodes:
