@@ -404,3 +404,21 @@ def test_batch_norm_buffer_writes_are_state_updates():
     assert "state update (by design)" in result.summary()
     for (name, a), b in zip(model.named_buffers(), reference.buffers()):
         torch.testing.assert_close(a, b, msg=name)
+
+
+def test_explain_says_when_nothing_was_captured():
+    """A call TorchDynamo runs wholly in eager produces no graph (this PyTorch skips the frame
+    of a BatchNorm with ``momentum=None``, which reads its batch counter with ``.item()``): the
+    summary says so, instead of only counting zero graphs and zero graph breaks; when graphs
+    are captured it does not. Outputs are eager's either way."""
+    import copy
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4, momentum=None)).to(DEVICE)
+    reference = copy.deepcopy(model)
+    x = torch.randn(2, 3, 8, 8, device=DEVICE)
+    result = torchfuse.explain(model, x, verbose=False)
+    assert ("nothing was captured" in result.summary()) == (not result.captures)
+    torch.testing.assert_close(model(x), reference(x))
+    plain = torchfuse.explain(torch.nn.ReLU(), x, verbose=False)
+    assert plain.captures and "nothing was captured" not in plain.summary()

@@ -148,6 +148,10 @@ def format_summary(result: ExplainResult) -> str:
         f"  on {env.get('device', '?')} ({env.get('mode', '')}); torch {env.get('torch', '?')}, "
         f"triton {env.get('triton', '?')}; the call took {result.seconds:.2f} s including compilation",
     ]
+    if not result.captures:
+        lines.append("  nothing was captured: TorchDynamo ran the whole call eagerly, without a graph to compile "
+                     "(torch._dynamo.explain gives its reasons; for example, a BatchNorm with momentum=None "
+                     "reads its batch counter as a Python float)")
     stages = result.stage_seconds()
     if stages:
         lines.append("  compile time per stage: " + ", ".join(f"{k} {v:.3f} s" for k, v in stages.items()))
