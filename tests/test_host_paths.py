@@ -136,18 +136,23 @@ def _split_sum(x):
     return (x * 2).sum()
 
 
+def _dropout_residual(x, y):
+    return torch.nn.functional.dropout(x, 0.3, training=True) + y
+
+
 def test_generated_launch_passes_the_general_paths_arguments(monkeypatch):
     """The generated per-group launch function (``GroupRunner._fast_launcher``) hands the
     compiled binaries exactly the arguments the general direct path does (pointers, launch
-    scalars, grid, block sizes, stream), for a multi-output group and a split reduction with
-    its workspaces; and it declines (returns False, launches nothing) when an input's layout
+    scalars, seed, grid, block sizes, stream), for a multi-output group, a split reduction with
+    its workspaces and a dropout group; and it declines (returns False, launches nothing) when an input's layout
     differs from the plan's or the profiler is on. The binaries are replaced by a recorder, so
     this runs on any device."""
     import torchfuse.runtime.executor as ex
 
     monkeypatch.setattr(ex, "raw_stream", lambda index: 12345)
     cases = [(_pointwise_two_outputs, [torch.randn(64, 32, device=DEVICE) for _ in range(3)]),
-             (_split_sum, [torch.randn(16384, device=DEVICE)])]
+             (_split_sum, [torch.randn(16384, device=DEVICE)]),
+             (_dropout_residual, [torch.randn(64, 32, device=DEVICE) for _ in range(2)])]
     for fn, inputs in cases:
         torchfuse.compile(fn, dynamic=False)(*inputs)
         g = backend.RECENT[-1]
@@ -156,6 +161,9 @@ def test_generated_launch_passes_the_general_paths_arguments(monkeypatch):
         plan = runner.plans[()]
         if fn is _split_sum:
             assert plan.workspaces and len(plan.config.stages) == 2, plan.config.scheduler
+        if fn is _dropout_residual:
+            assert runner.random
+            runner.seed = 987654  # as CompiledGraph sets it for each call
         # fixed allocations, so that both paths pass the same pointers
         def fixed(specs):
             made = [torch.empty_strided(sh, st, dtype=dt, device=DEVICE) for _, sh, st, dt in specs]

@@ -286,7 +286,7 @@ class GroupRunner:
                 if all(b is not None for b in binaries):
                     plan.direct[spec] = [(*b, st.grid[0], st.grid[1] if len(st.grid) > 1 else 1, st.XBLOCK, st.RBLOCK)
                                          for b, st in zip(binaries, c.stages)]
-                    if (FAST_LAUNCH and sym_key not in self.fast and not self.scalar_in and not self.random
+                    if (FAST_LAUNCH and sym_key not in self.fast and not self.scalar_in
                             and self.plans.get(sym_key) is plan):
                         try:
                             self.fast[sym_key] = self._fast_launcher(plan, spec, plan.direct[spec])
@@ -331,11 +331,20 @@ class GroupRunner:
                 lines.append(f"    {name}{k} = A{name}{k}(SH{name}{k}, ST{name}{k}, DT{name}{k})")
                 ptrs.append(f"{name}{k}.data_ptr()")
         ns["SC"] = tuple(plan.scalars)
+        if self.random:  # the call's seed, set by CompiledGraph, as the general path passes it
+            ns["_runner"], ns["_draw"] = self, draw_seed
+            lines.append("    seed = _runner.seed")
+            lines.append("    if seed is None:")
+            lines.append("        seed = _draw()")
+            ptrs.append("*SC")
+            ptrs.append("seed")
+        else:
+            ptrs.append("*SC")
         lines.append(f"    stream = _stream({int(plan.device_index)})")
         for k, (run, function, packed, gx, gy, xb, rb) in enumerate(direct):
             ns[f"R{k}"], ns[f"F{k}"], ns[f"K{k}"] = run, function, packed
             lines.append(f"    R{k}({int(gx)}, {int(gy)}, 1, stream, F{k}, K{k}, None, None, None, "
-                         f"{', '.join(ptrs)}, *SC, {int(xb)}, {int(rb)})")
+                         f"{', '.join(ptrs)}, {int(xb)}, {int(rb)})")
         for k, slot in enumerate(self.out_slots):
             lines.append(f"    env[{slot}] = o{k}")
         lines.append("    return True")
