@@ -331,15 +331,13 @@ class GroupRunner:
                 lines.append(f"    {name}{k} = A{name}{k}(SH{name}{k}, ST{name}{k}, DT{name}{k})")
                 ptrs.append(f"{name}{k}.data_ptr()")
         ns["SC"] = tuple(plan.scalars)
+        ptrs.append("*SC")
         if self.random:  # the call's seed, set by CompiledGraph, as the general path passes it
             ns["_runner"], ns["_draw"] = self, draw_seed
             lines.append("    seed = _runner.seed")
             lines.append("    if seed is None:")
             lines.append("        seed = _draw()")
-            ptrs.append("*SC")
             ptrs.append("seed")
-        else:
-            ptrs.append("*SC")
         lines.append(f"    stream = _stream({int(plan.device_index)})")
         for k, (run, function, packed, gx, gy, xb, rb) in enumerate(direct):
             ns[f"R{k}"], ns[f"F{k}"], ns[f"K{k}"] = run, function, packed
