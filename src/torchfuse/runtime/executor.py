@@ -819,7 +819,7 @@ class CompiledGraph:
             for n in writes:
                 reads_at[seg.steps.index(n)] = place
                 batches.setdefault(id(n), _nothing)
-        #: steps of the batched input writes (``explain`` counts them)
+        #: how many of the graph's input writes run batched (InputWriteBatch)
         self.input_writes_batched = len(writes)
         for step in seg.steps:
             if isinstance(step, FusionGroup):
