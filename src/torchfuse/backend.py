@@ -154,7 +154,8 @@ def _warn_cpu_unfused(seg) -> None:
         return
     _warned_cpu[0] = True
     warnings.warn("torchfuse: this graph runs on CPU tensors, which run through ATen (unfused) by default; "
-                  "set TORCHFUSE_INTERPRET=1 (or pass interpret=True) to run the generated kernels in "
+                  "pass interpret=True (or set TORCHFUSE_INTERPRET=1 and leave the option unset) to run the "
+                  "generated kernels in "
                   "Triton's interpreter (slow: a testing path). This warning is shown once per process.",
                   UserWarning, stacklevel=2)
 

@@ -74,7 +74,7 @@ KEEP_WHOLE = [
 #: gradient (BatchNorm's running statistics), run as one multi-tensor copy per dtype
 #: (``runtime.executor.InputWriteBatch``).
 INPUT_WRITE = ("writes an input buffer back, as BatchNorm's running statistics and batch counter "
-               "(all batched into one multi-tensor copy)")
+               "(batched: one multi-tensor copy per dtype)")
 
 KEPT_REASONS = {
     aten.copy_.default: INPUT_WRITE,
