@@ -422,3 +422,15 @@ def test_explain_says_when_nothing_was_captured():
     torch.testing.assert_close(model(x), reference(x))
     plain = torchfuse.explain(torch.nn.ReLU(), x, verbose=False)
     assert plain.captures and "nothing was captured" not in plain.summary()
+
+
+def test_aten_lines_name_every_source_of_a_counted_op():
+    """An op left on ATen several times is one summary line with a count; the line names each
+    distinct module it came from, not only the first."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3),
+                                torch.nn.ReLU()).to(DEVICE)
+    x = torch.randn(2, 3, 10, 10, device=DEVICE)
+    result = torchfuse.explain(model, x, verbose=False)
+    torch.testing.assert_close(torchfuse.compile(model)(x), model(x))
+    line = next(l for l in result.summary().splitlines() if "aten.convolution.default x2" in l)
+    assert "0 (Conv2d)" in line and "2 (Conv2d)" in line, line

@@ -84,8 +84,9 @@ def short_op(op: str) -> str:
 
 
 def aten_lines(calls: list[AtenCall], indent: str = "    ") -> list[str]:
-    """ATen calls as text: one line per (op, reason) with a count and the first source line;
-    the ops of one failed group on one line; views and constants (no work) counted last."""
+    """ATen calls as text: one line per (op, reason) with a count and its source lines (the
+    first three distinct ones, then how many more); the ops of one failed group on one line;
+    views and constants (no work) counted last."""
     work: dict[tuple, list[AtenCall]] = {}
     failed: dict[str, list[AtenCall]] = {}
     idle: list[AtenCall] = []
@@ -100,7 +101,8 @@ def aten_lines(calls: list[AtenCall], indent: str = "    ") -> list[str]:
     for (op, category, reason), items in work.items():
         count = f" x{len(items)}" if len(items) > 1 else ""
         why = CATEGORY_TEXT.get(category, category) + (f": {reason}" if reason and category != "library" else "")
-        loc = where(items[0].location)
+        locs = list(dict.fromkeys(w for w in (where(c.location) for c in items) if w))
+        loc = ", ".join(locs[:3]) + (f" and {len(locs) - 3} more" if len(locs) > 3 else "")
         lines.append(f"{indent}{op}{count}  [{why}]" + (f"  {loc}" if loc else ""))
     for reason, items in failed.items():
         lines.append(f"{indent}{compress_ops([short_op(c.op) for c in items])}  [{CATEGORY_TEXT['fallback']}: {reason}]")
