@@ -460,13 +460,16 @@ def check_program(program: Callable, inputs: list[torch.Tensor]) -> None:
 
 def _float64_run(program: Callable, inputs: list[torch.Tensor], leaves: list[int], diff: list[int],
                  grads_out: list[torch.Tensor]):
-    """``(outputs, gradients)`` of ``program`` on float64 copies of its float inputs (the
-    same output gradients, widened); ``(None, None)`` when it does not run that way."""
+    """``(outputs, gradients)`` of ``program`` on float64 copies of its float inputs, with
+    float64 as the default dtype (the same output gradients, widened); ``(None, None)`` when
+    it does not run that way."""
     wide = []
     for t in _fresh(inputs):
         if t.dtype.is_floating_point:
             t = t.detach().to(F64).requires_grad_(t.requires_grad)
         wide.append(t)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(F64)  # floats made from integers or bools (sin of a comparison) too
     try:
         outs = program(*wide)
         grads = [None] * len(leaves)
@@ -477,6 +480,8 @@ def _float64_run(program: Callable, inputs: list[torch.Tensor], leaves: list[int
         return list(outs), list(grads)
     except (RuntimeError, TypeError, IndexError, ValueError, NotImplementedError):
         return None, None
+    finally:
+        torch.set_default_dtype(default)
 
 
 def _run(program: Program) -> None:

@@ -53,3 +53,18 @@ def test_the_float64_fallback_still_rejects_a_wrong_value():
     with pytest.raises(AssertionError):
         assert_same([torch.tensor([1.0, 2.001])], [eager], "output", reference=lambda: [exact])
     assert_same([torch.tensor([1.0, 2.0])], [torch.tensor([1.0, 2.0005])], "output", reference=lambda: [exact])
+
+
+def test_normalized_equal_values_made_from_a_comparison():
+    """The same cancellation on values made from a comparison (``sin`` of a bool tensor is
+    float32 by default): the float64 reference runs with float64 as the default dtype, so it
+    is exact there too (``--fuzz-examples 1500 --fuzz-seed 53``, after the check above)."""
+    def program(x0, x1):
+        v0 = x1 < x0
+        v1 = torch.sin(v0)
+        v2 = x0.abs()
+        v3 = ((v1 - v1.mean(dim=0, keepdim=True)) * torch.rsqrt(v1.var(dim=0, keepdim=True, correction=0) + 1e-5))
+        return (v3,)
+
+    check_program(program, [make_input((1,), torch.int8, 'contiguous', seed=151, specials=True, grad=False),
+                            make_input((7,), torch.float32, 'contiguous', seed=0, specials=True, grad=True)])
