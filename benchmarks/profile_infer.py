@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 
 import torch
 
@@ -33,6 +34,7 @@ def main(argv=None) -> int:
     p.add_argument("--dtype", default="fp16", choices=["fp16", "bf16"])
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--backends", default="eager,inductor,torchfuse-frozen")
+    p.add_argument("--dump", help="write every backend's kernels in launch order (name, device us) to this JSON file")
     args = p.parse_args(argv)
     import timm
     from torch.profiler import ProfilerActivity, profile
@@ -54,6 +56,7 @@ def main(argv=None) -> int:
         "torchfuse": lambda: torchfuse.compile(model),
         "torchfuse-frozen": lambda: torchfuse.compile(model, freeze=True),
     }
+    dumped: dict[str, list[tuple[str, float]]] = {}
     for name in args.backends.split(","):
         torch._dynamo.reset()
         m = makers[name]()
@@ -66,6 +69,7 @@ def main(argv=None) -> int:
                 m(x)
                 torch.cuda.synchronize()
         ks = _kernels(prof)
+        dumped[name] = ks
         total = sum(t for _, t in ks)
         print(f"\n== {name}: {len(ks)} kernels, {total:.0f} us device time, max |out - eager| {err:.3g}")
         by = collections.defaultdict(lambda: [0, 0.0])
@@ -80,6 +84,9 @@ def main(argv=None) -> int:
                 seg = g.segmentation
                 print(f"   graph {g.name}: {len(seg.groups)} groups, {len(seg.calls)} calls, "
                       f"fallbacks {g.stats['fallbacks']}")
+    if args.dump:
+        with open(args.dump, "w") as f:
+            json.dump(dumped, f, indent=0)
     return 0
 
 

@@ -5,10 +5,12 @@ enqueue one call, and a cProfile of the host side.
 When the enqueue time approaches the per-call time, a slower or busier host makes the call
 host-bound; the benchmark harness then sees a bimodal distribution (its min and median differ).
 
-Usage (on a GPU): ``PYTHONPATH=src python benchmarks/replay_host.py``
+Usage (on a GPU): ``PYTHONPATH=src python benchmarks/replay_host.py [--model resnet50] [--channels-last]``
+(``--channels-last``: model and input in channels-last, as the harness's ``--channels-last``).
 """
 from __future__ import annotations
 
+import argparse
 import cProfile
 import io
 import pstats
@@ -19,14 +21,19 @@ import torch
 from host_profile import per_call_us  # same directory: warm-up, then back-to-back calls
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", default="resnet50")
+    p.add_argument("--channels-last", action="store_true")
+    args = p.parse_args(argv)
     import timm
 
     import torchfuse
 
     torch.manual_seed(0)
-    model = timm.create_model("resnet50").cuda().eval().half()
-    x = torch.randn(1, 3, 224, 224, device="cuda", dtype=torch.half)
+    fmt = torch.channels_last if args.channels_last else torch.contiguous_format
+    model = timm.create_model(args.model).cuda().eval().half().to(memory_format=fmt)
+    x = torch.randn(1, 3, 224, 224, device="cuda", dtype=torch.half).to(memory_format=fmt)
     for name, kw in [("cudagraphs", {}), ("cudagraphs + freeze", {"freeze": True})]:
         torch._dynamo.reset()
         f = torchfuse.compile(model, mode="reduce-overhead", **kw)

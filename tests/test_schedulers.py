@@ -103,4 +103,85 @@ def test_narrow_outer_tiles_match_eager(monkeypatch):
     got = torchfuse.compile(f, dynamic=False)(x)
     torch.testing.assert_close(got, f(x))
     configs = [p.config for s in backend.RECENT[-1].steps if hasattr(s, "plans") for p in s.plans.values()]
-    assert [(c.scheduler, c.XBLOCK, c.RBLOCK) for c in configs] == [("reduction.persistent", 8, 1024)], configs
+    # 120 columns narrow to the narrowest tile: 60 programs of 2 columns x 1024 rows
+    assert [(c.scheduler, c.XBLOCK, c.RBLOCK) for c in configs] == [("reduction.persistent", 2, 1024)], configs
+
+
+def _sweep(run: str) -> list[dict]:
+    import json
+    import pathlib
+
+    path = pathlib.Path(__file__).parents[1] / "benchmarks" / "results" / run / "sweep_small.json"
+    return json.loads(path.read_text())
+
+
+def _measured(case: dict, xb: int, rb: int, w: int) -> float:
+    """Device microseconds of one candidate in a committed sweep (both formats: with and
+    without the RBLOCK column)."""
+    for row in case["candidates"]:
+        kind, *cfg, us = row
+        if kind == "runtime" and tuple(cfg) in ((xb, w), (xb, rb, w)):
+            return us
+    raise KeyError((case["case"], xb, rb, w))
+
+
+@pytest.mark.parametrize("case", _sweep("2026-11-30-h200-run-ac"), ids=lambda c: c["case"])
+def test_small_pointwise_choice_is_near_the_measured_best(case):
+    """On the H200's 132 multiprocessors, the pointwise heuristic's launch configuration for
+    each batch-1 kernel of the committed sweep is within 10% of the fastest candidate measured
+    there (the large-tensor configuration, 1024 x 2 warps, took up to twice as long)."""
+    from types import SimpleNamespace
+
+    from torchfuse.schedulers import pointwise
+
+    cfg = pointwise.heuristic(SimpleNamespace(xnumel=case["xnumel"]), interpret=False, sm_count=132)
+    st = cfg.stages[0]
+    best = min(us for kind, *_, us in case["candidates"] if kind == "runtime")
+    assert _measured(case, st.XBLOCK, 1, st.num_warps) <= 1.10 * best, (cfg, best)
+
+
+@pytest.mark.parametrize("case", [c for c in _sweep("2026-11-30-h200-run-ad") if c["scheduler"] != "pointwise"],
+                         ids=lambda c: c["case"])
+def test_small_outer_reduction_choice_is_near_the_measured_best(case):
+    """The same for the squeeze-excitation means (outer persistent reductions) of the sweep."""
+    cfg = reduction.heuristic(_layout(case["xnumel"], case["rnumel"], inner=False), 1 << 14, interpret=False,
+                              sm_count=132)
+    st = cfg.stages[0]
+    best = min(us for kind, *_, us in case["candidates"] if kind == "runtime")
+    assert _measured(case, st.XBLOCK, st.RBLOCK, st.num_warps) <= 1.10 * best, (cfg, best)
+
+
+@pytest.mark.parametrize("n", [1, 7, 100, 1000, 47040, 200704, 752640, 1053696, 1 << 21, (1 << 27) + 3])
+@pytest.mark.parametrize("sm", [0, 108, 132])
+def test_pointwise_configuration_covers_the_tensor(n, sm):
+    """Every launch covers each element exactly once with power-of-two blocks and at most one
+    warp per 32 elements."""
+    from types import SimpleNamespace
+
+    from torchfuse.schedulers import pointwise
+
+    st = pointwise.heuristic(SimpleNamespace(xnumel=n), interpret=False, sm_count=sm).stages[0]
+    assert st.XBLOCK & (st.XBLOCK - 1) == 0
+    assert st.grid[0] * st.XBLOCK >= n > (st.grid[0] - 1) * st.XBLOCK
+    assert 1 <= st.num_warps <= max(1, st.XBLOCK // 32)
+
+
+def test_small_pointwise_blocks_match_eager(monkeypatch):
+    """The GPU's small-tensor blocks (256 elements a program here) give eager's values for a
+    channels-last bias + hard-swish and a squeeze-excitation gate when run."""
+    from torchfuse.schedulers import pointwise
+
+    real = pointwise.heuristic
+    monkeypatch.setattr(pointwise, "heuristic", lambda rt, interpret, sm_count=0: real(rt, False, 132))
+
+    def f(x, b, s):
+        y = torch.nn.functional.hardswish(x + b)
+        return y, y * torch.nn.functional.hardsigmoid(s)
+
+    cl = torch.channels_last
+    x = torch.randn(1, 40, 9, 9, device=DEVICE).to(memory_format=cl)
+    b, s = torch.randn(1, 40, 1, 1, device=DEVICE), torch.randn(1, 40, 1, 1, device=DEVICE)
+    got = torchfuse.compile(f, dynamic=False)(x, b, s)
+    torch.testing.assert_close(got, f(x, b, s))
+    configs = [p.config for st in backend.RECENT[-1].steps if hasattr(st, "plans") for p in st.plans.values()]
+    assert [(c.scheduler, c.XBLOCK, c.num_warps) for c in configs] == [("pointwise", 256, 8)], configs

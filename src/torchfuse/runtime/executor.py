@@ -151,7 +151,7 @@ class GroupRunner:
             config = reduction.heuristic(rt, self.options.persistent_max_elements, self.options.interpret,
                                          self.sm_count, self.splittable)
         else:
-            config = pointwise.heuristic(rt, self.options.interpret)
+            config = pointwise.heuristic(rt, self.options.interpret, self.sm_count)
         nbytes = sum(_numel(s) * v.meta.dtype.itemsize for v, s in zip(tensors, in_shapes))
         nbytes += sum(_numel(spec[0]) * spec[2].itemsize for spec in out_specs)
         scalars = list(rt.x_sizes) + list(rt.r_sizes)

@@ -55,12 +55,20 @@ SPLIT_OUTER_XBLOCK = 64
 SPLIT_OUTER_RBLOCK = 16
 SPLIT_OUTER_WARPS = 4
 #: Outer reductions that cannot split and give fewer programs than multiprocessors halve
-#: XBLOCK down to OUTER_MIN_XBLOCK (8 columns: 16 contiguous bytes of fp16 per row) and loop
-#: over tiles of OUTER_TILE elements. On an H200, MobileNetV3-Large at batch 1 ran its
-#: squeeze-excitation means (hard-swish + mean over 7x7 to 28x28, 72 to 960 channels,
-#: channels-last) as 1 to 8 programs of 128 columns: 12 to 17 us per kernel.
-OUTER_MIN_XBLOCK = 8
+#: XBLOCK down to OUTER_MIN_XBLOCK columns and loop over tiles of OUTER_TILE elements. On an
+#: H200, MobileNetV3-Large at batch 1 ran its squeeze-excitation means (hard-swish + mean over
+#: 7x7 to 28x28, 72 to 960 channels, channels-last) as 1 to 8 programs of 128 columns: 12 to
+#: 17 us per kernel. Sweeping those means (benchmarks/results/2026-11-30-h200-run-ad/,
+#: ``benchmarks/sweep_small.py``; device time per launch from CUDA-graph replays): 2 columns
+#: x 1024 rows with 8 warps took 3.9-4.1 us at 72 and 120 channels over 28x28 (8 columns:
+#: 6.3-6.5 us, Inductor 4.5 us); at 672 x 14x14, 4 columns 2.9 us (8 columns 3.1, Inductor
+#: 4.6); at 960 x 7x7, 8 columns 2.2 us and 4 columns 2.3 (Inductor 2.1).
+OUTER_MIN_XBLOCK = 2
 OUTER_TILE = 2048
+#: Such a narrowed persistent tile runs 64 elements a warp, 2 a thread (up to 8 warps),
+#: rather than the 32 of large tiles: at batch 1 the squeeze-excitation means are bound by
+#: latency, like the small pointwise kernels (see the pointwise scheduler).
+OUTER_SMALL_ELEMENTS_PER_WARP = 64
 #: Persistent inner reductions with many row blocks loop over them in fewer programs
 #: (``reduction.persistent_rows``), so that loads of the next rows overlap the current
 #: reduction; programs per multiprocessor for that grid.
@@ -121,12 +129,16 @@ def heuristic(rt: RuntimeLayout, persistent_max: int, interpret: bool, sm_count:
         return _split(x, r, inner, programs=OUTER_SPLIT_PROGRAMS * sm_count, interpret=False)
     # Too few columns for the GPU (a squeeze-excitation mean over H*W of a channels-last image
     # at batch 1: 72 to 960 columns): narrower tiles give more programs.
+    narrowed = False
     while sm_count and xb > OUTER_MIN_XBLOCK and x_programs < sm_count:
         xb //= 2
         x_programs = cdiv(x, xb)
+        narrowed = True
     if rpow * xb <= TILE_ELEMENTS * 2 and rpow <= persistent_max:
-        return single("reduction.persistent", x_programs, xb, rpow, _warps(xb * rpow),
-                      f"outer, {r} reduced elements fit: persistent {xb} columns x {rpow}")
+        # a narrowed tile is a small, latency-bound launch: more threads, fewer elements each
+        w = min(8, max(1, xb * rpow // OUTER_SMALL_ELEMENTS_PER_WARP)) if narrowed else _warps(xb * rpow)
+        return single("reduction.persistent", x_programs, xb, rpow, w,
+                      f"outer, {r} reduced elements fit: persistent {xb} columns x {rpow}, {w} warps")
     rb = min(max(OUTER_RBLOCK, OUTER_TILE // xb), rpow)
     return single("reduction.loop", x_programs, xb, rb, OUTER_WARPS,
                   f"outer, {r} reduced elements: {xb} columns, loop of {rb} rows")
