@@ -36,6 +36,34 @@ def time_ms(fn, iters: int, warmup: int = 3) -> float:
     return statistics.median(a.elapsed_time(b) for a, b in zip(starts, ends))
 
 
+def graph_us(fn, reps: int = 20, iters: int = 10) -> float:
+    """Median device microseconds of one ``fn()``: a CUDA graph of ``reps`` back-to-back calls,
+    replayed ``iters`` times (no host time: what a kernel costs inside a captured model)."""
+    fn()
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(reps):
+            fn()
+    for _ in range(3):
+        g.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3 / reps)
+    return statistics.median(times)
+
+
 def copy_bandwidth(nbytes: int, iters: int) -> float:
     """Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes written."""
     x = torch.empty(nbytes // 2, dtype=torch.bfloat16, device="cuda").normal_()

@@ -60,45 +60,55 @@ def candidates(config):
     return [(1, r, w) for r in (1024, 2048, 4096, 8192) for w in (4, 8, 16)]
 
 
+def single_group(fn, inputs):
+    """Compile ``fn`` with torchfuse and call it once on ``inputs``.
+
+    Returns:
+        ``(compiled, plan, tensors)``: the compiled function, the launch plan of its only
+        fusion group and the tensors that group read (the kernel's leading arguments), or
+        ``(compiled, None, None)`` when the graph has no fusion group or more than one.
+    """
+    import torchfuse
+    import torchfuse.backend as backend
+    from torchfuse.runtime.executor import GroupRunner
+
+    backend.RECENT.clear()
+    compiled = torchfuse.compile(fn)
+    seen = {}
+    original = GroupRunner.__call__
+
+    def spy(self, env, sym_key, sym_values):
+        seen["ins"] = [env[s] for s in self.in_slots]
+        return original(self, env, sym_key, sym_values)
+
+    GroupRunner.__call__ = spy
+    try:
+        compiled(*inputs)
+    finally:
+        GroupRunner.__call__ = original
+    runners = [s for s in backend.RECENT[-1].steps if isinstance(s, GroupRunner)]
+    if len(runners) != 1:
+        return compiled, None, None
+    return compiled, next(iter(runners[0].plans.values())), seen["ins"]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--iters", type=int, default=15)
     p.add_argument("--json", default=None)
     p.add_argument("--only", default=None, help="substring of the case names to run")
     args = p.parse_args(argv)
-    import torchfuse
-    import torchfuse.backend as backend
-    from torchfuse.runtime.executor import GroupRunner
-
     copy = copy_bandwidth(2**30, args.iters)
     print(f"{torch.cuda.get_device_name()} copy {copy:.0f} GB/s")
     results = []
     for name, fn, inputs, nbytes in cases():
         if args.only and args.only not in name:
             continue
-        backend.RECENT.clear()
-        compiled = torchfuse.compile(fn)
-        seen = {}
-        original = GroupRunner.__call__
-
-        def spy(self, env, sym_key, sym_values):
-            seen["ins"] = [env[s] for s in self.in_slots]
-            return original(self, env, sym_key, sym_values)
-
-        GroupRunner.__call__ = spy
-        try:
-            compiled(*inputs)
-        finally:
-            GroupRunner.__call__ = original
-        graph = backend.RECENT[-1]
-        runners = [s for s in graph.steps if isinstance(s, GroupRunner)]
-        if len(runners) != 1:
-            print(f"{name}: {len(runners)} groups, skipped")
+        compiled, plan, tensors = single_group(fn, inputs)
+        if plan is None:
+            print(f"{name}: not one fusion group, skipped")
             continue
-        runner = runners[0]
-        plan = next(iter(runner.plans.values()))
         t_default = time_ms(lambda: compiled(*inputs), args.iters)
-        tensors = seen["ins"]
         outs = [torch.empty_strided(s, st, dtype=dt, device=dev) for s, st, dt, dev in plan.out_specs]
         kernel_args = tensors + outs + plan.scalars
         rows = []

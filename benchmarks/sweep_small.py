@@ -16,13 +16,18 @@ Usage (on a GPU): ``PYTHONPATH=src python benchmarks/sweep_small.py [--json out.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import json
 import re
-import statistics
 import sys
+import tempfile
 
 import torch
+
+sys.path.insert(0, "benchmarks")
+from smoke import graph_us  # noqa: E402
+from sweep import single_group  # noqa: E402
 
 
 def cases():
@@ -55,32 +60,6 @@ def cases():
         yield f"hardswish-mean {n}x{c}x{hw}x{hw}", hardswish_mean, (t(n, c, hw, hw), t(1, c, 1, 1))
 
 
-def graph_us(fn, launches: int, replays: int = 20) -> float:
-    """Device microseconds per call of ``fn``: a CUDA graph of ``launches`` calls, replayed."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(launches):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(replays):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) * 1000 / launches)
-    return statistics.median(times)
-
-
 def _or_none(fn):
     """``fn()``, or ``None`` where it raises (printed): a call that cannot be captured."""
     try:
@@ -110,12 +89,8 @@ def constexpr_variant(kernel, n_tensors: int):
         text = text.replace(m.group(0), f"def {stage}({', '.join(params)}):")
     text = text.replace(f"def {src.stages[0]}(", f"def {src.stages[0]}_c(")
     stage = src.stages[0] + "_c"
-    import hashlib
-
     new = KernelSource(name=stage, text=text, key=hashlib.sha256(text.encode()).hexdigest(),
                        params=src.params, stages=(stage,))
-    import tempfile
-
     return load(new, SourceStore(tempfile.mkdtemp()), False).fns[0], scalars
 
 
@@ -125,10 +100,6 @@ def main(argv=None) -> int:
     p.add_argument("--json", default=None)
     p.add_argument("--only", default=None, help="substring of the case names to run")
     args = p.parse_args(argv)
-    import torchfuse
-    import torchfuse.backend as backend
-    from torchfuse.runtime.executor import GroupRunner
-
     results = []
     for name, fn, inputs in cases():
         if args.only and args.only not in name:
@@ -139,29 +110,14 @@ def main(argv=None) -> int:
         ind(*inputs)
         inductor_us = _or_none(lambda: graph_us(lambda: ind(*inputs), args.launches))
         torch._dynamo.reset()
-        backend.RECENT.clear()
-        compiled = torchfuse.compile(fn)
-        seen = {}
-        original = GroupRunner.__call__
-
-        def spy(self, env, sym_key, sym_values):
-            seen["ins"] = [env[s] for s in self.in_slots]
-            return original(self, env, sym_key, sym_values)
-
-        GroupRunner.__call__ = spy
-        try:
-            compiled(*inputs)
-        finally:
-            GroupRunner.__call__ = original
-        runners = [s for s in backend.RECENT[-1].steps if isinstance(s, GroupRunner)]
-        if len(runners) != 1:
-            print(f"{name}: {len(runners)} groups, skipped")
+        compiled, plan, ins = single_group(fn, inputs)
+        if plan is None:
+            print(f"{name}: not one fusion group, skipped")
             continue
-        plan = next(iter(runners[0].plans.values()))
         c = plan.config
         default_us = _or_none(lambda: graph_us(lambda: compiled(*inputs), args.launches))
         outs = [torch.empty_strided(s, st, dtype=dt, device=dev) for s, st, dt, dev in plan.out_specs]
-        tensors = seen["ins"] + outs
+        tensors = ins + outs
         kernel_args = tensors + list(plan.scalars)
         ref = fn(*inputs)
         rows = []

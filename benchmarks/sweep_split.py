@@ -15,42 +15,16 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import statistics
 import sys
 
 import torch
 
 sys.path.insert(0, "benchmarks")
-from smoke import copy_bandwidth  # noqa: E402
+from smoke import copy_bandwidth, graph_us  # noqa: E402
 
 SHAPES = ((8192, 768), (8192, 3072), (16384, 4096), (65536, 768), (1048576, 64))
 
 
-def graph_us(fn, reps: int = 20, iters: int = 10) -> float:
-    """Median microseconds of one ``fn()`` inside a CUDA graph of ``reps`` calls."""
-    fn()
-    torch.cuda.synchronize()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(reps):
-            fn()
-    for _ in range(3):
-        g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / reps)
-    return statistics.median(times)
 
 
 def main(argv=None) -> int:
