@@ -434,3 +434,16 @@ def test_aten_lines_name_every_source_of_a_counted_op():
     torch.testing.assert_close(torchfuse.compile(model)(x), model(x))
     line = next(l for l in result.summary().splitlines() if "aten.convolution.default x2" in l)
     assert "0 (Conv2d)" in line and "2 (Conv2d)" in line, line
+
+
+def test_graph_with_fusion_switched_off_is_not_called_nothing_to_fuse():
+    """``fuse=False`` leaves fusible ops on ATen: the graph's status says that fusion is
+    disabled, and a graph of a matrix product alone still has nothing to fuse."""
+    gelu = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU()).to(DEVICE)
+    x = torch.randn(4, 16, device=DEVICE)
+    off = torchfuse.explain(gelu, x, fuse=False)
+    assert [g.status for g in off.graphs] == ["fusion disabled"], str(off)
+    on = torchfuse.explain(gelu, x)
+    assert [g.status for g in on.graphs] == ["fused"], str(on)
+    mm = torchfuse.explain(lambda a, b: a @ b, x, torch.randn(16, 8, device=DEVICE))
+    assert [g.status for g in mm.graphs] == ["nothing to fuse"], str(mm)

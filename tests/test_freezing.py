@@ -103,7 +103,8 @@ def test_hoisted_part_runs_only_when_weights_change(monkeypatch):
 
 
 def test_freeze_leaves_training_graphs_alone(monkeypatch):
-    """With gradients on, ``freeze`` changes nothing (no rewrite runs); gradients match eager."""
+    """With gradients on, ``freeze`` changes nothing (no rewrite runs) and says so once;
+    gradients match eager."""
     from torchfuse import freezing
 
     calls = []
@@ -115,7 +116,9 @@ def test_freeze_leaves_training_graphs_alone(monkeypatch):
     _randomize_bn(model)
     x = torch.randn(2, 3, 10, 10, device=DEVICE)
     compiled = torchfuse.compile(model, freeze=True, dynamic=False, channels_last_training=False)
-    compiled(x).sum().backward()
+    monkeypatch.setattr(torchfuse.backend, "_warned_freeze_grad", [False])
+    with pytest.warns(UserWarning, match="freeze=True applies to graphs compiled under torch.no_grad"):
+        compiled(x).sum().backward()
     got = [p.grad.clone() for p in model.parameters()]
     model.zero_grad()
     model(x).sum().backward()

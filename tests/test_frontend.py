@@ -373,3 +373,15 @@ def test_options_made_directly_take_the_environment_defaults(monkeypatch, tmp_pa
     o = torchfuse.Options()
     assert o.interpret is False and o.cache_dir is None and o.dump_dir is None
     assert torchfuse.Options(interpret=True).interpret is True  # explicit values win
+
+
+def test_new_scheduler_for_new_sizes_is_logged_as_recompile(caplog):
+    """Rows that outgrow the persistent limit get a looped kernel: the values stay eager's and
+    the ``recompile`` topic names the new kernel and its scheduler."""
+    f = torchfuse.compile(lambda x: torch.softmax(x, -1), dynamic=True)
+    with caplog.at_level(logging.INFO, logger="torchfuse.recompile"):
+        for n in (300, 600, 40000):
+            x = torch.randn(3, n, device=DEVICE)
+            torch.testing.assert_close(f(x), torch.softmax(x, -1))
+    kernels = [r.getMessage() for r in caplog.records if "new kernel" in r.getMessage()]
+    assert len(kernels) == 1 and "reduction.loop" in kernels[0], kernels

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import math
 
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
 
+import torchfuse
 from conftest import DEVICE
 from torchfuse.fusion import DefinitionError, DefinitionTypeError, Fusion, fused
 from torchfuse.ir import ops as registry
@@ -392,6 +395,34 @@ def test_fused_decorator_traces_once_per_signature():
     ref = F.layer_norm(F.gelu(x + b), (20,), w, None, 1e-5)
     for got, want in zip(grads, torch.autograd.grad(ref.sum(), [x, b, w])):
         torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_fused_decorator_first_called_inside_compile(grad):
+    """A ``@fused`` function whose first call is inside a compiled function: the values and
+    gradients are eager's, and the function still runs as one fusion when called directly
+    afterwards (tracing it under TorchDynamo used to fail, and the failure stuck)."""
+    @fused
+    def bias_gelu(x, b):
+        return F.gelu(x + b) * torch.sigmoid(x)
+
+    def f(x, b):
+        return bias_gelu(x, b) * 2
+
+    x, b = sample((6, 20), F32), sample((20,), F32)
+    xs, bs = x.clone().requires_grad_(grad), b.clone().requires_grad_(grad)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no group may fall back to ATen
+        got = torchfuse.compile(f)(xs, bs)
+        want_x, want_b = x.clone().requires_grad_(grad), b.clone().requires_grad_(grad)
+        want = F.gelu(want_x + want_b) * torch.sigmoid(want_x) * 2
+        torch.testing.assert_close(got, want)
+        if grad:
+            for g, r in zip(torch.autograd.grad(got.sum(), [xs, bs]), torch.autograd.grad(want.sum(), [want_x, want_b])):
+                torch.testing.assert_close(g, r)
+        again = bias_gelu(x, b)
+    torch.testing.assert_close(again, F.gelu(x + b) * torch.sigmoid(x))
+    assert bias_gelu.fusion_for(x, b).num_kernels(DEVICE) == 1
 
 
 def test_fused_decorator_reports_what_cannot_be_fused():

@@ -145,6 +145,7 @@ def _compile_frozen(gm: torch.fx.GraphModule, example_inputs: list, options: Opt
 
 
 _warned_cpu = [False]
+_warned_freeze_grad = [False]
 
 
 def _warn_cpu_unfused(seg) -> None:
@@ -239,7 +240,8 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
         kwargs.setdefault(k, v)
     opts = resolve_options(options, **kwargs)
     passes = [dense_attention_masks]
-    if opts.freeze and not torch.is_grad_enabled():  # TorchDynamo guards on grad mode
+    frozen = opts.freeze and not torch.is_grad_enabled()  # TorchDynamo guards on grad mode
+    if frozen:
         from .freezing import channels_last_convolutions, conv_bias_epilogues, fold_conv_batchnorm
 
         passes += [fold_conv_batchnorm, conv_bias_epilogues, channels_last_convolutions]
@@ -248,6 +250,12 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
         from .freezing import channels_last_convolutions
 
         passes.append(channels_last_convolutions)
+    if opts.freeze and not frozen and not _warned_freeze_grad[0]:
+        _warned_freeze_grad[0] = True
+        warnings.warn("torchfuse: freeze=True applies to graphs compiled under torch.no_grad() or "
+                      "torch.inference_mode(); this graph is compiled with grad enabled, so its weights are not "
+                      "frozen (no BatchNorm folding or hoisting). This warning is shown once per process.",
+                      UserWarning, stacklevel=2)
     LAST_REWRITES.clear()
     for graph_pass in passes:
         try:

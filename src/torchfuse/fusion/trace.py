@@ -7,7 +7,9 @@ arguments), and replays the ATen graph op by op into a :class:`~torchfuse.fusion
 through the same checks as a hand-written definition. Later calls with the same signature
 run that fusion, at any sizes. Calls with inputs that require grad go through
 :class:`~torchfuse.fusion.autograd.FusionOp` (derived backward), so the function is
-differentiable and a single op inside ``torch.compile``.
+differentiable and a single op inside ``torch.compile``. Under ``torch.compile``, a call whose
+signature has not been traced yet runs outside the compiled graph (one graph break); after
+that first call the function is one op in the graph.
 
 What cannot be fused is reported when tracing: an ATen op outside the op registry, a scalar
 computed from sizes, a captured tensor constant. Python control flow on sizes is evaluated
@@ -78,6 +80,12 @@ class FusedFunction:
         return self.fusions[key]
 
     def __call__(self, *args):
+        if torch.compiler.is_compiling() and signature(args) not in self.fusions:
+            # TorchDynamo is tracing a call with a signature not traced yet: tracing it here
+            # would run this tracer and the code generator under TorchDynamo (on fake tensors
+            # and symbolic sizes), which fails. The call runs outside the graph instead (a
+            # graph break); once traced, later compilations see one op.
+            return self._outside_graph(*args)
         fusion, single = self._entry(args)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
@@ -89,6 +97,10 @@ class FusedFunction:
         else:
             outs = tuple(fusion.execute(tensors))
         return outs[0] if single else outs
+
+    @torch.compiler.disable
+    def _outside_graph(self, *args):
+        return self(*args)
 
     def _trace(self, args: tuple) -> tuple[Fusion, bool]:
         from torch.fx.experimental.proxy_tensor import make_fx

@@ -239,7 +239,11 @@ def unfused_graph_report(record: dict, index: int, capture: int) -> GraphReport:
     stage_seconds = {"ir": float(record.get("ir_seconds", 0.0)), "segment": float(record.get("segment_seconds", 0.0))}
     if seg is not None:
         calls, calls_by_node = _call_reports(seg.calls, fx_nodes)
-        return GraphReport(index=index, name=record["name"], capture=capture, status="nothing to fuse",
+        # fusible ops left on ATen because fusion is off (fuse=False, or CPU tensors without
+        # the interpreter) are not "nothing to fuse"
+        disabled = any(c.category == "disabled" for c in calls)
+        return GraphReport(index=index, name=record["name"], capture=capture,
+                           status="fusion disabled" if disabled else "nothing to fuse",
                            aten_calls=calls, steps=steps_from_segmentation(seg, {}, calls_by_node),
                            stage_seconds=stage_seconds)
     error = record.get("error") or "unknown error"

@@ -191,6 +191,9 @@ class GroupRunner:
             t0 = time.perf_counter()
             src = generate(self.group, layout, config.scheduler, self.options.exact_rounding)
             self.stats["codegen_seconds"] += time.perf_counter() - t0
+            if self.sources:  # not this group's first kernel: the loops or the scheduler changed
+                recompile_log.info("%s: new kernel %s (%s; %s)", self.group.name, src.name, config.scheduler,
+                                   config.reason)
             self.sources[key] = src
             if self.options.dump_dir:
                 _dump(self.options.dump_dir, f"{src.name}_{src.key[:12]}.py", src.text)
