@@ -185,3 +185,10 @@ def test_small_pointwise_blocks_match_eager(monkeypatch):
     torch.testing.assert_close(got, f(x, b, s))
     configs = [p.config for st in backend.RECENT[-1].steps if hasattr(st, "plans") for p in st.plans.values()]
     assert [(c.scheduler, c.XBLOCK, c.num_warps) for c in configs] == [("pointwise", 256, 8)], configs
+
+
+def test_looped_outer_reductions_keep_16_byte_rows():
+    """A narrow outer reduction too long to stay in registers streams its rows: its tile keeps
+    8 columns (16 bytes of fp16 a row) however few programs that gives."""
+    cfg = reduction.heuristic(_layout(100, 1 << 20, inner=False), 1 << 14, interpret=False, sm_count=132)
+    assert cfg.scheduler == "reduction.loop" and cfg.stages[0].XBLOCK == reduction.OUTER_MIN_XBLOCK_LOOP, cfg

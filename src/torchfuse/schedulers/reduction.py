@@ -55,7 +55,8 @@ SPLIT_OUTER_XBLOCK = 64
 SPLIT_OUTER_RBLOCK = 16
 SPLIT_OUTER_WARPS = 4
 #: Outer reductions that cannot split and give fewer programs than multiprocessors halve
-#: XBLOCK down to OUTER_MIN_XBLOCK columns and loop over tiles of OUTER_TILE elements. On an
+#: XBLOCK down to OUTER_MIN_XBLOCK columns when the tile is persistent (OUTER_MIN_XBLOCK_LOOP,
+#: 16 contiguous bytes of fp16 a row, when it loops over tiles of OUTER_TILE elements). On an
 #: H200, MobileNetV3-Large at batch 1 ran its squeeze-excitation means (hard-swish + mean over
 #: 7x7 to 28x28, 72 to 960 channels, channels-last) as 1 to 8 programs of 128 columns: 12 to
 #: 17 us per kernel. Sweeping those means (benchmarks/results/2026-11-30-h200-run-ad/,
@@ -64,6 +65,7 @@ SPLIT_OUTER_WARPS = 4
 #: 6.3-6.5 us, Inductor 4.5 us); at 672 x 14x14, 4 columns 2.9 us (8 columns 3.1, Inductor
 #: 4.6); at 960 x 7x7, 8 columns 2.2 us and 4 columns 2.3 (Inductor 2.1).
 OUTER_MIN_XBLOCK = 2
+OUTER_MIN_XBLOCK_LOOP = 8
 OUTER_TILE = 2048
 #: Such a narrowed persistent tile runs 64 elements a warp, 2 a thread (up to 8 warps),
 #: rather than the 32 of large tiles: at batch 1 the squeeze-excitation means are bound by
@@ -130,7 +132,14 @@ def heuristic(rt: RuntimeLayout, persistent_max: int, interpret: bool, sm_count:
     # Too few columns for the GPU (a squeeze-excitation mean over H*W of a channels-last image
     # at batch 1: 72 to 960 columns): narrower tiles give more programs.
     narrowed = False
-    while sm_count and xb > OUTER_MIN_XBLOCK and x_programs < sm_count:
+    while sm_count and xb > OUTER_MIN_XBLOCK_LOOP and x_programs < sm_count:
+        xb //= 2
+        x_programs = cdiv(x, xb)
+        narrowed = True
+    # a persistent tile (a small tensor, bound by latency) narrows further; a looped one keeps
+    # 16-byte rows, as it streams more data
+    while sm_count and xb > OUTER_MIN_XBLOCK and x_programs < sm_count and rpow * xb // 2 <= TILE_ELEMENTS * 2 \
+            and rpow <= persistent_max:
         xb //= 2
         x_programs = cdiv(x, xb)
         narrowed = True
