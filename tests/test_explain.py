@@ -437,12 +437,16 @@ def test_aten_lines_name_every_source_of_a_counted_op():
 
 
 def test_graph_with_fusion_switched_off_is_not_called_nothing_to_fuse():
-    """``fuse=False`` leaves fusible ops on ATen: the graph's status says that fusion is
-    disabled, and a graph of a matrix product alone still has nothing to fuse."""
+    """``fuse=False`` leaves fusible ops on ATen: the summary says that fuse=False is why (not
+    the device), keeps the matrix product's own reason, and a graph of a matrix product alone
+    still has nothing to fuse."""
     gelu = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU()).to(DEVICE)
     x = torch.randn(4, 16, device=DEVICE)
     off = torchfuse.explain(gelu, x, fuse=False)
-    assert [g.status for g in off.graphs] == ["fusion disabled"], str(off)
+    assert [g.status for g in off.graphs] == ["not fused: fuse=False"], str(off)
+    text = str(off)
+    assert "not fused: fuse=False" in text and "interpret" not in text.split("\n")[1], text
+    assert "aten.addmm.default  [vendor library (by design)]" in text, text
     on = torchfuse.explain(gelu, x)
     assert [g.status for g in on.graphs] == ["fused"], str(on)
     mm = torchfuse.explain(lambda a, b: a @ b, x, torch.randn(16, 8, device=DEVICE))

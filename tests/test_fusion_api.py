@@ -400,8 +400,10 @@ def test_fused_decorator_traces_once_per_signature():
 @pytest.mark.parametrize("grad", [False, True])
 def test_fused_decorator_first_called_inside_compile(grad):
     """A ``@fused`` function whose first call is inside a compiled function: the values and
-    gradients are eager's, and the function still runs as one fusion when called directly
-    afterwards (tracing it under TorchDynamo used to fail, and the failure stuck)."""
+    gradients are eager's on that call and on later compiled calls (the same and a new size),
+    nothing falls back to ATen, and the function still runs as one fusion when called directly
+    afterwards (tracing it, or its runtime, under TorchDynamo used to fail, and the failure
+    stuck)."""
     @fused
     def bias_gelu(x, b):
         return F.gelu(x + b) * torch.sigmoid(x)
@@ -410,16 +412,20 @@ def test_fused_decorator_first_called_inside_compile(grad):
         return bias_gelu(x, b) * 2
 
     x, b = sample((6, 20), F32), sample((20,), F32)
-    xs, bs = x.clone().requires_grad_(grad), b.clone().requires_grad_(grad)
+    compiled = torchfuse.compile(f)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # no group may fall back to ATen
-        got = torchfuse.compile(f)(xs, bs)
-        want_x, want_b = x.clone().requires_grad_(grad), b.clone().requires_grad_(grad)
-        want = F.gelu(want_x + want_b) * torch.sigmoid(want_x) * 2
-        torch.testing.assert_close(got, want)
-        if grad:
-            for g, r in zip(torch.autograd.grad(got.sum(), [xs, bs]), torch.autograd.grad(want.sum(), [want_x, want_b])):
-                torch.testing.assert_close(g, r)
+        for n in (6, 6, 9):  # the first call runs outside the graph, later ones as its op
+            x = sample((n, 20), F32)
+            xs, bs = x.clone().requires_grad_(grad), b.clone().requires_grad_(grad)
+            got = compiled(xs, bs)
+            want_x, want_b = x.clone().requires_grad_(grad), b.clone().requires_grad_(grad)
+            want = F.gelu(want_x + want_b) * torch.sigmoid(want_x) * 2
+            torch.testing.assert_close(got, want)
+            if grad:
+                for g, r in zip(torch.autograd.grad(got.sum(), [xs, bs]),
+                                torch.autograd.grad(want.sum(), [want_x, want_b])):
+                    torch.testing.assert_close(g, r)
         again = bias_gelu(x, b)
     torch.testing.assert_close(again, F.gelu(x + b) * torch.sigmoid(x))
     assert bias_gelu.fusion_for(x, b).num_kernels(DEVICE) == 1

@@ -7,9 +7,9 @@ arguments), and replays the ATen graph op by op into a :class:`~torchfuse.fusion
 through the same checks as a hand-written definition. Later calls with the same signature
 run that fusion, at any sizes. Calls with inputs that require grad go through
 :class:`~torchfuse.fusion.autograd.FusionOp` (derived backward), so the function is
-differentiable and a single op inside ``torch.compile``. Under ``torch.compile``, a call whose
-signature has not been traced yet runs outside the compiled graph (one graph break); after
-that first call the function is one op in the graph.
+differentiable and a single op inside ``torch.compile``. Under ``torch.compile`` every call is
+that op; a call whose signature has no op yet runs outside the compiled graph once (one graph
+break) and registers it.
 
 What cannot be fused is reported when tracing: an ATen op outside the op registry, a scalar
 computed from sizes, a captured tensor constant. Python control flow on sizes is evaluated
@@ -80,26 +80,39 @@ class FusedFunction:
         return self.fusions[key]
 
     def __call__(self, *args):
-        if torch.compiler.is_compiling() and signature(args) not in self.fusions:
-            # TorchDynamo is tracing a call with a signature not traced yet: tracing it here
-            # would run this tracer and the code generator under TorchDynamo (on fake tensors
-            # and symbolic sizes), which fails. The call runs outside the graph instead (a
-            # graph break); once traced, later compilations see one op.
-            return self._outside_graph(*args)
+        if torch.compiler.is_compiling():
+            # Under TorchDynamo the call must be the fusion's registered op, one node in the
+            # graph: tracing into this tracer, the code generator or the fusion's runtime would
+            # run them on fake tensors and symbolic sizes, which fails. A signature without its
+            # op yet runs outside the graph once (a graph break) and registers it.
+            key = signature(args)
+            op = self._ops.get(key)
+            if op is None:
+                return self._outside_graph(*args)
+            return self._call_op(op, self.fusions[key][1], args)
         fusion, single = self._entry(args)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-            key = signature(args)
-            if key not in self._ops:
-                self._ops[key] = fusion.as_op()
-            outs = self._ops[key](*tensors)
-            outs = (outs,) if single or not isinstance(outs, tuple) else outs
-        else:
-            outs = tuple(fusion.execute(tensors))
+            return self._call_op(self._op_for(args, fusion), single, args)
+        outs = tuple(fusion.execute(tensors))
+        return outs[0] if single else outs
+
+    def _op_for(self, args: tuple, fusion: Fusion):
+        key = signature(args)
+        if key not in self._ops:
+            self._ops[key] = fusion.as_op()
+        return self._ops[key]
+
+    @staticmethod
+    def _call_op(op, single: bool, args: tuple):
+        outs = op(*[a for a in args if isinstance(a, torch.Tensor)])
+        outs = (outs,) if single or not isinstance(outs, tuple) else outs
         return outs[0] if single else outs
 
     @torch.compiler.disable
     def _outside_graph(self, *args):
+        fusion, _ = self._entry(args)
+        self._op_for(args, fusion)  # what later compilations put in their graphs
         return self(*args)
 
     def _trace(self, args: tuple) -> tuple[Fusion, bool]:

@@ -26,6 +26,8 @@ log = logging.getLogger("torchfuse.fusion")
 #: Why an op on CPU tensors stays on ATen: generated kernels run there only through Triton's
 #: interpreter, when asked (``interpret=True`` or ``TORCHFUSE_INTERPRET=1``).
 CPU_REASON = "CPU tensors run generated kernels only with interpret=True (TORCHFUSE_INTERPRET=1)"
+#: why an op stays on ATen when fusion is switched off (``Options.fuse``)
+FUSE_OFF_REASON = "fuse=False"
 
 
 def size_of(s: Any) -> Any:
@@ -268,7 +270,7 @@ def graph_from_fx(gm: torch.fx.GraphModule, options: Options) -> Graph:
             if fx_node.target is operator.getitem and isinstance(b.env.get(fx_node.args[0]), (list, tuple)):
                 b.env[fx_node] = b.env[fx_node.args[0]][fx_node.args[1]]
                 continue
-            reason = b.try_registry(fx_node) if options.fuse else "fusion disabled"
+            reason = b.try_registry(fx_node) if options.fuse else FUSE_OFF_REASON
             if reason is not None:
                 if ops.lookup(fx_node.target) is not None:
                     log.info("%s stays on ATen: %s", fx_node.target, reason)

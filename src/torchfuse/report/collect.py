@@ -14,7 +14,7 @@ import operator
 import re
 from typing import Any, Iterable
 
-from ..ir.from_fx import CPU_REASON
+from ..ir.from_fx import CPU_REASON, FUSE_OFF_REASON
 from ..ir.graph import Node, Value
 from ..segment import FusionGroup
 from .result import (AtenCall, GraphBreak, GraphReport, GroupReport, KernelReport, LaunchStage, PlanReport,
@@ -84,9 +84,11 @@ def call_category(node: Node) -> str:
         return "state"
     if node.reason == "module constant":
         return "constant"
-    if node.reason in ("fusion disabled", CPU_REASON):
+    if is_library_op(node.target):
+        return "library"
+    if node.reason in (FUSE_OFF_REASON, CPU_REASON):
         return "disabled"
-    return "library" if is_library_op(node.target) else "unsupported"
+    return "unsupported"
 
 
 
@@ -239,11 +241,11 @@ def unfused_graph_report(record: dict, index: int, capture: int) -> GraphReport:
     stage_seconds = {"ir": float(record.get("ir_seconds", 0.0)), "segment": float(record.get("segment_seconds", 0.0))}
     if seg is not None:
         calls, calls_by_node = _call_reports(seg.calls, fx_nodes)
-        # fusible ops left on ATen because fusion is off (fuse=False, or CPU tensors without
-        # the interpreter) are not "nothing to fuse"
-        disabled = any(c.category == "disabled" for c in calls)
-        return GraphReport(index=index, name=record["name"], capture=capture,
-                           status="fusion disabled" if disabled else "nothing to fuse",
+        # fusible ops left on ATen because fusion is off are not "nothing to fuse"
+        reasons = {c.reason for c in calls if c.category == "disabled"}
+        status = ("not fused: fuse=False" if FUSE_OFF_REASON in reasons else
+                  "not fused: CPU tensors without interpret" if reasons else "nothing to fuse")
+        return GraphReport(index=index, name=record["name"], capture=capture, status=status,
                            aten_calls=calls, steps=steps_from_segmentation(seg, {}, calls_by_node),
                            stage_seconds=stage_seconds)
     error = record.get("error") or "unknown error"

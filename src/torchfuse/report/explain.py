@@ -200,13 +200,17 @@ def _dynamo_recompilations(before: dict) -> list[Recompilation]:
 #: what runs the fused groups, per :func:`_run_mode` (the environment's ``mode``)
 MODE_COMPILED = "compiled Triton kernels"
 MODE_INTERPRETER = "generated kernels in Triton's interpreter"
+MODE_FUSE_OFF = "not fused: fuse=False"
 MODE_CPU_UNFUSED = ("not fused: CPU tensors run through ATen; TORCHFUSE_INTERPRET=1 or interpret=True runs "
                     "the generated kernels in Triton's interpreter")
 
 
 def _run_mode(device: torch.device | None, options) -> str:
     """How the program's fused groups ran: compiled kernels (CUDA), the interpreter
-    (``interpret``), or not at all (CPU tensors without ``interpret`` run through ATen)."""
+    (``interpret``), or not at all (``fuse=False``; CPU tensors without ``interpret`` run
+    through ATen)."""
+    if not options.fuse:
+        return MODE_FUSE_OFF
     if options.interpret:
         return MODE_INTERPRETER
     if device is not None and device.type != "cuda":
@@ -218,6 +222,8 @@ def _timing(measure: bool, compiled_objects: list, reports: list[GraphReport], d
     from . import measure as measure_mod
     if device is None:
         return Timing(available=False, note="not measured: no tensor input or parameter says which device ran")
+    if not options.fuse:
+        return Timing(available=False, note="not measured: fuse=False, no kernel was generated")
     if device.type != "cuda":
         if options.interpret:  # the interpreter's note
             return measure_mod.measure([], [], None)

@@ -227,9 +227,9 @@ class GraphReport:
         index: position in :attr:`ExplainResult.graphs`.
         name: ``forward``, ``backward`` or ``inference``.
         capture: index of the Dynamo capture it came from (-1: unknown, e.g. a backward).
-        status: ``fused``, ``nothing to fuse`` (runs as traced), ``fusion disabled`` (runs as
-            traced: fusible ops stayed on ATen because fusion is off, ``fuse=False`` or CPU
-            tensors without the interpreter) or ``compile failed``.
+        status: ``fused``, ``nothing to fuse`` (runs as traced), ``not fused: fuse=False`` or
+            ``not fused: CPU tensors without interpret`` (runs as traced: fusible ops stayed on
+            ATen because fusion is off) or ``compile failed``.
         error: the compiler's error when it failed (the graph then ran unfused).
         reproducer: path of the reproducer written for that failure.
         groups, aten_calls, steps: what runs, in execution order (see :class:`Step`).
