@@ -38,3 +38,18 @@ def pytest_addoption(parser):
                     help="random programs tests/test_fuzz.py tries (CI: 100, derandomized)")
     group.addoption("--fuzz-seed", type=int, default=None,
                     help="seed for tests/test_fuzz.py (default: derandomized, the same programs every run)")
+    group.addoption("--gpu-launch-configs", type=int, default=0, metavar="SM_COUNT",
+                    help="under the interpreter, launch every kernel with the configuration the GPU heuristics "
+                         "pick for a device of SM_COUNT multiprocessors (e.g. 132, an H200) instead of the "
+                         "interpreter's largest blocks: many programs, masked tails, narrow tiles")
+
+
+def pytest_configure(config):
+    sm = config.getoption("--gpu-launch-configs")
+    if sm and DEVICE == "cpu":
+        from torchfuse.schedulers import pointwise, reduction
+
+        pw, red = pointwise.heuristic, reduction.heuristic
+        pointwise.heuristic = lambda rt, interpret, sm_count=0: pw(rt, False, sm)
+        reduction.heuristic = lambda rt, persistent_max, interpret, sm_count=0, splittable=False: red(
+            rt, persistent_max, False, sm, splittable)

@@ -192,3 +192,38 @@ def test_looped_outer_reductions_keep_16_byte_rows():
     8 columns (16 bytes of fp16 a row) however few programs that gives."""
     cfg = reduction.heuristic(_layout(100, 1 << 20, inner=False), 1 << 14, interpret=False, sm_count=132)
     assert cfg.scheduler == "reduction.loop" and cfg.stages[0].XBLOCK == reduction.OUTER_MIN_XBLOCK_LOOP, cfg
+
+
+GPU_CONFIG_CASES = {
+    "squeeze-excitation": (lambda x: x * torch.sigmoid(torch.nn.functional.hardswish(x).mean((2, 3), keepdim=True)),
+                           (2, 24, 9, 9), True),
+    "layer_norm": (lambda x: torch.nn.functional.layer_norm(x, (x.shape[-1],)), (37, 300), False),
+    "softmax": (lambda x: torch.softmax(x * 0.5, -1), (37, 300), False),
+    "column_sum": (lambda x: (x * x).sum(0), (3000, 5), False),
+    "gelu_bias": (lambda x: torch.nn.functional.gelu(x + 1.0), (131, 777), False),
+}
+
+
+@pytest.mark.parametrize("case", list(GPU_CONFIG_CASES))
+def test_gpu_launch_configurations_match_eager(monkeypatch, case):
+    """Every kernel launched with the configuration the GPU heuristics pick for an H200 (132
+    multiprocessors: many programs, masked tails, narrow tiles) gives eager's values and
+    gradients under the interpreter. ``--gpu-launch-configs 132`` does this for any test."""
+    from torchfuse.schedulers import pointwise
+
+    pw, red = pointwise.heuristic, reduction.heuristic
+    monkeypatch.setattr(pointwise, "heuristic", lambda rt, interpret, sm_count=0: pw(rt, False, 132))
+    monkeypatch.setattr(reduction, "heuristic", lambda rt, pm, interpret, sm_count=0, splittable=False:
+                        red(rt, pm, False, 132, splittable))
+    fn, shape, channels_last = GPU_CONFIG_CASES[case]
+    x = torch.randn(*shape, device=DEVICE)
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last)
+    xs, xr = x.clone().requires_grad_(), x.clone().requires_grad_()
+    got, want = torchfuse.compile(fn, dynamic=False)(xs), fn(xr)
+    torch.testing.assert_close(got, want)
+    dy = torch.randn_like(want)
+    torch.testing.assert_close(torch.autograd.grad(got, xs, dy)[0], torch.autograd.grad(want, xr, dy)[0])
+    blocks = [st.XBLOCK for s in backend.RECENT[-1].steps if hasattr(s, "plans") for p in s.plans.values()
+              for st in p.config.stages]
+    assert blocks and max(blocks) <= 2048, blocks  # GPU-sized blocks, not the interpreter's
