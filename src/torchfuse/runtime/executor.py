@@ -919,7 +919,10 @@ class CompiledGraph:
         """Plan every group for these sizes from the traced metadata and compile in parallel."""
         t0 = time.perf_counter()
         if self.prepared:
-            recompile_log.info("%s: new sizes %s; planning every group again", self.name, sym_values)
+            if recompile_log.isEnabledFor(logging.INFO):  # which input dims the symbols are
+                where = {s: f"input {i} dim {d}" if d is not None else f"size argument {i}" for s, (i, d) in self.symbols}
+                sizes = ", ".join(f"{s} ({where.get(s, '?')}) = {v}" for s, v in sym_values.items())
+                recompile_log.info("%s: new sizes %s; planning every group again", self.name, sizes)
             self.stats["events"].append({"group": "*", "reason": f"new sizes {sym_values}"})
         jobs = []
         runners = []
