@@ -44,12 +44,19 @@ def pytest_addoption(parser):
                          "interpreter's largest blocks: many programs, masked tails, narrow tiles")
 
 
+def use_gpu_launch_configs(setattr_, sm: int) -> None:
+    """Make the pointwise and reduction heuristics pick what they would on a GPU of ``sm``
+    multiprocessors even under the interpreter. ``setattr_``: ``monkeypatch.setattr`` for one
+    test, ``setattr`` for the whole run."""
+    from torchfuse.schedulers import pointwise, reduction
+
+    pw, red = pointwise.heuristic, reduction.heuristic
+    setattr_(pointwise, "heuristic", lambda rt, interpret, sm_count=0: pw(rt, False, sm))
+    setattr_(reduction, "heuristic", lambda rt, persistent_max, interpret, sm_count=0, splittable=False: red(
+        rt, persistent_max, False, sm, splittable))
+
+
 def pytest_configure(config):
     sm = config.getoption("--gpu-launch-configs")
     if sm and DEVICE == "cpu":
-        from torchfuse.schedulers import pointwise, reduction
-
-        pw, red = pointwise.heuristic, reduction.heuristic
-        pointwise.heuristic = lambda rt, interpret, sm_count=0: pw(rt, False, sm)
-        reduction.heuristic = lambda rt, persistent_max, interpret, sm_count=0, splittable=False: red(
-            rt, persistent_max, False, sm, splittable)
+        use_gpu_launch_configs(setattr, sm)

@@ -9,7 +9,7 @@ import torch
 import torchfuse
 import torchfuse.backend as backend
 from torchfuse.schedulers import LaunchConfig, Stage, cdiv, next_power_of_2, reduction, single
-from conftest import DEVICE
+from conftest import DEVICE, use_gpu_launch_configs
 
 
 def force(kind: str):
@@ -88,12 +88,7 @@ def test_narrow_outer_reductions_fill_the_gpu(x, r):
 def test_narrow_outer_tiles_match_eager(monkeypatch):
     """The narrow tiles the GPU heuristic picks for a channels-last mean over H*W (hard-swish
     written out as well, so the group cannot split) give eager's values when run."""
-    real = reduction.heuristic
-
-    def gpu_choice(rt, persistent_max, interpret, sm_count=0, splittable=False):
-        return real(rt, persistent_max, False, 132, splittable)
-
-    monkeypatch.setattr(reduction, "heuristic", gpu_choice)
+    use_gpu_launch_configs(monkeypatch.setattr, 132)
 
     def f(x):
         y = torch.nn.functional.hardswish(x)
@@ -169,10 +164,7 @@ def test_pointwise_configuration_covers_the_tensor(n, sm):
 def test_small_pointwise_blocks_match_eager(monkeypatch):
     """The GPU's small-tensor blocks (256 elements a program here) give eager's values for a
     channels-last bias + hard-swish and a squeeze-excitation gate when run."""
-    from torchfuse.schedulers import pointwise
-
-    real = pointwise.heuristic
-    monkeypatch.setattr(pointwise, "heuristic", lambda rt, interpret, sm_count=0: real(rt, False, 132))
+    use_gpu_launch_configs(monkeypatch.setattr, 132)
 
     def f(x, b, s):
         y = torch.nn.functional.hardswish(x + b)
@@ -209,12 +201,7 @@ def test_gpu_launch_configurations_match_eager(monkeypatch, case):
     """Every kernel launched with the configuration the GPU heuristics pick for an H200 (132
     multiprocessors: many programs, masked tails, narrow tiles) gives eager's values and
     gradients under the interpreter. ``--gpu-launch-configs 132`` does this for any test."""
-    from torchfuse.schedulers import pointwise
-
-    pw, red = pointwise.heuristic, reduction.heuristic
-    monkeypatch.setattr(pointwise, "heuristic", lambda rt, interpret, sm_count=0: pw(rt, False, 132))
-    monkeypatch.setattr(reduction, "heuristic", lambda rt, pm, interpret, sm_count=0, splittable=False:
-                        red(rt, pm, False, 132, splittable))
+    use_gpu_launch_configs(monkeypatch.setattr, 132)
     fn, shape, channels_last = GPU_CONFIG_CASES[case]
     x = torch.randn(*shape, device=DEVICE)
     if channels_last:
