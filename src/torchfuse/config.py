@@ -126,6 +126,12 @@ class Options:
             which ``freeze`` would hoist. ResNet-50 at batch 1 in fp16 on an H200 ran 0.686 ms
             channels-first and 0.418 ms frozen channels-last, where the per-call weight copies
             are a few microseconds each. On by default.
+        inner_outer: run a row-reduction group (LayerNorm's or RMSNorm's input gradient) and a
+            column-sum group over the same rows and columns (their weight and bias gradients)
+            that share an input as one kernel, which reads each row once, reduces it, and adds
+            it into per-program column partials, then a small kernel that sums the partials
+            (``reduction.inner_outer``; see :func:`torchfuse.segment.pair_inner_outer`). On by
+            default.
         interpret_integer_division: fuse integer division and remainder on CPU tensors too.
             Off by default because eager raises ZeroDivisionError there and a kernel cannot;
             tests turn it on to exercise those kernels under the interpreter.
@@ -145,6 +151,7 @@ class Options:
     freeze: bool = False
     channels_last_training: bool = True
     channels_last_inference: bool = True
+    inner_outer: bool = True
     cudagraph_max_graphs: int = 8
     cudagraph_copy_outputs: bool = True
 

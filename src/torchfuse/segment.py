@@ -31,8 +31,10 @@ from typing import Sequence
 from .config import Options
 from .domain import Domain, align, group_values
 from .ir.from_fx import eliminate_dead_code
-from .ir.graph import Graph, Node, Value, map_values
-from .ir.ops import REGISTRY
+from .ir.graph import Graph, Node, Value, is_one, map_values, sizes_equal
+from .ir.ops import REDUCTIONS, REGISTRY
+from .schedulers import next_power_of_2
+from .schedulers.reduction import INNER_OUTER_MAX_ROW
 
 log = logging.getLogger("torchfuse.fusion")
 
@@ -47,6 +49,10 @@ class FusionGroup:
         inputs: values read from outside the group (tensors and scalars), in first-use order.
         outputs: values the group writes (read later or returned by the graph).
         domain: the iteration domain and the alignment of every value to it.
+        outer: for a ``reduction.inner_outer`` group (see :func:`pair_inner_outer`), the nodes
+            of the column-sum group paired with its row reductions: their reductions reduce
+            the domain's kept dims (the rows) instead of its reduced ones, and what is computed
+            from their results is written by the group's second kernel. Empty otherwise.
     """
 
     id: int
@@ -54,6 +60,7 @@ class FusionGroup:
     inputs: list[Value]
     outputs: list[Value]
     domain: Domain
+    outer: list[Node] = dataclasses.field(default_factory=list)
 
     @property
     def kind(self) -> str:
@@ -452,10 +459,163 @@ def finalize(units: _Units) -> Segmentation:
         inputs, _ = group_values(nodes)
         fg = FusionGroup(id=gid, nodes=nodes, inputs=inputs, outputs=outs, domain=dom)
         made.append(fg)
-        for n in nodes:
+    made = pair_inner_outer(made, graph, units.options)
+    for fg in made:
+        for n in fg.nodes:
             group_of[n] = fg
     steps = _schedule_steps(graph, group_of, units)
     return Segmentation(graph=graph, steps=steps)
+
+
+# ---------------------------------------------------------------------------- inner-outer pairs
+
+def _static_extent(dom: Domain, dims) -> int | None:
+    n = 1
+    for d in dims:
+        s = dom.sizes[d]
+        try:
+            n *= int(s)
+        except TypeError:  # a symbolic size
+            return None
+    return n
+
+
+def _plain(g: FusionGroup) -> bool:
+    return not any(REGISTRY[n.op].kind == "random" or n.op == "arange" for n in g.nodes)
+
+
+def _row_candidate(g: FusionGroup, limit: int) -> bool:
+    """A reduction group whose whole reduced extent fits the persistent scheduler."""
+    if not g.domain.reduced or g.outer or not _plain(g):
+        return False
+    r = _static_extent(g.domain, g.domain.reduced)
+    kept = [d for d in range(len(g.domain.sizes)) if d not in g.domain.reduced and not is_one(g.domain.sizes[d])]
+    return bool(kept) and r is not None and 1 < r and next_power_of_2(r) <= limit
+
+
+def _column_candidate(g: FusionGroup) -> bool:
+    """A group of plain sums that writes only reduced results (a weight or bias gradient)."""
+    reds = [n for n in g.nodes if REGISTRY[n.op].kind == "reduction"]
+    if not reds or g.outer or not _plain(g):
+        return False
+    if any(REDUCTIONS[n.op].combine != "sum" or REDUCTIONS[n.op].mean for n in reds):
+        return False
+    return not any(g.domain.varies_along_reduced(o) for o in g.outputs)
+
+
+def _transposed_dims(rows: FusionGroup, cols: FusionGroup) -> dict | None:
+    """``cols``' value dims in ``rows``' domain, when ``cols`` reduces exactly the dims that
+    ``rows`` keeps and keeps the ones it reduces, over the same sizes, and the two read a
+    common input that spans the whole domain (the tensor the pair reads once); else None."""
+    d1, d2 = rows.domain, cols.domain
+    if len(d1.sizes) != len(d2.sizes):
+        return None
+    big1 = {k for k in range(len(d1.sizes)) if not is_one(d1.sizes[k])}
+    big2 = {k for k in range(len(d2.sizes)) if not is_one(d2.sizes[k])}
+    perm: dict[int, int] = {}
+    spans = False
+    for v in cols.inputs:
+        if v.meta is None or v not in d1.dims:
+            continue
+        a, b = d1.dims[v], d2.dims[v]
+        for x, y in zip(a, b):
+            if (x is None) != (y is None):
+                return None
+            if x is not None and perm.setdefault(y, x) != x:
+                return None
+        spans = spans or {x for x in a if x is not None} == big1
+    if not spans or set(perm) != big2 or len(set(perm.values())) != len(perm):
+        return None
+    if any(not sizes_equal(d1.sizes[x], d2.sizes[y]) for y, x in perm.items()):
+        return None
+    # the column group reduces the rows' kept dims and keeps their reduced ones
+    if {perm[y] for y in big2 if y in d2.reduced} != {x for x in big1 if x not in d1.reduced}:
+        return None
+    if {perm[y] for y in big2 if y not in d2.reduced} != {x for x in big1 if x in d1.reduced}:
+        return None
+    out: dict = {}
+    for v, dims in d2.dims.items():
+        mapped = tuple(None if y is None else perm[y] for y in dims)
+        if v in d1.dims and d1.dims[v] != mapped:
+            return None
+        out[v] = mapped
+    return out
+
+
+def _reaches(graph: Graph, users: dict, src: FusionGroup, dst: FusionGroup) -> bool:
+    """Does a result of ``src`` reach a node of ``dst`` (through any other step)?"""
+    inside, target = set(src.nodes), set(dst.nodes)
+    stack = [u for v in src.outputs for u in users.get(v, ()) if u not in inside]
+    seen: set[Node] = set()
+    while stack:
+        n = stack.pop()
+        if n in target:
+            return True
+        if n in seen:
+            continue
+        seen.add(n)
+        stack.extend(u for o in n.outputs for u in users.get(o, ()))
+    return False
+
+
+def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) -> list[FusionGroup]:
+    """Merge each row-reduction group with a column-sum group over the same rows and columns.
+
+    LayerNorm's backward has two such groups: its input gradient reduces every row (kept: the
+    rows, reduced: the normalized dims), and its weight and bias gradients sum every column
+    over the rows. Apart, both read the output gradient and the input: five passes over the
+    data for three. Paired, one ``reduction.inner_outer`` kernel reads each block of rows once,
+    writes its input gradient and adds the block into column partials that stay in registers
+    across the program's blocks; a second kernel sums those partials. Inductor's mixed-order
+    reductions and nvFuser's inner-outer persistent scheduler do the same; on an H200 the pair
+    cost 95 + 73 us at bf16 16384 x 4096, and the paired kernels 145 us (``benchmarks/NOTES.md``,
+    runs R and AH).
+
+    A pair needs: no path between the two groups (they run at one step); the column group's
+    reductions all plain sums of values that span the domain, and its outputs those sums or
+    values computed from them; a common input spanning every dim (the read the pair saves);
+    a static row length that fits the persistent scheduler (``persistent_max_elements``).
+    Groups with random numbers or ``arange`` are left alone.
+
+    Returns the groups, paired ones merged (under the row group's id), renumbered in order.
+    """
+    if not options.inner_outer:
+        return groups
+    limit = min(options.persistent_max_elements, INNER_OUTER_MAX_ROW)
+    rows = [g for g in groups if _row_candidate(g, limit)]
+    cols = [g for g in groups if _column_candidate(g)]
+    if not rows or not cols:
+        return groups
+    users = graph.users()
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    used: set[int] = set()
+    merged: dict[int, FusionGroup] = {}
+    for g2 in cols:
+        if id(g2) in used:
+            continue
+        for g1 in rows:
+            if g1 is g2 or id(g1) in used:
+                continue
+            dims = _transposed_dims(g1, g2)
+            if dims is None or _reaches(graph, users, g1, g2) or _reaches(graph, users, g2, g1):
+                continue
+            nodes = sorted(g1.nodes + g2.nodes, key=order.get)
+            inputs, _ = group_values(nodes)
+            dom = Domain(sizes=g1.domain.sizes, reduced=g1.domain.reduced, dims={**g1.domain.dims, **dims})
+            fg = FusionGroup(id=g1.id, nodes=nodes, inputs=inputs, outputs=g1.outputs + g2.outputs, domain=dom,
+                             outer=[n for n in nodes if n in set(g2.nodes)])
+            log.info("group %s and group %s run as one inner-outer reduction", g1.name, g2.name)
+            used |= {id(g1), id(g2)}
+            merged[id(g1)] = fg
+            merged[id(g2)] = None
+            break
+    if not merged:
+        return groups
+    out = [merged.get(id(g), g) for g in groups]
+    out = sorted((g for g in out if g is not None), key=lambda g: order[g.nodes[0]])
+    for i, g in enumerate(out):
+        g.id = i
+    return out
 
 
 #: A graph with at least this many stand-alone casts of its inputs (or of values it only

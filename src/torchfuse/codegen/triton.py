@@ -293,7 +293,12 @@ class _Writer:
         # emitted values per scope: name -> (variable, dtype)
         self.scopes: list[dict[Value, tuple[str, torch.dtype]]] = [{}]
         self.producer_of = {o: n for n in group.nodes for o in n.outputs}
-        self.workspaces = [(n, comp, dt) for n in self.reduction_nodes() for comp, dt in workspace_components(n)]
+        #: ``reduction.inner_outer``: the column-sum nodes paired with the row reductions, and
+        #: the values they compute (written by the second kernel)
+        self.outer = set(getattr(group, "outer", ()))
+        self.outer_values = {o for n in self.outer for o in n.outputs}
+        self.workspaces = [(n, comp, dt) for n in self.reduction_nodes() for comp, dt in workspace_components(n)
+                           if n in self.outer or not self.outer]
         self.random_nodes = [n for n in group.nodes if REGISTRY[n.op].kind == "random"]
 
     # ------------------------------------------------------------------ text helpers
@@ -776,6 +781,12 @@ class _Writer:
 
     def kernel_text(self, name: str) -> str:
         """The ``@triton.jit`` function ``name`` for this writer's mode."""
+        if self.mode == "inner_outer":
+            self.write_inner_outer()
+            return self._function(name)
+        if self.mode == "inner_outer_finish":
+            self.write_inner_outer_finish()
+            return self._function(name)
         pid = "tl.program_id(0).to(tl.int64)" if self.layout.index64 else "tl.program_id(0)"
         if self.scheduler == "reduction.persistent_rows":
             # a grid-stride loop over row blocks: each program handles several, and Triton's
@@ -805,11 +816,79 @@ class _Writer:
                 self.write_loops()
             else:
                 self.write_persistent()
+        return self._function(name)
+
+    def _function(self, name: str) -> str:
         body = "\n".join(self.lines)
         sig = ", ".join(self.params() + ["XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"])
         # a new seed every call must not make Triton compile a new specialization
         deco = '@triton.jit(do_not_specialize=["seed"])' if self.random_nodes else "@triton.jit"
         return f"{deco}\ndef {name}({sig}):\n{body}\n"
+
+    # ------------------------------------------------------------------ inner-outer reductions
+    def write_inner_outer(self) -> None:
+        """Stage 1 of ``reduction.inner_outer``: each program loops over blocks of XBLOCK whole
+        rows (a grid-stride loop). Per block it runs the row reductions as the persistent
+        scheduler does and writes their results, and adds the paired column sums' inputs into
+        [XBLOCK, RBLOCK] accumulators; after the loop it sums those over their rows and writes
+        one partial per column: ``ws[k][program * rnumel + column]``."""
+        self.emit("pid = tl.program_id(0).to(tl.int64)" if self.layout.index64 else "pid = tl.program_id(0)")
+        outer = [n for n in self.reduction_nodes() if n in self.outer]
+        accs: dict = {}
+        for n in outer:
+            self.emit_loop_init(n, accs)
+        from ..schedulers.reduction import INNER_OUTER_STAGES
+        stages = f", num_stages={INNER_OUTER_STAGES}" if INNER_OUTER_STAGES else ""
+        self.emit(f"for xblock in tl.range(tl.program_id(0), tl.cdiv(xnumel, XBLOCK), tl.num_programs(0){stages}):")
+        self.indent += 1
+        self.scopes.append({})
+        self.emit(f"xoffset = {'xblock.to(tl.int64)' if self.layout.index64 else 'xblock'} * XBLOCK")
+        self.emit("xindex = xoffset + tl.arange(0, XBLOCK)[:, None]")
+        self.emit("xmask = xindex < xnumel")
+        if self.needs_unravel("x"):
+            self.unravel("x", self.layout.n_x, "xindex")
+        self.r_prologue("0")
+        for node in self.g.nodes:
+            if REGISTRY[node.op].kind == "reduction" and node not in self.outer:
+                self.emit_persistent_reduction(node)
+        self.loop_start = "0"
+        for n in outer:
+            self.emit_loop_accumulate(n, accs)
+        for out in self.g.outputs:
+            if out not in self.outer_values:
+                self.store(out)
+        self.scopes.pop()
+        self.indent -= 1
+        # (names bound inside the loop are not visible after it)
+        self.emit("rindex = tl.arange(0, RBLOCK)[None, :]")
+        self.emit("rmask = rindex < rnumel")
+        for k, n in enumerate(outer):
+            part = self.fresh("part")
+            self.emit(f"{part} = tl.sum({accs[n]}, 0)[None, :]")
+            self.emit(f"tl.store(ws{k} + pid * rnumel + rindex, {part}, mask=rmask)")
+
+    def write_inner_outer_finish(self) -> None:
+        """Stage 2 of ``reduction.inner_outer``: each program sums the ``nsplit`` partials of
+        RBLOCK columns (XBLOCK >= nsplit) and writes the column sums and what the group
+        computes from them."""
+        pid = "tl.program_id(0).to(tl.int64)" if self.layout.index64 else "tl.program_id(0)"
+        self.emit(f"rindex = {pid} * RBLOCK + tl.arange(0, RBLOCK)[None, :]")
+        self.emit("rmask = rindex < rnumel")
+        self.emit(f"xindex = tl.zeros([1, 1], {self.index_type})")
+        self.emit("xmask = xindex < 1")
+        self.emit("xrmask = xmask & rmask")
+        if self.needs_unravel("r"):
+            self.unravel("r", self.layout.n_r, "rindex")
+        self.emit("sindex = tl.arange(0, XBLOCK)[:, None]")
+        self.emit("smask = (sindex < nsplit) & rmask")
+        for k, n in enumerate(n for n in self.reduction_nodes() if n in self.outer):
+            a, res = self.fresh("acc"), self.fresh("red")
+            self.emit(f"{a} = tl.load(ws{k} + sindex * rnumel + rindex, mask=smask, other=0)")
+            self.emit(f"{res} = tl.sum({a}, 0)[None, :]")
+            self.finish_reduction(n, {"value": (res, self._acc_of(n))})
+        for out in self.g.outputs:
+            if out in self.outer_values:
+                self.store(out)
 
     # ------------------------------------------------------------------ split reductions
     def write_split_partial(self) -> None:
@@ -1015,8 +1094,11 @@ def workspace_components(node: Node) -> list[tuple[str, torch.dtype]]:
 
 
 def split_workspaces(group) -> list[torch.dtype]:
-    """Dtypes of the workspaces (one ``[split, xnumel]`` buffer each) of a split reduction."""
-    return [dt for n in group.nodes if REGISTRY[n.op].kind == "reduction" for _, dt in workspace_components(n)]
+    """Dtypes of the workspaces of a split reduction (one ``[split, xnumel]`` buffer each) or
+    of a ``reduction.inner_outer`` group (one ``[split, rnumel]`` buffer per column sum)."""
+    outer = set(getattr(group, "outer", ()))
+    return [dt for n in group.nodes if REGISTRY[n.op].kind == "reduction" and (n in outer or not outer)
+            for _, dt in workspace_components(n)]
 
 
 def index_values(group) -> list[Value]:
@@ -1056,8 +1138,9 @@ def generate(group, layout: KernelLayout, scheduler: str, exact_rounding: bool =
     Args:
         group: the fusion group.
         layout: the code-relevant layout of the call (from ``schedulers.layout.analyze``).
-        scheduler: ``pointwise``, ``reduction.persistent``, ``reduction.loop`` or
-            ``reduction.split`` (two kernels: ``<name>_partial`` then ``<name>``).
+        scheduler: ``pointwise``, ``reduction.persistent``, ``reduction.loop``,
+            ``reduction.split`` or ``reduction.inner_outer`` (the last two: two kernels,
+            ``<name>_partial`` then ``<name>``).
         exact_rounding: round intermediates to their eager dtype (see ``Options``).
 
     Raises:
@@ -1065,9 +1148,10 @@ def generate(group, layout: KernelLayout, scheduler: str, exact_rounding: bool =
             through ATen instead.
     """
     name = _kernel_name(group)
-    if scheduler == "reduction.split":
-        first = _Writer(group, layout, scheduler, exact_rounding, mode="partial")
-        second = _Writer(group, layout, scheduler, exact_rounding, mode="finish")
+    if scheduler in ("reduction.split", "reduction.inner_outer"):
+        modes = ("partial", "finish") if scheduler == "reduction.split" else ("inner_outer", "inner_outer_finish")
+        first = _Writer(group, layout, scheduler, exact_rounding, mode=modes[0])
+        second = _Writer(group, layout, scheduler, exact_rounding, mode=modes[1])
         kernels = [first.kernel_text(name + "_partial"), second.kernel_text(name)]
         stages = (name + "_partial", name)
         params = first.params()

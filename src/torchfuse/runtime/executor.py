@@ -119,7 +119,7 @@ class GroupRunner:
         self.random = has_random(group)
         #: the kernel seed of the current call, set by CompiledGraph (None: draw one per launch)
         self.seed: int | None = None
-        self.workspace_dtypes = split_workspaces(group) if self.splittable else []
+        self.workspace_dtypes = split_workspaces(group) if self.splittable or group.outer else []
         #: set by CompiledGraph when it makes the group's device current around every call
         self.device_guarded = False
         self.sm_count = 0
@@ -147,7 +147,9 @@ class GroupRunner:
                                                   len(sizes)))
         ref = self._reference(tensors, sizes)
         rt = layout_mod.analyze(sizes, dom.reduced, tensor_strides, ref)
-        if dom.reduced:
+        if g.outer:
+            config = reduction.inner_outer(rt, self.options.interpret, self.sm_count)
+        elif dom.reduced:
             config = reduction.heuristic(rt, self.options.persistent_max_elements, self.options.interpret,
                                          self.sm_count, self.splittable)
         else:
@@ -158,15 +160,16 @@ class GroupRunner:
         for st in rt.strides:
             scalars += list(st)
         scalars += [rt.xnumel, rt.rnumel]
-        if config.scheduler == "reduction.split":
+        if config.scheduler in ("reduction.split", "reduction.inner_outer"):
             scalars += [config.split, config.rchunk]
         kernel = self._kernel(rt.layout, config) if rt.xnumel > 0 else None
         plan = KernelPlan(kernel, config, tuple(in_shapes), tuple(in_strides), out_specs, scalars, nbytes,
                           self.device_guarded)
         plan.xnumel = rt.xnumel
-        if config.scheduler == "reduction.split" and out_specs:
+        if config.scheduler in ("reduction.split", "reduction.inner_outer") and out_specs:
             alloc = plan.allocs[0][0]  # same device as the outputs
-            n = config.split * rt.xnumel  # one partial per chunk and kept element
+            # one partial per chunk and kept element (split), or per program and column
+            n = config.split * (rt.xnumel if config.scheduler == "reduction.split" else rt.rnumel)
             plan.workspaces = [(alloc, (n,), (1,), dt) for dt in self.workspace_dtypes]
         log.info("%s: %s %s (%s)", g.name, config.scheduler, rt.layout, config.reason)
         return plan
@@ -951,7 +954,7 @@ class CompiledGraph:
                 outs = [_dummy_spec(s) for s in plan.out_specs]
                 c = plan.config
                 ws = []
-                if c.scheduler == "reduction.split":
+                if plan.workspaces:
                     ws = [torch.empty(1, dtype=dt, device=plan.out_specs[0][3]) for dt in step.workspace_dtypes]
                 seed = [0] if step.random else []
                 for i, st in enumerate(c.stages):

@@ -153,6 +153,67 @@ def heuristic(rt: RuntimeLayout, persistent_max: int, interpret: bool, sm_count:
                   f"outer, {r} reduced elements: {xb} columns, loop of {rb} rows")
 
 
+#: ``reduction.inner_outer`` (a row reduction paired with column sums over the same rows; see
+#: ``segment.pair_inner_outer``): programs per multiprocessor, each looping over blocks of
+#: INNER_OUTER_TILE elements of whole rows with its column partials in registers, warps of a
+#: program (for blocks of at least INNER_OUTER_WIDE elements; smaller ones keep the persistent
+#: scheduler's warps), software-pipelining stages of the loop over blocks (0: Triton's
+#: default), and the longest row paired. From a sweep on an H200 (benchmarks/NOTES.md, runs AG
+#: and AH; ``benchmarks/sweep_inner_outer.py``) of 14 configurations on bf16 LayerNorm and
+#: RMSNorm backward: 2 programs x 8 warps, 4096-element blocks, 2 stages was the best or within
+#: 9% of it on the LayerNorm cases (16384x4096: 144.6 us against 171.4 for the two kernels of
+#: the unpaired groups; 32768x1024: 77.5 against 94.6; 4096x3072: 38.7 against 42.0), and
+#: equal to the unpaired kernels on RMSNorm (160.7 against 162.3 us; 3 programs without
+#: pipelining took 118 us there but 210 on LayerNorm, whose registers allow 2 programs a
+#: multiprocessor). At 8192 elements a row every configuration was slower than the unpaired
+#: kernels (180 against 175 us at 8192x8192), so longer rows are not paired.
+INNER_OUTER_PROGRAMS_PER_SM = 2
+INNER_OUTER_WARPS = 8
+INNER_OUTER_WIDE = 2048
+INNER_OUTER_TILE = 4096
+INNER_OUTER_STAGES = 2
+INNER_OUTER_MAX_ROW = 4096
+#: the second kernel: at most FINISH_TILE partials x columns a program
+FINISH_TILE = 4096
+#: under the interpreter: about this many row blocks, over at most this many programs, so that
+#: tests cover programs with several blocks and a partial last block
+INTERPRET_INNER_OUTER_BLOCKS = 8
+INTERPRET_INNER_OUTER_PROGRAMS = 3
+
+
+def inner_outer(rt: RuntimeLayout, interpret: bool, sm_count: int = 0) -> LaunchConfig:
+    """Launch configuration of a ``reduction.inner_outer`` group: ``split`` programs loop over
+    blocks of XBLOCK whole rows (RBLOCK = the row length rounded up to a power of two), each
+    adding its rows into column partials it writes once; then ``cdiv(rnumel, RBLOCK2)``
+    programs sum the ``split`` partials of RBLOCK2 columns each.
+
+    Args:
+        rt: the call's loop layout (kept dims: the rows; reduced dims: the columns).
+        interpret: kernels run under Triton's interpreter.
+        sm_count: multiprocessors of the device (0 when unknown: one program per row block).
+    """
+    x = max(rt.xnumel, 1)
+    r = max(rt.rnumel, 1)
+    rpow = next_power_of_2(r)
+    if interpret:
+        xb = max(1, min(next_power_of_2(cdiv(x, INTERPRET_INNER_OUTER_BLOCKS)), INTERPRET_TILE // rpow))
+        blocks = cdiv(x, xb)
+        programs = min(blocks, INTERPRET_INNER_OUTER_PROGRAMS)
+        w = 1
+    else:
+        xb = max(1, min(next_power_of_2(x), INNER_OUTER_TILE // rpow))
+        w = INNER_OUTER_WARPS if xb * rpow >= INNER_OUTER_WIDE else _warps(xb * rpow)
+        blocks = cdiv(x, xb)
+        programs = min(blocks, INNER_OUTER_PROGRAMS_PER_SM * sm_count) if sm_count else blocks
+    sb = next_power_of_2(programs)
+    fr = max(1, min(rpow, FINISH_TILE // sb))
+    wf = 1 if interpret else max(1, min(8, sb * fr // 256))
+    return LaunchConfig("reduction.inner_outer",
+                        (Stage((programs,), xb, rpow, w), Stage((cdiv(r, fr),), sb, fr, wf)), split=programs,
+                        reason=f"{x} rows of {r}: {programs} programs over {blocks} blocks of {xb} rows, {w} warps, "
+                               f"column partials summed by {cdiv(r, fr)} programs")
+
+
 def _split(x: int, r: int, inner: bool, programs: int, interpret: bool) -> LaunchConfig:
     if interpret:
         xb, rb, w = next_power_of_2(x), 512, 1

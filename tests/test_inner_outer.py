@@ -1,0 +1,122 @@
+"""The inner-outer reduction (``reduction.inner_outer``): a row reduction and the column sums
+over the same rows in one kernel, as in LayerNorm's and RMSNorm's backward (input gradient by
+rows; weight and bias gradients by columns). Values and gradients are compared with an fp64
+reference, against eager's own error."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torchfuse
+import torchfuse.backend as backend
+from torchfuse.schedulers import RuntimeLayout, KernelLayout, cdiv, next_power_of_2, reduction
+from conftest import DEVICE, use_gpu_launch_configs
+
+
+def _ln(x, w, b):
+    return F.layer_norm(x, x.shape[-1:], w, b)
+
+
+def _ln_no_bias(x, w, b):
+    return F.layer_norm(x, x.shape[-1:], w)
+
+
+def _rms(x, w, b):
+    return F.rms_norm(x, x.shape[-1:], w, eps=1e-6)
+
+
+def _ln_gelu_residual(x, w, b):
+    return F.gelu(F.layer_norm(x * 2 + 1, x.shape[-1:], w, b)) + x
+
+
+NORMS = {"layer_norm": _ln, "layer_norm_no_bias": _ln_no_bias, "rms_norm": _rms, "ln_gelu_residual": _ln_gelu_residual}
+#: (norm, input shape): rows not a multiple of the row block, a row length that is not a power
+#: of two, 3-D inputs with a size-1 batch, very short rows
+CASES = [("layer_norm", (37, 100)), ("layer_norm", (3, 5, 64)), ("layer_norm_no_bias", (1, 129, 48)),
+         ("rms_norm", (200, 7)), ("rms_norm", (16, 1000)), ("ln_gelu_residual", (45, 96))]
+
+
+def _schedulers() -> set[str]:
+    return {p.config.scheduler for cg in backend.RECENT[-2:] for s in cg.steps if hasattr(s, "plans")
+            for p in s.plans.values()}
+
+
+def _check_gradients(fn, shape, dtype, **options):
+    """Compiled values and gradients against fp64, as close as eager's (twice eager's error plus
+    one rounding step of ``dtype`` at the reference's magnitude)."""
+    torch.manual_seed(0)
+    d = shape[-1]
+    x = torch.randn(shape, dtype=dtype, device=DEVICE)
+    w, b = torch.randn(d, dtype=dtype, device=DEVICE), torch.randn(d, dtype=dtype, device=DEVICE)
+    dy = torch.randn(shape, dtype=dtype, device=DEVICE)
+
+    def grads(f, tensors, g):
+        ts = [t.detach().clone().requires_grad_() for t in tensors]
+        out = f(*ts)
+        wrt = [t for t in ts if fn is not _ln_no_bias and fn is not _rms or t is not ts[2]]
+        return (out, *torch.autograd.grad(out, wrt, g))
+
+    ref = grads(fn, [x.double(), w.double(), b.double()], dy.double())
+    eager = grads(fn, [x, w, b], dy)
+    got = grads(torchfuse.compile(fn, dynamic=False, **options), [x, w, b], dy)
+    step = torch.finfo(dtype).eps
+    for name, g, e, r in zip(("output", "input", "weight", "bias"), got, eager, ref):
+        err = (g.double() - r).abs().max().item()
+        bound = 2 * (e.double() - r).abs().max().item() + step * r.abs().max().item()
+        assert err <= bound, (name, err, bound)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("norm,shape", CASES, ids=[f"{n}-{'x'.join(map(str, s))}" for n, s in CASES])
+def test_norm_backward_runs_as_one_inner_outer_kernel(norm, shape, dtype):
+    _check_gradients(NORMS[norm], shape, dtype)
+    assert "reduction.inner_outer" in _schedulers()
+
+
+def test_inner_outer_with_gpu_launch_configurations(monkeypatch):
+    """The GPU heuristic's configuration (8 warps, whole rows, two programs per multiprocessor)
+    under the interpreter, on a 4-multiprocessor device: 8 programs over 26 blocks of 8 rows,
+    the last block partial."""
+    use_gpu_launch_configs(monkeypatch.setattr, 4)
+    _check_gradients(_ln, (203, 300), torch.bfloat16)
+    configs = [p.config for s in backend.RECENT[-1].steps if hasattr(s, "plans") for p in s.plans.values()]
+    (cfg,) = [c for c in configs if c.scheduler == "reduction.inner_outer"]
+    assert (cfg.split, cfg.stages[0].XBLOCK, cfg.stages[0].RBLOCK, cfg.stages[0].num_warps) == (8, 8, 512, 8), cfg
+
+
+def test_inner_outer_off_gives_separate_kernels():
+    _check_gradients(_ln, (37, 100), torch.float32, inner_outer=False)
+    assert "reduction.inner_outer" not in _schedulers()
+
+
+def test_dependent_column_sums_are_not_paired():
+    """Column sums of a row reduction's result (softmax, then its column sums) depend on the
+    row kernel: they stay a kernel of their own."""
+    def f(x):
+        y = torch.softmax(x, -1)
+        return y, (y * x).sum(0)
+
+    x = torch.randn(64, 48, device=DEVICE)
+    got = torchfuse.compile(f, dynamic=False)(x)
+    want = f(x)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+    assert "reduction.inner_outer" not in _schedulers()
+
+
+def _layout(x: int, r: int) -> RuntimeLayout:
+    return RuntimeLayout(KernelLayout(1, 1, (), False), (x,), (r,), ((),), x, r, True)
+
+
+@pytest.mark.parametrize("x", [1, 7, 1000, 16384, 100000])
+@pytest.mark.parametrize("r", [2, 100, 768, 4096, 8192])
+@pytest.mark.parametrize("interpret", [False, True])
+def test_inner_outer_configurations_cover_rows_and_columns(x, r, interpret):
+    cfg = reduction.inner_outer(_layout(x, r), interpret, sm_count=132)
+    main, finish = cfg.stages
+    blocks = cdiv(x, main.XBLOCK)
+    assert main.RBLOCK == next_power_of_2(r) and cfg.split == main.grid[0] <= blocks
+    assert main.XBLOCK * main.RBLOCK <= (1 << 16 if interpret else reduction.TILE_ELEMENTS) or main.XBLOCK == 1
+    assert finish.XBLOCK >= cfg.split and finish.grid[0] * finish.RBLOCK >= r
+    assert (finish.grid[0] - 1) * finish.RBLOCK < r
