@@ -27,12 +27,15 @@ class LaunchConfig:
     """Launch configuration of one group call.
 
     Attributes:
-        scheduler: ``pointwise``, ``reduction.persistent``, ``reduction.loop`` or
-            ``reduction.split`` (the reduced extent cut into ``split`` chunks of ``rchunk``
-            elements reduced by separate programs into a workspace, then combined by a
-            second kernel).
-        stages: the launches, in order (two for ``reduction.split``).
-        split, rchunk: number of chunks and elements per chunk (split reductions only).
+        scheduler: ``pointwise``, ``reduction.persistent``, ``reduction.persistent_rows``,
+            ``reduction.loop``, ``reduction.split`` (the reduced extent cut into ``split``
+            chunks of ``rchunk`` elements reduced by separate programs into a workspace, then
+            combined by a second kernel) or ``reduction.inner_outer`` (``split`` programs
+            loop over blocks of rows and write per-column partials; a second kernel sums them).
+        stages: the launches, in order (two for ``reduction.split`` and
+            ``reduction.inner_outer``).
+        split, rchunk: number of chunks and elements per chunk (split reductions), or number
+            of programs of the first stage (``reduction.inner_outer``, ``rchunk`` 0).
         reason: one line saying why this configuration was chosen (shown by reports).
     """
 

@@ -1,4 +1,4 @@
-"""Reduction scheduler: persistent, looped, or split across programs.
+"""Reduction scheduler: persistent, looped, split across programs, or inner-outer.
 
 The kernel works on [XBLOCK, RBLOCK] tiles: XBLOCK kept elements (rows) per program, RBLOCK
 reduced elements per step.
@@ -24,6 +24,10 @@ softmax and LayerNorm at 768 to 262144 elements per row and column sums
   second kernel combines the chunks and runs the group's epilogue (the two-stage "split
   reduction" of Inductor and nvFuser's grid reductions). Only groups whose reductions do not
   depend on each other can split (``splittable``).
+* **Inner-outer** (``reduction.inner_outer``, :func:`inner_outer`) for a group that pairs row
+  reductions with column sums over the same rows (``segment.pair_inner_outer``): a grid of
+  programs that loop over blocks of whole rows and keep per-column partials in registers, then
+  a kernel that sums the partials.
 * Under the interpreter blocks are as large as allowed (each program is a NumPy evaluation),
   and splitting starts at smaller sizes so that tests exercise it.
 """
