@@ -55,7 +55,7 @@ def use_gpu_launch_configs(setattr_, sm: int) -> None:
     setattr_(reduction, "heuristic", lambda rt, persistent_max, interpret, sm_count=0, splittable=False: red(
         rt, persistent_max, False, sm, splittable))
     io = reduction.inner_outer
-    setattr_(reduction, "inner_outer", lambda rt, interpret, sm_count=0: io(rt, False, sm))
+    setattr_(reduction, "inner_outer", lambda rt, interpret, sm_count=0, resident=0: io(rt, False, sm, resident))
 
 
 def pytest_configure(config):

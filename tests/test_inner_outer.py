@@ -75,14 +75,15 @@ def test_norm_backward_runs_as_one_inner_outer_kernel(norm, shape, dtype):
 
 
 def test_inner_outer_with_gpu_launch_configurations(monkeypatch):
-    """The GPU heuristic's configuration (8 warps, whole rows, two programs per multiprocessor)
-    under the interpreter, on a 4-multiprocessor device: 8 programs over 26 blocks of 8 rows,
-    the last block partial."""
+    """The GPU heuristic's configuration (whole rows, 16 elements a thread, two programs per
+    multiprocessor) under the interpreter, on a 4-multiprocessor device: 8 programs of 4 warps
+    over 51 blocks of 4 rows, the last block partial."""
     use_gpu_launch_configs(monkeypatch.setattr, 4)
+    monkeypatch.setattr(reduction, "INNER_OUTER_FIT", False)  # on a GPU: keep the heuristic's grid
     _check_gradients(_ln, (203, 300), torch.bfloat16)
     configs = [p.config for s in backend.RECENT[-1].steps if hasattr(s, "plans") for p in s.plans.values()]
     (cfg,) = [c for c in configs if c.scheduler == "reduction.inner_outer"]
-    assert (cfg.split, cfg.stages[0].XBLOCK, cfg.stages[0].RBLOCK, cfg.stages[0].num_warps) == (8, 8, 512, 8), cfg
+    assert (cfg.split, cfg.stages[0].XBLOCK, cfg.stages[0].RBLOCK, cfg.stages[0].num_warps) == (8, 4, 512, 4), cfg
 
 
 def test_inner_outer_off_gives_separate_kernels():
@@ -120,3 +121,74 @@ def test_inner_outer_configurations_cover_rows_and_columns(x, r, interpret):
     assert main.XBLOCK * main.RBLOCK <= (1 << 16 if interpret else reduction.TILE_ELEMENTS) or main.XBLOCK == 1
     assert finish.XBLOCK >= cfg.split and finish.grid[0] * finish.RBLOCK >= r
     assert (finish.grid[0] - 1) * finish.RBLOCK < r
+
+
+def test_resident_programs_follow_cuda_occupancy_rules():
+    """Expected values worked by hand from CUDA's rules (registers per warp rounded up to 256,
+    65536 a multiprocessor; 2048 threads; 228 KiB of shared memory, 1 KiB reserved a program)."""
+    assert reduction.resident_programs(128, 0, 8) == 2  # 4096 registers a warp: 16 warps
+    assert reduction.resident_programs(80, 0, 8) == 3  # 2560 a warp: 25 warps
+    assert reduction.resident_programs(33, 0, 8) == 6  # 1056 -> 1280 a warp: 51 warps
+    assert reduction.resident_programs(32, 0, 8) == 8  # 64 warps by registers; threads: 8 programs
+    assert reduction.resident_programs(32, 100 * 1024, 8) == 2  # 101 KiB a program
+    assert reduction.resident_programs(255, 0, 16) == 1  # not even one: still one
+
+
+def test_grid_fitted_to_resident_programs_keeps_values(monkeypatch):
+    """The executor's refit of an inner-outer plan to the compiled kernel's occupancy (done on
+    a GPU ahead of the first call) changes grid, split argument and workspaces together: with
+    a stand-in compiled kernel of 40 registers (1280 a warp: 51 warps, 12 programs of 4 warps
+    fit; capped at 4) on 4 multiprocessors, 16 programs, and the next call still gives eager's
+    gradients."""
+    import types
+
+    use_gpu_launch_configs(monkeypatch.setattr, 4)
+    monkeypatch.setattr(reduction, "INNER_OUTER_FIT", False)  # on a GPU: no refit before this test's own
+    fn = torchfuse.compile(_ln, dynamic=False)
+    x = torch.randn(403, 300, device=DEVICE, requires_grad=True)
+    w, b = torch.randn(300, device=DEVICE, requires_grad=True), torch.randn(300, device=DEVICE, requires_grad=True)
+    dy = torch.randn(403, 300, device=DEVICE)
+    torch.autograd.grad(fn(x, w, b), [x, w, b], dy)
+    (runner,) = [s for s in backend.RECENT[-1].steps if hasattr(s, "plans") and s.group.outer]
+    (plan,) = runner.plans.values()
+    assert plan.config.split == 8  # the heuristic's 2 a multiprocessor
+
+    compiled = types.SimpleNamespace(n_regs=40, metadata=types.SimpleNamespace(shared=0),
+                                     _init_handles=lambda: None)
+    monkeypatch.setattr(plan, "kernel", types.SimpleNamespace(warmup=lambda *a: compiled, **{
+        k: getattr(plan.kernel, k) for k in ("launch", "source")}))
+    props = types.SimpleNamespace(regs_per_multiprocessor=65536, shared_memory_per_multiprocessor=233472,
+                                  max_threads_per_multi_processor=2048)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: props)
+    runner.sm_count = 4
+    runner.fast.clear()
+    cfg = runner.fit_inner_outer(plan, [], False)
+    blocks = cdiv(403, cfg.stages[0].XBLOCK)
+    assert cfg.split == plan.config.split == min(blocks, 16) == plan.scalars[-2]
+    assert cfg.stages[1].XBLOCK >= cfg.split
+    assert all(ws[1] == (cfg.split * 300,) for ws in plan.workspaces)
+
+    got = torch.autograd.grad(fn(x, w, b), [x, w, b], dy)
+    want = torch.autograd.grad(_ln(x, w, b), [x, w, b], dy)
+    for g, e in zip(got, want):
+        torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(0, 768), (2, 0, 100)])
+def test_column_sums_over_no_rows_are_written(shape):
+    """An inner-outer pair over zero rows still writes its column sums (zeros, as eager's),
+    not whatever the output's memory held."""
+    rms = torch.nn.RMSNorm(shape[-1]).to(DEVICE)
+    x = torch.randn(shape, device=DEVICE, requires_grad=True)
+    torchfuse.compile(rms, dynamic=False)(x).sum().backward()
+    assert "reduction.inner_outer" in _schedulers()
+    torch.testing.assert_close(rms.weight.grad, torch.zeros_like(rms.weight), rtol=0, atol=0)
+
+    def f(x):
+        return (x * 2).sum(-1), (x * x).sum(0)
+
+    for dtype in (torch.float32, torch.int32):
+        x = torch.ones(shape[0], shape[-1], device=DEVICE, dtype=dtype)
+        got, want = torchfuse.compile(f, dynamic=False)(x), f(x)
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w, rtol=0, atol=0)

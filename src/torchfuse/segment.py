@@ -574,8 +574,10 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
     A pair needs: no path between the two groups (they run at one step); the column group's
     reductions all plain sums of values that span the domain, and its outputs those sums or
     values computed from them; a common input spanning every dim (the read the pair saves);
-    a static row length that fits the persistent scheduler (``persistent_max_elements``).
-    Groups with random numbers or ``arange`` are left alone.
+    a static row length of at most ``reduction.INNER_OUTER_MAX_ROW`` elements (4096: longer
+    rows ran slower paired on an H200) and ``persistent_max_elements``. Groups with random
+    numbers or ``arange`` are left alone. A column group left unpaired is logged (topic
+    ``fusion``) with the reason.
 
     Returns the groups, paired ones merged (under the row group's id), renumbered in order.
     """
@@ -593,11 +595,15 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
     for g2 in cols:
         if id(g2) in used:
             continue
+        why = "no row-reduction group over the same rows and columns reads its input"
         for g1 in rows:
             if g1 is g2 or id(g1) in used:
                 continue
             dims = _transposed_dims(g1, g2)
-            if dims is None or _reaches(graph, users, g1, g2) or _reaches(graph, users, g2, g1):
+            if dims is None:
+                continue
+            if _reaches(graph, users, g1, g2) or _reaches(graph, users, g2, g1):
+                why = f"it depends on {g1.name}, or {g1.name} on it"
                 continue
             nodes = sorted(g1.nodes + g2.nodes, key=order.get)
             inputs, _ = group_values(nodes)
@@ -609,6 +615,8 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
             merged[id(g1)] = fg
             merged[id(g2)] = None
             break
+        else:
+            log.info("column sums %s not paired with a row reduction: %s", g2.name, why)
     if not merged:
         return groups
     out = [merged.get(id(g), g) for g in groups]

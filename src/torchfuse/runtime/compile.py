@@ -73,14 +73,15 @@ class Kernel:
 
     def warmup(self, stage: int, grid: tuple, args: Sequence, XBLOCK: int, RBLOCK: int, num_warps: int,
                fp_fusion: bool = True) -> None:
-        """Compile for these argument types without running (no-op under the interpreter).
+        """Compile for these argument types without running (no-op under the interpreter);
+        returns Triton's compiled kernel (``None`` under the interpreter).
 
         ``fp_fusion=False`` forbids contracting a multiply and an add into one fused
         multiply-add, so fp32 chains round after every op as eager's separate kernels do."""
         if self.interpret:
-            return
-        self.fns[stage].warmup(*args, grid=grid, XBLOCK=XBLOCK, RBLOCK=RBLOCK, num_warps=num_warps,
-                               enable_fp_fusion=fp_fusion)
+            return None
+        return self.fns[stage].warmup(*args, grid=grid, XBLOCK=XBLOCK, RBLOCK=RBLOCK, num_warps=num_warps,
+                                      enable_fp_fusion=fp_fusion)
 
 
 def _triton_version() -> tuple[int, int]:

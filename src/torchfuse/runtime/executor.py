@@ -162,10 +162,14 @@ class GroupRunner:
         scalars += [rt.xnumel, rt.rnumel]
         if config.scheduler in ("reduction.split", "reduction.inner_outer"):
             scalars += [config.split, config.rchunk]
-        kernel = self._kernel(rt.layout, config) if rt.xnumel > 0 else None
+        # no rows: nothing to launch, except column sums over no rows, which are written (the
+        # sum of nothing, then the group's epilogue) by an inner-outer pair's kernels
+        launch = rt.xnumel > 0 or (g.outer and rt.rnumel > 0)
+        kernel = self._kernel(rt.layout, config) if launch else None
         plan = KernelPlan(kernel, config, tuple(in_shapes), tuple(in_strides), out_specs, scalars, nbytes,
                           self.device_guarded)
         plan.xnumel = rt.xnumel
+        plan.rt = rt
         if config.scheduler in ("reduction.split", "reduction.inner_outer") and out_specs:
             alloc = plan.allocs[0][0]  # same device as the outputs
             # one partial per chunk and kept element (split), or per program and column
@@ -173,6 +177,39 @@ class GroupRunner:
             plan.workspaces = [(alloc, (n,), (1,), dt) for dt in self.workspace_dtypes]
         log.info("%s: %s %s (%s)", g.name, config.scheduler, rt.layout, config.reason)
         return plan
+
+    def fit_inner_outer(self, plan: KernelPlan, tensor_args: list, fp_fusion: bool) -> LaunchConfig:
+        """Size a ``reduction.inner_outer`` plan's grid to the programs of its compiled first
+        kernel that fit on a multiprocessor (``reduction.resident_programs``): each program
+        loops over row blocks, so a grid larger than what fits runs in two waves and one
+        smaller leaves the multiprocessors part empty (on an H200, RMSNorm's kernel fits 3 a
+        multiprocessor and LayerNorm's 2; benchmarks/NOTES.md, run AH). Compiles the first
+        kernel now (Triton caches it for the launches); keeps the plan when that fails.
+        Returns the plan's configuration."""
+        c = plan.config
+        st = c.stages[0]
+        try:
+            ws = [torch.empty(1, dtype=dt, device=plan.out_specs[0][3]) for dt in self.workspace_dtypes]
+            compiled = plan.kernel.warmup(0, st.grid, tensor_args + ws + plan.scalars, st.XBLOCK, st.RBLOCK,
+                                          st.num_warps, fp_fusion)
+            compiled._init_handles()
+            props = torch.cuda.get_device_properties(plan.out_specs[0][3])
+            resident = reduction.resident_programs(
+                compiled.n_regs, compiled.metadata.shared, st.num_warps,
+                getattr(props, "regs_per_multiprocessor", 65536),
+                getattr(props, "shared_memory_per_multiprocessor", 233472),
+                getattr(props, "max_threads_per_multi_processor", 2048))
+        except Exception as e:  # an optimization only: the heuristic's grid stays
+            log.info("%s: inner-outer grid not fitted (%s: %s)", self.group.name, type(e).__name__, e)
+            return c
+        new = reduction.inner_outer(plan.rt, False, self.sm_count, resident=resident)
+        if new.split != c.split:
+            plan.config = new
+            plan.scalars[-2] = new.split
+            n = new.split * plan.rt.rnumel
+            plan.workspaces = [(alloc, (n,), stride, dt) for alloc, _, stride, dt in plan.workspaces]
+        log.info("%s: %s (%d registers a thread)", self.group.name, plan.config.reason, compiled.n_regs)
+        return plan.config
 
     def _reference(self, tensors: list[Value], sizes) -> int:
         dom = self.group.domain
@@ -953,6 +990,8 @@ class CompiledGraph:
                            for i in range(len(g.inputs))]
                 outs = [_dummy_spec(s) for s in plan.out_specs]
                 c = plan.config
+                if c.scheduler == "reduction.inner_outer" and reduction.INNER_OUTER_FIT:
+                    c = step.fit_inner_outer(plan, dummies + outs, not self.options.exact_rounding)
                 ws = []
                 if plan.workspaces:
                     ws = [torch.empty(1, dtype=dt, device=plan.out_specs[0][3]) for dt in step.workspace_dtypes]

@@ -158,23 +158,33 @@ def heuristic(rt: RuntimeLayout, persistent_max: int, interpret: bool, sm_count:
 
 
 #: ``reduction.inner_outer`` (a row reduction paired with column sums over the same rows; see
-#: ``segment.pair_inner_outer``): programs per multiprocessor, each looping over blocks of
-#: INNER_OUTER_TILE elements of whole rows with its column partials in registers, warps of a
-#: program (for blocks of at least INNER_OUTER_WIDE elements; smaller ones keep the persistent
-#: scheduler's warps), software-pipelining stages of the loop over blocks (0: Triton's
-#: default), and the longest row paired. From a sweep on an H200 (benchmarks/NOTES.md, runs AG
-#: and AH; ``benchmarks/sweep_inner_outer.py``) of 14 configurations on bf16 LayerNorm and
-#: RMSNorm backward: 2 programs x 8 warps, 4096-element blocks, 2 stages was the best or within
-#: 9% of it on the LayerNorm cases (16384x4096: 144.6 us against 171.4 for the two kernels of
-#: the unpaired groups; 32768x1024: 77.5 against 94.6; 4096x3072: 38.7 against 42.0), and
-#: equal to the unpaired kernels on RMSNorm (160.7 against 162.3 us; 3 programs without
-#: pipelining took 118 us there but 210 on LayerNorm, whose registers allow 2 programs a
-#: multiprocessor). At 8192 elements a row every configuration was slower than the unpaired
-#: kernels (180 against 175 us at 8192x8192), so longer rows are not paired.
+#: ``segment.pair_inner_outer``): each program loops over blocks of whole rows of
+#: INNER_OUTER_TILE elements (INNER_OUTER_SHORT_TILE for rows of at most INNER_OUTER_SHORT_ROW)
+#: with its column partials in registers, INNER_OUTER_ELEMENTS_PER_THREAD elements a thread (at
+#: most INNER_OUTER_WARPS warps), the loop over blocks software-pipelined in
+#: INNER_OUTER_STAGES stages (0: Triton's default). The grid is INNER_OUTER_PROGRAMS_PER_SM
+#: programs a multiprocessor until the first kernel is compiled; with INNER_OUTER_FIT the
+#: executor then sizes it to the programs that fit on a multiprocessor at once
+#: (``resident_programs``), at most INNER_OUTER_MAX_PER_SM. Rows longer than
+#: INNER_OUTER_MAX_ROW are not paired.
+#:
+#: From sweeps on an H200 (benchmarks/NOTES.md, runs AG, AH and AJ;
+#: ``benchmarks/sweep_inner_outer.py``) on bf16 LayerNorm and RMSNorm backward:
+#: * two pipelining stages took LayerNorm 16384x4096 from 166 to 144 us (the two unpaired
+#:   kernels: 171); at 8192 elements a row every configuration lost to the unpaired kernels
+#:   (180 against 175 us), hence the longest row;
+#: * the grid fitted to residency took RMSNorm 16384x4096 from 158 to 125 us (3 programs fit;
+#:   LayerNorm's fit 2, and 3 took 210 us there: the third waits for a second wave);
+#: * blocks of 2048 elements with 4 warps beat 4096 with 8 on rows of 1024 (LayerNorm
+#:   32768x1024 70.7 against 75.8 us, RMSNorm 73.9 against 84.6), not on longer rows.
 INNER_OUTER_PROGRAMS_PER_SM = 2
-INNER_OUTER_WARPS = 8
-INNER_OUTER_WIDE = 2048
+INNER_OUTER_FIT = True
+INNER_OUTER_MAX_PER_SM = 4
 INNER_OUTER_TILE = 4096
+INNER_OUTER_SHORT_ROW = 1024
+INNER_OUTER_SHORT_TILE = 2048
+INNER_OUTER_ELEMENTS_PER_THREAD = 16
+INNER_OUTER_WARPS = 8
 INNER_OUTER_STAGES = 2
 INNER_OUTER_MAX_ROW = 4096
 #: the second kernel: at most FINISH_TILE partials x columns a program
@@ -185,7 +195,28 @@ INTERPRET_INNER_OUTER_BLOCKS = 8
 INTERPRET_INNER_OUTER_PROGRAMS = 3
 
 
-def inner_outer(rt: RuntimeLayout, interpret: bool, sm_count: int = 0) -> LaunchConfig:
+def resident_programs(n_regs: int, shared_bytes: int, num_warps: int, regs_per_sm: int = 65536,
+                      shared_per_sm: int = 233472, threads_per_sm: int = 2048, warp_size: int = 32) -> int:
+    """Programs of one kernel that a multiprocessor holds at once, from CUDA's occupancy rules:
+    registers are allocated per warp in units of 256, every program of ``num_warps`` warps
+    needs its registers, its threads and its shared memory (plus 1 KiB the system reserves per
+    program) on the multiprocessor. At least 1.
+
+    Args:
+        n_regs: registers per thread of the compiled kernel.
+        shared_bytes: its shared memory per program (bytes).
+        num_warps: warps per program.
+        regs_per_sm, shared_per_sm (bytes), threads_per_sm, warp_size: the device's limits
+            (defaults: an H100/H200, compute capability 9.0).
+    """
+    regs_per_warp = cdiv(max(n_regs, 1) * warp_size, 256) * 256
+    by_regs = (regs_per_sm // regs_per_warp) // num_warps
+    by_threads = threads_per_sm // (num_warps * warp_size)
+    by_shared = shared_per_sm // (shared_bytes + 1024)
+    return max(1, min(by_regs, by_threads, by_shared))
+
+
+def inner_outer(rt: RuntimeLayout, interpret: bool, sm_count: int = 0, resident: int = 0) -> LaunchConfig:
     """Launch configuration of a ``reduction.inner_outer`` group: ``split`` programs loop over
     blocks of XBLOCK whole rows (RBLOCK = the row length rounded up to a power of two), each
     adding its rows into column partials it writes once; then ``cdiv(rnumel, RBLOCK2)``
@@ -195,6 +226,8 @@ def inner_outer(rt: RuntimeLayout, interpret: bool, sm_count: int = 0) -> Launch
         rt: the call's loop layout (kept dims: the rows; reduced dims: the columns).
         interpret: kernels run under Triton's interpreter.
         sm_count: multiprocessors of the device (0 when unknown: one program per row block).
+        resident: programs of the compiled first kernel that fit on a multiprocessor
+            (``resident_programs``); 0 before it is compiled (INNER_OUTER_PROGRAMS_PER_SM).
     """
     x = max(rt.xnumel, 1)
     r = max(rt.rnumel, 1)
@@ -205,17 +238,20 @@ def inner_outer(rt: RuntimeLayout, interpret: bool, sm_count: int = 0) -> Launch
         programs = min(blocks, INTERPRET_INNER_OUTER_PROGRAMS)
         w = 1
     else:
-        xb = max(1, min(next_power_of_2(x), INNER_OUTER_TILE // rpow))
-        w = INNER_OUTER_WARPS if xb * rpow >= INNER_OUTER_WIDE else _warps(xb * rpow)
+        tile = INNER_OUTER_SHORT_TILE if rpow <= INNER_OUTER_SHORT_ROW else INNER_OUTER_TILE
+        xb = max(1, min(next_power_of_2(x), tile // rpow))
+        w = max(1, min(INNER_OUTER_WARPS, xb * rpow // (32 * INNER_OUTER_ELEMENTS_PER_THREAD)))
         blocks = cdiv(x, xb)
-        programs = min(blocks, INNER_OUTER_PROGRAMS_PER_SM * sm_count) if sm_count else blocks
+        per_sm = min(resident, INNER_OUTER_MAX_PER_SM) if resident else INNER_OUTER_PROGRAMS_PER_SM
+        programs = min(blocks, per_sm * sm_count) if sm_count else blocks
     sb = next_power_of_2(programs)
     fr = max(1, min(rpow, FINISH_TILE // sb))
     wf = 1 if interpret else max(1, min(8, sb * fr // 256))
     return LaunchConfig("reduction.inner_outer",
                         (Stage((programs,), xb, rpow, w), Stage((cdiv(r, fr),), sb, fr, wf)), split=programs,
-                        reason=f"{x} rows of {r}: {programs} programs over {blocks} blocks of {xb} rows, {w} warps, "
-                               f"column partials summed by {cdiv(r, fr)} programs")
+                        reason=f"{x} rows of {r}: {programs} programs over {blocks} blocks of {xb} rows, {w} warps"
+                               + (f" ({resident} fit on a multiprocessor)" if resident else "")
+                               + f", column partials summed by {cdiv(r, fr)} programs")
 
 
 def _split(x: int, r: int, inner: bool, programs: int, interpret: bool) -> LaunchConfig:
