@@ -4,6 +4,8 @@ rows; weight and bias gradients by columns). Values and gradients are compared w
 reference, against eager's own error."""
 from __future__ import annotations
 
+import logging
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -194,3 +196,23 @@ def test_column_sums_over_no_rows_are_written(shape):
     x = torch.randn(shape, device=DEVICE, requires_grad=True)
     torchfuse.compile(rms, dynamic=False)(x).sum().backward()
     torch.testing.assert_close(rms.weight.grad, torch.zeros_like(rms.weight), rtol=0, atol=0)
+
+
+def test_unpaired_column_sums_are_logged_with_the_reason(caplog):
+    """A column-sum group left unpaired says why under the ``fusion`` log topic: rows too long
+    to pair, or a dependency between the two groups."""
+    x = torch.randn(5, 5000, device=DEVICE, requires_grad=True)
+    w, b = torch.randn(5000, device=DEVICE, requires_grad=True), torch.randn(5000, device=DEVICE, requires_grad=True)
+    with caplog.at_level(logging.INFO, logger="torchfuse.fusion"):
+        torch.autograd.grad(torchfuse.compile(_ln, dynamic=False)(x, w, b).sum(), [x, w, b])
+    assert "(5000 elements) are longer than the 4096 that pair" in caplog.text
+    assert "reduction.inner_outer" not in _schedulers()
+    caplog.clear()
+
+    def f(x):
+        y = torch.softmax(x, -1)
+        return y, (y * x).sum(0)
+
+    with caplog.at_level(logging.INFO, logger="torchfuse.fusion"):
+        torchfuse.compile(f, dynamic=False)(torch.randn(64, 48, device=DEVICE))
+    assert "reads a result of the other" in caplog.text

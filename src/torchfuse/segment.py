@@ -484,13 +484,22 @@ def _plain(g: FusionGroup) -> bool:
     return not any(REGISTRY[n.op].kind == "random" or n.op == "arange" for n in g.nodes)
 
 
-def _row_candidate(g: FusionGroup, limit: int) -> bool:
-    """A reduction group whose whole reduced extent fits the persistent scheduler."""
-    if not g.domain.reduced or g.outer or not _plain(g):
-        return False
+def _row_refusal(g: FusionGroup, limit: int) -> str | None:
+    """Why reduction group ``g`` cannot be the row side of a pair (None: it can): its whole
+    reduced extent must be static and fit the persistent scheduler within ``limit``."""
+    if g.outer:
+        return f"{g.name} is paired already"
+    if not _plain(g):
+        return f"{g.name} draws random numbers or builds indices"
     r = _static_extent(g.domain, g.domain.reduced)
+    if r is None:
+        return f"the row length of {g.name} is symbolic (a dynamic size), not known when pairing"
+    if next_power_of_2(r) > limit:
+        return f"the rows of {g.name} ({r} elements) are longer than the {limit} that pair"
     kept = [d for d in range(len(g.domain.sizes)) if d not in g.domain.reduced and not is_one(g.domain.sizes[d])]
-    return bool(kept) and r is not None and 1 < r and next_power_of_2(r) <= limit
+    if not kept or r <= 1:
+        return f"{g.name} reduces everything to one value or nothing"
+    return None
 
 
 def _column_candidate(g: FusionGroup) -> bool:
@@ -574,20 +583,20 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
     A pair needs: no path between the two groups (they run at one step); the column group's
     reductions all plain sums of values that span the domain, and its outputs those sums or
     values computed from them; a common input spanning every dim (the read the pair saves);
-    a static row length of at most ``reduction.INNER_OUTER_MAX_ROW`` elements (4096: longer
-    rows ran slower paired on an H200) and ``persistent_max_elements``. Groups with random
-    numbers or ``arange`` are left alone. A column group left unpaired is logged (topic
-    ``fusion``) with the reason.
+    a static row length (a size TorchDynamo made dynamic is not known here) of at most
+    ``reduction.INNER_OUTER_MAX_ROW`` elements (4096: longer rows ran slower paired on an
+    H200) and ``persistent_max_elements``. Groups with random numbers or ``arange`` are left
+    alone. A column group left unpaired is logged (topic ``fusion``) with the reason.
 
     Returns the groups, paired ones merged (under the row group's id), renumbered in order.
     """
     if not options.inner_outer:
         return groups
     limit = min(options.persistent_max_elements, INNER_OUTER_MAX_ROW)
-    rows = [g for g in groups if _row_candidate(g, limit)]
     cols = [g for g in groups if _column_candidate(g)]
-    if not rows or not cols:
+    if not cols:
         return groups
+    rows = [g for g in groups if g.domain.reduced]
     users = graph.users()
     order = {n: i for i, n in enumerate(graph.nodes)}
     used: set[int] = set()
@@ -597,26 +606,31 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
             continue
         why = "no row-reduction group over the same rows and columns reads its input"
         for g1 in rows:
-            if g1 is g2 or id(g1) in used:
+            if g1 is g2:
                 continue
             dims = _transposed_dims(g1, g2)
             if dims is None:
                 continue
+            refusal = f"{g1.name} is paired already" if id(g1) in used else _row_refusal(g1, limit)
+            if refusal is not None:
+                why = refusal
+                continue
             if _reaches(graph, users, g1, g2) or _reaches(graph, users, g2, g1):
-                why = f"it depends on {g1.name}, or {g1.name} on it"
+                why = f"one of it and {g1.name} reads a result of the other"
                 continue
             nodes = sorted(g1.nodes + g2.nodes, key=order.get)
             inputs, _ = group_values(nodes)
             dom = Domain(sizes=g1.domain.sizes, reduced=g1.domain.reduced, dims={**g1.domain.dims, **dims})
+            column_nodes = set(g2.nodes)
             fg = FusionGroup(id=g1.id, nodes=nodes, inputs=inputs, outputs=g1.outputs + g2.outputs, domain=dom,
-                             outer=[n for n in nodes if n in set(g2.nodes)])
+                             outer=[n for n in nodes if n in column_nodes])
             log.info("group %s and group %s run as one inner-outer reduction", g1.name, g2.name)
             used |= {id(g1), id(g2)}
             merged[id(g1)] = fg
             merged[id(g2)] = None
             break
         else:
-            log.info("column sums %s not paired with a row reduction: %s", g2.name, why)
+            log.info("sums %s not paired as the column side of an inner-outer kernel: %s", g2.name, why)
     if not merged:
         return groups
     out = [merged.get(id(g), g) for g in groups]

@@ -65,7 +65,7 @@ def _group_lines(g: GroupReport) -> list[str]:
             lines.append(f"      reproducer: {g.reproducer}")
     for p in g.plans:
         timing = plan_time_text(p)
-        lines.append(f"      [{p.sizes}] {p.scheduler} {launch_text(p)}, {p.bytes_moved} B"
+        lines.append(f"      [{p.sizes}] {p.scheduler} {launch_text(p)}, moves {p.bytes_moved} B"
                      + (f", {timing}" if timing else ""))
         if p.reason:
             lines.append(f"        why: {p.reason}")

@@ -183,7 +183,7 @@ class GroupRunner:
         kernel that fit on a multiprocessor (``reduction.resident_programs``): each program
         loops over row blocks, so a grid larger than what fits runs in two waves and one
         smaller leaves the multiprocessors part empty (on an H200, RMSNorm's kernel fits 3 a
-        multiprocessor and LayerNorm's 2; benchmarks/NOTES.md, run AH). Compiles the first
+        multiprocessor and LayerNorm's 2; benchmarks/NOTES.md, runs AJ and AK). Compiles the first
         kernel now (Triton caches it for the launches); keeps the plan when that fails.
         Returns the plan's configuration."""
         c = plan.config
@@ -203,8 +203,8 @@ class GroupRunner:
             log.info("%s: inner-outer grid not fitted (%s: %s)", self.group.name, type(e).__name__, e)
             return c
         new = reduction.inner_outer(plan.rt, False, self.sm_count, resident=resident)
+        plan.config = new  # (its reason names the residency even when the grid stays)
         if new.split != c.split:
-            plan.config = new
             plan.scalars[-2] = new.split
             n = new.split * plan.rt.rnumel
             plan.workspaces = [(alloc, (n,), stride, dt) for alloc, _, stride, dt in plan.workspaces]
