@@ -16,14 +16,14 @@ import contextlib
 import logging
 import time
 import warnings
-from typing import Any, Sequence
+from typing import Any
 
 import sympy
 import torch
 
 from ..codegen.triton import can_split, generate, has_random, index_values, split_workspaces
 from ..config import Options
-from ..ir.graph import Node, Value, as_int, map_values, values_in
+from ..ir.graph import Graph, Node, Value, as_int, map_values, values_in
 from ..ir.ops import Unsupported
 from ..schedulers import LaunchConfig, layout as layout_mod, pointwise, reduction
 from ..segment import BATCHED_CAST, BATCHED_CAST_LATE, FusionGroup, Segmentation
