@@ -44,17 +44,22 @@ def pytest_addoption(parser):
                          "interpreter's largest blocks: many programs, masked tails, narrow tiles")
 
 
+_ORIGINAL_HEURISTICS: dict = {}
+
+
 def use_gpu_launch_configs(setattr_, sm: int) -> None:
     """Make the pointwise and reduction heuristics pick what they would on a GPU of ``sm``
     multiprocessors even under the interpreter. ``setattr_``: ``monkeypatch.setattr`` for one
     test, ``setattr`` for the whole run."""
     from torchfuse.schedulers import pointwise, reduction
 
-    pw, red = pointwise.heuristic, reduction.heuristic
+    # the unpatched heuristics, also when ``--gpu-launch-configs`` patched them for the run
+    originals = _ORIGINAL_HEURISTICS.setdefault("all", (pointwise.heuristic, reduction.heuristic,
+                                                         reduction.inner_outer))
+    pw, red, io = originals
     setattr_(pointwise, "heuristic", lambda rt, interpret, sm_count=0: pw(rt, False, sm))
     setattr_(reduction, "heuristic", lambda rt, persistent_max, interpret, sm_count=0, splittable=False: red(
         rt, persistent_max, False, sm, splittable))
-    io = reduction.inner_outer
     setattr_(reduction, "inner_outer", lambda rt, interpret, sm_count=0, resident=0: io(rt, False, sm, resident))
 
 

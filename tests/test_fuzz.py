@@ -3,7 +3,8 @@
 A hypothesis strategy (:func:`programs`) writes small programs, chains and DAGs over the
 registry's op kinds: pointwise (unary, binary with broadcasting and type promotion, ``where``,
 comparisons), reductions (``sum``, ``mean``, ``var``, ``amax``, ``argmax``, ``any``; with and
-without ``keepdim``), layout ops (permute, transpose, unsqueeze, squeeze, expand, narrowing
+without ``keepdim``), pairs of a row reduction and column sums of one tensor (both returned:
+the inner-outer kernel), layout ops (permute, transpose, unsqueeze, squeeze, expand, narrowing
 and strided slices, reshape), and dtype conversions. Inputs take every kernel dtype, shapes
 with sizes 0 and 1, and contiguous, transposed, channels-last, strided, offset (misaligned)
 and expanded layouts, some with NaN, infinities, -0.0 and subnormals among their values.
@@ -206,6 +207,10 @@ REDUCTIONS = {
     "argmax": ("{0}.argmax(dim={d}, keepdim={k})", False, True, True, True, True),
     "any": ("{0}.any(dim={d}, keepdim={k})", False, True, False, False, True),
 }
+#: row reductions of the "pair" kind (each with column sums of the same tensor)
+PAIR_ROWS = ("torch.softmax({0}, -1)", "{0}.var(-1)", "({0} - {0}.mean(-1, keepdim=True)) * 3",
+             "{0}.sum(-1)")
+
 #: reductions whose result is broadcast back over their input (softmax, normalizations):
 #: name -> (template, exact for exact inputs)
 NORMALIZE = {
@@ -258,10 +263,28 @@ def programs(draw, max_steps: int = 7) -> Program:
         meta = torch.empty_strided(s.shape, [1] * len(s.shape), dtype=s.dtype, device="meta")
         vals.append(_Val(f"x{i}", meta, exact=True, finite=not s.specials))
     lines: list[str] = []
+    forced: list[str] = []  # results every program returns (both halves of a "pair")
     for _ in range(draw(st.integers(2, max_steps))):
-        kind = draw(st.sampled_from(("unary", "binary", "binary", "reduction", "layout", "cast", "normalize")))
+        kind = draw(st.sampled_from(("unary", "binary", "binary", "reduction", "layout", "cast", "normalize",
+                                     "pair")))
         a = draw(st.sampled_from(vals))
         expr, exact, finite = None, a.exact, a.finite
+        if kind == "pair" and a.meta.dim() >= 2 and _is_float(a):
+            # a row reduction and column sums of the same tensor, both returned: the segmenter
+            # can run them as one inner-outer kernel
+            rank = a.meta.dim()
+            row = draw(st.sampled_from(PAIR_ROWS)).format(a.name)
+            cols = tuple(range(rank - 1))
+            col = f"({a.name} * {draw(st.sampled_from(('2', a.name)))}).sum({cols})"
+            for e in (row, col):
+                meta = _meta_eval(e, {v.name: v for v in vals})
+                if meta is None:
+                    break
+                name = f"v{len(lines)}"
+                lines.append(f"{name} = {e}")
+                vals.append(_Val(name, meta, False, False))
+                forced.append(name)
+            continue
         if kind == "unary":
             name = draw(st.sampled_from(sorted(UNARY)))
             template, applies, keeps, needs_exact = UNARY[name]
@@ -353,7 +376,7 @@ def programs(draw, max_steps: int = 7) -> Program:
     computed = [v.name for v in vals if v.name.startswith("v")]
     assume(computed)
     extra = draw(st.lists(st.sampled_from(computed), max_size=2, unique=True))
-    outputs = tuple(dict.fromkeys([computed[-1]] + extra))
+    outputs = tuple(dict.fromkeys([computed[-1]] + forced + extra))
     return Program(specs, tuple(lines), outputs)
 
 

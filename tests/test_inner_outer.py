@@ -216,3 +216,30 @@ def test_unpaired_column_sums_are_logged_with_the_reason(caplog):
     with caplog.at_level(logging.INFO, logger="torchfuse.fusion"):
         torchfuse.compile(f, dynamic=False)(torch.randn(64, 48, device=DEVICE))
     assert "reads a result of the other" in caplog.text
+
+
+PAIRS = {
+    # row statistics written per row, a full-size row result, and column sums of another input
+    "softmax_and_column_sums": (lambda x, y: (x.amax(-1), torch.softmax(x, -1), (x * y).sum(0), y.sum(0)),
+                                [(40, 24), (40, 24)]),
+    # rows over two dims (the finish kernel unravels two column dims), kept dims two as well
+    "two_reduced_two_kept": (lambda x, y: ((x * y).sum((2, 3), keepdim=True) * x, (x - y).sum((0, 1))),
+                             [(3, 5, 4, 6), (3, 5, 4, 6)]),
+    # a transposed input: rows and columns follow strides, not memory order
+    "transposed": (lambda x, y: (torch.log_softmax(x.t(), -1), (x.t() * y).sum(0)), [(24, 33), (33, 24)]),
+    # the column side's epilogue: a cast and a scale after the sum
+    "column_epilogue": (lambda x, y: (x.var(-1), ((x * y).sum(0) * 0.5).to(torch.float16)), [(19, 40), (19, 40)]),
+}
+
+
+@pytest.mark.parametrize("case", list(PAIRS))
+def test_paired_groups_of_other_shapes_match_eager(case):
+    """Pairs beyond the normalizations: per-row outputs, several reduced and kept dims, a
+    transposed operand and a column epilogue, each against eager (fp32)."""
+    fn, shapes = PAIRS[case]
+    torch.manual_seed(0)
+    args = [torch.randn(s, device=DEVICE) for s in shapes]
+    got, want = torchfuse.compile(fn, dynamic=False)(*args), fn(*args)
+    assert "reduction.inner_outer" in _schedulers(1)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
