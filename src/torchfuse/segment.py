@@ -551,6 +551,16 @@ def _transposed_dims(rows: FusionGroup, cols: FusionGroup) -> dict | None:
     return out
 
 
+def _shared_reads(rows: FusionGroup, cols: FusionGroup) -> tuple[int, int]:
+    """What pairing saves: (inputs of both that span every dim of the rows' domain, inputs of
+    both); a column group pairs with the row group that shares the most."""
+    d1 = rows.domain
+    big = {k for k in range(len(d1.sizes)) if not is_one(d1.sizes[k])}
+    row_inputs = set(rows.inputs)
+    shared = [v for v in cols.inputs if v.meta is not None and v in d1.dims and v in row_inputs]
+    return sum(1 for v in shared if {x for x in d1.dims[v] if x is not None} == big), len(shared)
+
+
 def _reaches(graph: Graph, users: dict, src: FusionGroup, dst: FusionGroup) -> bool:
     """Does a result of ``src`` reach a node of ``dst`` (through any other step)?"""
     inside, target = set(src.nodes), set(dst.nodes)
@@ -586,7 +596,9 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
     a static row length (a size TorchDynamo made dynamic is not known here) of at most
     ``reduction.INNER_OUTER_MAX_ROW`` elements (4096: longer rows ran slower paired on an
     H200) and ``persistent_max_elements``. Groups with random numbers or ``arange`` are left
-    alone. A column group left unpaired is logged (topic ``fusion``) with the reason.
+    alone. Among the row groups that qualify, a column group pairs with the one that shares the
+    most full-size inputs with it (``_shared_reads``). A column group left unpaired is logged
+    (topic ``fusion``) with the reason.
 
     Returns the groups, paired ones merged (under the row group's id), renumbered in order.
     """
@@ -605,6 +617,7 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
         if id(g2) in used:
             continue
         why = "no row-reduction group over the same rows and columns reads its input"
+        best = None
         for g1 in rows:
             if g1 is g2:
                 continue
@@ -618,19 +631,23 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
             if _reaches(graph, users, g1, g2) or _reaches(graph, users, g2, g1):
                 why = f"one of it and {g1.name} reads a result of the other"
                 continue
-            nodes = sorted(g1.nodes + g2.nodes, key=order.get)
-            inputs, _ = group_values(nodes)
-            dom = Domain(sizes=g1.domain.sizes, reduced=g1.domain.reduced, dims={**g1.domain.dims, **dims})
-            column_nodes = set(g2.nodes)
-            fg = FusionGroup(id=g1.id, nodes=nodes, inputs=inputs, outputs=g1.outputs + g2.outputs, domain=dom,
-                             outer=[n for n in nodes if n in column_nodes])
-            log.info("group %s and group %s run as one inner-outer reduction", g1.name, g2.name)
-            used |= {id(g1), id(g2)}
-            merged[id(g1)] = fg
-            merged[id(g2)] = None
-            break
-        else:
+            score = _shared_reads(g1, g2)
+            if best is None or score > best[0]:
+                best = (score, g1, dims)
+        if best is None:
             log.info("sums %s not paired as the column side of an inner-outer kernel: %s", g2.name, why)
+            continue
+        _, g1, dims = best
+        nodes = sorted(g1.nodes + g2.nodes, key=order.get)
+        inputs, _ = group_values(nodes)
+        dom = Domain(sizes=g1.domain.sizes, reduced=g1.domain.reduced, dims={**g1.domain.dims, **dims})
+        column_nodes = set(g2.nodes)
+        fg = FusionGroup(id=g1.id, nodes=nodes, inputs=inputs, outputs=g1.outputs + g2.outputs, domain=dom,
+                         outer=[n for n in nodes if n in column_nodes])
+        log.info("group %s and group %s run as one inner-outer reduction", g1.name, g2.name)
+        used |= {id(g1), id(g2)}
+        merged[id(g1)] = fg
+        merged[id(g2)] = None
     if not merged:
         return groups
     out = [merged.get(id(g), g) for g in groups]
