@@ -264,6 +264,17 @@ def programs(draw, max_steps: int = 7) -> Program:
         vals.append(_Val(f"x{i}", meta, exact=True, finite=not s.specials))
     lines: list[str] = []
     forced: list[str] = []  # results every program returns (both halves of a "pair")
+
+    def append(expr: str, exact: bool, finite: bool) -> str | None:
+        """Add ``name = expr`` when eager's meta evaluation accepts it; returns the name."""
+        meta = _meta_eval(expr, {v.name: v for v in vals})
+        if meta is None:
+            return None
+        name = f"v{len(lines)}"
+        lines.append(f"{name} = {expr}")
+        vals.append(_Val(name, meta, exact, finite))
+        return name
+
     for _ in range(draw(st.integers(2, max_steps))):
         kind = draw(st.sampled_from(("unary", "binary", "binary", "reduction", "layout", "cast", "normalize",
                                      "pair")))
@@ -277,12 +288,9 @@ def programs(draw, max_steps: int = 7) -> Program:
             cols = tuple(range(rank - 1))
             col = f"({a.name} * {draw(st.sampled_from(('2', a.name)))}).sum({cols})"
             for e in (row, col):
-                meta = _meta_eval(e, {v.name: v for v in vals})
-                if meta is None:
+                name = append(e, False, False)
+                if name is None:
                     break
-                name = f"v{len(lines)}"
-                lines.append(f"{name} = {e}")
-                vals.append(_Val(name, meta, False, False))
                 forced.append(name)
             continue
         if kind == "unary":
@@ -365,14 +373,8 @@ def programs(draw, max_steps: int = 7) -> Program:
                 expr = f"{a.name}.to(torch.{str(target)[6:]})"
                 if target.is_floating_point and not _is_float(a):
                     exact = True  # small integers convert exactly
-        if expr is None:
-            continue
-        meta = _meta_eval(expr, {v.name: v for v in vals})
-        if meta is None:
-            continue
-        name = f"v{len(lines)}"
-        lines.append(f"{name} = {expr}")
-        vals.append(_Val(name, meta, exact, finite))
+        if expr is not None:
+            append(expr, exact, finite)
     computed = [v.name for v in vals if v.name.startswith("v")]
     assume(computed)
     extra = draw(st.lists(st.sampled_from(computed), max_size=2, unique=True))

@@ -297,8 +297,7 @@ class _Writer:
         #: the values they compute (written by the second kernel)
         self.outer = set(getattr(group, "outer", ()))
         self.outer_values = {o for n in self.outer for o in n.outputs}
-        self.workspaces = [(n, comp, dt) for n in self.reduction_nodes() for comp, dt in workspace_components(n)
-                           if n in self.outer or not self.outer]
+        self.workspaces = [(n, comp, dt) for n in workspace_nodes(group) for comp, dt in workspace_components(n)]
         self.random_nodes = [n for n in group.nodes if REGISTRY[n.op].kind == "random"]
 
     # ------------------------------------------------------------------ text helpers
@@ -791,23 +790,12 @@ class _Writer:
         if self.scheduler == "reduction.persistent_rows":
             # a grid-stride loop over row blocks: each program handles several, and Triton's
             # software pipelining loads the next block while the current one is reduced
-            self.emit("for xblock in tl.range(tl.program_id(0), tl.cdiv(xnumel, XBLOCK), tl.num_programs(0), "
-                      "num_stages=2):")
-            self.indent += 1
-            pid = "xblock.to(tl.int64)" if self.layout.index64 else "xblock"
-        self.emit(f"xoffset = {pid} * XBLOCK")
+            pid = self.open_row_block_loop(stages=2)
+        self.emit_x_block(pid)
         if not self.reduce:
-            self.emit("xindex = xoffset + tl.arange(0, XBLOCK)")
-            self.emit("xmask = xindex < xnumel")
-            if self.needs_unravel("x"):
-                self.unravel("x", self.layout.n_x, "xindex")
             for out in self.g.outputs:
                 self.store(out)
         else:
-            self.emit("xindex = xoffset + tl.arange(0, XBLOCK)[:, None]")
-            self.emit("xmask = xindex < xnumel")
-            if self.needs_unravel("x"):
-                self.unravel("x", self.layout.n_x, "xindex")
             if self.mode == "partial":
                 self.write_split_partial()
             elif self.mode == "finish":
@@ -817,6 +805,24 @@ class _Writer:
             else:
                 self.write_persistent()
         return self._function(name)
+
+    def open_row_block_loop(self, stages: int) -> str:
+        """Open a grid-stride loop over the blocks of XBLOCK rows (each program takes every
+        ``num_programs``-th block; ``stages``: software-pipelining stages, 0 for Triton's
+        default); returns the block index expression."""
+        pipelined = f", num_stages={stages}" if stages else ""
+        self.emit(f"for xblock in tl.range(tl.program_id(0), tl.cdiv(xnumel, XBLOCK), tl.num_programs(0){pipelined}):")
+        self.indent += 1
+        return "xblock.to(tl.int64)" if self.layout.index64 else "xblock"
+
+    def emit_x_block(self, pid: str) -> None:
+        """The kept-space indices and mask of block ``pid`` (a column ``[XBLOCK, 1]`` in
+        reduction kernels)."""
+        self.emit(f"xoffset = {pid} * XBLOCK")
+        self.emit(f"xindex = xoffset + tl.arange(0, XBLOCK){'[:, None]' if self.reduce else ''}")
+        self.emit("xmask = xindex < xnumel")
+        if self.needs_unravel("x"):
+            self.unravel("x", self.layout.n_x, "xindex")
 
     def _function(self, name: str) -> str:
         body = "\n".join(self.lines)
@@ -838,15 +844,9 @@ class _Writer:
         for n in outer:
             self.emit_loop_init(n, accs)
         from ..schedulers.reduction import INNER_OUTER_STAGES
-        stages = f", num_stages={INNER_OUTER_STAGES}" if INNER_OUTER_STAGES else ""
-        self.emit(f"for xblock in tl.range(tl.program_id(0), tl.cdiv(xnumel, XBLOCK), tl.num_programs(0){stages}):")
-        self.indent += 1
+        pid = self.open_row_block_loop(INNER_OUTER_STAGES)
         self.scopes.append({})
-        self.emit(f"xoffset = {'xblock.to(tl.int64)' if self.layout.index64 else 'xblock'} * XBLOCK")
-        self.emit("xindex = xoffset + tl.arange(0, XBLOCK)[:, None]")
-        self.emit("xmask = xindex < xnumel")
-        if self.needs_unravel("x"):
-            self.unravel("x", self.layout.n_x, "xindex")
+        self.emit_x_block(pid)
         self.r_prologue("0")
         for node in self.g.nodes:
             if REGISTRY[node.op].kind == "reduction" and node not in self.outer:
@@ -1096,9 +1096,14 @@ def workspace_components(node: Node) -> list[tuple[str, torch.dtype]]:
 def split_workspaces(group) -> list[torch.dtype]:
     """Dtypes of the workspaces of a split reduction (one ``[split, xnumel]`` buffer each) or
     of a ``reduction.inner_outer`` group (one ``[split, rnumel]`` buffer per column sum)."""
+    return [dt for n in workspace_nodes(group) for _, dt in workspace_components(n)]
+
+
+def workspace_nodes(group) -> list[Node]:
+    """The reductions whose partials go through workspaces: every reduction of a split
+    reduction, the column sums (``group.outer``) of a ``reduction.inner_outer`` group."""
     outer = set(getattr(group, "outer", ()))
-    return [dt for n in group.nodes if REGISTRY[n.op].kind == "reduction" and (n in outer or not outer)
-            for _, dt in workspace_components(n)]
+    return [n for n in group.nodes if REGISTRY[n.op].kind == "reduction" and (n in outer or not outer)]
 
 
 def index_values(group) -> list[Value]:

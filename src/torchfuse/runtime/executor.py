@@ -178,19 +178,19 @@ class GroupRunner:
         log.info("%s: %s %s (%s)", g.name, config.scheduler, rt.layout, config.reason)
         return plan
 
-    def fit_inner_outer(self, plan: KernelPlan, tensor_args: list, fp_fusion: bool) -> LaunchConfig:
+    def fit_inner_outer(self, plan: KernelPlan, pointer_args: list, fp_fusion: bool) -> LaunchConfig:
         """Size a ``reduction.inner_outer`` plan's grid to the programs of its compiled first
         kernel that fit on a multiprocessor (``reduction.resident_programs``): each program
         loops over row blocks, so a grid larger than what fits runs in two waves and one
         smaller leaves the multiprocessors part empty (on an H200, RMSNorm's kernel fits 3 a
         multiprocessor and LayerNorm's 2; benchmarks/NOTES.md, runs AJ and AK). Compiles the first
-        kernel now (Triton caches it for the launches); keeps the plan when that fails.
-        Returns the plan's configuration."""
+        kernel now (Triton caches it for the launches) with ``pointer_args`` (inputs, outputs
+        and workspaces, or stand-ins of their dtypes) and the plan's scalars; keeps the plan
+        when that fails. Returns the plan's configuration."""
         c = plan.config
         st = c.stages[0]
         try:
-            ws = [torch.empty(1, dtype=dt, device=plan.out_specs[0][3]) for dt in self.workspace_dtypes]
-            compiled = plan.kernel.warmup(0, st.grid, tensor_args + ws + plan.scalars, st.XBLOCK, st.RBLOCK,
+            compiled = plan.kernel.warmup(0, st.grid, pointer_args + plan.scalars, st.XBLOCK, st.RBLOCK,
                                           st.num_warps, fp_fusion)
             compiled._init_handles()
             props = torch.cuda.get_device_properties(plan.out_specs[0][3])
@@ -989,12 +989,12 @@ class CompiledGraph:
                 dummies = [_dummy(g.inputs[i].meta) if g.inputs[i].meta is not None else env_scalar(env, step, i)
                            for i in range(len(g.inputs))]
                 outs = [_dummy_spec(s) for s in plan.out_specs]
-                c = plan.config
-                if c.scheduler == "reduction.inner_outer" and reduction.INNER_OUTER_FIT:
-                    c = step.fit_inner_outer(plan, dummies + outs, not self.options.exact_rounding)
                 ws = []
                 if plan.workspaces:
                     ws = [torch.empty(1, dtype=dt, device=plan.out_specs[0][3]) for dt in step.workspace_dtypes]
+                c = plan.config
+                if c.scheduler == "reduction.inner_outer" and reduction.INNER_OUTER_FIT:
+                    c = step.fit_inner_outer(plan, dummies + outs + ws, not self.options.exact_rounding)
                 seed = [0] if step.random else []
                 for i, st in enumerate(c.stages):
                     jobs.append((plan.kernel, i, st.grid, dummies + outs + ws + plan.scalars + seed, st.XBLOCK,
