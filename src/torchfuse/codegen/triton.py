@@ -32,6 +32,7 @@ from ..ir.graph import Node, Value
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as PROMOTE
 
 from ..ir.ops import REDUCTIONS, REGISTRY, Unsupported, literal, triton_dtype
+from ..schedulers import TWO_STAGE
 from ..schedulers.layout import KernelLayout, TensorAccess
 
 HEADER = '''\
@@ -1153,7 +1154,7 @@ def generate(group, layout: KernelLayout, scheduler: str, exact_rounding: bool =
             through ATen instead.
     """
     name = _kernel_name(group)
-    if scheduler in ("reduction.split", "reduction.inner_outer"):
+    if scheduler in TWO_STAGE:
         modes = ("partial", "finish") if scheduler == "reduction.split" else ("inner_outer", "inner_outer_finish")
         first = _Writer(group, layout, scheduler, exact_rounding, mode=modes[0])
         second = _Writer(group, layout, scheduler, exact_rounding, mode=modes[1])

@@ -25,7 +25,7 @@ from ..codegen.triton import can_split, generate, has_random, index_values, spli
 from ..config import Options
 from ..ir.graph import Graph, Node, Value, as_int, map_values, values_in
 from ..ir.ops import Unsupported
-from ..schedulers import LaunchConfig, layout as layout_mod, pointwise, reduction
+from ..schedulers import TWO_STAGE, LaunchConfig, layout as layout_mod, pointwise, reduction
 from ..segment import BATCHED_CAST, BATCHED_CAST_LATE, FusionGroup, Segmentation
 from .cache import SourceStore
 from .compile import Kernel, compile_all, launch_hooks_set, load, raw_stream
@@ -160,7 +160,7 @@ class GroupRunner:
         for st in rt.strides:
             scalars += list(st)
         scalars += [rt.xnumel, rt.rnumel]
-        if config.scheduler in ("reduction.split", "reduction.inner_outer"):
+        if config.scheduler in TWO_STAGE:
             scalars += [config.split, config.rchunk]
         # no rows: nothing to launch, except column sums over no rows, which are written (the
         # sum of nothing, then the group's epilogue) by an inner-outer pair's kernels
@@ -170,7 +170,7 @@ class GroupRunner:
                           self.device_guarded)
         plan.xnumel = rt.xnumel
         plan.rt = rt
-        if config.scheduler in ("reduction.split", "reduction.inner_outer") and out_specs:
+        if config.scheduler in TWO_STAGE and out_specs:
             alloc = plan.allocs[0][0]  # same device as the outputs
             # one partial per chunk and kept element (split), or per program and column
             n = config.split * (rt.xnumel if config.scheduler == "reduction.split" else rt.rnumel)

@@ -67,6 +67,11 @@ class LaunchConfig:
         return (self.scheduler,)
 
 
+#: Schedulers of two launches whose first writes partial results to workspaces for the second
+#: (the kernels take the workspaces and the ``split``/``rchunk`` arguments).
+TWO_STAGE = ("reduction.split", "reduction.inner_outer")
+
+
 def single(scheduler: str, grid: int, XBLOCK: int, RBLOCK: int, num_warps: int, reason: str) -> LaunchConfig:
     """A one-launch configuration."""
     return LaunchConfig(scheduler, (Stage((grid,), XBLOCK, RBLOCK, num_warps),), reason=reason)
@@ -80,4 +85,4 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-__all__ = ["LaunchConfig", "Stage", "single", "KernelLayout", "RuntimeLayout", "analyze", "next_power_of_2", "cdiv"]
+__all__ = ["LaunchConfig", "Stage", "TWO_STAGE", "single", "KernelLayout", "RuntimeLayout", "analyze", "next_power_of_2", "cdiv"]
