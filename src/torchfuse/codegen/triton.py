@@ -193,6 +193,32 @@ def tf_min_combine(a, b):
     return tl.where((a < b) | (a != a), a, b)
 
 
+# Row max / min of an [XBLOCK, RBLOCK] tile with NaN propagating (torch.amax): on a GPU one
+# tree reduction with a NaN-aware combine, as Inductor's helpers do (a separate NaN-count
+# reduction cost a second cross-warp reduction per row). The interpreter runs tl.reduce's
+# combine in Python per element, so the ``_host`` variants use two NumPy reductions instead.
+@triton.jit
+def tf_row_max(x):
+    return tl.reduce(x, 1, tf_max_combine)[:, None]
+
+
+@triton.jit
+def tf_row_min(x):
+    return tl.reduce(x, 1, tf_min_combine)[:, None]
+
+
+@triton.jit
+def tf_row_max_host(x):
+    m = tl.max(x, 1)[:, None]
+    return tl.where(tl.max((x != x).to(tl.int8), 1)[:, None] > 0, float('nan'), m)
+
+
+@triton.jit
+def tf_row_min_host(x):
+    m = tl.min(x, 1)[:, None]
+    return tl.where(tl.max((x != x).to(tl.int8), 1)[:, None] > 0, float('nan'), m)
+
+
 @triton.jit
 def tf_argmax_combine(v1, i1, v2, i2):
     # PyTorch: NaN is the largest value; ties go to the first index.
@@ -215,7 +241,8 @@ def tf_argmin_combine(v1, i1, v2, i2):
 #: Helpers replaced under the interpreter (CPU tensors) by their host variant.
 HOST_VARIANTS = {"tf_maximum": "tf_maximum_host", "tf_minimum": "tf_minimum_host", "tf_fmax": "tf_fmax_host",
                  "tf_fmin": "tf_fmin_host", "tf_clamp_lo": "tf_clamp_lo_host", "tf_clamp_hi": "tf_clamp_hi_host",
-                 "tf_square_f16": "tf_square_host", "tf_square_bf16": "tf_square_host"}
+                 "tf_square_f16": "tf_square_host", "tf_square_bf16": "tf_square_host",
+                 "tf_row_max": "tf_row_max_host", "tf_row_min": "tf_row_min_host"}
 
 HELPERS = tuple(HOST_VARIANTS) + tuple(sorted(set(HOST_VARIANTS.values()))) + (
            "tf_div_trunc_int", "tf_div_floor_int", "tf_remainder_int", "tf_fmod_int",
@@ -589,16 +616,18 @@ class _Writer:
 
     # Reductions are written with tl.sum / tl.max / tl.min over the r axis wherever possible:
     # those lower to Triton's fast tree reductions on a GPU and to NumPy in the interpreter.
-    # NaN propagation (torch.amax), first-index ties (torch.argmax) and Welford's combine are
-    # expressed with extra such reductions instead of custom combine functions.
+    # First-index ties (torch.argmax) and Welford's combine are expressed with extra such
+    # reductions instead of custom combine functions; NaN-propagating max and min use a combine
+    # on a GPU (tf_row_max, one reduction) and two NumPy reductions in the interpreter.
 
     def max_nan(self, src: str, c: str, dtype: torch.dtype) -> str:
         """Row max (c="max") or min of the [XBLOCK, RBLOCK] tile ``src``, NaN-propagating."""
         res = self.fresh("mx")
-        fn = "tl.max" if c in ("max", "argmax") else "tl.min"
-        self.emit(f"{res} = {fn}({src}, 1)[:, None]")
+        top = c in ("max", "argmax")
         if dtype.is_floating_point:
-            self.emit(f"{res} = tl.where(tl.max(({src} != {src}).to(tl.int8), 1)[:, None] > 0, float('nan'), {res})")
+            self.emit(f"{res} = {'tf_row_max' if top else 'tf_row_min'}({src})")
+        else:
+            self.emit(f"{res} = {'tl.max' if top else 'tl.min'}({src}, 1)[:, None]")
         return res
 
     def first_index(self, vals: str, idxs: str, best: str) -> str:
@@ -678,17 +707,16 @@ class _Writer:
             self.emit(f"{a} = {fn}({a}, tl.where({mask}, {v}, {ident}))")
         elif c == "welford":
             self.emit(f"{a}_x = {v}")
-            self.emit(f"{a}_wn = {a}_w + tl.where({mask}, 1.0, 0.0)")
             self.emit(f"{a}_delta = {a}_x - {a}_mean")
             # Every lane updated at this step was updated at each earlier one (a lane's mask
             # only turns off at the end of the reduced extent), so its count is the step
             # number plus one: one scalar reciprocal per step instead of a division per
             # element (the split partial stage of BatchNorm's statistics was compute-bound
-            # on an H200 with the division: 1.96 TB/s against 3.4 for a plain sum of two inputs)
+            # on an H200 with the division: 1.96 TB/s against 3.4 for a plain sum of two
+            # inputs), and no per-element count (``welford_count`` after the loop).
             self.emit(f"{a}_inv = 1.0 / ((roffset - {self.loop_start}) // RBLOCK + 1)")
             self.emit(f"{a}_mean = tl.where({mask}, {a}_mean + {a}_delta * {a}_inv, {a}_mean)")
             self.emit(f"{a}_m2 = tl.where({mask}, {a}_m2 + {a}_delta * ({a}_x - {a}_mean), {a}_m2)")
-            self.emit(f"{a}_w = {a}_wn")
         elif c in ("argmax", "argmin"):
             self.emit(f"{a}_nv = tl.where({mask}, {v}, {ident})")
             self.emit(f"{a}_ni = tl.where({mask}, rindex, 2147483647) + tl.zeros([XBLOCK, RBLOCK], {self.index_type})")
@@ -707,7 +735,7 @@ class _Writer:
         tdt = triton_dtype(acc)
         shape = "[XBLOCK, RBLOCK]"
         if c == "welford":
-            for part in ("mean", "m2", "w"):
+            for part in ("mean", "m2"):
                 self.emit(f"{a}_{part} = tl.zeros({shape}, {tdt})")
         elif c in ("argmax", "argmin"):
             self.emit(f"{a}_v = tl.full({shape}, {self.identity(c, acc)}, {tdt})")
@@ -725,6 +753,17 @@ class _Writer:
             return torch.int8
         acc = _acc_dtype(src.meta.dtype)
         return torch.int8 if acc == torch.bool else acc
+
+    def welford_count(self, node: Node, a: str) -> None:
+        """After ``emit_r_loop``'s loop from ``loop_start`` to ``r_limit`` in steps of RBLOCK:
+        ``{a}_w``, the number of elements lane j of Welford's accumulator ``a`` took,
+        ``ceil((r_limit - loop_start - j) / RBLOCK)`` (at least 0). This equals the count a
+        per-element counter would have kept, without its two instructions per element (lanes
+        of masked-off rows get the count too; their results are never stored)."""
+        tdt = triton_dtype(self._acc_of(node))
+        lane = "tl.arange(0, RBLOCK)[None, :]"
+        self.emit(f"{a}_w = tl.maximum(({self.r_limit} - ({self.loop_start}) - {lane} + RBLOCK - 1) // RBLOCK, 0)"
+                  f".to({tdt}) + tl.zeros([XBLOCK, RBLOCK], {tdt})")
 
     def emit_loop_finish(self, node: Node, accs: dict) -> None:
         info = REDUCTIONS[node.op]
@@ -931,6 +970,9 @@ class _Writer:
             self.store(o)
         self.scopes.pop()
         self.indent -= 1
+        for n in reds:
+            if REDUCTIONS[n.op].combine == "welford":
+                self.welford_count(n, accs[n])
         return accs
 
     def partial_components(self, node: Node, a: str) -> list[tuple[str, str]]:
