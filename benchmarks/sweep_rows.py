@@ -21,17 +21,24 @@ import torch
 sys.path.insert(0, "benchmarks")
 from norms import cases, device_ms  # noqa: E402
 
-CANDIDATES = [  # (TILE_ELEMENTS, ELEMENTS_PER_THREAD, row max form)
-    (4096, 32, "two"), (4096, 32, "combine"), (4096, 16, "combine"), (2048, 16, "combine"),
-    (2048, 8, "combine"), (1024, 8, "combine"),
+#: (TILE_ELEMENTS, ELEMENTS_PER_THREAD, row max form): "nan" is tf_row_max as shipped (one
+#: reduction, the device's NaN-propagating max), "where" a combine of compares and selects
+#: (tf_max_combine), "two" a plain max and a NaN-count reduction (the interpreter's form)
+CANDIDATES = [
+    (4096, 32, "two"), (4096, 32, "where"), (4096, 32, "nan"), (2048, 16, "nan"),
 ]
 SHAPES = [(32768, 1024), (16384, 4096)]
 OPS = ["softmax", "log_softmax", "cross_entropy"]
 
-_TWO = '''def tf_row_max(x):
+FORMS = {
+    "two": """def tf_row_max(x):
     m = tl.max(x, 1)[:, None]
     return tl.where(tl.max((x != x).to(tl.int8), 1)[:, None] > 0, float('nan'), m)
-'''
+""",
+    "where": """def tf_row_max(x):
+    return tl.reduce(x, 1, tf_max_combine)[:, None]
+""",
+}
 
 
 def main(argv=None) -> int:
@@ -47,13 +54,13 @@ def main(argv=None) -> int:
     header = codegen.HEADER
     start = header.index("def tf_row_max(x):")
     end = header.index("@triton.jit", start)
-    two = header[:start] + _TWO + "\n\n" + header[end:]
+    forms = {name: header[:start] + text + "\n\n" + header[end:] for name, text in FORMS.items()}
     dtype = getattr(torch, args.dtype)
     t0 = time.time()
     results = []
     for case in cases([dtype], OPS):
         op, shape, _, fn, make_inputs, grad_idx, fwd_bytes, bwd_bytes = case
-        if tuple(shape) not in SHAPES:
+        if op not in OPS or tuple(shape) not in SHAPES:
             continue
         torch.manual_seed(0)
         inputs = make_inputs()
@@ -62,7 +69,7 @@ def main(argv=None) -> int:
                 print("time budget spent", flush=True)
                 break
             reduction.TILE_ELEMENTS, reduction.ELEMENTS_PER_THREAD = tile, ept
-            codegen.HEADER = two if form == "two" else header
+            codegen.HEADER = forms.get(form, header)
             torch._dynamo.reset()
             f = torchfuse.compile(fn, dynamic=False)
             row = {"op": op, "shape": list(shape), "tile": tile, "per_thread": ept, "row_max": form}
