@@ -1,13 +1,19 @@
-"""Launch-configuration sweep of persistent row reductions (softmax, log-softmax and
-cross-entropy, forward and backward) and of the row max's form.
+"""Sweep of persistent row reductions (LayerNorm, RMSNorm, softmax, log-softmax and
+cross-entropy, forward and backward): launch configuration and code-generation variants.
 
-For each candidate (elements per tile, elements a thread, and whether the NaN-propagating row
-max is one reduction with a NaN-aware combine or a plain max plus a NaN-count reduction) the
-graph is recompiled with torchfuse alone, and the device time of one call is taken from
-``torch.profiler`` (``norms.device_ms``): forward under ``torch.no_grad()``, backward as
-``torch.autograd.grad`` of the training graph.
+Each candidate sets elements per tile and per thread (``reduction.TILE_ELEMENTS``,
+``reduction.ELEMENTS_PER_THREAD``), the row max's form, and whether sibling row sums are
+reduced together (``codegen.BATCH_ROW_SUMS``). The graph is recompiled with torchfuse alone,
+and the device time of one call is taken from ``torch.profiler`` (``norms.device_ms``): forward
+under ``torch.no_grad()``, backward as ``torch.autograd.grad`` of the training graph.
 
-Usage (on a GPU): ``PYTHONPATH=src python benchmarks/sweep_rows.py [--json out.json]``
+Row max forms: "nan" is ``tf_row_max`` as shipped (one reduction whose combine is the device's
+NaN-propagating max), "where" a combine of compares and selects (``tf_max_combine``), "two" a
+plain max and a NaN-count reduction (the interpreter's form).
+
+Usage (on a GPU)::
+
+    PYTHONPATH=src python benchmarks/sweep_rows.py [--sweep forms|batch] [--json out.json]
 """
 from __future__ import annotations
 
@@ -21,14 +27,13 @@ import torch
 sys.path.insert(0, "benchmarks")
 from norms import cases, device_ms  # noqa: E402
 
-#: (TILE_ELEMENTS, ELEMENTS_PER_THREAD, row max form): "nan" is tf_row_max as shipped (one
-#: reduction, the device's NaN-propagating max), "where" a combine of compares and selects
-#: (tf_max_combine), "two" a plain max and a NaN-count reduction (the interpreter's form)
-CANDIDATES = [
-    (4096, 32, "two"), (4096, 32, "where"), (4096, 32, "nan"), (2048, 16, "nan"),
-]
-SHAPES = [(32768, 1024), (16384, 4096)]
-OPS = ["softmax", "log_softmax", "cross_entropy"]
+#: (TILE_ELEMENTS, ELEMENTS_PER_THREAD, row max form, sibling sums together), per sweep
+SWEEPS = {
+    "forms": [(4096, 32, "two", True), (4096, 32, "where", True), (4096, 32, "nan", True),
+              (2048, 16, "nan", True)],
+    "batch": [(4096, 32, "nan", False), (4096, 32, "nan", True)],
+}
+DEFAULT_OPS = {"forms": "softmax,log_softmax,cross_entropy", "batch": "layer_norm,rms_norm,cross_entropy"}
 
 FORMS = {
     "two": """def tf_row_max(x):
@@ -43,6 +48,9 @@ FORMS = {
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
+    p.add_argument("--sweep", choices=sorted(SWEEPS), default="forms")
+    p.add_argument("--ops", default=None, help="comma-separated (default: per sweep)")
+    p.add_argument("--shapes", default="32768x1024,16384x4096", metavar="NxD[,NxD]")
     p.add_argument("--json", default=None)
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--time-budget", type=float, default=240, help="seconds; candidates left are skipped")
@@ -51,28 +59,33 @@ def main(argv=None) -> int:
     from torchfuse.codegen import triton as codegen
     from torchfuse.schedulers import reduction
 
+    ops = (args.ops or DEFAULT_OPS[args.sweep]).split(",")
+    shapes = {tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")}
     header = codegen.HEADER
     start = header.index("def tf_row_max(x):")
     end = header.index("@triton.jit", start)
     forms = {name: header[:start] + text + "\n\n" + header[end:] for name, text in FORMS.items()}
+    defaults = reduction.TILE_ELEMENTS, reduction.ELEMENTS_PER_THREAD, codegen.BATCH_ROW_SUMS
     dtype = getattr(torch, args.dtype)
     t0 = time.time()
     results = []
-    for case in cases([dtype], OPS):
+    for case in cases([dtype], ops):
         op, shape, _, fn, make_inputs, grad_idx, fwd_bytes, bwd_bytes = case
-        if op not in OPS or tuple(shape) not in SHAPES:
+        if op not in ops or tuple(shape) not in shapes:
             continue
         torch.manual_seed(0)
         inputs = make_inputs()
-        for tile, ept, form in CANDIDATES:
+        for tile, ept, form, batch in SWEEPS[args.sweep]:
             if time.time() - t0 > args.time_budget:
                 print("time budget spent", flush=True)
                 break
             reduction.TILE_ELEMENTS, reduction.ELEMENTS_PER_THREAD = tile, ept
+            codegen.BATCH_ROW_SUMS = batch
             codegen.HEADER = forms.get(form, header)
             torch._dynamo.reset()
             f = torchfuse.compile(fn, dynamic=False)
-            row = {"op": op, "shape": list(shape), "tile": tile, "per_thread": ept, "row_max": form}
+            row = {"op": op, "shape": list(shape), "tile": tile, "per_thread": ept, "row_max": form,
+                   "batch_sums": batch}
             with torch.no_grad():
                 row["fwd_us"] = device_ms(lambda: f(*inputs))[0] * 1e3
             ins = [t.detach().clone().requires_grad_(i in grad_idx) for i, t in enumerate(inputs)]
@@ -81,10 +94,11 @@ def main(argv=None) -> int:
             wrt = [ins[i] for i in grad_idx]
             row["bwd_us"] = device_ms(lambda: torch.autograd.grad(out, wrt, dy, retain_graph=True))[0] * 1e3
             results.append(row)
-            print(f"{op} {'x'.join(map(str, shape))} tile {tile} {ept}/thread max:{form}: "
+            print(f"{op} {'x'.join(map(str, shape))} tile {tile} {ept}/thread max:{form} batch sums:{batch}: "
                   f"fwd {row['fwd_us']:.1f} us, bwd {row['bwd_us']:.1f} us", flush=True)
             out = None
     codegen.HEADER = header
+    reduction.TILE_ELEMENTS, reduction.ELEMENTS_PER_THREAD, codegen.BATCH_ROW_SUMS = defaults
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=1)

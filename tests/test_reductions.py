@@ -233,6 +233,42 @@ def test_dependent_reductions_schedulers(schedule, schedule_thresholds):
     assert "reduction.split" not in used and (kind in used or kind == "reduction.split"), used
 
 
+def _kernel_sources(graphs) -> list[str]:
+    return [p.kernel.source.text for g in graphs for s in g.steps if hasattr(s, "plans")
+            for p in s.plans.values() if p.kernel is not None]
+
+
+@pytest.mark.parametrize("gpu_form", [False, True], ids=["host", "gpu"])
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=dtype_id)
+def test_sibling_row_sums_are_reduced_together(dtype, gpu_form, monkeypatch):
+    """Persistent row sums that do not read each other are reduced as one tuple (two or three
+    at a time: ``tf_row_sum2``/``tf_row_sum3``); sums that read an earlier sum, a max, and an
+    integer sum are not. ``gpu_form`` runs the GPU's tuple reduction under the interpreter in
+    place of its host variant. Values as eager's."""
+    from torchfuse.runtime import compile as kcompile
+
+    if gpu_form:
+        monkeypatch.setattr(kcompile, "HOST_VARIANTS", {k: v for k, v in kcompile.HOST_VARIANTS.items()
+                                                        if not k.startswith("tf_row_sum")})
+        monkeypatch.setattr(kcompile, "_loaded", {})
+    x = make_sample(dtype, 21, specials=False, shape=(6, 40))
+    y = make_sample(dtype, 22, specials=False, shape=(6, 40))
+    i = (x * 4).to(I32)
+
+    def f(x, y, i):
+        a, b, c, d = x.sum(1, True), (x * y).sum(1, True), (x - y).abs().sum(1, True), y.exp().sum(1, True)
+        e = (x.abs() * a.abs() + b.abs()).sum(1)  # reads the first level's sums (no cancellation)
+        return a, b * 2, c + d, e, x.amax(1), i.sum(1), (x.abs() * (c - d).abs()).sum(1), torch.softmax(x, 1)
+
+    actual, graphs = run_compiled(f, x, y, i)
+    assert_matches(actual, f(x, y, i))
+    assert_all_fused(graphs)
+    text = "\n".join(_kernel_sources(graphs))
+    # first level: four sums as two pairs (the max and the integer sum alone); second level:
+    # the sum reading a and b, the one reading c - d and softmax's sum, as one triple
+    assert (text.count("= tf_row_sum2("), text.count("= tf_row_sum3(")) == (2, 1), text
+
+
 @pytest.mark.parametrize("schedule", ["persistent", "loop_many_steps", "split"])
 def test_outer_reduction_schedulers(schedule, schedule_thresholds):
     """Reducing the leading dim (the kept dim is the unit-stride one)."""

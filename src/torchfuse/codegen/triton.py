@@ -219,6 +219,42 @@ def tf_row_min(x):
     return tl.reduce(x, 1, tf_min_nan_combine)[:, None]
 
 
+# Sums over rows of two or three [XBLOCK, RBLOCK] tiles that do not depend on each other (the
+# two row sums of LayerNorm's backward): on a GPU one reduction of a tuple, so the values cross
+# warps through shared memory in one exchange rather than one each; under the interpreter
+# (``_host``) separate NumPy sums.
+@triton.jit
+def tf_sum2_combine(a1, b1, a2, b2):
+    return a1 + a2, b1 + b2
+
+
+@triton.jit
+def tf_sum3_combine(a1, b1, c1, a2, b2, c2):
+    return a1 + a2, b1 + b2, c1 + c2
+
+
+@triton.jit
+def tf_row_sum2(a, b):
+    sa, sb = tl.reduce((a, b), 1, tf_sum2_combine)
+    return sa[:, None], sb[:, None]
+
+
+@triton.jit
+def tf_row_sum3(a, b, c):
+    sa, sb, sc = tl.reduce((a, b, c), 1, tf_sum3_combine)
+    return sa[:, None], sb[:, None], sc[:, None]
+
+
+@triton.jit
+def tf_row_sum2_host(a, b):
+    return tl.sum(a, 1)[:, None], tl.sum(b, 1)[:, None]
+
+
+@triton.jit
+def tf_row_sum3_host(a, b, c):
+    return tl.sum(a, 1)[:, None], tl.sum(b, 1)[:, None], tl.sum(c, 1)[:, None]
+
+
 @triton.jit
 def tf_row_max_host(x):
     m = tl.max(x, 1)[:, None]
@@ -254,13 +290,18 @@ def tf_argmin_combine(v1, i1, v2, i2):
 HOST_VARIANTS = {"tf_maximum": "tf_maximum_host", "tf_minimum": "tf_minimum_host", "tf_fmax": "tf_fmax_host",
                  "tf_fmin": "tf_fmin_host", "tf_clamp_lo": "tf_clamp_lo_host", "tf_clamp_hi": "tf_clamp_hi_host",
                  "tf_square_f16": "tf_square_host", "tf_square_bf16": "tf_square_host",
-                 "tf_row_max": "tf_row_max_host", "tf_row_min": "tf_row_min_host"}
+                 "tf_row_max": "tf_row_max_host", "tf_row_min": "tf_row_min_host",
+                 "tf_row_sum2": "tf_row_sum2_host", "tf_row_sum3": "tf_row_sum3_host"}
 
 HELPERS = tuple(HOST_VARIANTS) + tuple(sorted(set(HOST_VARIANTS.values()))) + (
            "tf_div_trunc_int", "tf_div_floor_int", "tf_remainder_int", "tf_fmod_int",
            "tf_remainder_float", "tf_div_floor_float", "tf_sum_combine", "tf_prod_combine",
            "tf_max_combine", "tf_min_combine", "tf_argmax_combine", "tf_argmin_combine",
-           "tf_max_nan_combine", "tf_min_nan_combine")
+           "tf_max_nan_combine", "tf_min_nan_combine", "tf_sum2_combine", "tf_sum3_combine")
+
+#: Persistent row sums that do not depend on each other are reduced together, up to three at a
+#: time (``tf_row_sum2``/``tf_row_sum3``); False reduces each alone (for measurements).
+BATCH_ROW_SUMS = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -337,6 +378,8 @@ class _Writer:
         #: ``reduction.inner_outer``: the column-sum nodes paired with the row reductions, and
         #: the values they compute (written by the second kernel)
         self.outer = set(getattr(group, "outer", ()))
+        self._sum_batches: dict | None = None
+        self._batched: set = set()
         self.outer_values = {o for n in self.outer for o in n.outputs}
         self.workspaces = [(n, comp, dt) for n in workspace_nodes(group) for comp, dt in workspace_components(n)]
         self.random_nodes = [n for n in group.nodes if REGISTRY[n.op].kind == "random"]
@@ -650,10 +693,57 @@ class _Writer:
                   f"{idxs}, 2147483647), 1)[:, None]")
         return res
 
+    def sum_batches(self) -> dict[Node, list[Node]]:
+        """Persistent row sums reduced together (``BATCH_ROW_SUMS``): per batch, its first node
+        in graph order mapped to its members (two or three fp32-accumulated sums at one
+        dependency level, so none reads another's result; column sums of an inner-outer group
+        excluded). Computed once per kernel."""
+        if self._sum_batches is None:
+            self._sum_batches = {}
+            if BATCH_ROW_SUMS:
+                lv = self.levels()
+                by_level: dict[int, list[Node]] = {}
+                for n in self.reduction_nodes():
+                    if (n not in self.outer and REDUCTIONS[n.op].combine == "sum"
+                            and _acc_dtype(n.outputs[0].meta.dtype) == torch.float32):
+                        by_level.setdefault(lv[n], []).append(n)
+                for nodes in by_level.values():
+                    while len(nodes) >= 2:
+                        take = 3 if len(nodes) in (3, 5) or len(nodes) > 5 else 2
+                        self._sum_batches[nodes[0]] = nodes[:take]
+                        self._batched.update(nodes[:take])
+                        nodes = nodes[take:]
+        return self._sum_batches
+
+    def persistent_order(self) -> list[Node]:
+        """The reductions a persistent kernel emits (an inner-outer group's column sums
+        excepted), in graph order, or with ``BATCH_ROW_SUMS`` by dependency level first: a
+        batch of sums is emitted where its first member is, and every reduction its members
+        read is at a lower level, so already emitted."""
+        nodes = [n for n in self.reduction_nodes() if n not in self.outer]
+        if not BATCH_ROW_SUMS:
+            return nodes
+        lv = self.levels()
+        return sorted(nodes, key=lambda n: lv[n])  # stable: graph order within a level
+
     def emit_persistent_reduction(self, node: Node) -> None:
         info = REDUCTIONS[node.op]
-        v, acc = self.reduce_input(node)
         c = info.combine
+        batch = self.sum_batches().get(node)
+        if batch is not None:
+            mask = "xrmask"
+            srcs, results = [], []
+            for n in batch:
+                v, acc = self.reduce_input(n)
+                srcs.append(f"tl.where({mask}, {v}, 0.0)")
+                results.append(self.fresh("red"))
+            self.emit(f"{', '.join(results)} = tf_row_sum{len(batch)}({', '.join(srcs)})")
+            for n, res in zip(batch, results):
+                self.finish_reduction(n, {"value": (res, torch.float32)})
+            return
+        if node in self._batched:
+            return  # reduced with its batch's first node
+        v, acc = self.reduce_input(node)
         mask = "xrmask"
         res = self.fresh("red")
         ident = self.identity(c, acc)
@@ -901,9 +991,8 @@ class _Writer:
         self.scopes.append({})
         self.emit_x_block(pid)
         self.r_prologue("0")
-        for node in self.g.nodes:
-            if REGISTRY[node.op].kind == "reduction" and node not in self.outer:
-                self.emit_persistent_reduction(node)
+        for node in self.persistent_order():
+            self.emit_persistent_reduction(node)
         self.loop_start = "0"
         for n in outer:
             self.emit_loop_accumulate(n, accs)
@@ -1048,10 +1137,8 @@ class _Writer:
 
     def write_persistent(self) -> None:
         self.r_prologue("0")
-        for node in self.g.nodes:
-            kind = REGISTRY[node.op].kind
-            if kind == "reduction":
-                self.emit_persistent_reduction(node)
+        for node in self.persistent_order():
+            self.emit_persistent_reduction(node)
         for out in self.g.outputs:
             self.store(out)
 
