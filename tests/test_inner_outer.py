@@ -4,6 +4,7 @@ rows; weight and bias gradients by columns). Values and gradients are compared w
 reference, against eager's own error."""
 from __future__ import annotations
 
+import copy
 import logging
 
 import pytest
@@ -260,3 +261,40 @@ def test_row_sums_of_layer_norm_backward_in_gpu_form(norm, shape, monkeypatch):
     sources = [p.kernel.source.text for cg in backend.RECENT[-2:] for s in cg.steps if hasattr(s, "plans")
                for p in s.plans.values() if p.kernel is not None and p.config.scheduler == "reduction.inner_outer"]
     assert sources and all("= tf_row_sum2(" in t for t in sources), sources
+
+
+@pytest.mark.parametrize("norm_first", [True, False], ids=["norm_first", "norm_last"])
+def test_both_layer_norms_of_an_encoder_layer_are_paired(norm_first):
+    """A transformer encoder layer's backward pairs both LayerNorms with their weight and bias
+    gradients, although sibling fusion merged one LayerNorm's weight-gradient sum with the
+    other's sums (a common input) and its bias-gradient sum reads the output gradient through
+    a value of its own (a detached view). Outputs and every gradient against fp64, as close as
+    eager's; no registry op left on ATen."""
+    from test_ops import aten_calls
+
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True,
+                                             norm_first=norm_first).to(DEVICE)
+    x = torch.randn(4, 10, 64, device=DEVICE)
+    dy = torch.randn(4, 10, 64, device=DEVICE)
+
+    def run(module, inp, grad):
+        inp = inp.detach().clone().requires_grad_()
+        out = module(inp)
+        params = [p for _, p in sorted(module.named_parameters())]
+        return (out, *torch.autograd.grad(out, [inp, *params], grad))
+
+    ref = run(copy.deepcopy(layer).double(), x.double(), dy.double())
+    eager = run(layer, x, dy)
+    backend.RECENT.clear()  # a bounded record: the graphs compiled from here on
+    got = run(torchfuse.compile(layer, dynamic=False), x, dy)
+    graphs = list(backend.RECENT)
+    for k, (g, e, r) in enumerate(zip(got, eager, ref)):
+        err = (g.double() - r).abs().max().item()
+        bound = 2 * (e.double() - r).abs().max().item() + torch.finfo(torch.float32).eps * r.abs().max().item()
+        assert err <= bound, (k, err, bound)
+    paired = [p for s in graphs[-1].steps if hasattr(s, "plans") for p in s.plans.values()
+              if p.config.scheduler == "reduction.inner_outer"]
+    assert len(paired) == 2, [p.config.scheduler for s in graphs[-1].steps if hasattr(s, "plans")
+                              for p in s.plans.values()]
+    assert not aten_calls(graphs) and all(cg.stats["fallbacks"] == 0 for cg in graphs)

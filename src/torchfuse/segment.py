@@ -577,8 +577,75 @@ def _reaches(graph: Graph, users: dict, src: FusionGroup, dst: FusionGroup) -> b
     return False
 
 
+def _parts(g: FusionGroup) -> list[FusionGroup]:
+    """The independent parts of column group ``g`` (connected through values computed inside
+    it), each with at least one sum; ``[g]`` when it is one part. Sibling fusion can merge the
+    weight-gradient sum of one LayerNorm with the sums of another over the same rows (they read
+    a common input); pairing places each part with its own row group."""
+    produced = {o: n for n in g.nodes for o in n.outputs}
+    parent = {n: n for n in g.nodes}
+
+    def find(n: Node) -> Node:
+        while parent[n] is not n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    for n in g.nodes:
+        for x in n.inputs:
+            p = produced.get(x) if isinstance(x, Value) else None
+            if p is not None:
+                parent[find(n)] = find(p)
+    comps: dict[Node, list[Node]] = {}
+    for n in g.nodes:
+        comps.setdefault(find(n), []).append(n)
+    if len(comps) == 1 or not all(_has_reduction(c) for c in comps.values()):
+        return [g]
+    return [_subgroup(g, c) for c in comps.values()]
+
+
+def _subgroup(g: FusionGroup, nodes: list[Node]) -> FusionGroup:
+    """The group of ``g``'s ``nodes`` (in ``g``'s order): their inputs, the outputs of ``g``
+    they compute, ``g``'s domain restricted to their values."""
+    inputs, produced = group_values(nodes)
+    made = set(produced)
+    keep = made | set(inputs)
+    dom = Domain(sizes=g.domain.sizes, reduced=g.domain.reduced,
+                 dims={v: d for v, d in g.domain.dims.items() if v in keep})
+    return FusionGroup(id=g.id, nodes=nodes, inputs=inputs, outputs=[o for o in g.outputs if o in made], domain=dom)
+
+
+def _view_classes(graph: Graph) -> dict[Value, Value]:
+    """Each value written by an ATen view call, mapped to the first value a call with the same
+    target and arguments writes. Views read outside their group are given to each reading
+    group as a call of its own (``_detach_view``), so two groups can read one view of one
+    tensor through two values."""
+    first: dict = {}
+    canon: dict[Value, Value] = {}
+    ident = lambda v: ("value", id(v))
+    for n in graph.nodes:
+        if n.op is None and n.reason == "view (no data moves)" and len(n.outputs) == 1:
+            key = (n.target, repr(map_values(n.args, ident)), repr(map_values(n.kwargs, ident)))
+            canon[n.outputs[0]] = first.setdefault(key, n.outputs[0])
+    return canon
+
+
+def _as_read_by(part: FusionGroup, rows: FusionGroup, canon: dict) -> tuple[FusionGroup, dict]:
+    """``part`` reading ``rows``' own value wherever both read the same view of one tensor
+    through two values, and that substitution (empty when there is none)."""
+    theirs = {canon[v]: v for v in rows.inputs if v in canon}
+    subst = {v: theirs[canon[v]] for v in part.inputs if v in canon and theirs.get(canon[v], v) is not v}
+    if not subst:
+        return part, {}
+    swap = lambda v: subst.get(v, v)
+    dom = Domain(sizes=part.domain.sizes, reduced=part.domain.reduced,
+                 dims={swap(v): d for v, d in part.domain.dims.items()})
+    inputs = list(dict.fromkeys(swap(v) for v in part.inputs))
+    return FusionGroup(id=part.id, nodes=part.nodes, inputs=inputs, outputs=part.outputs, domain=dom), subst
+
+
 def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) -> list[FusionGroup]:
-    """Merge each row-reduction group with a column-sum group over the same rows and columns.
+    """Merge each row-reduction group with the column sums over the same rows and columns.
 
     LayerNorm's backward has two such groups: its input gradient reduces every row (kept: the
     rows, reduced: the normalized dims), and its weight and bias gradients sum every column
@@ -590,15 +657,18 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
     cost 95 + 73 us at bf16 16384 x 4096, and the paired kernels 145 us (``benchmarks/NOTES.md``,
     runs R and AH).
 
-    A pair needs: no path between the two groups (they run at one step); the column group's
-    reductions all plain sums of values that span the domain, and its outputs those sums or
-    values computed from them; a common input spanning every dim (the read the pair saves);
-    a static row length (a size TorchDynamo made dynamic is not known here) of at most
-    ``reduction.INNER_OUTER_MAX_ROW`` elements (4096: longer rows ran slower paired on an
-    H200) and ``persistent_max_elements``. Groups with random numbers or ``arange`` are left
-    alone. Among the row groups that qualify, a column group pairs with the one that shares the
-    most full-size inputs with it (``_shared_reads``). A column group left unpaired is logged
-    (topic ``fusion``) with the reason.
+    A column group is considered part by part (:func:`_parts`: sibling fusion may have merged
+    the sums of two LayerNorms), and a part may read the rows' input through another value of
+    the same view (:func:`_view_classes`). A pair needs: no path between the two (they run at
+    one step); the part's reductions all plain sums of values that span the domain, and its
+    outputs those sums or values computed from them; a common input spanning every dim (the
+    read the pair saves); a static row length (a size TorchDynamo made dynamic is not known
+    here) of at most ``reduction.INNER_OUTER_MAX_ROW`` elements (4096: longer rows ran slower
+    paired on an H200) and ``persistent_max_elements``. Groups with random numbers or
+    ``arange`` are left alone. Among the row groups that qualify, a part pairs with the one
+    that shares the most full-size inputs with it (``_shared_reads``); one row group takes
+    every part that chooses it. The parts of a column group left unpaired stay one group; a
+    column group with no part paired is logged (topic ``fusion``) with the reason.
 
     Returns the groups, paired ones merged (under the row group's id), renumbered in order.
     """
@@ -611,45 +681,70 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
     rows = [g for g in groups if g.domain.reduced]
     users = graph.users()
     order = {n: i for i, n in enumerate(graph.nodes)}
-    used: set[int] = set()
-    merged: dict[int, FusionGroup] = {}
+    canon = _view_classes(graph)
+    # row group id -> (row group, [(part, its column group, dims in the rows' domain, substitution)])
+    taken: dict[int, tuple[FusionGroup, list]] = {}
+    left: dict[int, list[FusionGroup]] = {}
+    as_columns: set[int] = set()  # column groups with a part paired: not row groups too
     for g2 in cols:
-        if id(g2) in used:
-            continue
+        if id(g2) in taken:
+            continue  # paired already as the row side (a plain row sum)
         why = "no row-reduction group over the same rows and columns reads its input"
-        best = None
-        for g1 in rows:
-            if g1 is g2:
+        for part in _parts(g2):
+            best = None
+            for g1 in rows:
+                if g1 is g2:
+                    continue
+                seen, subst = _as_read_by(part, g1, canon)
+                dims = _transposed_dims(g1, seen)
+                if dims is None:
+                    continue
+                refusal = f"{g1.name} is paired already" if id(g1) in as_columns else _row_refusal(g1, limit)
+                if refusal is not None:
+                    why = refusal
+                    continue
+                others = [p for p, c, _, _ in taken.get(id(g1), (None, []))[1] if c is not g2]
+                if any(_reaches(graph, users, a, b) or _reaches(graph, users, b, a)
+                       for a, b in [(g1, part)] + [(o, part) for o in others]):
+                    why = f"one of it and {g1.name} (or a column sum paired with it) reads a result of the other"
+                    continue
+                score = _shared_reads(g1, seen)
+                if best is None or score > best[0]:
+                    best = (score, g1, dims, subst)
+            if best is None:
+                left.setdefault(id(g2), []).append(part)
                 continue
-            dims = _transposed_dims(g1, g2)
-            if dims is None:
-                continue
-            refusal = f"{g1.name} is paired already" if id(g1) in used else _row_refusal(g1, limit)
-            if refusal is not None:
-                why = refusal
-                continue
-            if _reaches(graph, users, g1, g2) or _reaches(graph, users, g2, g1):
-                why = f"one of it and {g1.name} reads a result of the other"
-                continue
-            score = _shared_reads(g1, g2)
-            if best is None or score > best[0]:
-                best = (score, g1, dims)
-        if best is None:
+            _, g1, dims, subst = best
+            taken.setdefault(id(g1), (g1, []))[1].append((part, g2, dims, subst))
+            as_columns.add(id(g2))
+        if len(left.get(id(g2), ())) == len(_parts(g2)):
             log.info("sums %s not paired as the column side of an inner-outer kernel: %s", g2.name, why)
-            continue
-        _, g1, dims = best
-        nodes = sorted(g1.nodes + g2.nodes, key=order.get)
+    if not taken:
+        return groups
+    merged: dict[int, FusionGroup | None] = {}
+    for g1, parts in taken.values():
+        dims: dict = {}
+        column_nodes: set[Node] = set()
+        outputs = list(g1.outputs)
+        for part, g2, part_dims, subst in parts:
+            for n in part.nodes:
+                for old, new in subst.items():
+                    _rewire(n, old, new)
+            dims.update(part_dims)
+            column_nodes.update(part.nodes)
+            outputs += part.outputs
+            merged.setdefault(id(g2), None)
+        nodes = sorted(g1.nodes + list(column_nodes), key=order.get)
         inputs, _ = group_values(nodes)
         dom = Domain(sizes=g1.domain.sizes, reduced=g1.domain.reduced, dims={**g1.domain.dims, **dims})
-        column_nodes = set(g2.nodes)
-        fg = FusionGroup(id=g1.id, nodes=nodes, inputs=inputs, outputs=g1.outputs + g2.outputs, domain=dom,
-                         outer=[n for n in nodes if n in column_nodes])
-        log.info("group %s and group %s run as one inner-outer reduction", g1.name, g2.name)
-        used |= {id(g1), id(g2)}
-        merged[id(g1)] = fg
-        merged[id(g2)] = None
-    if not merged:
-        return groups
+        merged[id(g1)] = FusionGroup(id=g1.id, nodes=nodes, inputs=inputs, outputs=outputs, domain=dom,
+                                     outer=[n for n in nodes if n in column_nodes])
+        log.info("group %s and the sums of %s run as one inner-outer reduction", g1.name,
+                 ", ".join(dict.fromkeys(g2.name for _, g2, _, _ in parts)))
+    for g2 in cols:
+        rest = left.get(id(g2), [])
+        if id(g2) in as_columns and rest:  # the parts left unpaired stay one group
+            merged[id(g2)] = _subgroup(g2, sorted((n for p in rest for n in p.nodes), key=order.get))
     out = [merged.get(id(g), g) for g in groups]
     out = sorted((g for g in out if g is not None), key=lambda g: order[g.nodes[0]])
     for i, g in enumerate(out):

@@ -194,29 +194,19 @@ def tf_min_combine(a, b):
 
 
 # Row max / min of an [XBLOCK, RBLOCK] tile with NaN propagating (torch.amax): on a GPU one
-# tree reduction whose combine is the device's NaN-propagating max (max.NaN), in place of a
+# tree reduction whose combine is the device's NaN-propagating max (tf_maximum), in place of a
 # plain max plus a NaN-count reduction. The interpreter runs tl.reduce's combine in Python per
 # element, so the ``_host`` variants use two NumPy reductions instead. (A combine built from
 # compares and selects, as tf_max_combine, was slower than the two reductions on an H200:
 # softmax bf16 16384x4096 forward 78.3 us against 73.9; benchmarks/sweep_rows.py, run AM.)
 @triton.jit
-def tf_max_nan_combine(a, b):
-    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
-
-
-@triton.jit
-def tf_min_nan_combine(a, b):
-    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
-
-
-@triton.jit
 def tf_row_max(x):
-    return tl.reduce(x, 1, tf_max_nan_combine)[:, None]
+    return tl.reduce(x, 1, tf_maximum)[:, None]
 
 
 @triton.jit
 def tf_row_min(x):
-    return tl.reduce(x, 1, tf_min_nan_combine)[:, None]
+    return tl.reduce(x, 1, tf_minimum)[:, None]
 
 
 # Sums over rows of two or three [XBLOCK, RBLOCK] tiles that do not depend on each other (the
@@ -297,7 +287,7 @@ HELPERS = tuple(HOST_VARIANTS) + tuple(sorted(set(HOST_VARIANTS.values()))) + (
            "tf_div_trunc_int", "tf_div_floor_int", "tf_remainder_int", "tf_fmod_int",
            "tf_remainder_float", "tf_div_floor_float", "tf_sum_combine", "tf_prod_combine",
            "tf_max_combine", "tf_min_combine", "tf_argmax_combine", "tf_argmin_combine",
-           "tf_max_nan_combine", "tf_min_nan_combine", "tf_sum2_combine", "tf_sum3_combine")
+           "tf_sum2_combine", "tf_sum3_combine")
 
 #: Persistent row sums that do not depend on each other are reduced together, up to three at a
 #: time (``tf_row_sum2``/``tf_row_sum3``); False reduces each alone (for measurements).
