@@ -690,7 +690,8 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
         if id(g2) in taken:
             continue  # paired already as the row side (a plain row sum)
         why = "no row-reduction group over the same rows and columns reads its input"
-        for part in _parts(g2):
+        parts = _parts(g2)
+        for part in parts:
             best = None
             for g1 in rows:
                 if g1 is g2:
@@ -717,7 +718,7 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
             _, g1, dims, subst = best
             taken.setdefault(id(g1), (g1, []))[1].append((part, g2, dims, subst))
             as_columns.add(id(g2))
-        if len(left.get(id(g2), ())) == len(_parts(g2)):
+        if len(left.get(id(g2), ())) == len(parts):
             log.info("sums %s not paired as the column side of an inner-outer kernel: %s", g2.name, why)
     if not taken:
         return groups

@@ -368,9 +368,10 @@ class _Writer:
         #: ``reduction.inner_outer``: the column-sum nodes paired with the row reductions, and
         #: the values they compute (written by the second kernel)
         self.outer = set(getattr(group, "outer", ()))
+        self.outer_values = {o for n in self.outer for o in n.outputs}
+        #: persistent row sums reduced together (``sum_batches``), and every member of one
         self._sum_batches: dict | None = None
         self._batched: set = set()
-        self.outer_values = {o for n in self.outer for o in n.outputs}
         self.workspaces = [(n, comp, dt) for n in workspace_nodes(group) for comp, dt in workspace_components(n)]
         self.random_nodes = [n for n in group.nodes if REGISTRY[n.op].kind == "random"]
 
@@ -698,7 +699,7 @@ class _Writer:
                             and _acc_dtype(n.outputs[0].meta.dtype) == torch.float32):
                         by_level.setdefault(lv[n], []).append(n)
                 for nodes in by_level.values():
-                    while len(nodes) >= 2:
+                    while len(nodes) >= 2:  # threes, and pairs where a three would leave one alone
                         take = 3 if len(nodes) in (3, 5) or len(nodes) > 5 else 2
                         self._sum_batches[nodes[0]] = nodes[:take]
                         self._batched.update(nodes[:take])
