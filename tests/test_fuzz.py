@@ -397,12 +397,15 @@ def _loosest(dtypes) -> torch.dtype:
 
 
 def program_dtypes(program: Callable, inputs: list[torch.Tensor]) -> set:
-    """Float dtypes a value of ``program`` may pass through: its inputs' and those it casts
-    to (named in its code). A float64 output computed by ``exp`` in float32 carries float32's
-    error (different correct ``exp`` implementations differ by an ulp), so outputs are
-    compared with the tolerance of the least precise of these and their own dtype."""
+    """Float dtypes a value of ``program`` may pass through: its inputs', those it casts to
+    (named in its code), and the default float dtype when an input is boolean or integer (a
+    float op such as ``exp`` promotes it there). A float64 output computed by ``exp`` in
+    float32 carries float32's error (different correct ``exp`` implementations differ by an
+    ulp), so outputs are compared with the tolerance of the least precise of these and their
+    own dtype."""
     named = {getattr(torch, n) for n in program.__code__.co_names if n in ("float16", "bfloat16", "float32")}
-    return named | {t.dtype for t in inputs if t.dtype.is_floating_point}
+    promoted = {torch.get_default_dtype()} if any(not t.dtype.is_floating_point for t in inputs) else set()
+    return named | promoted | {t.dtype for t in inputs if t.dtype.is_floating_point}
 
 
 def assert_same(actual, expected, what: str, through: set = frozenset(), reference=None) -> None:
