@@ -372,6 +372,7 @@ class _Writer:
         #: persistent row sums reduced together (``sum_batches``), and every member of one
         self._sum_batches: dict | None = None
         self._batched: set = set()
+        self._levels: dict | None = None
         self.workspaces = [(n, comp, dt) for n in workspace_nodes(group) for comp, dt in workspace_components(n)]
         self.random_nodes = [n for n in group.nodes if REGISTRY[n.op].kind == "random"]
 
@@ -620,12 +621,17 @@ class _Writer:
         return out
 
     def levels(self) -> dict[Node, int]:
-        memo: dict = {}
-        lv: dict[Node, int] = {}
-        for n in self.reduction_nodes():
-            below = self.deps(n.inputs[0], memo)
-            lv[n] = 1 + max((lv[b] for b in below), default=0)
-        return lv
+        """Each reduction's dependency level: 1 plus the highest level among the reductions
+        its input reads (1 when none). Computed once per kernel (the loop writer, the sum
+        batches and the persistent order all use it)."""
+        if self._levels is None:
+            memo: dict = {}
+            lv: dict[Node, int] = {}
+            for n in self.reduction_nodes():
+                below = self.deps(n.inputs[0], memo)
+                lv[n] = 1 + max((lv[b] for b in below), default=0)
+            self._levels = lv
+        return self._levels
 
     def reduce_input(self, node: Node) -> tuple[str, torch.dtype]:
         info = REDUCTIONS[node.op]
