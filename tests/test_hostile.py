@@ -527,3 +527,29 @@ def test_unused_empty_input_causes_no_recompiles():
         x = torch.randn(batch, 8, device=DEVICE)
         assert_matches(g(x, torch.empty(0, device=DEVICE)), fn(x, e))
     assert _loaded_keys() == keys and len(backend.RECENT) == graphs
+
+
+@pytest.mark.parametrize("scale", [3.0, 0.0, -0.0, float("inf"), float("nan")])
+def test_zero_dim_input_of_a_pointwise_kernel_is_loaded_once_a_thread(monkeypatch, scale):
+    """A 0-d input of a pointwise kernel is loaded as a one-element block
+    (``codegen.SCALAR_LOADS``), so the division computed from it alone runs once a thread;
+    values equal eager's, signs of zero, infinities and NaN included, in fp32 and bf16."""
+    from torchfuse.codegen import triton as codegen
+
+    def f(x, s):
+        return x * (s / 3.0 + 1.0) - s
+
+    for dtype in (torch.float32, torch.bfloat16):
+        x = torch.tensor([1.5, -2.0, 0.0, -0.0, 7.25, float("inf")] * 50, device=DEVICE).to(dtype)
+        s = torch.tensor(scale, device=DEVICE).to(dtype)
+        torch._dynamo.reset()
+        got = torchfuse.compile(f, dynamic=False)(x, s)
+        want = f(x, s)
+        assert torch.equal(got.isnan(), want.isnan())
+        keep = ~want.isnan()
+        assert torch.equal(got[keep], want[keep]) and torch.equal(got[keep].signbit(), want[keep].signbit())
+    _, text = _plan_source(f, (x, s), [(1,), ()])
+    assert "+ tl.zeros([1], tl.int32))" in text, text
+    monkeypatch.setattr(codegen, "SCALAR_LOADS", False)
+    _, text = _plan_source(f, (x, s), [(1,), ()])
+    assert "tl.zeros([1]" not in text

@@ -85,6 +85,18 @@ def test_narrow_outer_reductions_fill_the_gpu(x, r):
     assert wide.stages[0].XBLOCK == reduction.OUTER_XBLOCK
 
 
+@pytest.mark.parametrize("r, rows, warps", [(768, 1, 1), (1024, 1, 1), (2048, 2, 4), (4096, 1, 4), (256, 16, 4)])
+def test_rows_of_about_1024_run_one_warp_a_row(r, rows, warps):
+    """Persistent inner reductions over rows that pad to ``ONE_WARP_ROW`` elements run one row
+    a program on one warp (reductions within a warp); shorter and longer rows keep the tile of
+    ``TILE_ELEMENTS`` elements at ``ELEMENTS_PER_THREAD`` a thread."""
+    cfg = reduction.heuristic(_layout(32768, r, inner=True), 1 << 14, interpret=False, sm_count=132)
+    st = cfg.stages[0]
+    assert cfg.scheduler == "reduction.persistent", cfg
+    assert (st.XBLOCK, st.num_warps) == (rows, warps), cfg
+    assert st.grid[0] == cdiv(32768, rows)
+
+
 def test_narrow_outer_tiles_match_eager(monkeypatch):
     """The narrow tiles the GPU heuristic picks for a channels-last mean over H*W (hard-swish
     written out as well, so the group cannot split) give eager's values when run."""

@@ -23,7 +23,7 @@ import torch.fx
 from .config import Options
 from .decompose import decomposition_table
 from .ir.from_fx import CPU_REASON as _CPU_REASON
-from .graph_passes import dense_attention_masks, merge_duplicate_pads
+from .graph_passes import dense_attention_masks, merge_duplicate_pads, one_hot_sums
 
 log = logging.getLogger("torchfuse.fusion")
 
@@ -65,6 +65,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     t0 = time.perf_counter()
     try:
         merge_duplicate_pads(gm)
+        one_hot_sums(gm)
         graph = graph_from_fx(gm, options)
         t1 = time.perf_counter()
         seg = segment(graph, options)

@@ -110,8 +110,15 @@ def nll_loss_backward_by_mask(grad_output: torch.Tensor, self: torch.Tensor, tar
         grad_output = grad_output.unsqueeze(1)
     if weight is not None:
         grad_output = grad_output * weight.reshape(1, -1)
-    classes = torch.arange(self.shape[1], device=self.device)
-    hit = (classes == target) & (target != ignore_index)
+    n_classes = self.shape[1]
+    # Per row, the class whose gradient is -grad_output, or -1 for none; 32-bit when the class
+    # count allows it, so the kernel compares 32-bit class indices per element (a 64-bit
+    # comparison is two instructions). Out-of-range targets were reported by the forward;
+    # masking them here keeps a wrapped 32-bit index from naming a class.
+    index_dtype = torch.int32 if isinstance(n_classes, int) and n_classes < 2**31 else torch.int64
+    picked_class = torch.where((target != ignore_index) & (target >= 0) & (target < n_classes), target, -1)
+    classes = torch.arange(n_classes, dtype=index_dtype, device=self.device)
+    hit = classes == picked_class.to(index_dtype)
     return torch.where(hit, -grad_output, 0).to(self.dtype)
 
 

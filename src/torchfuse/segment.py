@@ -378,6 +378,44 @@ def duplicate_constants(graph: Graph) -> None:
     graph.nodes = new_nodes
 
 
+def duplicate_scalars(graph: Graph) -> int:
+    """Give every fusible reader of a one-element pointwise result (static shape) its own copy
+    of the node, walking the graph backwards so that whole chains of such nodes are copied.
+
+    A group cannot write a 0-dim result next to full-size ones (every program would write
+    it), so a scalar read by two groups, or by one group at two places that merge one after
+    the other, became a kernel of its own: cross-entropy's backward scales the loss gradient
+    (``-grad / total_weight``) in a one-element kernel ahead of the row kernel. Copied, each
+    reader recomputes it from its (one-element) inputs in registers.
+
+    Returns:
+        The number of nodes added; ``graph.nodes`` is rewritten in place.
+    """
+    from .ir.graph import Value
+
+    returned = graph.output_values()
+    nodes = list(graph.nodes)
+    count = 0
+    index = len(nodes) - 1
+    while index >= 0:
+        node = nodes[index]
+        index -= 1
+        if node.is_call or REGISTRY[node.op].kind != "pointwise" or len(node.outputs) != 1 \
+                or not _one_element([node]):
+            continue
+        users = graph.users()
+        readers = [u for u in users.get(node.output, []) if not u.is_call]
+        keep = node.output in returned or len(readers) < len(users.get(node.output, []))
+        for reader in readers[0 if keep else 1:]:
+            count += 1
+            out = Value(name=f"{node.output.name}_s{count}", meta=node.output.meta)
+            copy = _twin(node, lambda x: x, [out])
+            _rewire(reader, node.output, out)
+            nodes.insert(nodes.index(node) + 1, copy)
+        graph.nodes = nodes
+    return count
+
+
 def _has_reduction(nodes: Sequence[Node]) -> bool:
     return any(REGISTRY[n.op].kind == "reduction" for n in nodes)
 
@@ -1141,6 +1179,7 @@ def cast_inputs_after_reshapes(graph: Graph) -> int:
 def segment(graph: Graph, options: Options) -> Segmentation:
     """Partition ``graph`` into fusion groups and ATen calls (see the module docstring)."""
     duplicate_constants(graph)
+    duplicate_scalars(graph)
     sink_casts_below_reshapes(graph)
     cast_inputs_after_reshapes(graph)
     units = _partition(graph, options)

@@ -292,6 +292,10 @@ HELPERS = tuple(HOST_VARIANTS) + tuple(sorted(set(HOST_VARIANTS.values()))) + (
 #: Persistent row sums that do not depend on each other are reduced together, up to three at a
 #: time (``tf_row_sum2``/``tf_row_sum3``); False reduces each alone (for measurements).
 BATCH_ROW_SUMS = True
+#: Pointwise kernels load an input that every element reads at one address (a 0-d tensor, or
+#: one broadcast along every dim) as a one-element block; False loads it as a block of the
+#: kernel's shape (for measurements).
+SCALAR_LOADS = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -490,8 +494,15 @@ class _Writer:
         node = self.producer_of.get(v)
         if node is None:  # a group input: load it
             var = self.fresh("ld")
-            # (a value broadcast along every loop dim is still loaded as a block: all lanes read
-            # one cached address, and 0-d values behave differently under the interpreter)
+            if not self.reduce and SCALAR_LOADS and self.is_scalar_access(v):
+                # one element for the whole kernel (a 0-d loss scale): a one-element block,
+                # so that what is computed from it alone runs once a thread, not once an
+                # element (a 0-d load behaves differently under the interpreter)
+                self.emit(f"{var} = tl.load({self.pname[v]} + tl.zeros([1], tl.int32))")
+                self.define(v, var, v.meta.dtype)
+                return var, v.meta.dtype
+            # (a value broadcast along every loop dim of a row kernel is loaded as a block of
+            # the loop's shape: all lanes read one cached address)
             self.emit(f"{var} = tl.load({self.address(v, load=True)}, mask={self.mask_for(v, load=True)}, other=0)")
             self.define(v, var, v.meta.dtype)
             return var, v.meta.dtype

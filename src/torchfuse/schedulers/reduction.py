@@ -84,6 +84,15 @@ ROWS_PROGRAMS_PER_SM = 4
 SPLIT_MIN_R = 8192
 INTERPRET_SPLIT_MIN_R = 2048
 INTERPRET_TILE = 1 << 16
+#: Rows that pad to this many elements run one row a program on one warp (32 elements a
+#: thread), so that their reductions stay within a warp: no exchange through shared memory and
+#: no barrier. Measured on an H200 (benchmarks/NOTES.md, run AQ; ``benchmarks/sweep_rows.py
+#: --sweep warps``), bf16 32768 x 1024, device us against 4 rows x 4 warps: cross-entropy
+#: forward 39.4 against 51.1, softmax 36.0 against 37.4, LayerNorm and RMSNorm within 1%;
+#: 2 rows x 2 warps ran cross-entropy's forward in 45.9, 2 rows x 1 warp (64 elements a
+#: thread) 52.3. At rows of 4096 one row on 4 warps stayed best (fewer warps: up to 1.9x
+#: slower).
+ONE_WARP_ROW = 1024
 
 
 def _warps(elements: int) -> int:
@@ -119,6 +128,8 @@ def heuristic(rt: RuntimeLayout, persistent_max: int, interpret: bool, sm_count:
         if rpow <= persistent_max:
             xb = max(1, min(next_power_of_2(x), TILE_ELEMENTS // rpow))
             w = _warps(xb * rpow)
+            if rpow == ONE_WARP_ROW:
+                xb, w = 1, 1
             blocks = cdiv(x, xb)
             if ROWS_LOOP and sm_count and blocks > 2 * ROWS_PROGRAMS_PER_SM * sm_count:
                 grid = ROWS_PROGRAMS_PER_SM * sm_count
