@@ -181,3 +181,23 @@ def test_row_sum_through_one_hot_with_a_per_row_term(dtype):
     err, eager_err = (got[ok].double() - ref[ok]).abs(), (want[ok].double() - ref[ok]).abs()
     assert (err <= eager_err + 1e-7 * ref[ok].abs()).all(), (got, want, ref)
     assert _reductions("inference") == []
+
+
+def test_scalar_read_by_two_groups_is_computed_in_each():
+    """A one-element result (``-a / b`` of two 0-d inputs) read at two places that merge one
+    after the other is recomputed at each (``segment.duplicate_scalars``) rather than written
+    by a one-element kernel of its own; values equal eager's."""
+    from torchfuse import backend
+
+    def f(x, a, b):
+        s = -(a / b)
+        return x * s + 1, x.sum(-1) * s
+
+    x = torch.randn(6, 40, device=DEVICE)
+    a, b = torch.tensor(3.0, device=DEVICE), torch.tensor(7.0, device=DEVICE)
+    torch._dynamo.reset()
+    got = torchfuse.compile(f, dynamic=False)(x, a, b)
+    for g, w in zip(got, f(x, a, b)):
+        torch.testing.assert_close(g, w, rtol=1e-6, atol=1e-6)
+    groups = [g for g in backend.RECENT if g.name == "inference"][-1].segmentation.groups
+    assert groups and all(g.domain.sizes for g in groups), [str(g) for g in groups]  # no 0-d kernel

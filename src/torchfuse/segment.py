@@ -394,25 +394,28 @@ def duplicate_scalars(graph: Graph) -> int:
     from .ir.graph import Value
 
     returned = graph.output_values()
+    users = {v: list(r) for v, r in graph.users().items()}  # kept current as copies are made
     nodes = list(graph.nodes)
     count = 0
-    index = len(nodes) - 1
-    while index >= 0:
+    for index in range(len(nodes) - 1, -1, -1):  # copies go after the node: not revisited
         node = nodes[index]
-        index -= 1
         if node.is_call or REGISTRY[node.op].kind != "pointwise" or len(node.outputs) != 1 \
                 or not _one_element([node]):
             continue
-        users = graph.users()
-        readers = [u for u in users.get(node.output, []) if not u.is_call]
-        keep = node.output in returned or len(readers) < len(users.get(node.output, []))
+        all_readers = users.get(node.output, [])
+        readers = list(dict.fromkeys(u for u in all_readers if not u.is_call))  # x * x reads x once
+        keep = node.output in returned or any(u.is_call for u in all_readers)
         for reader in readers[0 if keep else 1:]:
             count += 1
             out = Value(name=f"{node.output.name}_s{count}", meta=node.output.meta)
             copy = _twin(node, lambda x: x, [out])
             _rewire(reader, node.output, out)
-            nodes.insert(nodes.index(node) + 1, copy)
-        graph.nodes = nodes
+            all_readers[:] = [u for u in all_readers if u is not reader]
+            users[out] = [reader]
+            for v in copy.input_values():
+                users.setdefault(v, []).append(copy)
+            nodes.insert(index + 1, copy)
+    graph.nodes = nodes
     return count
 
 
