@@ -451,3 +451,18 @@ def test_graph_with_fusion_switched_off_is_not_called_nothing_to_fuse():
     assert [g.status for g in on.graphs] == ["fused"], str(on)
     mm = torchfuse.explain(lambda a, b: a @ b, x, torch.randn(16, 8, device=DEVICE))
     assert [g.status for g in mm.graphs] == ["nothing to fuse"], str(mm)
+
+
+def test_explain_lists_aten_views_as_views():
+    """An ATen call that returns a view (``select``, ``unbind``), which the registry has no
+    entry for, is listed as a view (no data moves), not as unsupported; values are eager's."""
+    def f(x):
+        a, b = x.unbind(1)[:2]
+        return torch.relu(x[:, 2]) + x.select(1, 1) * a - b
+
+    x = torch.randn(4, 3, device=DEVICE)
+    torch._dynamo.reset()
+    result = torchfuse.explain(f, x)
+    views = {c.op: c for c in result.aten_calls if "select" in c.op or "unbind" in c.op}
+    assert views and all(c.category == "view" for c in views.values()), [(c.op, c.category) for c in views.values()]
+    torch.testing.assert_close(torchfuse.compile(f, dynamic=False)(x), f(x))

@@ -29,7 +29,9 @@ import torch
 from ..cli import parse_shard as _shard
 from . import catalog, classify, report, runner
 
-DEFAULT_OUT = "benchmarks/results/conformance"
+#: a folder of the working directory, so that a run does not overwrite the committed table
+#: (``benchmarks/results/conformance``: name it with ``--out`` to refresh that)
+DEFAULT_OUT = "conformance-results"
 
 
 def _dtypes(text: str) -> list[torch.dtype]:

@@ -28,6 +28,21 @@ log = logging.getLogger("torchfuse.fusion")
 CPU_REASON = "CPU tensors run generated kernels only with interpret=True (TORCHFUSE_INTERPRET=1)"
 #: why an op stays on ATen when fusion is switched off (``Options.fuse``)
 FUSE_OFF_REASON = "fuse=False"
+#: The reason given for ATen calls that return a view of their input (``select``, ``slice``,
+#: ``view``...): they run as calls, and kernels read the view through its strides.
+VIEW_REASON = "view (no data moves)"
+
+
+def is_view_op(target) -> bool:
+    """Whether ``target`` is an ATen overload that returns views of its inputs and writes
+    nothing, from its schema's alias annotations (``select.int(Tensor(a) self, ...) ->
+    Tensor(a)``)."""
+    schema = getattr(target, "_schema", None)
+    if not isinstance(target, torch._ops.OpOverload) or schema is None or not schema.returns:
+        return False
+    if any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments):
+        return False
+    return all(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
 
 
 def size_of(s: Any) -> Any:
@@ -124,6 +139,8 @@ class _Builder:
 
             if fx_node.target in KEPT_REASONS:
                 return KEPT_REASONS[fx_node.target]
+            if is_view_op(fx_node.target):
+                return VIEW_REASON
             return "not in the op registry"
         val = fx_node.meta.get("val")
         vals = list(val) if isinstance(val, (list, tuple)) else [val]
