@@ -104,7 +104,8 @@ ONE_HOT_VALUES = [1.5, float("nan"), float("inf"), -float("inf"), -0.0, 0.0, -2.
 ONE_HOT_INDEX = [3, 0, 7, 2, 5, -1, 8, 1 << 40]  # -1, 8 and 2**40 select nothing among 8 classes
 
 
-@pytest.mark.parametrize("form", ["plain", "masked", "cast", "keepdim", "int32_index", "two_classes"])
+@pytest.mark.parametrize("form", ["plain", "masked", "cast", "keepdim", "int32_index", "two_classes",
+                                  "negative_zero_elsewhere"])
 def test_one_hot_sum_is_the_selected_value(form):
     """``sum(where(arange(n) == p & k, v, 0), -1)`` with ``p``, ``k`` and ``v`` constant along
     the summed dim is rewritten to the selected value (no reduction is left), and equals
@@ -126,6 +127,8 @@ def test_one_hot_sum_is_the_selected_value(form):
             hit = hit & k[:, None]
         if form == "cast":
             return torch.where(hit, (v * 2).to(torch.bfloat16)[:, None], 0).float().sum(-1)
+        if form == "negative_zero_elsewhere":  # every sum of -0.0 terms is +0.0, as eager's
+            return torch.where(hit, v[:, None] * 2, torch.tensor(-0.0, device=v.device)).sum(-1)
         return torch.where(hit, v[:, None] * 2, 0).sum(-1, keepdim=form == "keepdim")
 
     torch._dynamo.reset()
