@@ -263,6 +263,9 @@ def test_logging_topics_produce_records(caplog, restore_topic_loggers, tmp_path)
     assert any("on ATen" in m and "cumsum" in m for m in by_logger["torchfuse.fusion"])
     assert any("fusion groups" in m for m in by_logger["torchfuse.fusion"])
     assert any("pointwise" in m for m in by_logger["torchfuse.schedule"])
+    # the launch configuration itself, not a layout's repr
+    assert any(re.search(r"pointwise over \d+ elements: grid=\(\d+,\) XBLOCK=\d+ RBLOCK=1 warps=\d+", m)
+               for m in by_logger["torchfuse.schedule"]), by_logger["torchfuse.schedule"]
     assert "torchfuse.cache" not in by_logger and "torchfuse.recompile" not in by_logger
     handler = next(h for h in logging.getLogger("torchfuse.fusion").handlers if getattr(h, "_torchfuse", False))
     assert handler.format(caplog.records[0]).startswith("[torchfuse.fusion] ")

@@ -175,7 +175,11 @@ class GroupRunner:
             # one partial per chunk and kept element (split), or per program and column
             n = config.split * (rt.xnumel if config.scheduler == "reduction.split" else rt.rnumel)
             plan.workspaces = [(alloc, (n,), (1,), dt) for dt in self.workspace_dtypes]
-        log.info("%s: %s %s (%s)", g.name, config.scheduler, rt.layout, config.reason)
+        if log.isEnabledFor(logging.INFO):
+            extent = (f"{rt.xnumel} elements" if config.scheduler == "pointwise"
+                      else f"{rt.xnumel} kept x {rt.rnumel} reduced elements")
+            log.info("%s: %s over %s: %s (%s)", g.name, config.scheduler, extent,
+                     "; then ".join(str(st) for st in config.stages), config.reason)
         return plan
 
     def fit_inner_outer(self, plan: KernelPlan, pointer_args: list, fp_fusion: bool) -> LaunchConfig:

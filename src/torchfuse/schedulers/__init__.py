@@ -21,6 +21,9 @@ class Stage:
     RBLOCK: int
     num_warps: int
 
+    def __str__(self) -> str:
+        return f"grid={self.grid} XBLOCK={self.XBLOCK} RBLOCK={self.RBLOCK} warps={self.num_warps}"
+
 
 @dataclasses.dataclass(frozen=True)
 class LaunchConfig:
