@@ -167,9 +167,10 @@ def _check_written(out, ops_expected: set[str]) -> dict:
     return data
 
 
-def test_table_from_a_real_run(tmp_path):
-    """``torchfuse conformance`` writes table.json and table.md that agree with each other, and
-    shards merge into one table with both commands and every (op, dtype)."""
+def test_table_from_a_real_run(tmp_path, capsys):
+    """``torchfuse conformance`` writes table.json and table.md that agree with each other, says
+    where it wrote them, and shards merge into one table with both commands and every (op,
+    dtype)."""
     common = ["--dtypes", "float32,int32", "--max-samples", "1", "--max-error-samples", "0",
               "--no-backward", "--quiet"]
     ops_run = {"neg", "sum", "nonzero"}  # fused pointwise, a reduction, ATen (graph break)
@@ -178,6 +179,8 @@ def test_table_from_a_real_run(tmp_path):
                          str(tmp_path / f"s{i}"), *common]) == 0
     one, two = (_check_written(tmp_path / f"s{i}", shard) for i, shard in ((1, {"neg", "nonzero"}), (2, {"sum"})))
     assert one["meta"]["shard"] == [1, 2] and "--shard 1/2" in one["meta"]["command"]
+    printed = capsys.readouterr().out
+    assert f"table: {tmp_path / 's2' / 'table.md'} and {tmp_path / 's2' / 'table.json'}" in printed, printed
 
     assert cli.main(["--merge", str(tmp_path / "s1"), str(tmp_path / "s2" / "table.json"),
                      "--out", str(tmp_path / "merged")]) == 0

@@ -121,6 +121,13 @@ def _environment(device: str, options) -> dict:
             "mode": "Triton interpreter on CPU tensors" if options.interpret else "compiled Triton kernels"}
 
 
+def _done(table: dict, out: Path) -> int:
+    """Print the run's summary and where its table was written; the exit status (0)."""
+    print(report.summary_line(table))
+    print(f"table: {out / 'table.md'} and {out / 'table.json'}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     out = Path(args.out)
@@ -131,8 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             parts.append(report.read_json(path / "table.json" if path.is_dir() else path))
         table, meta = report.merge(parts)
         report.write(table, meta, out)
-        print(report.summary_line(table))
-        return 0
+        return _done(table, out)
     from ..config import Options
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -172,5 +178,4 @@ def main(argv: list[str] | None = None) -> int:
         report.write(table, meta, out)
     meta.update(seconds=round(time.perf_counter() - t0, 1), not_run=not_run)
     report.write(table, meta, out)
-    print(report.summary_line(table))
-    return 0
+    return _done(table, out)
