@@ -287,3 +287,191 @@ def test_unfrozen_inference_under_cuda_graphs_runs_convolutions_channels_last(mo
             # bf16 convolutions summed in another layout's order: a few bf16 ulps
             torch.testing.assert_close(got, want, rtol=5e-2, atol=5e-2)
             assert (bool(rewritten) and rewritten[0] >= 2) == enabled, rewritten
+
+
+# --- ReLU-ended convolutions on cuDNN's fused epilogue (graph_passes.conv_relu_epilogues) ---
+
+def _ref_conv_relu(x, w, bias, stride, padding, dilation, groups):
+    return torch.relu(torch.nn.functional.conv2d(x, w, bias, stride, padding, dilation, groups))
+
+
+def _ref_conv_add_relu(x, w, z, alpha, bias, stride, padding, dilation, groups):
+    y = torch.nn.functional.conv2d(x, w, bias, stride, padding, dilation, groups)
+    return torch.relu(y + (1 if alpha is None else alpha) * z)
+
+
+@pytest.fixture
+def epilogues(monkeypatch):
+    """The epilogue rewrite on for the test's device. On a GPU it runs on cuDNN in fp16, as
+    shipped; on a CPU the two cuDNN ops get a reference kernel (convolution, add, ReLU in
+    eager's order) so that the rewritten graph runs, and the rewrite is allowed for fp32.
+    Yields the dtype to test in and a list that collects the ATen targets of each graph the
+    pass ran on, after it ran."""
+    from torchfuse import graph_passes
+
+    monkeypatch.setattr(graph_passes, "CONV_EPILOGUE_DEVICES", (DEVICE,))
+    seen = []
+    real = backend.conv_relu_epilogues
+
+    def spy(gm):
+        done = real(gm)
+        seen.append([str(n.target) for n in gm.graph.nodes if n.op == "call_function"])
+        return done
+
+    monkeypatch.setattr(backend, "conv_relu_epilogues", spy)
+    if DEVICE != "cpu":
+        yield torch.float16, seen
+        return
+    monkeypatch.setattr(graph_passes, "CONV_EPILOGUE_DTYPES", (torch.float32,))
+    lib = torch.library.Library("aten", "IMPL")
+    lib.impl("cudnn_convolution_relu", _ref_conv_relu, "CPU")
+    lib.impl("cudnn_convolution_add_relu", _ref_conv_add_relu, "CPU")
+    try:
+        yield torch.float32, seen
+    finally:
+        lib._destroy()
+
+
+class _Bottleneck(torch.nn.Module):
+    """ResNet's bottleneck block (He et al., 2016): 1x1, 3x3 and 1x1 convolutions with
+    BatchNorm, a shortcut that is the input or a strided 1x1 convolution with BatchNorm."""
+
+    def __init__(self, cin, mid, cout, stride=1):
+        super().__init__()
+        C, B = torch.nn.Conv2d, torch.nn.BatchNorm2d
+        self.conv1, self.bn1 = C(cin, mid, 1, bias=False), B(mid)
+        self.conv2, self.bn2 = C(mid, mid, 3, stride, 1, bias=False), B(mid)
+        self.conv3, self.bn3 = C(mid, cout, 1, bias=False), B(cout)
+        self.down = (torch.nn.Sequential(C(cin, cout, 1, stride, bias=False), B(cout))
+                     if stride != 1 or cin != cout else None)
+
+    def forward(self, x):
+        h = torch.relu(self.bn1(self.conv1(x)))
+        h = torch.nn.functional.relu(self.bn2(self.conv2(h)), inplace=True)
+        h = self.bn3(self.conv3(h))
+        h += x if self.down is None else self.down(x)
+        return torch.relu(h)
+
+
+def test_resnet_blocks_run_conv_bias_shortcut_relu_as_one_cudnn_call(epilogues):
+    """Frozen ResNet bottlenecks: each conv + folded BatchNorm + ReLU is one
+    ``cudnn_convolution_relu``, each block's last conv + shortcut + ReLU one
+    ``cudnn_convolution_add_relu`` (the downsampling shortcut's convolution is its ``z``, its
+    folded bias summed into the epilogue's and hoisted); nothing is left to fuse. Values
+    against an fp64 reference are at least as close as eager's (fp16 on a GPU)."""
+    dtype, seen = epilogues
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(_Bottleneck(16, 8, 32, stride=2), _Bottleneck(32, 8, 32)).to(DEVICE).eval()
+    _randomize_bn(model)
+    x = torch.randn(2, 16, 12, 12, device=DEVICE)
+    with torch.no_grad():
+        exact = model.double()(x.double())
+        model.to(dtype)
+        want = model(x.to(dtype))
+        got = torchfuse.compile(model, freeze=True, dynamic=False)(x.to(dtype))
+    targets = seen[0]  # the whole inference graph, before hoisting
+    assert targets.count("aten.cudnn_convolution_relu.default") == 4, targets
+    assert targets.count("aten.cudnn_convolution_add_relu.default") == 2, targets
+    assert targets.count("aten.convolution.default") == 1, targets  # the downsampling shortcut, as z
+    assert not any(t.startswith("aten.relu") for t in targets), targets
+    # after hoisting, the per-call graph is the seven convolutions (the summed biases are hoisted)
+    main = [t for t in seen[-1] if t != "aten.view.default"]
+    assert sorted(set(main)) == ["aten.convolution.default", "aten.cudnn_convolution_add_relu.default",
+                                 "aten.cudnn_convolution_relu.default"], main
+    err_got = (got.double() - exact).abs().max().item()
+    err_eager = (want.double() - exact).abs().max().item()
+    assert err_got <= max(err_eager, 1e-5), (err_got, err_eager)
+    torch.testing.assert_close(got, want, **({} if dtype == torch.float32 else dict(rtol=1e-2, atol=1e-2)))
+
+
+class _LeftAlone(torch.nn.Module):
+    """Convolutions followed by ReLU that the rewrite must leave to ATen and fusion."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv2d(4, 8, 3, padding=1)
+        self.g = torch.nn.Conv2d(8, 8, 3, padding=1, groups=2)
+        self.t = torch.nn.ConvTranspose2d(8, 8, 1)
+        self.c = torch.nn.Conv2d(8, 8, 1, bias=False)
+        self.w = torch.nn.Parameter(torch.randn(8, 8, 1, 1))
+
+    def forward(self, x, z, row):
+        y = self.a(x)
+        kept = torch.relu(y)                              # the convolution's result is returned too
+        grouped = torch.relu(self.g(kept))                # grouped
+        tr = torch.relu(self.t(grouped))                  # transposed
+        two = torch.relu(self.c(tr) + z + z * 2)          # two full-size terms
+        bcast = torch.relu(self.c(two) + row)             # a term along the last dim, not channels
+        scaled = torch.relu(torch.add(self.c(bcast), z, alpha=2))  # alpha != 1
+        return y, scaled
+
+
+def test_conv_relu_epilogues_leave_other_shapes_alone(epilogues):
+    dtype, seen = epilogues
+    torch.manual_seed(0)
+    model = _LeftAlone().to(DEVICE, dtype).eval()
+    x = torch.randn(2, 4, 6, 6, device=DEVICE, dtype=dtype)
+    z = torch.randn(2, 8, 6, 6, device=DEVICE, dtype=dtype)
+    row = torch.randn(6, device=DEVICE, dtype=dtype)
+    with torch.no_grad():
+        want = model(x, z, row)
+        got = torchfuse.compile(model, dynamic=False)(x, z, row)
+    assert seen and not any("cudnn_convolution" in t for t in seen[0]), seen
+    tol = {} if dtype == torch.float32 else dict(rtol=1e-2, atol=1e-2)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, **tol)
+
+
+@pytest.mark.parametrize("case", ["unfrozen_bias", "option_off", "training"])
+def test_conv_relu_epilogues_unfrozen_off_and_training(epilogues, case):
+    """An unfrozen inference graph's ``relu(conv(x, w, b))`` becomes ``cudnn_convolution_relu``
+    with the convolution's own bias; ``conv_epilogues=False`` and graphs compiled with
+    gradients (whose backward needs the convolution) are left alone. Values and gradients
+    match eager."""
+    dtype, seen = epilogues
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU()).to(DEVICE, dtype).eval()
+    x = torch.randn(2, 3, 9, 9, device=DEVICE, dtype=dtype)
+    tol = {} if dtype == torch.float32 else dict(rtol=1e-2, atol=1e-2)
+    compiled = torchfuse.compile(model, dynamic=False, conv_epilogues=case != "option_off")
+    if case == "training":
+        compiled(x).float().sum().backward()
+        got = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad()
+        model(x).float().sum().backward()
+        for a, b in zip(got, [p.grad for p in model.parameters()]):
+            torch.testing.assert_close(a, b, **tol)
+        assert seen == []  # the pass runs on inference graphs only
+        return
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), **tol)
+    if case == "option_off":
+        assert seen == []
+    else:
+        assert seen[0].count("aten.cudnn_convolution_relu.default") == 1, seen
+
+
+class _TwoBiasedConvs(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.b = torch.nn.Conv2d(3, 8, 1)
+
+    def forward(self, x):
+        return torch.relu(self.a(x) + self.b(x))
+
+
+def test_conv_relu_epilogue_takes_a_biased_shortcut_convolution(epilogues):
+    """``relu(conv_a(x) + conv_b(x))`` with both biases in the convolutions (unfrozen): one
+    ``cudnn_convolution_add_relu`` whose ``z`` is ``conv_b`` without its bias and whose bias is
+    the sum of both; values match eager."""
+    dtype, seen = epilogues
+    torch.manual_seed(0)
+    model = _TwoBiasedConvs().to(DEVICE, dtype).eval()
+    with torch.no_grad():
+        model.b.bias.uniform_(2, 3)  # a bias lost or counted twice shows
+        x = torch.randn(2, 3, 7, 7, device=DEVICE, dtype=dtype)
+        want = model(x)
+        got = torchfuse.compile(model, dynamic=False)(x)
+    assert seen[0].count("aten.cudnn_convolution_add_relu.default") == 1, seen
+    torch.testing.assert_close(got, want, **({} if dtype == torch.float32 else dict(rtol=1e-2, atol=1e-2)))

@@ -23,7 +23,7 @@ import torch.fx
 from .config import Options
 from .decompose import decomposition_table
 from .ir.from_fx import CPU_REASON as _CPU_REASON
-from .graph_passes import dense_attention_masks, merge_duplicate_pads, one_hot_sums
+from .graph_passes import conv_relu_epilogues, dense_attention_masks, merge_duplicate_pads, one_hot_sums
 
 log = logging.getLogger("torchfuse.fusion")
 
@@ -58,6 +58,13 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     from .runtime.executor import CompiledGraph, GroupRunner
     from .segment import segment
 
+    if name == "inference" and options.conv_epilogues:
+        try:  # before hoisting, so that the summed biases of a frozen graph are hoisted
+            conv_relu_epilogues(gm)
+        except Exception as e:  # the rewrites it finished are whole; the graph stays valid
+            gm.recompile()
+            warnings.warn(f"torchfuse: graph pass conv_relu_epilogues failed ({type(e).__name__}: {e}); "
+                          "continuing without it", RuntimeWarning, stacklevel=2)
     if options.freeze and name == "inference" and static_inputs:
         frozen = _compile_frozen(gm, example_inputs, options, static_inputs)
         if frozen is not None:

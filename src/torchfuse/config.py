@@ -132,6 +132,10 @@ class Options:
             it into per-program column partials, then a small kernel that sums the partials
             (``reduction.inner_outer``; see :func:`torchfuse.segment.pair_inner_outer`). On by
             default.
+        conv_epilogues: in inference graphs, run each ReLU whose input is a 2-D convolution
+            plus per-channel biases (and at most one residual tensor) as one cuDNN call with a
+            fused epilogue (``cudnn_convolution_relu``/``cudnn_convolution_add_relu``), fp16 on
+            CUDA; see :func:`torchfuse.graph_passes.conv_relu_epilogues`. On by default.
         interpret_integer_division: fuse integer division and remainder on CPU tensors too.
             Off by default because eager raises ZeroDivisionError there and a kernel cannot;
             tests turn it on to exercise those kernels under the interpreter.
@@ -152,6 +156,7 @@ class Options:
     channels_last_training: bool = True
     channels_last_inference: bool = True
     inner_outer: bool = True
+    conv_epilogues: bool = True
     cudagraph_max_graphs: int = 8
     cudagraph_copy_outputs: bool = True
 
