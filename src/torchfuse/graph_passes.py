@@ -376,9 +376,11 @@ def one_hot_sums(gm: torch.fx.GraphModule) -> int:
 #: graph): at batch 1 ``cudnn_convolution_relu`` took -0.6 to 0.6 us more than the convolution
 #: alone, the convolution plus torchfuse's fused bias-and-ReLU kernel 1.3 to 1.7 us more; with a
 #: shortcut (``cudnn_convolution_add_relu``) -0.4 to 1.2 against 3.7 to 5.0. Batch 8: -0.2 to
-#: 2.4 against 1.4 to 6.4, and 0.1 to 5.3 against 4.1 to 19.9.
+#: 2.4 against 1.4 to 6.4, and 0.1 to 5.3 against 4.1 to 19.9. Run AX: fp16 at batch 32 and bf16
+#: at batch 1 the same, except one case that no ResNet runs (the 7x7 stem with a residual add at
+#: batch 32: 211 us against 121).
 CONV_EPILOGUE_DEVICES = ("cuda",)
-CONV_EPILOGUE_DTYPES = (torch.float16,)
+CONV_EPILOGUE_DTYPES = (torch.float16, torch.bfloat16)
 
 
 def _same(a, b) -> bool:
