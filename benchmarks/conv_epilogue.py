@@ -7,7 +7,8 @@ Two measurements, fp16, channels-last, CUDA graphs:
    plus torchfuse's fused pointwise kernel, against ``aten.cudnn_convolution_relu``; and
    ``relu(conv(x, w) + b + z)`` against ``aten.cudnn_convolution_add_relu``. Each variant is
    captured as 20 calls in one CUDA graph and replayed; the time is device microseconds per
-   call (events around the replays).
+   call (events around the replays; ``smoke.graph_us``, 10 replays; runs AW and AX used a copy
+   of it with 30).
 2. **Whole model**: ResNet-50 written by hand with BatchNorm folded (PyTorch's
    ``fuse_conv_bn_eval``) and every conv + bias (+ shortcut) + ReLU as one cuDNN call, captured
    in one CUDA graph, against torchfuse frozen and Inductor ``reduce-overhead`` in the same
@@ -20,10 +21,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import sys
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from smoke import graph_us  # noqa: E402  (the shared CUDA-graph timing: 20 calls a graph)
 
 # (input H = W, in channels, out channels, kernel, stride) of ResNet-50's convolutions
 SHAPES = [
@@ -33,32 +39,6 @@ SHAPES = [
     (28, 512, 256, 1, 1), (28, 256, 256, 3, 2), (14, 256, 1024, 1, 1), (14, 1024, 256, 1, 1), (14, 256, 256, 3, 1),
     (14, 1024, 512, 1, 1), (14, 512, 512, 3, 2), (7, 512, 2048, 1, 1), (7, 2048, 512, 1, 1), (7, 512, 512, 3, 1),
 ]
-
-
-def graph_us(fn, calls: int = 20, replays: int = 30) -> float:
-    """Device microseconds per call of ``fn``, captured ``calls`` times in one CUDA graph."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(calls):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(replays):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / calls)
-    return statistics.median(times)
 
 
 def per_conv(batch: int, dtype: torch.dtype = torch.half) -> list[dict]:

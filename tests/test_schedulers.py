@@ -13,7 +13,7 @@ from conftest import DEVICE, use_gpu_launch_configs
 
 
 def force(kind: str):
-    def heuristic(rt, persistent_max, interpret, sm_count=0, splittable=False):
+    def heuristic(rt, persistent_max, interpret, sm_count=0, splittable=False, writes_rows=False):
         x, r = max(rt.xnumel, 1), rt.rnumel
         if kind == "persistent":
             rb = next_power_of_2(max(r, 1))
@@ -85,16 +85,39 @@ def test_narrow_outer_reductions_fill_the_gpu(x, r):
     assert wide.stages[0].XBLOCK == reduction.OUTER_XBLOCK
 
 
+@pytest.mark.parametrize("writes_rows", [False, True])
 @pytest.mark.parametrize("r, rows, warps", [(768, 1, 1), (1024, 1, 1), (2048, 2, 4), (4096, 1, 4), (256, 16, 4)])
-def test_rows_of_about_1024_run_one_warp_a_row(r, rows, warps):
+def test_rows_of_about_1024_run_one_warp_a_row(r, rows, warps, writes_rows):
     """Persistent inner reductions over rows that pad to ``ONE_WARP_ROW`` elements run one row
-    a program on one warp (reductions within a warp); shorter and longer rows keep the tile of
-    ``TILE_ELEMENTS`` elements at ``ELEMENTS_PER_THREAD`` a thread."""
-    cfg = reduction.heuristic(_layout(32768, r, inner=True), 1 << 14, interpret=False, sm_count=132)
+    a program on one warp (reductions within a warp), or two rows on two warps when the kernel
+    writes whole rows; shorter and longer rows keep the tile of ``TILE_ELEMENTS`` elements at
+    ``ELEMENTS_PER_THREAD`` a thread."""
+    if writes_rows and r in (768, 1024):
+        rows, warps = 2, 2
+    cfg = reduction.heuristic(_layout(32768, r, inner=True), 1 << 14, interpret=False, sm_count=132,
+                              writes_rows=writes_rows)
     st = cfg.stages[0]
     assert cfg.scheduler == "reduction.persistent", cfg
     assert (st.XBLOCK, st.num_warps) == (rows, warps), cfg
     assert st.grid[0] == cdiv(32768, rows)
+    one = reduction.heuristic(_layout(1, r, inner=True), 1 << 14, interpret=False, sm_count=132,
+                              writes_rows=writes_rows)
+    assert one.stages[0].XBLOCK == 1 and one.stages[0].grid[0] == 1, one  # a single row: no empty half
+
+
+def test_rows_of_1024_that_write_whole_rows_run_two_a_program(monkeypatch):
+    """Under the GPU's launch configurations, a softmax over rows of 1000 (it writes whole rows)
+    runs 2 rows a program on 2 warps and a row sum (per-row results only) 1 row on 1 warp; both
+    give eager's values, including an odd number of rows (the second row of the last program is
+    masked)."""
+    use_gpu_launch_configs(monkeypatch.setattr, 132)
+    x = torch.randn(37, 1000, device=DEVICE)
+    for f, rows in ((lambda t: torch.softmax(t, -1), 2), (lambda t: t.sum(-1), 1)):
+        torch._dynamo.reset()
+        got = torchfuse.compile(f, dynamic=False)(x)
+        torch.testing.assert_close(got, f(x))
+        configs = [p.config for s in backend.RECENT[-1].steps if hasattr(s, "plans") for p in s.plans.values()]
+        assert [(c.XBLOCK, c.stages[0].num_warps) for c in configs] == [(rows, rows)], configs
 
 
 def test_narrow_outer_tiles_match_eager(monkeypatch):

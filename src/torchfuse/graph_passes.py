@@ -438,8 +438,7 @@ def conv_relu_epilogues(gm: torch.fx.GraphModule, devices: tuple[str, ...] | Non
     convolution and each add to the dtype: the result differs from eager's by the roundings it
     skips and is closer to an fp64 reference (run AW, ResNet-50's fp16 convolutions with
     unit-variance inputs: max error 0.0019-0.0038 against 0.0022-0.0059 for the convolution and a
-    separate kernel). A convolution whose
-    intermediate results are read elsewhere is left alone.
+    separate kernel). A convolution whose intermediate results are read elsewhere is left alone.
 
     Only for inference graphs: the cuDNN calls have no derivative formula. Only on
     ``CONV_EPILOGUE_DEVICES`` in ``CONV_EPILOGUE_DTYPES`` unless ``devices``/``dtypes`` say
@@ -470,7 +469,7 @@ def conv_relu_epilogues(gm: torch.fx.GraphModule, devices: tuple[str, ...] | Non
         convs = [t for t in terms if _fusable_conv(t, out.shape, devices, dtypes)]
         if not convs:
             continue
-        conv = max(convs, key=order.__getitem__)  # the last one computed: z is ready before it
+        conv = max(convs, key=order.__getitem__)  # with two, the one computed last takes the epilogue
         cv = _val(conv)
         if not _same(cv.stride(), out.stride()) or out.dtype != cv.dtype:
             continue

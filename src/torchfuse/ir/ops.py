@@ -100,7 +100,8 @@ def register(opdef: OpDef) -> OpDef:
 LIBRARY_OPS = frozenset({
     "mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "mv", "addmv", "dot", "vdot", "linear", "_int_mm",
     "_scaled_mm", "convolution", "_convolution", "convolution_backward", "cudnn_convolution",
-    "cudnn_convolution_relu", "cudnn_convolution_add_relu", "cudnn_convolution_transpose", "miopen_convolution", "mkldnn_convolution",
+    "cudnn_convolution_relu", "cudnn_convolution_add_relu", "cudnn_convolution_transpose", "miopen_convolution",
+    "mkldnn_convolution",
 })
 _LIBRARY_PARTS = ("scaled_dot_product", "flash_attention", "efficient_attention", "cudnn_attention")
 

@@ -116,6 +116,9 @@ class GroupRunner:
         self.fallback_nodes = group.nodes
         self.slots = slots
         self.splittable = bool(group.domain.reduced) and can_split(group)
+        #: a reduction group that writes whole rows, not only per-row results (reduction.heuristic)
+        self.writes_rows = bool(group.domain.reduced) and any(group.domain.varies_along_reduced(v)
+                                                               for v in group.outputs)
         self.random = has_random(group)
         #: the kernel seed of the current call, set by CompiledGraph (None: draw one per launch)
         self.seed: int | None = None
@@ -151,7 +154,7 @@ class GroupRunner:
             config = reduction.inner_outer(rt, self.options.interpret, self.sm_count)
         elif dom.reduced:
             config = reduction.heuristic(rt, self.options.persistent_max_elements, self.options.interpret,
-                                         self.sm_count, self.splittable)
+                                         self.sm_count, self.splittable, self.writes_rows)
         else:
             config = pointwise.heuristic(rt, self.options.interpret, self.sm_count)
         nbytes = sum(_numel(s) * v.meta.dtype.itemsize for v, s in zip(tensors, in_shapes))
