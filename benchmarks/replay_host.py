@@ -1,5 +1,6 @@
 """Per-call time of ResNet-50 inference (fp16, batch 1) under torchfuse's CUDA graphs, frozen
-and not: the time per call back to back (GPU-bound when the host keeps up), the host time to
+(with and without the fused convolution epilogues) and not, and under Inductor's
+``reduce-overhead``: the time per call back to back (GPU-bound when the host keeps up), the host time to
 enqueue one call, and a cProfile of the host side.
 
 When the enqueue time approaches the per-call time, a slower or busier host makes the call
@@ -34,9 +35,14 @@ def main(argv=None) -> int:
     fmt = torch.channels_last if args.channels_last else torch.contiguous_format
     model = timm.create_model(args.model).cuda().eval().half().to(memory_format=fmt)
     x = torch.randn(1, 3, 224, 224, device="cuda", dtype=torch.half).to(memory_format=fmt)
-    for name, kw in [("cudagraphs", {}), ("cudagraphs + freeze", {"freeze": True})]:
+    variants = [("Inductor reduce-overhead", None), ("cudagraphs", {}), ("cudagraphs + freeze", {"freeze": True}),
+                ("cudagraphs + freeze, no conv epilogues", {"freeze": True, "conv_epilogues": False})]
+    for name, kw in variants:
         torch._dynamo.reset()
-        f = torchfuse.compile(model, mode="reduce-overhead", **kw)
+        if kw is None:
+            f = torch.compile(model, mode="reduce-overhead")
+        else:
+            f = torchfuse.compile(model, mode="reduce-overhead", **kw)
         with torch.no_grad():
             per_call = per_call_us(lambda: f(x), 200) / 1e3
             t = time.perf_counter()

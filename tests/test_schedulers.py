@@ -106,13 +106,14 @@ def test_rows_of_about_1024_run_one_warp_a_row(r, rows, warps, writes_rows):
 
 
 def test_rows_of_1024_that_write_whole_rows_run_two_a_program(monkeypatch):
-    """Under the GPU's launch configurations, a softmax over rows of 1000 (it writes whole rows)
-    runs 2 rows a program on 2 warps and a row sum (per-row results only) 1 row on 1 warp; both
-    give eager's values, including an odd number of rows (the second row of the last program is
-    masked)."""
+    """Under the GPU's launch configurations, a bf16 softmax over rows of 1000 (it writes whole
+    rows of 16-bit elements) runs 2 rows a program on 2 warps; an fp32 softmax and a bf16 row sum
+    (per-row results only) 1 row on 1 warp. All give eager's values, including an odd number of
+    rows (the second row of the last program is masked)."""
     use_gpu_launch_configs(monkeypatch.setattr, 132)
     x = torch.randn(37, 1000, device=DEVICE)
-    for f, rows in ((lambda t: torch.softmax(t, -1), 2), (lambda t: t.sum(-1), 1)):
+    softmax = lambda t: torch.softmax(t, -1)  # noqa: E731
+    for f, rows in ((lambda t: softmax(t.bfloat16()), 2), (softmax, 1), (lambda t: t.bfloat16().sum(-1), 1)):
         torch._dynamo.reset()
         got = torchfuse.compile(f, dynamic=False)(x)
         torch.testing.assert_close(got, f(x))

@@ -116,9 +116,10 @@ class GroupRunner:
         self.fallback_nodes = group.nodes
         self.slots = slots
         self.splittable = bool(group.domain.reduced) and can_split(group)
-        #: a reduction group that writes whole rows, not only per-row results (reduction.heuristic)
-        self.writes_rows = bool(group.domain.reduced) and any(group.domain.varies_along_reduced(v)
-                                                               for v in group.outputs)
+        #: a reduction group that writes whole rows of 16-bit elements, not only per-row results
+        #: (reduction.heuristic)
+        self.writes_rows = bool(group.domain.reduced) and any(
+            group.domain.varies_along_reduced(v) and v.meta.dtype.itemsize == 2 for v in group.outputs)
         self.random = has_random(group)
         #: the kernel seed of the current call, set by CompiledGraph (None: draw one per launch)
         self.seed: int | None = None

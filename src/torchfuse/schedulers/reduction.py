@@ -86,14 +86,17 @@ INTERPRET_SPLIT_MIN_R = 2048
 INTERPRET_TILE = 1 << 16
 #: Rows that pad to this many elements run one row a program on one warp (32 elements a
 #: thread), so that their reductions stay within a warp: no exchange through shared memory and
-#: no barrier; kernels that also write whole rows (a softmax, a normalization's output, a
-#: gradient) run two such rows a program on two warps. Measured on an H200 (benchmarks/NOTES.md,
-#: run AQ; ``benchmarks/sweep_rows.py --sweep warps``), bf16 32768 x 1024, device us, 1 row x 1
-#: warp / 2 x 2 / 4 x 4 (the earlier choice): cross-entropy forward (per-row outputs only) 39.4 /
-#: 45.9 / 51.1; cross-entropy backward 44.2 / 41.5 / 49.0; softmax forward 36.0 / 35.6 / 37.4;
-#: LayerNorm forward 34.3 / 33.6 / 34.7; RMSNorm forward 33.6 / 33.3 / 34.2; softmax backward
-#: 47.5 / 47.5 / 47.6. 2 rows x 1 warp (64 elements a thread) was slower in every case. At rows
-#: of 4096 one row on 4 warps stayed best (fewer warps: up to 1.9x slower).
+#: no barrier; kernels that also write whole rows of 16-bit elements (a softmax, a
+#: normalization's output, a gradient, in fp16 or bf16) run two such rows a program on two warps.
+#: Measured on an H200 (benchmarks/NOTES.md, run AQ; ``benchmarks/sweep_rows.py --sweep warps``),
+#: bf16 32768 x 1024, device us, 1 row x 1 warp / 2 x 2 / 4 x 4 (the earlier choice):
+#: cross-entropy forward (per-row outputs only) 39.4 / 45.9 / 51.1; cross-entropy backward 44.2 /
+#: 41.5 / 49.0; softmax forward 36.0 / 35.6 / 37.4; LayerNorm forward 34.3 / 33.6 / 34.7; RMSNorm
+#: forward 33.6 / 33.3 / 34.2; softmax backward 47.5 / 47.5 / 47.6. 2 rows x 1 warp (64 elements
+#: a thread) was slower in every case. In fp32, 2 x 2 lost to 1 x 1 (run AZ against runs AR and
+#: AT, GPU ms at 32768 x 1024): cross-entropy backward 0.075 against 0.070, softmax, LayerNorm
+#: and RMSNorm forward 0.066-0.067 against 0.064-0.065. At rows of 4096 one row on 4 warps stayed
+#: best (fewer warps: up to 1.9x slower).
 ONE_WARP_ROW = 1024
 
 
@@ -111,8 +114,8 @@ def heuristic(rt: RuntimeLayout, persistent_max: int, interpret: bool, sm_count:
         interpret: kernels run under Triton's interpreter.
         sm_count: multiprocessors of the device (0 when unknown).
         splittable: the group can run as a split reduction.
-        writes_rows: the group writes an output that varies along the reduced dims (whole
-            rows, as a softmax does), not only per-row results.
+        writes_rows: the group writes an output of 16-bit elements that varies along the
+            reduced dims (whole rows, as a softmax does), not only per-row results.
     """
     x = max(rt.xnumel, 1)
     r = rt.rnumel
