@@ -468,4 +468,8 @@ def test_explain_lists_aten_views_as_views():
     result = torchfuse.explain(f, x)
     views = {c.op: c for c in result.aten_calls if "select" in c.op or "unbind" in c.op}
     assert views and all(c.category == "view" for c in views.values()), [(c.op, c.category) for c in views.values()]
+    # the headline counts them apart from the ATen calls that move data
+    idle = sum(c.category in ("view", "constant") for c in result.aten_calls)
+    assert f"{len(result.aten_calls) - idle} op(s) on ATen (and {idle} view(s) or constant(s))" in result.summary(), \
+        result.summary().splitlines()[0]
     torch.testing.assert_close(torchfuse.compile(f, dynamic=False)(x), f(x))

@@ -436,6 +436,18 @@ def test_conv_relu_epilogues_leave_other_shapes_alone(epilogues):
         torch.testing.assert_close(a, b, **tol)
 
 
+def test_conv_relu_epilogues_leave_an_empty_batch_alone(epilogues):
+    """A graph compiled for an empty batch keeps ATen's convolution (which returns an empty
+    result) instead of the cuDNN call."""
+    dtype, seen = epilogues[0][0], epilogues[1]
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU()).to(DEVICE, dtype).eval()
+    x = torch.randn(0, 3, 9, 9, device=DEVICE, dtype=dtype)
+    with torch.no_grad():
+        got = torchfuse.compile(model, dynamic=False)(x)
+    assert got.shape == (0, 8, 7, 7)
+    assert seen and not any("cudnn_convolution" in t for t in seen[0]), seen
+
+
 @pytest.mark.parametrize("case", ["unfrozen_bias", "option_off", "training"])
 def test_conv_relu_epilogues_unfrozen_off_and_training(epilogues, case):
     """An unfrozen inference graph's ``relu(conv(x, w, b))`` becomes ``cudnn_convolution_relu``
@@ -465,6 +477,39 @@ def test_conv_relu_epilogues_unfrozen_off_and_training(epilogues, case):
         assert seen[0].count("aten.cudnn_convolution_relu.default") == 1, seen
 
 
+class _RepeatedTerms(torch.nn.Module):
+    """Sums under a ReLU that hold one convolution twice."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = torch.nn.Conv2d(4, 8, 3, padding=1)
+        self.b = torch.nn.Parameter(torch.randn(8, 1, 1))
+
+    def forward(self, x):
+        y = self.c(x)
+        a = torch.relu(y + y)
+        y = self.c(x)
+        b = torch.relu(y + y + self.b)
+        t = self.c(x) + self.b
+        return a, b, torch.relu(t + t)
+
+
+def test_conv_relu_epilogue_counts_a_repeated_term(epilogues):
+    """``relu(y + y)``, ``relu(y + y + b)`` and ``relu(t + t)`` with ``t = conv + b``: the
+    convolution is a term twice (an FX node lists a reader once however often it reads), so the
+    sum is not one epilogue's: left alone, values as eager's."""
+    dtype, seen = epilogues[0][0], epilogues[1]
+    torch.manual_seed(0)
+    model = _RepeatedTerms().to(DEVICE, dtype).eval()
+    x = torch.randn(2, 4, 5, 5, device=DEVICE, dtype=dtype)
+    with torch.no_grad():
+        want = model(x)
+        got = torchfuse.compile(model, dynamic=False)(x)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, **_tol(dtype))
+    assert seen and not any("cudnn_convolution" in t for t in seen[0]), seen
+
+
 class _TwoBiasedConvs(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -489,3 +534,7 @@ def test_conv_relu_epilogue_takes_a_biased_shortcut_convolution(epilogues):
         got = torchfuse.compile(model, dynamic=False)(x)
     assert seen[0].count("aten.cudnn_convolution_add_relu.default") == 1, seen
     torch.testing.assert_close(got, want, **_tol(dtype))
+    torch._dynamo.reset()
+    with torch.no_grad():  # explain lists the rewrite with those of the captured graph
+        result = torchfuse.explain(model, x)
+    assert "conv_relu_epilogues x1" in result.summary(), result.summary()

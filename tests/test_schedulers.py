@@ -100,6 +100,9 @@ def test_rows_of_about_1024_run_one_warp_a_row(r, rows, warps, writes_rows):
     assert cfg.scheduler == "reduction.persistent", cfg
     assert (st.XBLOCK, st.num_warps) == (rows, warps), cfg
     assert st.grid[0] == cdiv(32768, rows)
+    # the reason counts in English: "1 row x 1024, 1 warp", "2 rows x 1024, 2 warps"
+    assert f"{rows} row{'s' if rows > 1 else ''} x" in cfg.reason and \
+        f"{warps} warp{'s' if warps > 1 else ''}" in cfg.reason and "1 warps" not in cfg.reason, cfg.reason
     one = reduction.heuristic(_layout(1, r, inner=True), 1 << 14, interpret=False, sm_count=132,
                               writes_rows=writes_rows)
     assert one.stages[0].XBLOCK == 1 and one.stages[0].grid[0] == 1, one  # a single row: no empty half

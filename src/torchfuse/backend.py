@@ -60,7 +60,9 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
 
     if name == "inference" and options.conv_epilogues:
         try:  # before hoisting, so that the summed biases of a frozen graph are hoisted
-            conv_relu_epilogues(gm)
+            done = conv_relu_epilogues(gm)
+            if done:  # explain lists it with the rewrites of the captured graph
+                LAST_REWRITES["conv_relu_epilogues"] = LAST_REWRITES.get("conv_relu_epilogues", 0) + done
         except Exception as e:  # the rewrites it finished are whole; the graph stays valid
             gm.recompile()
             warnings.warn(f"torchfuse: graph pass conv_relu_epilogues failed ({type(e).__name__}: {e}); "

@@ -426,7 +426,7 @@ def conv_relu_epilogues(gm: torch.fx.GraphModule, devices: tuple[str, ...] | Non
     """Give each ``relu(conv(x, w) + bias [+ z])`` of an inference graph to cuDNN as one call
     with a fused epilogue: ``aten.cudnn_convolution_relu`` or ``aten.cudnn_convolution_add_relu``.
 
-    The sum under the ReLU may hold, in any order: one 2-D convolution (ungrouped, not
+    The sum under the ReLU may hold, in any order: one 2-D convolution, once (ungrouped, not
     transposed; its own bias, if any, counts as a bias term), per-channel bias terms (shape
     ``(C, 1, 1)`` or ``(1, C, 1, 1)``: what BatchNorm folding leaves, :mod:`torchfuse.freezing`),
     and at most one other tensor ``z`` of the result's shape, dtype and strides (a residual
@@ -465,9 +465,14 @@ def conv_relu_epilogues(gm: torch.fx.GraphModule, devices: tuple[str, ...] | Non
         root = relu.args[0]
         if not isinstance(out, torch.Tensor) or out.dim() != 4 or not isinstance(root, torch.fx.Node):
             continue
+        from torch.fx.experimental.symbolic_shapes import guard_or_false
+        if guard_or_false(out.numel() == 0):  # an empty batch stays on ATen's convolution, which handles it
+            continue
         terms = _sum_terms(root, out.shape)
         convs = [t for t in terms if _fusable_conv(t, out.shape, devices, dtypes)]
-        if not convs:
+        # a convolution counted twice (``y + y``, or ``t + t`` with ``t = conv + b``: a node's
+        # ``users`` lists each reader once) is not one epilogue's operand: left alone
+        if not convs or any(terms.count(c) > 1 for c in convs):
             continue
         conv = max(convs, key=order.__getitem__)  # with two, the one computed last takes the epilogue
         cv = _val(conv)

@@ -109,7 +109,8 @@ def run_op(case: catalog.OpCase, args, options, device: str, log=None) -> dict[s
         verdict = classify.classify(outcomes)
         row[catalog.dtype_name(dtype)] = verdict
         if log is not None:
-            log(f"  {case.name} {catalog.dtype_name(dtype)}: {verdict.status} {verdict.reason[:160]} "
+            reason = verdict.reason if len(verdict.reason) <= 160 else verdict.reason[:157] + "..."  # full in the table
+            log(f"  {case.name} {catalog.dtype_name(dtype)}: {verdict.status} {reason} "
                 f"({verdict.seconds:.1f} s)")
     return row
 

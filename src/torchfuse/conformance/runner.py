@@ -536,7 +536,8 @@ def _run(program: Program, fn: Callable, options: Options, rtol: float, atol: fl
         return SampleOutcome("pass", f"fused (via {via}){note}", reasons, grad, by_reference=by_reference)
     if not reasons and via == "torch.compile":
         reasons = ["ran outside torchfuse's graphs (TorchDynamo graph break)"]
-    return SampleOutcome("fallback", "; ".join(reasons[:3]) or "nothing to compute (views only)", reasons, grad)
+    shown = "; ".join(reasons[:3]) + (f"; and {len(reasons) - 3} more" if len(reasons) > 3 else "")
+    return SampleOutcome("fallback", shown or "nothing to compute (views only)", reasons, grad)
 
 
 def _structural(problem: str) -> bool:

@@ -81,7 +81,8 @@ def _summary_cards(r: ExplainResult) -> str:
     stages = r.stage_seconds()
     compile_s = sum(v for k, v in stages.items() if k in ("ir", "segment", "plan"))
     cards = [("graphs captured", len(r.captures)), ("graph breaks", len(r.graph_breaks)),
-             ("fusion groups", len(r.groups)), ("ops on ATen", len(r.aten_calls)),
+             ("fusion groups", len(r.groups)), ("ops on ATen", len(r.aten_work)),
+             ("views and constants", len(r.aten_calls) - len(r.aten_work)),
              ("kernels compiled", r.kernels_compiled), ("kernels cached", r.kernels_cached),
              ("fallbacks", r.fallbacks), ("recompilations", len(r.recompilations)),
              ("compile time", f"{compile_s:.2f} s")]

@@ -333,6 +333,11 @@ class ExplainResult:
         return [c for graph in self.graphs for c in graph.aten_calls]
 
     @property
+    def aten_work(self) -> list[AtenCall]:
+        """The ATen calls that move data: all but views and module constants."""
+        return [c for c in self.aten_calls if c.category not in ("view", "constant")]
+
+    @property
     def kernels_compiled(self) -> int:
         return sum(g.kernels_compiled for g in self.graphs)
 

@@ -143,9 +143,11 @@ def format_summary(result: ExplainResult) -> str:
     """The whole result as text."""
     env = result.environment
     breaks = len(result.graph_breaks)
+    idle = len(result.aten_calls) - len(result.aten_work)  # views and constants: no data moves
     lines = [
         f"torchfuse explain: {len(result.captures)} graph(s) captured, {breaks} graph break(s), "
-        f"{len(result.groups)} fusion group(s), {len(result.aten_calls)} op(s) on ATen, "
+        f"{len(result.groups)} fusion group(s), {len(result.aten_work)} op(s) on ATen"
+        f"{f' (and {idle} view(s) or constant(s))' if idle else ''}, "
         f"{result.kernels_compiled} kernel(s) compiled, {result.kernels_cached} cached, {result.fallbacks} fallback(s)",
         f"  on {env.get('device', '?')} ({env.get('mode', '')}); torch {env.get('torch', '?')}, "
         f"triton {env.get('triton', '?')}; the call took {result.seconds:.2f} s including compilation",

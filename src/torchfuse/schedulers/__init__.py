@@ -12,6 +12,11 @@ import dataclasses
 from .layout import KernelLayout, RuntimeLayout, analyze
 
 
+def plural(count: int, word: str) -> str:
+    """``"1 warp"``, ``"4 warps"``: a count and an English noun for the launch reasons."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
 @dataclasses.dataclass(frozen=True)
 class Stage:
     """One kernel launch: ``grid`` programs (a 1- or 2-tuple) of XBLOCK x RBLOCK tiles."""

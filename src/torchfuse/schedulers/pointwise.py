@@ -22,7 +22,7 @@ Under the interpreter each program is a NumPy evaluation, so blocks are as large
 """
 from __future__ import annotations
 
-from . import LaunchConfig, RuntimeLayout, cdiv, next_power_of_2, single
+from . import LaunchConfig, RuntimeLayout, cdiv, next_power_of_2, plural, single
 
 #: Elements per program for large pointwise kernels (see module docstring).
 LARGE_BLOCK = 1024
@@ -59,7 +59,8 @@ def heuristic(rt: RuntimeLayout, interpret: bool, sm_count: int = 0) -> LaunchCo
             warps = min(warps, block // 32)
             return single("pointwise", cdiv(n, block), block, 1, warps,
                           f"{n} elements on {sm_count} multiprocessors: latency-bound, {block} per program, "
-                          f"{warps} warps")
+                          f"{plural(warps, 'warp')}")
     block = min(LARGE_BLOCK, max(128, next_power_of_2(n)))
     warps = LARGE_WARPS if block >= 512 else 1
-    return single("pointwise", cdiv(n, block), block, 1, warps, f"{n} elements: {block} per program, {warps} warps")
+    return single("pointwise", cdiv(n, block), block, 1, warps,
+                  f"{n} elements: {block} per program, {plural(warps, 'warp')}")

@@ -33,7 +33,7 @@ softmax and LayerNorm at 768 to 262144 elements per row and column sums
 """
 from __future__ import annotations
 
-from . import LaunchConfig, RuntimeLayout, Stage, cdiv, next_power_of_2, single
+from . import LaunchConfig, RuntimeLayout, Stage, cdiv, next_power_of_2, plural, single
 
 TILE_ELEMENTS = 4096
 ELEMENTS_PER_THREAD = 32
@@ -143,9 +143,10 @@ def heuristic(rt: RuntimeLayout, persistent_max: int, interpret: bool, sm_count:
                 grid = ROWS_PROGRAMS_PER_SM * sm_count
                 return single("reduction.persistent_rows", grid, xb, rpow, w,
                               f"inner, {r} reduced elements fit: {grid} programs loop over {blocks} blocks of "
-                              f"{xb} rows x {rpow}, {w} warps")
+                              f"{plural(xb, 'row')} x {rpow}, {plural(w, 'warp')}")
             return single("reduction.persistent", blocks, xb, rpow, w,
-                          f"inner, {r} reduced elements fit: persistent, {xb} rows x {rpow}, {w} warps")
+                          f"inner, {r} reduced elements fit: persistent, {plural(xb, 'row')} x {rpow}, "
+                          f"{plural(w, 'warp')}")
         return single("reduction.loop", x, 1, LOOP_RBLOCK, LOOP_WARPS,
                       f"inner, {r} reduced elements: loop of {LOOP_RBLOCK}")
     xb = min(OUTER_XBLOCK, next_power_of_2(x))
@@ -170,7 +171,8 @@ def heuristic(rt: RuntimeLayout, persistent_max: int, interpret: bool, sm_count:
         # a narrowed tile is a small, latency-bound launch: more threads, fewer elements each
         w = min(8, max(1, xb * rpow // OUTER_SMALL_ELEMENTS_PER_WARP)) if narrowed else _warps(xb * rpow)
         return single("reduction.persistent", x_programs, xb, rpow, w,
-                      f"outer, {r} reduced elements fit: persistent {xb} columns x {rpow}, {w} warps")
+                      f"outer, {r} reduced elements fit: persistent {plural(xb, 'column')} x {rpow}, "
+                      f"{plural(w, 'warp')}")
     rb = min(max(OUTER_RBLOCK, OUTER_TILE // xb), rpow)
     return single("reduction.loop", x_programs, xb, rb, OUTER_WARPS,
                   f"outer, {r} reduced elements: {xb} columns, loop of {rb} rows")
@@ -268,7 +270,8 @@ def inner_outer(rt: RuntimeLayout, interpret: bool, sm_count: int = 0, resident:
     wf = 1 if interpret else max(1, min(8, sb * fr // 256))
     return LaunchConfig("reduction.inner_outer",
                         (Stage((programs,), xb, rpow, w), Stage((cdiv(r, fr),), sb, fr, wf)), split=programs,
-                        reason=f"{x} rows of {r}: {programs} programs over {blocks} blocks of {xb} rows, {w} warps"
+                        reason=f"{x} rows of {r}: {programs} programs over {blocks} blocks of {plural(xb, 'row')}, "
+                               f"{plural(w, 'warp')}"
                                + (f" ({resident} fit on a multiprocessor)" if resident else "")
                                + f", column partials summed by {cdiv(r, fr)} programs")
 
