@@ -132,10 +132,11 @@ class Options:
             it into per-program column partials, then a small kernel that sums the partials
             (``reduction.inner_outer``; see :func:`torchfuse.segment.pair_inner_outer`). On by
             default.
-        conv_epilogues: in inference graphs, run each ReLU whose input is a 2-D convolution
-            plus per-channel biases (and at most one residual tensor) as one cuDNN call with a
-            fused epilogue (``cudnn_convolution_relu``/``cudnn_convolution_add_relu``), fp16 and
-            bf16 on CUDA; see :func:`torchfuse.graph_passes.conv_relu_epilogues`. On by default.
+        conv_epilogues: in inference graphs, run each ReLU whose input is one ungrouped 2-D
+            convolution plus per-channel biases (and at most one residual tensor of the output's
+            shape, dtype and strides) as one cuDNN call with a fused epilogue
+            (``cudnn_convolution_relu``/``cudnn_convolution_add_relu``), fp16 and bf16 on CUDA;
+            see :func:`torchfuse.graph_passes.conv_relu_epilogues`. On by default.
         interpret_integer_division: fuse integer division and remainder on CPU tensors too.
             Off by default because eager raises ZeroDivisionError there and a kernel cannot;
             tests turn it on to exercise those kernels under the interpreter.
