@@ -472,4 +472,7 @@ def test_explain_lists_aten_views_as_views():
     idle = sum(c.category in ("view", "constant") for c in result.aten_calls)
     assert f"{len(result.aten_calls) - idle} op(s) on ATen (and {idle} view(s) or constant(s))" in result.summary(), \
         result.summary().splitlines()[0]
+    # and the graph's own line counts them the same way (one graph here)
+    assert f"{len(result.aten_calls) - idle} ATen calls (and {idle} views or constants)" in result.summary(), \
+        result.summary()
     torch.testing.assert_close(torchfuse.compile(f, dynamic=False)(x), f(x))

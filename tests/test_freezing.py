@@ -537,4 +537,4 @@ def test_conv_relu_epilogue_takes_a_biased_shortcut_convolution(epilogues):
     torch._dynamo.reset()
     with torch.no_grad():  # explain lists the rewrite with those of the captured graph
         result = torchfuse.explain(model, x)
-    assert "conv_relu_epilogues x1" in result.summary(), result.summary()
+    assert "conv_relu_epilogues x1 (option conv_epilogues)" in result.summary(), result.summary()

@@ -111,15 +111,27 @@ def aten_lines(calls: list[AtenCall], indent: str = "    ") -> list[str]:
     return lines
 
 
+#: the option that turns each graph rewrite off (``Options``), for the rewrites line
+REWRITE_OPTIONS = {
+    "fold_conv_batchnorm": "freeze", "conv_bias_epilogues": "freeze",
+    "channels_last_convolutions": "freeze / channels_last_training / channels_last_inference",
+    "conv_relu_epilogues": "conv_epilogues",
+}
+
+
 def _graph_lines(g: GraphReport, result: ExplainResult) -> list[str]:
     origin = f"capture {g.capture}" if g.capture >= 0 else "compiled at the first backward"
     if g.capture >= 0 and g.capture < len(result.captures) and result.captures[g.capture].location:
         origin += f" at {where(result.captures[g.capture].location)}"
     total = sum(v for k, v in g.stage_seconds.items() if k in ("ir", "segment", "plan"))
+    work = sum(c.category not in ("view", "constant") for c in g.aten_calls)
+    idle = len(g.aten_calls) - work
     lines = [f"graph {g.index}: {g.name} ({origin}): {g.status}, {len(g.groups)} fusion groups, "
-             f"{len(g.aten_calls)} ATen calls, compiled in {total:.3f} s"]
+             f"{work} ATen calls" + (f" (and {idle} views or constants)" if idle else "")
+             + f", compiled in {total:.3f} s"]
     if 0 <= g.capture < len(result.captures) and result.captures[g.capture].rewrites:
-        done = ", ".join(f"{k} x{v}" for k, v in result.captures[g.capture].rewrites.items())
+        done = ", ".join(f"{k} x{v}" + (f" (option {REWRITE_OPTIONS[k]})" if k in REWRITE_OPTIONS else "")
+                         for k, v in result.captures[g.capture].rewrites.items())
         lines.append(f"  rewrites of the captured graph: {done}")
     if g.error:
         lines.append(f"  error: {g.error.splitlines()[0][:200]}")
