@@ -28,6 +28,7 @@ Two passes work on the ATen-level graphs AOTAutograd produces, before they are a
 """
 from __future__ import annotations
 
+import functools
 import logging
 
 import torch
@@ -172,6 +173,17 @@ _SUMS = (aten.sum.dim_IntList,)
 
 def _val(x):
     return x.meta.get("val") if isinstance(x, torch.fx.Node) else None
+
+
+def _call_with_val(graph: torch.fx.Graph, fake, target, *args, **kwargs) -> torch.fx.Node:
+    """Insert ``target(*args, **kwargs)`` at the graph's insertion point with the
+    ``meta["val"]`` later passes read: ``target`` run on the arguments' fake values in ``fake``
+    (their FakeTensorMode)."""
+    node = graph.call_function(target, args, kwargs)
+    vals = torch.fx.node.map_arg((args, kwargs), _val)
+    with fake:
+        node.meta["val"] = target(*vals[0], **vals[1])
+    return node
 
 
 def _unit_last(x) -> bool:
@@ -334,12 +346,7 @@ def one_hot_sums(gm: torch.fx.GraphModule) -> int:
         if fake is None:
             continue
 
-        def call(target, *args, **kwargs):
-            node = graph.call_function(target, args, kwargs)
-            vals = torch.fx.node.map_arg((args, kwargs), _val)
-            with fake:
-                node.meta["val"] = target(*vals[0], **vals[1])
-            return node
+        call = functools.partial(_call_with_val, graph, fake)
 
         with graph.inserting_before(s):
             per_row = []
@@ -503,13 +510,7 @@ def conv_relu_epilogues(gm: torch.fx.GraphModule, devices: tuple[str, ...] | Non
         if conv.args[2] is not None:
             biases.append(conv.args[2])
 
-        def call(target, *args):
-            node = graph.call_function(target, args)
-            vals = torch.fx.node.map_arg(args, _val)
-            with fake:
-                node.meta["val"] = target(*vals)
-            return node
-
+        call = functools.partial(_call_with_val, graph, fake)
         x, w, _, stride, padding, dilation, _, _, groups = conv.args
         with graph.inserting_before(relu):
             bias = None
