@@ -81,11 +81,12 @@ def _batch_norm(x, w, b, rm, rv):
     return F.batch_norm(x, rm, rv, w, b, training=True, momentum=0.1, eps=1e-5)
 
 
-def cases(dtypes, ops):
-    """Yields ``(op, shape, dtype, fn, make_inputs, grad_inputs_idx, fwd_bytes, bwd_bytes)``."""
+def cases(dtypes, ops, shapes=None):
+    """Yields ``(op, shape, dtype, fn, make_inputs, grad_inputs_idx, fwd_bytes, bwd_bytes)``
+    for the row shapes ``shapes`` (default ``SHAPES``)."""
     for dtype in dtypes:
         es = dtype.itemsize
-        for n, d in SHAPES:
+        for n, d in shapes or SHAPES:
             nd = n * d
             small = 2 * d * es + 8 * n
             dev = "cuda"
@@ -224,7 +225,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None, help="directory for norms.json and norms.md")
     p.add_argument("--outer-tile", default=None, metavar="XxR",
                    help="outer-reduction tile of the reduction scheduler (a heuristic experiment), e.g. 32x64")
-    p.add_argument("--shapes", default=None, metavar="NxD[,NxD]", help="row shapes to run (default: all)")
+    p.add_argument("--shapes", default=None, metavar="NxD[,NxD]",
+                   help="row shapes to run (default: SHAPES); others than SHAPES may be given")
     p.add_argument("--per-kernel", action="store_true", help="print each kernel's device time per call")
     args = p.parse_args(argv)
     if not torch.cuda.is_available():
@@ -241,8 +243,8 @@ def main(argv=None) -> int:
           flush=True)
     t0, rows, skipped = time.time(), [], []
     shapes = {tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")} if args.shapes else None
-    for case in cases(dtypes, ops):
-        if case[0] not in ops or (shapes and case[0] != "batch_norm_cl" and tuple(case[1]) not in shapes):
+    for case in cases(dtypes, ops, sorted(shapes) if shapes else None):
+        if case[0] not in ops:
             continue
         if time.time() - t0 > args.time_budget:
             skipped.append(f"{case[0]} {case[1]} {case[2]}")

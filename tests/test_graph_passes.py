@@ -204,3 +204,173 @@ def test_scalar_read_by_two_groups_is_computed_in_each():
         torch.testing.assert_close(g, w, rtol=1e-6, atol=1e-6)
     groups = [g for g in backend.RECENT if g.name == "inference"][-1].segmentation.groups
     assert groups and all(g.domain.sizes for g in groups), [str(g) for g in groups]  # no 0-d kernel
+
+
+# ----------------------------------------------------------------------------- one-hot picks, log-softmax sums
+
+@pytest.fixture
+def rewrites(monkeypatch):
+    """Counts of the rewrites :func:`one_hot_picks` and :func:`log_softmax_sums` made in the
+    graphs compiled while the test runs, by pass name."""
+    from torchfuse import backend, graph_passes
+
+    made: dict[str, int] = {}
+    for name in ("one_hot_picks", "log_softmax_sums"):
+        def spy(gm, *args, _real=getattr(graph_passes, name), _name=name):
+            done = _real(gm, *args)
+            made[_name] = made.get(_name, 0) + done
+            return done
+        monkeypatch.setattr(backend, name, spy)
+    return made
+
+
+def _assert_bitwise_eager(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype, got.shape, want.shape)
+    assert torch.equal(got.isnan(), want.isnan()), (got, want)
+    same = ~want.isnan()
+    assert torch.equal(got[same], want[same]), (got, want)
+    assert torch.equal(got[same].signbit(), want[same].signbit()), (got, want)
+
+
+# picked values: NaN, infinities, -0.0, a value whose chain gives exactly 0, ordinary values
+PICK_V = [float("nan"), float("inf"), -float("inf"), -0.0, 0.0, 1.25, -3.5, 2.0]
+PICK_P = [0, 1, 2, 3, 4, 5, 6, -1]  # the last row picks nothing
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("chain", ["shift_round", "scale_divide", "exp_log_neg", "keepdim"])
+def test_one_hot_pick_applies_the_pointwise_work_to_the_picked_value(monkeypatch, rewrites, chain, dtype):
+    """``sum(where(arange(n) == p, h(v), 0), -1)`` becomes ``h`` of the picked ``v``, made once:
+    bit for bit the values of the same graph compiled without the rewrite (NaN, infinities, the
+    sign of zeros, a row that picks nothing), and eager's, bit for bit where ``h`` is arithmetic
+    and casts, within an ulp where it has ``exp`` and ``log`` (the interpreter's differ from
+    PyTorch's). The picked value sits at column ``p`` of a row of ordinary numbers."""
+    from torchfuse import graph_passes
+
+    n = 8
+    g = torch.Generator().manual_seed(5)
+    v = (torch.randn(8, n, generator=g) * 4).to(dtype)
+    for row, (value, col) in enumerate(zip(PICK_V, PICK_P)):
+        v[row, col % n] = value
+    v = v.to(DEVICE)
+    p = torch.tensor(PICK_P, device=DEVICE)
+    c = torch.tensor([0.5, -1.0, 2.0, 0.0, -0.0, 3.0, 1.0, 4.0], device=DEVICE).to(dtype)[:, None]
+
+    def h(u):
+        if chain == "shift_round":  # cross-entropy's picked log-probability
+            return (u.float() - c.float() - 0.25).to(dtype).float()
+        if chain == "scale_divide":
+            return (u * 3 - c) / (c + 2)
+        return -torch.log(torch.exp(u.float() - 1.0) + 0.5)
+
+    def fn(v, p):
+        hit = torch.arange(n, device=v.device) == p[:, None]
+        return torch.where(hit, h(v), 0).sum(-1, keepdim=chain == "keepdim")
+
+    torch._dynamo.reset()
+    got = torchfuse.compile(fn, dynamic=False)(v, p)
+    assert rewrites.get("one_hot_picks") == 1
+    monkeypatch.setattr(graph_passes, "ONE_HOT_PICKS", False)
+    torch._dynamo.reset()
+    _assert_bitwise_eager(got, torchfuse.compile(fn, dynamic=False)(v, p))
+    want = fn(v, p)
+    if chain in ("shift_round", "scale_divide"):
+        _assert_bitwise_eager(got, want)
+    else:
+        torch.testing.assert_close(got, want, rtol=1e-6, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("form", ["reciprocal", "read_twice", "not_one_hot"])
+def test_one_hot_pick_leaves_what_it_must_not_move(rewrites, form):
+    """Eager's values where the pick must stop: ``1 / v`` stays per element (the sum of
+    ``where`` turns a picked ``-0.0`` into ``+0.0``, and ``1 / +0.0`` is ``+inf`` where eager
+    has ``-inf``); a chain value that is also returned is not recomputed (no rewrite: the kernel
+    computes it for every element anyway); a comparison that is not against ``arange`` is no
+    pick (no rewrite)."""
+    n = 8
+    v = torch.randn(8, n, device=DEVICE)
+    v[3, 3] = -0.0
+    p = torch.tensor(PICK_P, device=DEVICE)
+
+    def fn(v, p):
+        hit = torch.arange(n, device=v.device) == p[:, None]
+        if form == "reciprocal":
+            return torch.where(hit, 2 / v + 1, 0).sum(-1)
+        if form == "read_twice":
+            y = v * 2 + 1
+            return torch.where(hit, y, 0).sum(-1), y
+        return torch.where(v > p[:, None], v * 2, 0).sum(-1)
+
+    torch._dynamo.reset()
+    got = torchfuse.compile(fn, dynamic=False)(v, p)
+    want = fn(v, p)
+    if form == "not_one_hot":  # a sum of many values: the order of the additions differs
+        torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    else:
+        for g_, w_ in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            _assert_bitwise_eager(g_, w_)
+    if form == "reciprocal":
+        assert want[3].item() == -float("inf")
+    else:
+        assert rewrites.get("one_hot_picks", 0) == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_log_softmax_row_sum_is_taken_from_the_shifted_input(rewrites, dtype, keepdim):
+    """``log_softmax(x, -1).sum(-1)`` is computed as ``sum(x - max) - n * lse`` rounded once:
+    within eager's rounding of eager's value, never further than eager from the fp64 sum of the
+    same log-probabilities, with eager's infinities and NaN (a ``-inf`` logit: ``-inf``; a NaN
+    or ``+inf`` logit, or a row of ``-inf``: NaN); rows of 1000 classes and of 3."""
+    g = torch.Generator().manual_seed(9)
+    for n in (1000, 3):
+        x = (torch.randn(6, n, generator=g) * 5).to(dtype)
+        x[1, 1] = -float("inf")
+        x[2, 0] = float("nan")
+        x[3, 2] = float("inf")
+        x[4] = -float("inf")
+        x[5] = x[5] * 1000 if dtype != torch.float16 else x[5] * 100
+        x = x.to(DEVICE)
+        fn = lambda x: torch.log_softmax(x, -1).sum(-1, keepdim=keepdim)
+        torch._dynamo.reset()
+        got, want = torchfuse.compile(fn, dynamic=False)(x), fn(x)
+        ref = torch.log_softmax(x.double(), -1).sum(-1, keepdim=keepdim)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf()), (got, want)
+        assert torch.equal(got[got.isinf()], want[want.isinf()])
+        ok = want.isfinite()
+        eps = torch.finfo(dtype).eps
+        torch.testing.assert_close(got[ok], want[ok], rtol=2 * eps, atol=0)
+        err, eager_err = (got[ok].double() - ref[ok]).abs(), (want[ok].double() - ref[ok]).abs()
+        assert (err <= eager_err + eps * ref[ok].abs()).all(), (got, want, ref)
+    assert rewrites.get("log_softmax_sums") == 2
+
+
+def test_sum_of_a_log_softmax_over_another_dim_is_kept(rewrites):
+    """A log-softmax over dim 0 summed over the last dim is not a row sum of it: left alone,
+    eager's values."""
+    x = torch.randn(5, 7, device=DEVICE)
+    fn = lambda x: torch.log_softmax(x, 0).sum(-1)
+    torch._dynamo.reset()
+    torch.testing.assert_close(torchfuse.compile(fn, dynamic=False)(x), fn(x), rtol=1e-6, atol=1e-6)
+    assert rewrites.get("log_softmax_sums", 0) == 0
+
+
+@pytest.mark.parametrize("persistent_max", [8192, 1024])
+def test_cross_entropy_rewrites_follow_the_row_length(rewrites, persistent_max):
+    """Rows of 2048 classes: reduced persistently (the default limit of 8192 elements), the two
+    rewrites are not made (slower there on an H200, ``graph_passes.PICKS_MAX_PERSISTENT_ROW``);
+    reduced in a loop (``persistent_max_elements=1024``), both are. The loss equals eager's
+    within a bf16 rounding either way."""
+    x = (torch.randn(6, 2048) * 3).to(DEVICE, torch.bfloat16)
+    t = torch.tensor([5, 2047, 0, -100, 77, 1024], device=DEVICE)
+    fn = lambda x, t: torch.nn.functional.cross_entropy(x, t, label_smoothing=0.1, reduction="none")
+    from torchfuse import decompose
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(decompose, "NLL_BY_MASK_DEVICES", (torch.device(DEVICE).type,))
+        torch._dynamo.reset()
+        got = torchfuse.compile(fn, dynamic=False, persistent_max_elements=persistent_max)(x, t)
+    torch.testing.assert_close(got, fn(x, t), rtol=2 * torch.finfo(torch.bfloat16).eps, atol=1e-6)
+    rewritten = 1 if persistent_max < 2048 else 0
+    assert (rewrites.get("one_hot_picks", 0), rewrites.get("log_softmax_sums", 0)) == (rewritten, rewritten)

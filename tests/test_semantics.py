@@ -652,6 +652,15 @@ def test_cross_entropy_forward_is_one_row_kernel_without_full_size_writes(monkey
     assert all(math.prod(s) <= n for s in written), written
     assert "arange" in [n.op for n in rows.nodes]  # class indices from the loop index, not loaded
     assert _call_targets(graphs) == ["aten._assert_async.msg"]
+    # graph_passes.log_softmax_sums and one_hot_picks: no element's log-probability is computed;
+    # the log-sum-exp meets only per-row values (the picked x - max, the sum of x - max)
+    lse = [n.output for n in rows.nodes if n.op == "log"]
+    after, full = set(lse), []
+    for node in rows.nodes:
+        if any(v in after for v in node.input_values()):
+            after.update(node.outputs)
+            full += [node.op for o in node.outputs if o.meta is not None and tuple(o.meta.shape) == (n, c)]
+    assert len(lse) == 1 and not full, full
 
 
 @pytest.mark.parametrize("case", [("mean", F32), ("weight_ignore_smoothing", F32), ("weight_ignore_none", F32),

@@ -23,7 +23,8 @@ import torch.fx
 from .config import Options
 from .decompose import decomposition_table
 from .ir.from_fx import CPU_REASON as _CPU_REASON
-from .graph_passes import conv_relu_epilogues, dense_attention_masks, merge_duplicate_pads, one_hot_sums
+from .graph_passes import (conv_relu_epilogues, dense_attention_masks, log_softmax_sums, merge_duplicate_pads,
+                           one_hot_picks, one_hot_sums)
 
 log = logging.getLogger("torchfuse.fusion")
 
@@ -75,6 +76,9 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     try:
         merge_duplicate_pads(gm)
         one_hot_sums(gm)
+        # first: a log-softmax it no longer reads lets one_hot_picks reach x - max
+        log_softmax_sums(gm, options.persistent_max_elements)
+        one_hot_picks(gm, options.persistent_max_elements)
         graph = graph_from_fx(gm, options)
         t1 = time.perf_counter()
         seg = segment(graph, options)

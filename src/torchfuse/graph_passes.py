@@ -15,7 +15,7 @@ be influenced; after AOTAutograd's trace that choice is made.
   any backend. The pass makes the last dimension dense while keeping broadcast leading
   dimensions broadcast (a ``B x 1 x S x S`` mask at most, never ``B x H x S x S``).
 
-Two passes work on the ATen-level graphs AOTAutograd produces, before they are analysed:
+Passes on the ATen-level graphs AOTAutograd produces, before they are analysed:
 
 * :func:`merge_duplicate_pads`: the padded matrix products (``decompose.mm_padded``) pad an
   operand in its memory order, so the gradient of a language model's vocabulary product is
@@ -25,6 +25,12 @@ Two passes work on the ATen-level graphs AOTAutograd produces, before they are a
 * :func:`one_hot_sums` (off by default, see ``ONE_HOT_SUMS``): a row sum of values that vary
   along the row only through a one-hot comparison (cross-entropy's backward) is arithmetic
   on two per-row values, without a reduction.
+* :func:`one_hot_picks` and :func:`log_softmax_sums`: cross-entropy's forward picks the
+  target's log-probability and (with label smoothing) sums every class's; both are taken from
+  ``x - max`` per row, so its row kernel runs two reduction steps instead of three (a looped
+  kernel over vocabulary-sized rows reads each row twice instead of three times) and computes
+  the log-probabilities of no element. Applied to rows where that measured faster
+  (``PICKS_MAX_PERSISTENT_ROW``).
 """
 from __future__ import annotations
 
@@ -375,6 +381,248 @@ def one_hot_sums(gm: torch.fx.GraphModule) -> int:
         _erase_unused([s, src])
         done += 1
     return finish(gm, done, "row sums through a one-hot comparison replaced by per-row values")
+
+
+#: Whether :func:`one_hot_picks` and :func:`log_softmax_sums` rewrite (switches for
+#: measurements: ``benchmarks/sweep_picks.py``).
+ONE_HOT_PICKS = True
+LOG_SOFTMAX_SUMS = True
+#: Both rewrite rows of at most this many elements, and rows longer than the persistent
+#: scheduler's limit (``Options.persistent_max_elements``), which are reduced in a loop that
+#: reads the row once per reduction step. Measured on an H200 (runs BB to BD,
+#: ``benchmarks/sweep_picks.py``, cross-entropy's forward, device us before -> after):
+#: * rows of 1024: 39.5 -> 37.5 (bf16, label smoothing), 36.3 -> 33.8 (bf16), 47.2 -> 43.6 and
+#:   42.3 -> 40.2 (fp32);
+#: * looped rows: bf16 4096 x 50257 525.8 -> 422.7 and 504.8 -> 356.9, 2048 x 128256 819.8 ->
+#:   346.0; fp32 4096 x 50257 1059.8 -> 617.9 (one pass over the row fewer);
+#: * persistent rows of 3072 to 8192 lost up to 16% (fp32 8192 x 8192 98.5 -> 114.2; bf16
+#:   16384 x 4096 76.9 -> 84.4), with the sums reduced together or apart; why is not known
+#:   (the rewritten kernel does less work per element), so those rows keep the eager form.
+PICKS_MAX_PERSISTENT_ROW = 1024
+
+
+def _rewrites_row(n: int, persistent_max: int) -> bool:
+    """Whether the cross-entropy forward rewrites apply to rows of ``n`` elements (see
+    ``PICKS_MAX_PERSISTENT_ROW``)."""
+    return n <= PICKS_MAX_PERSISTENT_ROW or n > persistent_max
+
+#: Ops a one-hot pick moves through: one operand varies along the row, the others do not. Each
+#: maps ``+0.0`` and ``-0.0`` to results that differ at most in the sign of a zero (``div`` only
+#: with the varying operand as the dividend), which the pick's final ``+ 0.0`` makes equal.
+_PICK_THROUGH = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tensor, aten.neg.default,
+                 aten._to_copy.default, aten.exp.default, aten.log.default}
+
+
+def _is_zero(x) -> bool:
+    """``x`` is the number 0 (any sign), as a Python scalar or an ``aten.scalar_tensor`` call."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return x == 0
+    return (isinstance(x, torch.fx.Node) and x.op == "call_function" and x.target is aten.scalar_tensor.default
+            and isinstance(x.args[0], (int, float)) and x.args[0] == 0)
+
+
+def _last_dim_sum(s: torch.fx.Node):
+    """``(summed node, its value, keepdim)`` when ``s`` is ``aten.sum`` over exactly the last
+    dimension of a floating-point tensor whose size there is static and at least 1; else None."""
+    src, out = s.args[0], _val(s)
+    dims = s.args[1] if len(s.args) > 1 else s.kwargs.get("dim")
+    keepdim = s.args[2] if len(s.args) > 2 else s.kwargs.get("keepdim", False)
+    sv = _val(src)
+    if (not isinstance(out, torch.Tensor) or not isinstance(sv, torch.Tensor) or sv.dim() == 0
+            or not isinstance(dims, (list, tuple)) or len(dims) != 1 or dims[0] % sv.dim() != sv.dim() - 1
+            or not isinstance(sv.shape[-1], int) or sv.shape[-1] < 1 or not sv.dtype.is_floating_point):
+        return None
+    return src, sv, keepdim
+
+
+def _pick_chain(y: torch.fx.Node):
+    """``(v, chain)`` when ``y`` is ``v`` carried through ``chain`` (ops of ``_PICK_THROUGH``,
+    nearest ``v`` first), each read only by the next (``y`` only by the pick), every other
+    operand constant along the last dimension, and ``v`` floating-point; else None. The walk
+    stops at the first value read elsewhere too: the kernel computes that one anyway."""
+    chain = []
+    x = y
+    while (isinstance(x, torch.fx.Node) and x.op == "call_function" and x.target in _PICK_THROUGH
+           and len(x.users) == 1):
+        if x.target is aten._to_copy.default and set(x.kwargs) - {"dtype"}:
+            break
+        varying = [i for i, a in enumerate(x.args) if isinstance(a, torch.fx.Node) and not _unit_last(a)]
+        if len(varying) != 1 or any(isinstance(a, torch.fx.Node) for a in x.kwargs.values()):
+            break
+        if x.target is aten.div.Tensor and varying != [0]:
+            break
+        chain.append(x)
+        x = x.args[varying[0]]
+    xv = _val(x)
+    if not chain or not isinstance(xv, torch.Tensor) or not xv.dtype.is_floating_point:
+        return None
+    return x, chain[::-1]
+
+
+def one_hot_picks(gm: torch.fx.GraphModule, persistent_max: int = 8192) -> int:
+    """Move the pointwise work of a one-hot pick from every element of the row to the picked one.
+
+    ``sum(where(arange(n) == p, h(v), 0), -1)``, with ``p`` constant along the last dimension
+    and ``h`` a chain of pointwise ops whose other operands are too (``_pick_chain``), is
+    ``h(v[p])`` where ``0 <= p < n`` and 0 elsewhere. The rewrite picks ``v`` itself (the same
+    sum over ``where(arange(n) == p, v, 0)``, exact: one value and zeros), applies ``h`` to the
+    per-row result, and adds 0, as a sum that starts from zero turns ``-0.0`` into ``+0.0``.
+    Every op of ``h`` gives the same value on the picked element either way, so the result
+    equals the sum bit for bit (NaN and infinities included); the row kernel no longer computes
+    ``h`` for every element.
+
+    This is cross-entropy's forward after ``decompose.nll_loss_forward_by_mask``: the picked
+    log-probability ``bf16(x - max - log(sum(exp(x - max))))`` was computed and rounded for
+    every class; after the rewrite it is one sum of ``where(hit, x - max, 0)``, which the row
+    kernel reduces together with the sum of exponentials (``codegen`` batches sibling sums).
+
+    Args:
+        gm: an ATen-level graph whose nodes carry ``meta["val"]``; changed in place.
+        persistent_max: the persistent scheduler's longest row (elements); rows are rewritten
+            as ``PICKS_MAX_PERSISTENT_ROW`` says.
+
+    Returns:
+        The number of sums rewritten.
+    """
+    from torch._guards import detect_fake_mode
+
+    if not ONE_HOT_PICKS:
+        return 0
+    done = 0
+    graph = gm.graph
+    for s in calls_to(gm, _SUMS):
+        found = _last_dim_sum(s)
+        if found is None:
+            continue
+        w, sv, keepdim = found
+        if not _rewrites_row(sv.shape[-1], persistent_max):
+            continue
+        if not (w.op == "call_function" and w.target is aten.where.self and len(w.users) == 1
+                and len(w.args) == 3 and _is_zero(w.args[2])):
+            continue
+        compare, y, zero = w.args
+        n = sv.shape[-1]
+        p = _is_one_hot_compare(compare, n)
+        chain = _pick_chain(y) if p is not None else None
+        fake = detect_fake_mode([_val(x) for x in (s, w, p)]) if chain else None
+        if fake is None:
+            continue
+        v, ops_ = chain
+        out = _val(s)
+        call = functools.partial(_call_with_val, graph, fake)
+        with graph.inserting_before(s):
+            q = call(aten.sum.dim_IntList, call(aten.where.self, compare, v, zero), [-1], True)
+            env = {v: q}
+            for x in ops_:
+                env[x] = call(x.target, *torch.fx.node.map_arg(x.args, lambda a: env.get(a, a)), **x.kwargs)
+            in_range = call(aten.bitwise_and.Tensor, call(aten.ge.Scalar, p, 0), call(aten.lt.Scalar, p, n))
+            r = call(aten.add.Tensor, call(aten.where.self, in_range, env[y], zero), 0.0)
+            shape = list(out.shape) if keepdim else list(out.shape) + [1]
+            if list(_val(r).shape) != shape:
+                r = call(aten.expand.default, r, shape)
+            if not keepdim:
+                r = call(aten.squeeze.dim, r, -1)
+            if _val(r).dtype != out.dtype:
+                r = call(aten._to_copy.default, r, dtype=out.dtype)
+        s.replace_all_uses_with(r)
+        _erase_unused([s, w])
+        done += 1
+    return finish(gm, done, "one-hot picks moved ahead of their pointwise work")
+
+
+def _arg(node, i: int, name: str, default=None):
+    return node.args[i] if len(node.args) > i else node.kwargs.get(name, default)
+
+
+def _call_of(x, target) -> bool:
+    return isinstance(x, torch.fx.Node) and x.op == "call_function" and x.target is target
+
+
+def _log_softmax_parts(lp: torch.fx.Node):
+    """``(shifted, lse)`` when ``lp`` is a last-dim log-softmax as PyTorch's decomposition
+    writes it, optionally rounded by ``_to_copy``: ``shifted = x - amax(x)`` and
+    ``lse = log(sum(exp(shifted)))`` (both reductions over the last dim, kept), ``lp =
+    shifted - lse`` in fp32 or fp64; else None."""
+    o = lp.args[0] if _call_of(lp, aten._to_copy.default) and set(lp.kwargs) <= {"dtype"} else lp
+    if not (_call_of(o, aten.sub.Tensor) and len(o.args) == 2 and not o.kwargs):
+        return None
+    shifted, lse = o.args
+    ov = _val(o)
+    if not isinstance(ov, torch.Tensor) or ov.dtype not in (torch.float32, torch.float64):
+        return None
+    last = ov.dim() - 1
+
+    def last_dim_kept(node) -> bool:
+        dims = _arg(node, 1, "dim")
+        return (isinstance(dims, (list, tuple)) and len(dims) == 1 and dims[0] % ov.dim() == last
+                and _arg(node, 2, "keepdim", False) is True)
+
+    if not (_call_of(shifted, aten.sub.Tensor) and len(shifted.args) == 2 and not shifted.kwargs
+            and _call_of(lse, aten.log.default)):
+        return None
+    x, m = shifted.args
+    se = lse.args[0]
+    if not (_call_of(m, aten.amax.default) and m.args[0] is x and last_dim_kept(m)
+            and _call_of(se, aten.sum.dim_IntList) and last_dim_kept(se) and "dtype" not in se.kwargs
+            and _call_of(se.args[0], aten.exp.default) and se.args[0].args[0] is shifted):
+        return None
+    return shifted, lse
+
+
+def log_softmax_sums(gm: torch.fx.GraphModule, persistent_max: int = 8192) -> int:
+    """Replace a row sum of a log-softmax by ``sum(x - max) - n * lse``.
+
+    Label smoothing sums the log-probabilities of every class: ``sum(lp, -1)`` with ``lp =
+    round(shifted - lse)``, ``shifted = x - amax(x)`` and ``lse = log(sum(exp(shifted)))``
+    per row (PyTorch's log-softmax decomposition, computed in fp32 and rounded to the input's
+    dtype). The sum is ``sum(shifted) - n * lse``, computed in fp32 and rounded once. That sum
+    of ``shifted`` depends only on the row max, so the row kernel reduces it together with the
+    sum of exponentials, and no element is rounded to 16 bits and back.
+
+    Eager rounds each ``lp`` to the input's dtype before summing; this rewrite rounds once, so
+    it differs from eager by eager's own rounding and is never further from the exact sum:
+    ``shifted <= 0 <= lse`` (or NaN), so ``|shifted - lse|`` bounds both terms and no
+    cancellation enlarges the fp32 error. Infinities and NaN match eager's: ``-inf`` logits
+    give ``-inf``, a NaN or ``+inf`` logit NaN, for the row. A 16-bit element that overflows
+    in eager makes the row's sum overflow in both.
+
+    Args:
+        gm: an ATen-level graph whose nodes carry ``meta["val"]``; changed in place.
+        persistent_max: the persistent scheduler's longest row (elements); rows are rewritten
+            as ``PICKS_MAX_PERSISTENT_ROW`` says.
+
+    Returns:
+        The number of sums replaced.
+    """
+    from torch._guards import detect_fake_mode
+
+    if not LOG_SOFTMAX_SUMS:
+        return 0
+    done = 0
+    graph = gm.graph
+    for s in calls_to(gm, _SUMS):
+        found = _last_dim_sum(s)
+        if found is None or not isinstance(found[0], torch.fx.Node):
+            continue
+        lp, sv, keepdim = found
+        parts = _log_softmax_parts(lp) if _rewrites_row(sv.shape[-1], persistent_max) else None
+        fake = detect_fake_mode([_val(s), _val(lp)]) if parts else None
+        if fake is None:
+            continue
+        shifted, lse = parts
+        out = _val(s)
+        call = functools.partial(_call_with_val, graph, fake)
+        with graph.inserting_before(s):
+            r = call(aten.sub.Tensor, call(aten.sum.dim_IntList, shifted, [-1], True),
+                     call(aten.mul.Tensor, lse, sv.shape[-1]))
+            if not keepdim:
+                r = call(aten.squeeze.dim, r, -1)
+            if _val(r).dtype != out.dtype:
+                r = call(aten._to_copy.default, r, dtype=out.dtype)
+        s.replace_all_uses_with(r)
+        _erase_unused([s, lp])
+        done += 1
+    return finish(gm, done, "row sums of a log-softmax taken from its shifted input")
 
 
 #: Device types and dtypes where :func:`conv_relu_epilogues` gives ReLU-ended convolutions to

@@ -1,0 +1,98 @@
+"""Cross-entropy's forward with and without ``graph_passes.one_hot_picks`` and
+``graph_passes.log_softmax_sums`` (both on, both off), same process, same inputs.
+
+For each shape and dtype the loss ``F.cross_entropy(x, t, ignore_index=-100,
+label_smoothing=0.1)`` of ``benchmarks/norms.py`` (and, with ``--no-smoothing``, without
+label smoothing) is compiled by torchfuse alone under ``torch.no_grad()``; the device time of
+one call comes from ``torch.profiler`` (``norms.device_ms``), and the result is checked against
+eager's.
+
+Usage (on a GPU)::
+
+    PYTHONPATH=src python benchmarks/sweep_picks.py [--dtypes bfloat16,float32] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, "benchmarks")
+from norms import SHAPES, device_ms  # noqa: E402
+
+
+def registers() -> list[str]:
+    """``name: registers/spills`` of each Triton kernel in the graphs compiled last (read from
+    Triton's per-device cache of compiled kernels; empty where that is not available)."""
+    from torchfuse import backend
+    from torchfuse.runtime.executor import GroupRunner
+
+    out = []
+    for g in backend.RECENT:
+        for step in g.steps:
+            if not isinstance(step, GroupRunner):
+                continue
+            for plan in step.plans.values():
+                try:
+                    for cache in plan.kernel.device_caches.values():
+                        for k in cache[0].values():
+                            out.append(f"{k.name}: {k.n_regs}/{k.n_spills}")
+                except Exception:  # noqa: BLE001 - a report only
+                    pass
+    return sorted(set(out))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--dtypes", default="bfloat16,float32")
+    p.add_argument("--shapes", default=",".join(f"{n}x{d}" for n, d in SHAPES), metavar="NxD[,NxD]")
+    p.add_argument("--json", default=None)
+    p.add_argument("--batch", choices=("on", "both"), default="on",
+                   help="both: also with sibling row sums reduced apart (codegen.BATCH_ROW_SUMS off)")
+    args = p.parse_args(argv)
+    import torchfuse
+    from torchfuse import backend, graph_passes
+    from torchfuse.codegen import triton as codegen
+
+    results = []
+    for dtype in (getattr(torch, d) for d in args.dtypes.split(",")):
+        for n, d in (tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")):
+            torch.manual_seed(0)
+            x = torch.randn(n, d, device="cuda", dtype=dtype)
+            t = torch.randint(0, d, (n,), device="cuda")
+            t[::7] = -100
+            for smoothing in (0.1, 0.0):
+                fn = lambda x, t, s=smoothing: F.cross_entropy(x, t, ignore_index=-100, label_smoothing=s)
+                with torch.no_grad():
+                    want = fn(x, t)
+                    row = {"shape": [n, d], "dtype": str(dtype).replace("torch.", ""), "label_smoothing": smoothing}
+                    for batch in ((True, False) if args.batch == "both" else (True,)):
+                        for on in (False, True):
+                            graph_passes.ONE_HOT_PICKS = graph_passes.LOG_SOFTMAX_SUMS = on
+                            codegen.BATCH_ROW_SUMS = batch
+                            torch._dynamo.reset()
+                            backend.RECENT.clear()
+                            f = torchfuse.compile(fn, dynamic=False)
+                            got = f(x, t)
+                            torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
+                            key = f"fwd_us_{'rewritten' if on else 'as_before'}{'' if batch else '_sums_apart'}"
+                            row[key] = device_ms(lambda: f(x, t))[0] * 1e3
+                            row[key.replace("fwd_us", "registers")] = registers()
+                results.append(row)
+                print(f"cross_entropy {n}x{d} {row['dtype']} smoothing {smoothing}: forward us "
+                      + ", ".join(f"{k[7:]} {v:.1f}" for k, v in row.items() if k.startswith("fwd_us"))
+                      + f" (registers/spills: {row.get('registers_as_before')} -> {row.get('registers_rewritten')})",
+                      flush=True)
+    graph_passes.ONE_HOT_PICKS = graph_passes.LOG_SOFTMAX_SUMS = True
+    codegen.BATCH_ROW_SUMS = True
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(results, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
