@@ -24,27 +24,6 @@ sys.path.insert(0, "benchmarks")
 from norms import SHAPES, device_ms  # noqa: E402
 
 
-def registers() -> list[str]:
-    """``name: registers/spills`` of each Triton kernel in the graphs compiled last (read from
-    Triton's per-device cache of compiled kernels; empty where that is not available)."""
-    from torchfuse import backend
-    from torchfuse.runtime.executor import GroupRunner
-
-    out = []
-    for g in backend.RECENT:
-        for step in g.steps:
-            if not isinstance(step, GroupRunner):
-                continue
-            for plan in step.plans.values():
-                try:
-                    for cache in plan.kernel.device_caches.values():
-                        for k in cache[0].values():
-                            out.append(f"{k.name}: {k.n_regs}/{k.n_spills}")
-                except Exception:  # noqa: BLE001 - a report only
-                    pass
-    return sorted(set(out))
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--dtypes", default="bfloat16,float32")
@@ -54,7 +33,7 @@ def main(argv=None) -> int:
                    help="both: also with sibling row sums reduced apart (codegen.BATCH_ROW_SUMS off)")
     args = p.parse_args(argv)
     import torchfuse
-    from torchfuse import backend, graph_passes
+    from torchfuse import graph_passes
     from torchfuse.codegen import triton as codegen
 
     results = []
@@ -74,18 +53,14 @@ def main(argv=None) -> int:
                             graph_passes.ONE_HOT_PICKS = graph_passes.LOG_SOFTMAX_SUMS = on
                             codegen.BATCH_ROW_SUMS = batch
                             torch._dynamo.reset()
-                            backend.RECENT.clear()
                             f = torchfuse.compile(fn, dynamic=False)
                             got = f(x, t)
                             torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
                             key = f"fwd_us_{'rewritten' if on else 'as_before'}{'' if batch else '_sums_apart'}"
                             row[key] = device_ms(lambda: f(x, t))[0] * 1e3
-                            row[key.replace("fwd_us", "registers")] = registers()
                 results.append(row)
                 print(f"cross_entropy {n}x{d} {row['dtype']} smoothing {smoothing}: forward us "
-                      + ", ".join(f"{k[7:]} {v:.1f}" for k, v in row.items() if k.startswith("fwd_us"))
-                      + f" (registers/spills: {row.get('registers_as_before')} -> {row.get('registers_rewritten')})",
-                      flush=True)
+                      + ", ".join(f"{k[7:]} {v:.1f}" for k, v in row.items() if k.startswith("fwd_us")), flush=True)
     graph_passes.ONE_HOT_PICKS = graph_passes.LOG_SOFTMAX_SUMS = True
     codegen.BATCH_ROW_SUMS = True
     if args.json:

@@ -298,6 +298,23 @@ def _erase_unused(nodes) -> None:
         work.extend(args)
 
 
+def _replace_sum(s: torch.fx.Node, call, r: torch.fx.Node, keepdim: bool, *dead: torch.fx.Node) -> None:
+    """Make ``r`` stand for ``s``, a sum over the last dimension: ``r`` has (or broadcasts to)
+    the sum's shape with that dimension kept as 1; it is expanded to it, squeezed unless
+    ``keepdim`` and cast to the sum's dtype with ``call`` (``_call_with_val``, at an insertion
+    point before ``s``). Then ``s`` and ``dead`` are erased where nothing reads them."""
+    out = _val(s)
+    shape = list(out.shape) if keepdim else list(out.shape) + [1]
+    if list(_val(r).shape) != shape:
+        r = call(aten.expand.default, r, shape)
+    if not keepdim:
+        r = call(aten.squeeze.dim, r, -1)
+    if _val(r).dtype != out.dtype:
+        r = call(aten._to_copy.default, r, dtype=out.dtype)
+    s.replace_all_uses_with(r)
+    _erase_unused([s, *dead])
+
+
 def one_hot_sums(gm: torch.fx.GraphModule) -> int:
     """Replace each sum over the last dimension of values that vary along it only through a
     one-hot comparison by arithmetic on two per-row values.
@@ -370,15 +387,7 @@ def one_hot_sums(gm: torch.fx.GraphModule) -> int:
             r = call(aten.where.self, in_range, call(aten.add.Tensor, hit, call(aten.mul.Tensor, miss, n - 1)),
                      call(aten.mul.Tensor, miss, n))
             r = call(aten.add.Tensor, r, 0.0)
-            shape = list(out.shape) if keepdim else list(out.shape) + [1]
-            if list(_val(r).shape) != shape:
-                r = call(aten.expand.default, r, shape)
-            if not keepdim:
-                r = call(aten.squeeze.dim, r, -1)
-            if _val(r).dtype != out.dtype:
-                r = call(aten._to_copy.default, r, dtype=out.dtype)
-        s.replace_all_uses_with(r)
-        _erase_unused([s, src])
+            _replace_sum(s, call, r, keepdim, src)
         done += 1
     return finish(gm, done, "row sums through a one-hot comparison replaced by per-row values")
 
@@ -421,18 +430,19 @@ def _is_zero(x) -> bool:
             and isinstance(x.args[0], (int, float)) and x.args[0] == 0)
 
 
-def _last_dim_sum(s: torch.fx.Node):
-    """``(summed node, its value, keepdim)`` when ``s`` is ``aten.sum`` over exactly the last
-    dimension of a floating-point tensor whose size there is static and at least 1; else None."""
-    src, out = s.args[0], _val(s)
-    dims = s.args[1] if len(s.args) > 1 else s.kwargs.get("dim")
-    keepdim = s.args[2] if len(s.args) > 2 else s.kwargs.get("keepdim", False)
-    sv = _val(src)
-    if (not isinstance(out, torch.Tensor) or not isinstance(sv, torch.Tensor) or sv.dim() == 0
-            or not isinstance(dims, (list, tuple)) or len(dims) != 1 or dims[0] % sv.dim() != sv.dim() - 1
-            or not isinstance(sv.shape[-1], int) or sv.shape[-1] < 1 or not sv.dtype.is_floating_point):
-        return None
-    return src, sv, keepdim
+def _row_sums(gm: torch.fx.GraphModule, persistent_max: int):
+    """``(sum, summed node, its value, keepdim)`` for each ``aten.sum`` in ``gm`` over exactly
+    the last dimension of a floating-point tensor whose size there is static and a row length
+    the cross-entropy rewrites take (``_rewrites_row``)."""
+    for s in calls_to(gm, _SUMS):
+        src, out = s.args[0], _val(s)
+        dims = s.args[1] if len(s.args) > 1 else s.kwargs.get("dim")
+        sv = _val(src)
+        if (isinstance(src, torch.fx.Node) and isinstance(out, torch.Tensor) and isinstance(sv, torch.Tensor)
+                and sv.dim() > 0 and isinstance(dims, (list, tuple)) and len(dims) == 1
+                and dims[0] % sv.dim() == sv.dim() - 1 and isinstance(sv.shape[-1], int) and sv.shape[-1] >= 1
+                and sv.dtype.is_floating_point and _rewrites_row(sv.shape[-1], persistent_max)):
+            yield s, src, sv, (s.args[2] if len(s.args) > 2 else s.kwargs.get("keepdim", False))
 
 
 def _pick_chain(y: torch.fx.Node):
@@ -490,13 +500,7 @@ def one_hot_picks(gm: torch.fx.GraphModule, persistent_max: int = 8192) -> int:
         return 0
     done = 0
     graph = gm.graph
-    for s in calls_to(gm, _SUMS):
-        found = _last_dim_sum(s)
-        if found is None:
-            continue
-        w, sv, keepdim = found
-        if not _rewrites_row(sv.shape[-1], persistent_max):
-            continue
+    for s, w, sv, keepdim in _row_sums(gm, persistent_max):
         if not (w.op == "call_function" and w.target is aten.where.self and len(w.users) == 1
                 and len(w.args) == 3 and _is_zero(w.args[2])):
             continue
@@ -508,7 +512,6 @@ def one_hot_picks(gm: torch.fx.GraphModule, persistent_max: int = 8192) -> int:
         if fake is None:
             continue
         v, ops_ = chain
-        out = _val(s)
         call = functools.partial(_call_with_val, graph, fake)
         with graph.inserting_before(s):
             q = call(aten.sum.dim_IntList, call(aten.where.self, compare, v, zero), [-1], True)
@@ -517,15 +520,7 @@ def one_hot_picks(gm: torch.fx.GraphModule, persistent_max: int = 8192) -> int:
                 env[x] = call(x.target, *torch.fx.node.map_arg(x.args, lambda a: env.get(a, a)), **x.kwargs)
             in_range = call(aten.bitwise_and.Tensor, call(aten.ge.Scalar, p, 0), call(aten.lt.Scalar, p, n))
             r = call(aten.add.Tensor, call(aten.where.self, in_range, env[y], zero), 0.0)
-            shape = list(out.shape) if keepdim else list(out.shape) + [1]
-            if list(_val(r).shape) != shape:
-                r = call(aten.expand.default, r, shape)
-            if not keepdim:
-                r = call(aten.squeeze.dim, r, -1)
-            if _val(r).dtype != out.dtype:
-                r = call(aten._to_copy.default, r, dtype=out.dtype)
-        s.replace_all_uses_with(r)
-        _erase_unused([s, w])
+            _replace_sum(s, call, r, keepdim, w)
         done += 1
     return finish(gm, done, "one-hot picks moved ahead of their pointwise work")
 
@@ -600,27 +595,17 @@ def log_softmax_sums(gm: torch.fx.GraphModule, persistent_max: int = 8192) -> in
         return 0
     done = 0
     graph = gm.graph
-    for s in calls_to(gm, _SUMS):
-        found = _last_dim_sum(s)
-        if found is None or not isinstance(found[0], torch.fx.Node):
-            continue
-        lp, sv, keepdim = found
-        parts = _log_softmax_parts(lp) if _rewrites_row(sv.shape[-1], persistent_max) else None
+    for s, lp, sv, keepdim in _row_sums(gm, persistent_max):
+        parts = _log_softmax_parts(lp)
         fake = detect_fake_mode([_val(s), _val(lp)]) if parts else None
         if fake is None:
             continue
         shifted, lse = parts
-        out = _val(s)
         call = functools.partial(_call_with_val, graph, fake)
         with graph.inserting_before(s):
             r = call(aten.sub.Tensor, call(aten.sum.dim_IntList, shifted, [-1], True),
                      call(aten.mul.Tensor, lse, sv.shape[-1]))
-            if not keepdim:
-                r = call(aten.squeeze.dim, r, -1)
-            if _val(r).dtype != out.dtype:
-                r = call(aten._to_copy.default, r, dtype=out.dtype)
-        s.replace_all_uses_with(r)
-        _erase_unused([s, lp])
+            _replace_sum(s, call, r, keepdim, lp)
         done += 1
     return finish(gm, done, "row sums of a log-softmax taken from its shifted input")
 
