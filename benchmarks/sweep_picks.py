@@ -1,11 +1,13 @@
-"""Cross-entropy's forward with and without ``graph_passes.one_hot_picks`` and
-``graph_passes.log_softmax_sums`` (both on, both off), same process, same inputs.
+"""Cross-entropy forward and backward with and without its rewrites: as before (all off), and
+with ``graph_passes.one_hot_picks``, ``graph_passes.log_softmax_sums`` and, on rows longer
+than the persistent limit, ``graph_passes.one_hot_sums`` (``LOOPED_ONE_HOT_SUMS``); same
+process, same inputs.
 
 For each shape and dtype the loss ``F.cross_entropy(x, t, ignore_index=-100,
-label_smoothing=0.1)`` of ``benchmarks/norms.py`` (and, with ``--no-smoothing``, without
-label smoothing) is compiled by torchfuse alone under ``torch.no_grad()``; the device time of
-one call comes from ``torch.profiler`` (``norms.device_ms``), and the result is checked against
-eager's.
+label_smoothing=0.1)`` of ``benchmarks/norms.py`` (and without label smoothing) is compiled by
+torchfuse alone. The device time of one call comes from ``torch.profiler``
+(``norms.device_ms``): the forward under ``torch.no_grad()``, the backward as
+``torch.autograd.grad`` of the training graph. Results are checked against eager's.
 
 Usage (on a GPU)::
 
@@ -31,6 +33,7 @@ def main(argv=None) -> int:
     p.add_argument("--json", default=None)
     p.add_argument("--batch", choices=("on", "both"), default="on",
                    help="both: also with sibling row sums reduced apart (codegen.BATCH_ROW_SUMS off)")
+    p.add_argument("--backward", action="store_true", help="also time the backward")
     args = p.parse_args(argv)
     import torchfuse
     from torchfuse import graph_passes
@@ -51,17 +54,29 @@ def main(argv=None) -> int:
                     for batch in ((True, False) if args.batch == "both" else (True,)):
                         for on in (False, True):
                             graph_passes.ONE_HOT_PICKS = graph_passes.LOG_SOFTMAX_SUMS = on
+                            graph_passes.LOOPED_ONE_HOT_SUMS = on
                             codegen.BATCH_ROW_SUMS = batch
                             torch._dynamo.reset()
                             f = torchfuse.compile(fn, dynamic=False)
                             got = f(x, t)
                             torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
-                            key = f"fwd_us_{'rewritten' if on else 'as_before'}{'' if batch else '_sums_apart'}"
-                            row[key] = device_ms(lambda: f(x, t))[0] * 1e3
+                            key = f"{'rewritten' if on else 'as_before'}{'' if batch else '_sums_apart'}"
+                            row[f"fwd_us_{key}"] = device_ms(lambda: f(x, t))[0] * 1e3
+                            if args.backward:
+                                with torch.enable_grad():
+                                    xg = x.detach().clone().requires_grad_(True)
+                                    out = f(xg, t)
+                                    gx = torch.autograd.grad(out, [xg], retain_graph=True)[0]
+                                    xr = x.detach().clone().requires_grad_(True)
+                                    torch.testing.assert_close(gx, torch.autograd.grad(fn(xr, t), [xr])[0],
+                                                               rtol=2e-2, atol=2e-2)
+                                    row[f"bwd_us_{key}"] = device_ms(
+                                        lambda: torch.autograd.grad(out, [xg], retain_graph=True))[0] * 1e3
+                                    out = None
                 results.append(row)
-                print(f"cross_entropy {n}x{d} {row['dtype']} smoothing {smoothing}: forward us "
-                      + ", ".join(f"{k[7:]} {v:.1f}" for k, v in row.items() if k.startswith("fwd_us")), flush=True)
-    graph_passes.ONE_HOT_PICKS = graph_passes.LOG_SOFTMAX_SUMS = True
+                print(f"cross_entropy {n}x{d} {row['dtype']} smoothing {smoothing}: device us "
+                      + ", ".join(f"{k[:3]} {k[7:]} {v:.1f}" for k, v in row.items() if k[3:7] == "_us_"), flush=True)
+    graph_passes.ONE_HOT_PICKS = graph_passes.LOG_SOFTMAX_SUMS = graph_passes.LOOPED_ONE_HOT_SUMS = True
     codegen.BATCH_ROW_SUMS = True
     if args.json:
         with open(args.json, "w") as fh:

@@ -215,7 +215,7 @@ def rewrites(monkeypatch):
     from torchfuse import backend, graph_passes
 
     made: dict[str, int] = {}
-    for name in ("one_hot_picks", "log_softmax_sums"):
+    for name in ("one_hot_picks", "log_softmax_sums", "one_hot_sums"):
         def spy(gm, *args, _real=getattr(graph_passes, name), _name=name):
             done = _real(gm, *args)
             made[_name] = made.get(_name, 0) + done
@@ -374,3 +374,103 @@ def test_cross_entropy_rewrites_follow_the_row_length(rewrites, persistent_max):
     torch.testing.assert_close(got, fn(x, t), rtol=2 * torch.finfo(torch.bfloat16).eps, atol=1e-6)
     rewritten = 1 if persistent_max < 2048 else 0
     assert (rewrites.get("one_hot_picks", 0), rewrites.get("log_softmax_sums", 0)) == (rewritten, rewritten)
+
+
+@pytest.mark.parametrize("dtype,n", [(torch.uint8, 300), (torch.int8, 200), (torch.int16, 40000)])
+def test_one_hot_pick_with_an_index_narrower_than_the_row(rewrites, dtype, n):
+    """An index of a narrow integer type against a row longer than its range: the pick's range
+    check compares true values (in int64), as ``arange(n) == p`` does after promotion, so valid
+    indices pick their value (a check in the index's own dtype wraps ``n``: 300 is 44 in uint8,
+    and every pick counted as out of range gave 0). Eager's values bit for bit."""
+    g = torch.Generator().manual_seed(3)
+    v = torch.randn(3, n, generator=g).to(DEVICE)
+    hi = torch.iinfo(dtype).max
+    p = torch.tensor([hi, 100, -1 if dtype.is_signed else 3], dtype=dtype, device=DEVICE)
+    fn = lambda v, p: torch.where(torch.arange(n, device=v.device) == p[:, None], v * 2, 0).sum(-1)
+    torch._dynamo.reset()
+    got = torchfuse.compile(fn, dynamic=False)(v, p)
+    _assert_bitwise_eager(got, fn(v, p))
+    assert got[0] != 0 and rewrites.get("one_hot_picks") == 1
+
+
+@pytest.mark.parametrize("dtype,wider", [(torch.bfloat16, torch.float32), (torch.float32, torch.float64)])
+def test_log_softmax_sum_into_a_wider_dtype_is_kept(rewrites, dtype, wider):
+    """``log_softmax(x).sum(-1, dtype=wider)`` sums the rounded log-probabilities in the wider
+    dtype, so the rewrite (which computes in fp32 and rounds once) is not made: the result is
+    the wider sum of the rounded log-probabilities."""
+    g = torch.Generator().manual_seed(4)
+    x = (torch.randn(4, 1000, generator=g) * 3).to(DEVICE, dtype)
+    fn = lambda x: torch.log_softmax(x, -1).sum(-1, dtype=wider)
+    torch._dynamo.reset()
+    got, want = torchfuse.compile(fn, dynamic=False)(x), fn(x)
+    assert got.dtype == want.dtype == wider
+    # the log-probabilities as PyTorch's decomposition (and its CUDA kernel) rounds them: fp32,
+    # then the input's dtype (the CPU's bf16 kernel rounds differently, up to 0.05% off)
+    rounded = torch.log_softmax(x.float(), -1).to(dtype).to(wider).sum(-1)
+    torch.testing.assert_close(got, rounded, rtol=1e-6, atol=0)
+    torch.testing.assert_close(got, want, rtol=1e-3, atol=0)
+    assert rewrites.get("log_softmax_sums", 0) == 0
+
+
+def test_explain_lists_the_cross_entropy_rewrites_with_their_option(monkeypatch):
+    """``explain`` names both rewrites and the option that turns them off; with
+    ``cross_entropy_rewrites=False`` neither is made and the loss is the same within a bf16
+    rounding."""
+    from torchfuse import decompose
+
+    monkeypatch.setattr(decompose, "NLL_BY_MASK_DEVICES", (torch.device(DEVICE).type,))
+    x = (torch.randn(8, 100) * 3).to(DEVICE, torch.bfloat16)
+    t = torch.randint(0, 100, (8,), device=DEVICE)
+    fn = lambda x, t: torch.nn.functional.cross_entropy(x, t, label_smoothing=0.1)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        text = torchfuse.explain(fn, x, t).summary()
+    assert ("log_softmax_sums x1 (option cross_entropy_rewrites), one_hot_picks x1 (option cross_entropy_rewrites)"
+            in text), text
+    torch._dynamo.reset()
+    with torch.no_grad():
+        off = torchfuse.explain(fn, x, t, cross_entropy_rewrites=False).summary()
+    assert "one_hot_picks" not in off and "log_softmax_sums" not in off, off
+    torch._dynamo.reset()
+    a = torchfuse.compile(fn, dynamic=False)(x, t)
+    torch._dynamo.reset()
+    b = torchfuse.compile(fn, dynamic=False, cross_entropy_rewrites=False)(x, t)
+    torch.testing.assert_close(a, b, rtol=2 * torch.finfo(torch.bfloat16).eps, atol=0)
+    torch.testing.assert_close(a, fn(x, t), rtol=2 * torch.finfo(torch.bfloat16).eps, atol=0)
+
+
+@pytest.mark.parametrize("persistent_max", [8192, 1024])
+def test_cross_entropy_backward_of_looped_rows_has_no_row_sum(monkeypatch, rewrites, persistent_max):
+    """Training on rows of 2048 classes: reduced in a loop (``persistent_max_elements=1024``),
+    the backward's row sum of the one-hot gradient becomes per-row arithmetic
+    (``one_hot_sums``, ``LOOPED_ONE_HOT_SUMS``) and the kernel over the logits is pointwise
+    (the mean's count over the rows stays a reduction of its own); persistent (the default
+    limit), the row sum stays (``ONE_HOT_SUMS`` is off). Loss and
+    gradient as close to an fp64 reference as eager's, within a rounding."""
+    from torchfuse import decompose, graph_passes
+
+    monkeypatch.setattr(graph_passes, "ONE_HOT_SUMS", False)  # this module's fixture turns it on
+    monkeypatch.setattr(decompose, "NLL_BY_MASK_DEVICES", (torch.device(DEVICE).type,))
+    x0 = torch.randn(6, 2048, device=DEVICE) * 3
+    t = torch.tensor([5, 2047, 0, -100, 77, 1024], device=DEVICE)
+    fn = lambda x: torch.nn.functional.cross_entropy(x * 2, t, label_smoothing=0.1)
+
+    def loss_and_grad(f, x):
+        x = x.detach().clone().requires_grad_(True)
+        loss = f(x)
+        return loss.detach(), torch.autograd.grad(loss, x)[0]
+
+    torch._dynamo.reset()
+    got = loss_and_grad(torchfuse.compile(fn, dynamic=False, persistent_max_elements=persistent_max), x0)
+    want = loss_and_grad(fn, x0)
+    ref = loss_and_grad(lambda x: fn(x.double()), x0)
+    for g_, w_, r_ in zip(got, want, ref):
+        torch.testing.assert_close(g_, w_, rtol=1e-5, atol=1e-7)
+        assert ((g_.double() - r_).abs() <= (w_.double() - r_).abs() + 1e-6 * r_.abs() + 1e-9).all()
+    looped = persistent_max < 2048
+    assert rewrites.get("one_hot_sums", 0) == (1 if looped else 0)
+    from torchfuse import backend
+
+    graph = [g for g in backend.RECENT if g.name == "backward"][-1]
+    over_classes = [g for g in graph.segmentation.groups if 2048 in g.domain.sizes]
+    assert over_classes and all(bool(g.domain.reduced) != looped for g in over_classes), [str(g) for g in over_classes]

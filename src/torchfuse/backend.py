@@ -42,6 +42,21 @@ def _boxed(fn: Callable) -> Callable:
     return make_boxed_func(fn)
 
 
+def _aten_rewrite(gm: torch.fx.GraphModule, graph_pass: Callable, *args) -> None:
+    """Run ``graph_pass(gm, *args)`` on an ATen-level graph and count its rewrites in
+    ``LAST_REWRITES`` (``explain`` lists them with the rewrites of the captured graph). A pass
+    that raises leaves the rewrites it finished, which are whole, and a warning; the graph
+    stays valid and is compiled without the rest."""
+    try:
+        done = graph_pass(gm, *args)
+        if done:
+            LAST_REWRITES[graph_pass.__name__] = LAST_REWRITES.get(graph_pass.__name__, 0) + done
+    except Exception as e:
+        gm.recompile()
+        warnings.warn(f"torchfuse: graph pass {graph_pass.__name__} failed ({type(e).__name__}: {e}); "
+                      "continuing without it", RuntimeWarning, stacklevel=3)
+
+
 def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Options, name: str = "graph",
                   static_inputs: list[int] | None = None) -> Callable:
     """Compile one ATen-level FX graph (as AOTAutograd produces) into a boxed callable.
@@ -60,14 +75,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     from .segment import segment
 
     if name == "inference" and options.conv_epilogues:
-        try:  # before hoisting, so that the summed biases of a frozen graph are hoisted
-            done = conv_relu_epilogues(gm)
-            if done:  # explain lists it with the rewrites of the captured graph
-                LAST_REWRITES["conv_relu_epilogues"] = LAST_REWRITES.get("conv_relu_epilogues", 0) + done
-        except Exception as e:  # the rewrites it finished are whole; the graph stays valid
-            gm.recompile()
-            warnings.warn(f"torchfuse: graph pass conv_relu_epilogues failed ({type(e).__name__}: {e}); "
-                          "continuing without it", RuntimeWarning, stacklevel=2)
+        # before hoisting, so that the summed biases of a frozen graph are hoisted
+        _aten_rewrite(gm, conv_relu_epilogues)
     if options.freeze and name == "inference" and static_inputs:
         frozen = _compile_frozen(gm, example_inputs, options, static_inputs)
         if frozen is not None:
@@ -75,10 +84,13 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     t0 = time.perf_counter()
     try:
         merge_duplicate_pads(gm)
-        one_hot_sums(gm)
-        # first: a log-softmax it no longer reads lets one_hot_picks reach x - max
-        log_softmax_sums(gm, options.persistent_max_elements)
-        one_hot_picks(gm, options.persistent_max_elements)
+        if options.cross_entropy_rewrites:
+            _aten_rewrite(gm, one_hot_sums, options.persistent_max_elements)
+            # log_softmax_sums first: a log-softmax it no longer reads lets one_hot_picks reach x - max
+            _aten_rewrite(gm, log_softmax_sums, options.persistent_max_elements)
+            _aten_rewrite(gm, one_hot_picks, options.persistent_max_elements)
+        else:
+            one_hot_sums(gm)  # graph_passes.ONE_HOT_SUMS: every row (off by default)
         graph = graph_from_fx(gm, options)
         t1 = time.perf_counter()
         seg = segment(graph, options)

@@ -137,6 +137,12 @@ class Options:
             shape, dtype and strides) as one cuDNN call with a fused epilogue
             (``cudnn_convolution_relu``/``cudnn_convolution_add_relu``), fp16 and bf16 on CUDA;
             see :func:`torchfuse.graph_passes.conv_relu_epilogues`. On by default.
+        cross_entropy_rewrites: take cross-entropy's picked log-probability and its
+            label-smoothing sum from ``x - max`` per row (one reduction step fewer; the
+            smoothing sum rounded once rather than per element), on rows of at most 1024
+            classes and rows longer than ``persistent_max_elements``; see
+            :func:`torchfuse.graph_passes.one_hot_picks` and
+            :func:`torchfuse.graph_passes.log_softmax_sums`. On by default.
         interpret_integer_division: fuse integer division and remainder on CPU tensors too.
             Off by default because eager raises ZeroDivisionError there and a kernel cannot;
             tests turn it on to exercise those kernels under the interpreter.
@@ -158,6 +164,7 @@ class Options:
     channels_last_inference: bool = True
     inner_outer: bool = True
     conv_epilogues: bool = True
+    cross_entropy_rewrites: bool = True
     cudagraph_max_graphs: int = 8
     cudagraph_copy_outputs: bool = True
 

@@ -29,8 +29,10 @@ Passes on the ATen-level graphs AOTAutograd produces, before they are analysed:
   target's log-probability and (with label smoothing) sums every class's; both are taken from
   ``x - max`` per row, so its row kernel runs two reduction steps instead of three (a looped
   kernel over vocabulary-sized rows reads each row twice instead of three times) and computes
-  the log-probabilities of no element. Applied to rows where that measured faster
-  (``PICKS_MAX_PERSISTENT_ROW``).
+  the log-probabilities of no element. Applied to rows of at most
+  ``PICKS_MAX_PERSISTENT_ROW`` elements and rows longer than ``Options.persistent_max_elements``
+  (reduced in a loop), where that measured faster; switched off together by
+  ``Options(cross_entropy_rewrites=False)``.
 """
 from __future__ import annotations
 
@@ -174,6 +176,9 @@ aten = torch.ops.aten
 #: each element's row by a division by a run-time size, where the row kernel computes them once
 #: per row of its 2-D tile; the rewrite pays once pointwise kernels tile rows that way.
 ONE_HOT_SUMS = False
+#: Whether :func:`one_hot_sums` rewrites rows longer than the persistent limit (with option
+#: ``cross_entropy_rewrites``), where the row kernel loops over each row twice.
+LOOPED_ONE_HOT_SUMS = True
 _SUMS = (aten.sum.dim_IntList,)
 
 
@@ -298,6 +303,15 @@ def _erase_unused(nodes) -> None:
         work.extend(args)
 
 
+def _in_range(call, p: torch.fx.Node, n: int) -> torch.fx.Node:
+    """``(0 <= p) & (p < n)`` for an integer ``p``, compared in int64: in ``p``'s own dtype a
+    bound that does not fit wraps (``n = 300`` is 44 in uint8), where ``arange(n) == p``
+    promotes both sides and compares the true values."""
+    if _val(p).dtype is not torch.int64:
+        p = call(aten._to_copy.default, p, dtype=torch.int64)
+    return call(aten.bitwise_and.Tensor, call(aten.ge.Scalar, p, 0), call(aten.lt.Scalar, p, n))
+
+
 def _replace_sum(s: torch.fx.Node, call, r: torch.fx.Node, keepdim: bool, *dead: torch.fx.Node) -> None:
     """Make ``r`` stand for ``s``, a sum over the last dimension: ``r`` has (or broadcasts to)
     the sum's shape with that dimension kept as 1; it is expanded to it, squeezed unless
@@ -315,7 +329,7 @@ def _replace_sum(s: torch.fx.Node, call, r: torch.fx.Node, keepdim: bool, *dead:
     _erase_unused([s, *dead])
 
 
-def one_hot_sums(gm: torch.fx.GraphModule) -> int:
+def one_hot_sums(gm: torch.fx.GraphModule, persistent_max: int | None = None) -> int:
     """Replace each sum over the last dimension of values that vary along it only through a
     one-hot comparison by arithmetic on two per-row values.
 
@@ -334,18 +348,24 @@ def one_hot_sums(gm: torch.fx.GraphModule) -> int:
     gives the log-softmax backward a one-hot gradient, plus a per-row term under label
     smoothing, whose row sum (``_log_softmax_backward_data``: ``g - exp(out) * sum(g)``)
     made the backward a row reduction; after the rewrite it is one pointwise kernel over the
-    logits (slower as pointwise kernels are generated now: see ``ONE_HOT_SUMS``).
+    logits. That kernel is slower than the persistent row kernel (see ``ONE_HOT_SUMS``), but
+    rows longer than the persistent limit are reduced in a loop that reads each row once for
+    the sum and again for the gradient; there the pointwise kernel reads it once
+    (``LOOPED_ONE_HOT_SUMS``).
 
     Args:
         gm: an ATen-level graph whose nodes carry ``meta["val"]`` (AOTAutograd's); changed in
             place.
+        persistent_max: the persistent scheduler's longest row (elements): longer rows are
+            rewritten when ``LOOPED_ONE_HOT_SUMS`` (every row when ``ONE_HOT_SUMS``); None:
+            only with ``ONE_HOT_SUMS``.
 
     Returns:
         The number of sums replaced.
     """
     from torch._guards import detect_fake_mode
 
-    if not ONE_HOT_SUMS:
+    if not ONE_HOT_SUMS and (persistent_max is None or not LOOPED_ONE_HOT_SUMS):
         return 0
     done = 0
     graph = gm.graph
@@ -361,6 +381,8 @@ def one_hot_sums(gm: torch.fx.GraphModule) -> int:
                 or not sv.dtype.is_floating_point or s.kwargs.get("dtype") not in (None, sv.dtype)):
             continue
         n = sv.shape[-1]
+        if not ONE_HOT_SUMS and n <= persistent_max:
+            continue
         found = _through_one_hot(src, n)
         if found is None:
             continue
@@ -383,7 +405,7 @@ def one_hot_sums(gm: torch.fx.GraphModule) -> int:
                     value = call(aten._to_copy.default, value, dtype=torch.float32)
                 per_row.append(value)
             hit, miss = per_row
-            in_range = call(aten.bitwise_and.Tensor, call(aten.ge.Scalar, p, 0), call(aten.lt.Scalar, p, n))
+            in_range = _in_range(call, p, n)
             r = call(aten.where.self, in_range, call(aten.add.Tensor, hit, call(aten.mul.Tensor, miss, n - 1)),
                      call(aten.mul.Tensor, miss, n))
             r = call(aten.add.Tensor, r, 0.0)
@@ -518,7 +540,7 @@ def one_hot_picks(gm: torch.fx.GraphModule, persistent_max: int = 8192) -> int:
             env = {v: q}
             for x in ops_:
                 env[x] = call(x.target, *torch.fx.node.map_arg(x.args, lambda a: env.get(a, a)), **x.kwargs)
-            in_range = call(aten.bitwise_and.Tensor, call(aten.ge.Scalar, p, 0), call(aten.lt.Scalar, p, n))
+            in_range = _in_range(call, p, n)
             r = call(aten.add.Tensor, call(aten.where.self, in_range, env[y], zero), 0.0)
             _replace_sum(s, call, r, keepdim, w)
         done += 1
@@ -596,6 +618,8 @@ def log_softmax_sums(gm: torch.fx.GraphModule, persistent_max: int = 8192) -> in
     done = 0
     graph = gm.graph
     for s, lp, sv, keepdim in _row_sums(gm, persistent_max):
+        if s.kwargs.get("dtype") not in (None, sv.dtype):
+            continue  # a wider sum of the rounded log-probabilities: eager's value is that sum
         parts = _log_softmax_parts(lp)
         fake = detect_fake_mode([_val(s), _val(lp)]) if parts else None
         if fake is None:
