@@ -39,6 +39,8 @@ def main(argv=None) -> int:
     from torchfuse import graph_passes
     from torchfuse.codegen import triton as codegen
 
+    defaults = (graph_passes.ONE_HOT_PICKS, graph_passes.LOG_SOFTMAX_SUMS, graph_passes.LOOPED_ONE_HOT_SUMS,
+                codegen.BATCH_ROW_SUMS)
     results = []
     for dtype in (getattr(torch, d) for d in args.dtypes.split(",")):
         for n, d in (tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")):
@@ -76,8 +78,8 @@ def main(argv=None) -> int:
                 results.append(row)
                 print(f"cross_entropy {n}x{d} {row['dtype']} smoothing {smoothing}: device us "
                       + ", ".join(f"{k[:3]} {k[7:]} {v:.1f}" for k, v in row.items() if k[3:7] == "_us_"), flush=True)
-    graph_passes.ONE_HOT_PICKS = graph_passes.LOG_SOFTMAX_SUMS = graph_passes.LOOPED_ONE_HOT_SUMS = True
-    codegen.BATCH_ROW_SUMS = True
+    (graph_passes.ONE_HOT_PICKS, graph_passes.LOG_SOFTMAX_SUMS, graph_passes.LOOPED_ONE_HOT_SUMS,
+     codegen.BATCH_ROW_SUMS) = defaults
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=1)

@@ -443,13 +443,14 @@ def test_explain_lists_the_cross_entropy_rewrites_with_their_option(monkeypatch)
 def test_cross_entropy_backward_of_looped_rows_has_no_row_sum(monkeypatch, rewrites, persistent_max):
     """Training on rows of 2048 classes: reduced in a loop (``persistent_max_elements=1024``),
     the backward's row sum of the one-hot gradient becomes per-row arithmetic
-    (``one_hot_sums``, ``LOOPED_ONE_HOT_SUMS``) and the kernel over the logits is pointwise
+    (``one_hot_sums`` with ``LOOPED_ONE_HOT_SUMS``) and the kernel over the logits is pointwise
     (the mean's count over the rows stays a reduction of its own); persistent (the default
     limit), the row sum stays (``ONE_HOT_SUMS`` is off). Loss and
     gradient as close to an fp64 reference as eager's, within a rounding."""
     from torchfuse import decompose, graph_passes
 
     monkeypatch.setattr(graph_passes, "ONE_HOT_SUMS", False)  # this module's fixture turns it on
+    monkeypatch.setattr(graph_passes, "LOOPED_ONE_HOT_SUMS", True)  # off by default (mixed on an H200)
     monkeypatch.setattr(decompose, "NLL_BY_MASK_DEVICES", (torch.device(DEVICE).type,))
     x0 = torch.randn(6, 2048, device=DEVICE) * 3
     t = torch.tensor([5, 2047, 0, -100, 77, 1024], device=DEVICE)

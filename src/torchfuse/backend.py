@@ -42,18 +42,19 @@ def _boxed(fn: Callable) -> Callable:
     return make_boxed_func(fn)
 
 
-def _aten_rewrite(gm: torch.fx.GraphModule, graph_pass: Callable, *args) -> None:
+def _aten_rewrite(gm: torch.fx.GraphModule, name: str, graph_pass: Callable, *args) -> None:
     """Run ``graph_pass(gm, *args)`` on an ATen-level graph and count its rewrites in
-    ``LAST_REWRITES`` (``explain`` lists them with the rewrites of the captured graph). A pass
+    ``LAST_REWRITES`` under ``name`` (``explain`` lists them with the rewrites of the captured
+    graph; the name is given, not read from the function, which tests may wrap). A pass
     that raises leaves the rewrites it finished, which are whole, and a warning; the graph
     stays valid and is compiled without the rest."""
     try:
         done = graph_pass(gm, *args)
         if done:
-            LAST_REWRITES[graph_pass.__name__] = LAST_REWRITES.get(graph_pass.__name__, 0) + done
+            LAST_REWRITES[name] = LAST_REWRITES.get(name, 0) + done
     except Exception as e:
         gm.recompile()
-        warnings.warn(f"torchfuse: graph pass {graph_pass.__name__} failed ({type(e).__name__}: {e}); "
+        warnings.warn(f"torchfuse: graph pass {name} failed ({type(e).__name__}: {e}); "
                       "continuing without it", RuntimeWarning, stacklevel=3)
 
 
@@ -76,7 +77,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
 
     if name == "inference" and options.conv_epilogues:
         # before hoisting, so that the summed biases of a frozen graph are hoisted
-        _aten_rewrite(gm, conv_relu_epilogues)
+        _aten_rewrite(gm, "conv_relu_epilogues", conv_relu_epilogues)
     if options.freeze and name == "inference" and static_inputs:
         frozen = _compile_frozen(gm, example_inputs, options, static_inputs)
         if frozen is not None:
@@ -85,10 +86,10 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     try:
         merge_duplicate_pads(gm)
         if options.cross_entropy_rewrites:
-            _aten_rewrite(gm, one_hot_sums, options.persistent_max_elements)
+            _aten_rewrite(gm, "one_hot_sums", one_hot_sums, options.persistent_max_elements)
             # log_softmax_sums first: a log-softmax it no longer reads lets one_hot_picks reach x - max
-            _aten_rewrite(gm, log_softmax_sums, options.persistent_max_elements)
-            _aten_rewrite(gm, one_hot_picks, options.persistent_max_elements)
+            _aten_rewrite(gm, "log_softmax_sums", log_softmax_sums, options.persistent_max_elements)
+            _aten_rewrite(gm, "one_hot_picks", one_hot_picks, options.persistent_max_elements)
         else:
             one_hot_sums(gm)  # graph_passes.ONE_HOT_SUMS: every row (off by default)
         graph = graph_from_fx(gm, options)

@@ -177,8 +177,11 @@ aten = torch.ops.aten
 #: per row of its 2-D tile; the rewrite pays once pointwise kernels tile rows that way.
 ONE_HOT_SUMS = False
 #: Whether :func:`one_hot_sums` rewrites rows longer than the persistent limit (with option
-#: ``cross_entropy_rewrites``), where the row kernel loops over each row twice.
-LOOPED_ONE_HOT_SUMS = True
+#: ``cross_entropy_rewrites``), where the row kernel loops over each row twice. Off: measured
+#: on an H200 (run BF, ``benchmarks/sweep_picks.py --backward``, backward device us, row kernel
+#: -> pointwise kernel) it was mixed: bf16 4096 x 50257 441 -> 554 and 346 -> 482, bf16 2048 x
+#: 128256 557 -> 438 and 451 -> 415, fp32 4096 x 50257 578 -> 554 and 571 -> 510.
+LOOPED_ONE_HOT_SUMS = False
 _SUMS = (aten.sum.dim_IntList,)
 
 
