@@ -1,7 +1,8 @@
 """Cross-entropy forward and backward with and without its rewrites: as before (all off), and
 with ``graph_passes.one_hot_picks``, ``graph_passes.log_softmax_sums`` and, on rows longer
 than the persistent limit, ``graph_passes.one_hot_sums`` (``LOOPED_ONE_HOT_SUMS``); same
-process, same inputs.
+process, same inputs. With ``--toggle online``: looped kernels with and without the max and
+its sums in one loop (``codegen.ONLINE_SUMS``).
 
 For each shape and dtype the loss ``F.cross_entropy(x, t, ignore_index=-100,
 label_smoothing=0.1)`` of ``benchmarks/norms.py`` (and without label smoothing) is compiled by
@@ -34,13 +35,16 @@ def main(argv=None) -> int:
     p.add_argument("--batch", choices=("on", "both"), default="on",
                    help="both: also with sibling row sums reduced apart (codegen.BATCH_ROW_SUMS off)")
     p.add_argument("--backward", action="store_true", help="also time the backward")
+    p.add_argument("--toggle", choices=("rewrites", "online"), default="rewrites",
+                   help="online: compare looped kernels with one loop per reduction step against the max and "
+                        "its sums in one loop (codegen.ONLINE_SUMS), the rewrites on")
     args = p.parse_args(argv)
     import torchfuse
     from torchfuse import graph_passes
     from torchfuse.codegen import triton as codegen
 
     defaults = (graph_passes.ONE_HOT_PICKS, graph_passes.LOG_SOFTMAX_SUMS, graph_passes.LOOPED_ONE_HOT_SUMS,
-                codegen.BATCH_ROW_SUMS)
+                codegen.BATCH_ROW_SUMS, codegen.ONLINE_SUMS)
     results = []
     for dtype in (getattr(torch, d) for d in args.dtypes.split(",")):
         for n, d in (tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")):
@@ -55,14 +59,18 @@ def main(argv=None) -> int:
                     row = {"shape": [n, d], "dtype": str(dtype).replace("torch.", ""), "label_smoothing": smoothing}
                     for batch in ((True, False) if args.batch == "both" else (True,)):
                         for on in (False, True):
-                            graph_passes.ONE_HOT_PICKS = graph_passes.LOG_SOFTMAX_SUMS = on
-                            graph_passes.LOOPED_ONE_HOT_SUMS = on
+                            if args.toggle == "online":
+                                codegen.ONLINE_SUMS = on
+                            else:
+                                graph_passes.ONE_HOT_PICKS = graph_passes.LOG_SOFTMAX_SUMS = on
+                                graph_passes.LOOPED_ONE_HOT_SUMS = on
                             codegen.BATCH_ROW_SUMS = batch
                             torch._dynamo.reset()
                             f = torchfuse.compile(fn, dynamic=False)
                             got = f(x, t)
                             torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
-                            key = f"{'rewritten' if on else 'as_before'}{'' if batch else '_sums_apart'}"
+                            names = ("two_loops", "online") if args.toggle == "online" else ("as_before", "rewritten")
+                            key = f"{names[on]}{'' if batch else '_sums_apart'}"
                             row[f"fwd_us_{key}"] = device_ms(lambda: f(x, t))[0] * 1e3
                             if args.backward:
                                 with torch.enable_grad():
@@ -79,7 +87,7 @@ def main(argv=None) -> int:
                 print(f"cross_entropy {n}x{d} {row['dtype']} smoothing {smoothing}: device us "
                       + ", ".join(f"{k[:3]} {k[7:]} {v:.1f}" for k, v in row.items() if k[3:7] == "_us_"), flush=True)
     (graph_passes.ONE_HOT_PICKS, graph_passes.LOG_SOFTMAX_SUMS, graph_passes.LOOPED_ONE_HOT_SUMS,
-     codegen.BATCH_ROW_SUMS) = defaults
+     codegen.BATCH_ROW_SUMS, codegen.ONLINE_SUMS) = defaults
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=1)

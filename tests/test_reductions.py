@@ -604,3 +604,73 @@ def test_batch_norm_statistics_over_mid_sized_columns_stay_splittable(layout, dt
         assert writes_output, "a channels-first BatchNorm should normalize in its statistics kernel"
     torch.testing.assert_close(torchfuse.compile(fn, dynamic=False)(*params), fn(*params), atol=3e-2, rtol=2e-2)
     _assert_as_close_as_eager(fn, params, grads, dy)
+
+
+# ----------------------------------------------------------------------------- online sums in loops
+
+def _online_rows(dtype, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(8, n) rows of ``dtype`` with the cases a running max meets, and a selection mask: row 0
+    ordinary; 1 a -inf run at the start and the max at the end; 2 all -inf; 3 a NaN; 4 a +inf in
+    the lane (column 10, and column 10 + 64, one loop step later) where the selection holds a
+    finite value; 5 large values whose max grows every step; 6 decreasing values (the max in
+    the first step); 7 a +inf before its lane's selected value. The mask selects one column a
+    row (none in row 6)."""
+    g = torch.Generator().manual_seed(8)
+    x = torch.randn(8, n, generator=g) * 3
+    x[1, : n // 2] = -float("inf")
+    x[1, n - 1] = 20.0
+    x[2] = -float("inf")
+    x[3, n // 3] = float("nan")
+    x[4, 10 + 64] = float("inf")
+    x[5] = torch.linspace(-1e4, 1e4, n)
+    x[6] = torch.linspace(50, -50, n)
+    x[7, 10] = float("inf")
+    pick = torch.zeros(8, n, dtype=torch.bool)
+    for row, col in enumerate([3, n - 1, 5, 7, 10, n // 2, None, 10 + 64]):
+        if col is not None:
+            pick[row, col] = True
+    return x.to(DEVICE, dtype), pick.to(DEVICE)
+
+
+def _online_fn(x, pick):
+    xf = x if x.dtype == torch.float64 else x.float()
+    d = xf - xf.amax(1, keepdim=True)
+    return d.exp().sum(1), d.sum(1), torch.where(pick, d, 0).sum(1)
+
+
+@pytest.mark.parametrize("online", [True, False], ids=["online", "two_loops"])
+@pytest.mark.parametrize("dtype", [F32, BF16, F64], ids=dtype_id)
+@pytest.mark.parametrize("shape,options", [((8, 300), {"persistent_max_elements": 64}), ((8, 16384 + 1500), {})],
+                         ids=["steps_of_64", "long_rows"])
+def test_looped_sums_over_x_minus_max_fold_into_the_max_loop(online, dtype, shape, options, monkeypatch):
+    """Looped rows: ``sum(exp(x - max))``, ``sum(x - max)`` and ``sum(where(c, x - max, 0))``
+    are accumulated in the loop that finds the max, each lane's running sums rescaled as its
+    running max grows (``codegen.ONLINE_SUMS``): one loop over the row instead of two. Values as
+    eager's (NaN and infinities where eager has them: a row of -inf gives NaN, a +inf logit NaN
+    except in a selection that does not reach it, which is -inf), within fp32 rounding of the
+    rescaled sums."""
+    from torchfuse.codegen import triton as codegen
+
+    monkeypatch.setattr(codegen, "ONLINE_SUMS", online)
+    x, pick = _online_rows(dtype, shape[1])
+    actual, graphs = run_compiled(_online_fn, x, pick, **options)
+    want = _online_fn(x, pick)
+    for got, exp in zip(actual, want):
+        assert torch.equal(got.isnan(), exp.isnan()), (got, exp)
+        assert torch.equal(got.isinf(), exp.isinf()) and torch.equal(got[got.isinf()], exp[exp.isinf()]), (got, exp)
+        ok = exp.isfinite()
+        torch.testing.assert_close(got[ok], exp[ok], rtol=2e-5, atol=1e-5)
+    assert "reduction.loop" in schedulers_used(graphs), schedulers_used(graphs)
+    loops = "\n".join(_kernel_sources(graphs)).count("for roffset in range(")
+    assert loops == (1 if online else 2), loops
+
+
+def test_looped_softmax_writes_in_a_second_loop(monkeypatch):
+    """A looped softmax and log-softmax: the max and the sum of exponentials in one loop, the
+    outputs in a second (three loops without ``ONLINE_SUMS``); values as eager's."""
+    x, _ = _online_rows(F32, 300)
+    f = lambda x: (torch.softmax(x, 1), torch.log_softmax(x, 1))
+    actual, graphs = run_compiled(f, x, persistent_max_elements=64)
+    assert_matches(actual, f(x))
+    loops = [t.count("for roffset in range(") for t in _kernel_sources(graphs)]
+    assert loops and all(n == 2 for n in loops), loops

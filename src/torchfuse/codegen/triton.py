@@ -296,6 +296,14 @@ BATCH_ROW_SUMS = True
 #: one broadcast along every dim) as a one-element block; False loads it as a block of the
 #: kernel's shape (for measurements).
 SCALAR_LOADS = True
+#: Looped row reductions fold sums over ``x - max(x)`` (of their exponentials, of the
+#: differences themselves, or of a masked selection of the differences: a log-softmax's
+#: normalizer, a label-smoothing sum, a picked log-probability) into the loop that finds the
+#: max. Each lane keeps a running max that rescales its running sums when it grows (the online
+#: normalizer of Milakov and Gimelshein, "Online normalizer calculation for softmax", 2018), so
+#: the row is read once instead of twice. False keeps one loop per dependency level (for
+#: measurements).
+ONLINE_SUMS = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -377,6 +385,10 @@ class _Writer:
         self._sum_batches: dict | None = None
         self._batched: set = set()
         self._levels: dict | None = None
+        #: looped sums folded into their max's loop (``online_sums``), and the finished row
+        #: max of each max node that has such sums
+        self._online: dict | None = None
+        self._online_max: dict = {}
         self.workspaces = [(n, comp, dt) for n in workspace_nodes(group) for comp, dt in workspace_components(n)]
         self.random_nodes = [n for n in group.nodes if REGISTRY[n.op].kind == "random"]
 
@@ -644,6 +656,120 @@ class _Writer:
             self._levels = lv
         return self._levels
 
+    def _online_form(self, s: Node):
+        """``(max node, kind, condition)`` when reduction ``s`` is a sum of ``exp(u - m)``
+        (kind "exp"), ``u - m`` ("shifted") or ``where(c, u - m, 0)`` ("select", ``c`` reading
+        no reduction), with ``m = max(u)`` a row max of the same ``u`` and every value in its
+        accumulator's floating dtype; else None."""
+        info = REDUCTIONS[s.op]
+        if info.combine != "sum" or info.mean or s in self.outer:
+            return None
+        e = s.inputs[0]
+        pe = self.producer_of.get(e)
+        kind, cond, d = "shifted", None, e
+        if pe is not None and pe.op == "exp":
+            kind, d = "exp", pe.inputs[0]
+        elif pe is not None and pe.op == "where" and self._is_zero(pe.inputs[2]) \
+                and isinstance(pe.inputs[0], Value) and not self.deps(pe.inputs[0], {}):
+            kind, cond, d = "select", pe.inputs[0], pe.inputs[1]
+        pd = self.producer_of.get(d) if isinstance(d, Value) else None
+        if pd is None or pd.op != "sub" or pd.attrs.get("alpha", 1) != 1 or len(pd.inputs) != 2:
+            return None
+        u, m = pd.inputs
+        pm = self.producer_of.get(m) if isinstance(m, Value) else None
+        if pm is None or pm.op not in REDUCTIONS or REDUCTIONS[pm.op].combine != "max" or pm.inputs[0] is not u:
+            return None
+        acc = self._acc_of(pm)
+        if (not acc.is_floating_point or self._acc_of(s) != acc or u.meta is None or u.meta.dtype != acc
+                or d.meta.dtype != acc or e.meta.dtype != acc or self.deps(e, {}) != {pm}):
+            return None
+        return pm, kind, cond
+
+    def _is_zero(self, v) -> bool:
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return v == 0
+        p = self.producer_of.get(v) if isinstance(v, Value) else None
+        return p is not None and p.op == "scalar_tensor" and p.attrs.get("value") == 0
+
+    def online_sums(self) -> dict:
+        """The sums a looped kernel folds into their max's loop (``ONLINE_SUMS``): every
+        reduction at dependency level 2, when each is of a ``_online_form`` (so one pass over
+        the row fewer: the max and the sums in one loop, then a loop for the values written
+        along the row, if any). Maps each sum to its ``(max node, kind, condition)``. Computed
+        once per kernel."""
+        if self._online is None:
+            self._online = {}
+            lv = self.levels()
+            if ONLINE_SUMS and self.loop and self.mode == "single" and max(lv.values(), default=0) == 2:
+                forms = {n: self._online_form(n) for n in self.reduction_nodes() if lv[n] == 2}
+                if all(forms.values()):
+                    self._online = forms
+        return self._online
+
+    def emit_online_accumulate(self, node: Node, accs: dict) -> None:
+        """One loop step of max ``node`` and the sums folded into its loop: the lanes' running
+        max grows to ``m1``; each sum is rescaled from the old max to ``m1`` and takes this
+        block's terms relative to ``m1``. A lane whose max is -inf has only seen -inf (its
+        "safe" max is 0: its exponential sum is 0, its shifted sums are -inf or 0); a sum with
+        no terms yet is not rescaled (``0 * inf`` would be NaN)."""
+        v, acc = self.reduce_input(node)
+        a = accs[node]
+        ninf = "float('-inf')"
+        exp = "libdevice.exp" if acc == torch.float64 else "tl.exp"  # as the exp op's emitter
+        self.emit(f"{a}_x = tl.where(xrmask, {v}, {ninf})")
+        self.emit(f"{a}_m1 = tf_max_combine({a}, {a}_x)")
+        self.emit(f"{a}_s0 = tl.where({a} == {ninf}, 0.0, {a})")
+        self.emit(f"{a}_s1 = tl.where({a}_m1 == {ninf}, 0.0, {a}_m1)")
+        self.emit(f"{a}_same = {a}_s0 == {a}_s1")
+        for s, (pm, kind, cond) in self.online_sums().items():
+            if pm is not node:
+                continue
+            b = accs[s]
+            if kind == "exp":
+                self.emit(f"{b} = tl.where({a}_same, {b}, tl.where({a} == {ninf}, 0.0, {b} * {exp}({a}_s0 - {a}_s1)))"
+                          f" + tl.where(xrmask, {exp}({a}_x - {a}_s1), 0.0)")
+            elif kind == "shifted":
+                # every lane had a term at each earlier step: as many as the step number (at the
+                # first, 0 * (0 - inf) is NaN, which a +inf in the row makes the sum anyway)
+                self.emit(f"{b}_k = ((roffset - {self.loop_start}) // RBLOCK) * 1.0")
+                self.emit(f"{b} = tl.where({a}_same, {b}, {b} + {b}_k * ({a}_s0 - {a}_s1))"
+                          f" + tl.where(xrmask, {a}_x - {a}_s1, 0.0)")
+            else:
+                c, cdt = self.value(cond)
+                hit = f"(xrmask & {convert(c, cdt, torch.bool)})"
+                self.emit(f"{b} = tl.where({a}_same | ({b}_n == 0.0), {b}, {b} + {b}_n * ({a}_s0 - {a}_s1))"
+                          f" + tl.where({hit}, {a}_x - {a}_s1, 0.0)")
+                self.emit(f"{b}_n = {b}_n + tl.where({hit}, 1.0, 0.0)")
+        self.emit(f"{a} = {a}_m1")
+
+    def emit_online_finish(self, s: Node, accs: dict) -> None:
+        """Sum ``s``'s lanes, each rescaled from its lane max to the row max ``M``. A row of
+        -inf gives NaN, as ``x - max`` does there (-inf - -inf); a select sum with no term
+        gives 0."""
+        pm, kind, _ = self.online_sums()[s]
+        a, b = accs[pm], accs[s]
+        acc = self._acc_of(s)
+        big_m = self._online_max[pm]
+        res = self.fresh("red")
+        ninf = "float('-inf')"
+        self.emit(f"{res}_ms = tl.where({big_m} == {ninf}, 0.0, {big_m})")
+        self.emit(f"{res}_ls = tl.where({a} == {ninf}, 0.0, {a})")
+        if kind == "exp":
+            exp = "libdevice.exp" if acc == torch.float64 else "tl.exp"
+            term = f"tl.where({a} == {ninf}, 0.0, tl.where({res}_ls == {res}_ms, {b}, {b} * {exp}({res}_ls - {res}_ms)))"
+            any_term = "(rnumel > 0)"
+        else:
+            if kind == "shifted":  # lane j took ceil((rnumel - start - j) / RBLOCK) terms
+                lane = "tl.arange(0, RBLOCK)[None, :]"
+                self.emit(f"{b}_n = tl.maximum(({self.r_limit} - ({self.loop_start}) - {lane} + RBLOCK - 1) // RBLOCK, 0)"
+                          f".to(tl.float32) + tl.zeros([XBLOCK, RBLOCK], tl.float32)")
+            term = (f"tl.where({b}_n == 0.0, 0.0, tl.where({res}_ls == {res}_ms, {b}, "
+                    f"{b} + {b}_n * ({res}_ls - {res}_ms)))")
+            any_term = f"(tl.sum({b}_n, 1)[:, None] > 0.0)"
+        self.emit(f"{res} = tl.sum({term}, 1)[:, None]")
+        self.emit(f"{res} = tl.where(({big_m} == {ninf}) & {any_term}, float('nan'), {res})")
+        self.finish_reduction(s, {"value": (res, acc)})
+
     def reduce_input(self, node: Node) -> tuple[str, torch.dtype]:
         info = REDUCTIONS[node.op]
         src = node.inputs[0]
@@ -802,6 +928,12 @@ class _Writer:
             self.define(out, final, out.meta.dtype, outer=True)
 
     def emit_loop_accumulate(self, node: Node, accs: dict) -> None:
+        online = self.online_sums()
+        if node in online:
+            return  # with its max (emit_online_accumulate)
+        if any(pm is node for pm, _, _ in online.values()):
+            self.emit_online_accumulate(node, accs)
+            return
         info = REDUCTIONS[node.op]
         c = info.combine
         v, acc = self.reduce_input(node)
@@ -845,7 +977,11 @@ class _Writer:
         acc = self._acc_of(node)
         tdt = triton_dtype(acc)
         shape = "[XBLOCK, RBLOCK]"
-        if c == "welford":
+        if node in self.online_sums():  # the running sum (and a select sum's count of terms)
+            self.emit(f"{a} = tl.zeros({shape}, {tdt})")
+            if self.online_sums()[node][1] == "select":
+                self.emit(f"{a}_n = tl.zeros({shape}, tl.float32)")
+        elif c == "welford":
             for part in ("mean", "m2"):
                 self.emit(f"{a}_{part} = tl.zeros({shape}, {tdt})")
         elif c in ("argmax", "argmin"):
@@ -877,6 +1013,9 @@ class _Writer:
                   f".to({tdt}) + tl.zeros([XBLOCK, RBLOCK], {tdt})")
 
     def emit_loop_finish(self, node: Node, accs: dict) -> None:
+        if node in self.online_sums():
+            self.emit_online_finish(node, accs)
+            return
         info = REDUCTIONS[node.op]
         c = info.combine
         a = accs[node]
@@ -889,7 +1028,9 @@ class _Writer:
             self.emit(f"{res} = tl.reduce({a}, 1, tf_prod_combine)[:, None]")
             self.finish_reduction(node, {"value": (res, acc)})
         elif c in ("max", "min"):
-            self.finish_reduction(node, {"value": (self.max_nan(a, c, acc), acc)})
+            best = self.max_nan(a, c, acc)
+            self._online_max[node] = best
+            self.finish_reduction(node, {"value": (best, acc)})
         elif c in ("any", "all"):
             fn = "tl.max" if c == "any" else "tl.min"
             self.emit(f"{res} = ({fn}({a}, 1) != 0)[:, None]")
@@ -1151,7 +1292,9 @@ class _Writer:
             self.store(out)
 
     def write_loops(self) -> None:
-        lv = self.levels()
+        lv = dict(self.levels())
+        for n in self.online_sums():  # folded into their max's loop
+            lv[n] = 1
         depth = max(lv.values(), default=0)
         memo: dict = {}
         out_pass: dict[Value, int] = {}
