@@ -644,8 +644,9 @@ def _online_fn(x, pick):
                          ids=["steps_of_64", "long_rows"])
 def test_looped_sums_over_x_minus_max_fold_into_the_max_loop(online, dtype, shape, options, monkeypatch):
     """Looped rows: ``sum(exp(x - max))``, ``sum(x - max)`` and ``sum(where(c, x - max, 0))``
-    are accumulated in the loop that finds the max, each lane's running sums rescaled as its
-    running max grows (``codegen.ONLINE_SUMS``): one loop over the row instead of two. Values as
+    are accumulated in the loop that finds the max, the running sums rescaled as the row's
+    running max grows (``codegen.ONLINE_SUMS``, off by default): one loop over the row instead
+    of two. Values as
     eager's (NaN and infinities where eager has them: a row of -inf gives NaN, a +inf logit NaN
     except in a selection that does not reach it, which is -inf), within fp32 rounding of the
     rescaled sums."""
@@ -666,8 +667,12 @@ def test_looped_sums_over_x_minus_max_fold_into_the_max_loop(online, dtype, shap
 
 
 def test_looped_softmax_writes_in_a_second_loop(monkeypatch):
-    """A looped softmax and log-softmax: the max and the sum of exponentials in one loop, the
-    outputs in a second (three loops without ``ONLINE_SUMS``); values as eager's."""
+    """A looped softmax and log-softmax with ``ONLINE_SUMS`` (off by default): the max and the
+    sum of exponentials in one loop, the outputs in a second (three loops without); values as
+    eager's."""
+    from torchfuse.codegen import triton as codegen
+
+    monkeypatch.setattr(codegen, "ONLINE_SUMS", True)
     x, _ = _online_rows(F32, 300)
     f = lambda x: (torch.softmax(x, 1), torch.log_softmax(x, 1))
     actual, graphs = run_compiled(f, x, persistent_max_elements=64)

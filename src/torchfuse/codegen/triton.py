@@ -302,10 +302,14 @@ SCALAR_LOADS = True
 #: max. Each row keeps a running max that rescales its running sums when it grows (the online
 #: normalizer of Milakov and Gimelshein, "Online normalizer calculation for softmax", 2018), so
 #: the row is read once instead of twice. False keeps one loop per dependency level (for
-#: measurements). A first form with a running max per lane (an ``exp`` per element to rescale)
-#: ran cross-entropy's forward at bf16 4096 x 50257 in 1313 us against 422 with two loops on an
-#: H200 (run BG).
-ONLINE_SUMS = True
+#: measurements). Off by default: on an H200 (runs BG and BH, ``benchmarks/sweep_picks.py
+#: --toggle online``, cross-entropy's forward, device us two loops -> one) a first form with a
+#: running max per lane (an ``exp`` per element to rescale) took bf16 4096 x 50257 from 422 to
+#: 1313; this form, one running max a row (a tree reduction per block), from 426 to 661 and
+#: 360 to 437 (bf16 8192 x 32000: 358 to 820), faster only on fp32 4096 x 50257 without label
+#: smoothing (618 to 430). The exchange between warps every block costs more than the second
+#: read of the row saves.
+ONLINE_SUMS = False
 
 
 @dataclasses.dataclass(frozen=True)
