@@ -651,8 +651,11 @@ def test_looped_sums_over_x_minus_max_fold_into_the_max_loop(online, dtype, shap
     except in a selection that does not reach it, which is -inf), within fp32 rounding of the
     rescaled sums."""
     from torchfuse.codegen import triton as codegen
+    from torchfuse.schedulers import reduction
 
     monkeypatch.setattr(codegen, "ONLINE_SUMS", online)
+    if "persistent_max_elements" in options:  # steps of 64 under the interpreter too: 5 a row
+        monkeypatch.setattr(reduction, "INTERPRET_LOOP_RBLOCK", 64)
     x, pick = _online_rows(dtype, shape[1])
     actual, graphs = run_compiled(_online_fn, x, pick, **options)
     want = _online_fn(x, pick)
@@ -671,8 +674,10 @@ def test_looped_softmax_writes_in_a_second_loop(monkeypatch):
     sum of exponentials in one loop, the outputs in a second (three loops without); values as
     eager's."""
     from torchfuse.codegen import triton as codegen
+    from torchfuse.schedulers import reduction
 
     monkeypatch.setattr(codegen, "ONLINE_SUMS", True)
+    monkeypatch.setattr(reduction, "INTERPRET_LOOP_RBLOCK", 64)
     x, _ = _online_rows(F32, 300)
     f = lambda x: (torch.softmax(x, 1), torch.log_softmax(x, 1))
     actual, graphs = run_compiled(f, x, persistent_max_elements=64)

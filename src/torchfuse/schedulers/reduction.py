@@ -84,6 +84,9 @@ ROWS_PROGRAMS_PER_SM = 4
 SPLIT_MIN_R = 8192
 INTERPRET_SPLIT_MIN_R = 2048
 INTERPRET_TILE = 1 << 16
+#: elements a step of a looped reduction takes under the interpreter (tests lower it to run
+#: many steps on short rows)
+INTERPRET_LOOP_RBLOCK = 1 << 14
 #: Rows that pad to this many elements run one row a program on one warp (32 elements a
 #: thread), so that their reductions stay within a warp: no exchange through shared memory and
 #: no barrier; kernels that also write whole rows of 16-bit elements (a softmax, a
@@ -127,7 +130,7 @@ def heuristic(rt: RuntimeLayout, persistent_max: int, interpret: bool, sm_count:
         if rpow <= min(persistent_max, 1 << 14):
             xb = max(1, min(next_power_of_2(x), INTERPRET_TILE // rpow))
             return single("reduction.persistent", cdiv(x, xb), xb, rpow, 1, "interpreter")
-        return single("reduction.loop", x, 1, 1 << 14, 1, "interpreter")
+        return single("reduction.loop", x, 1, INTERPRET_LOOP_RBLOCK, 1, "interpreter")
     if inner:
         x_programs = x
         if splittable and sm_count and x_programs < sm_count and r >= SPLIT_MIN_R:
