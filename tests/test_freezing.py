@@ -538,3 +538,4 @@ def test_conv_relu_epilogue_takes_a_biased_shortcut_convolution(epilogues):
     with torch.no_grad():  # explain lists the rewrite with those of the captured graph
         result = torchfuse.explain(model, x)
     assert "conv_relu_epilogues x1 (option conv_epilogues)" in result.summary(), result.summary()
+    assert ", 1 graph rewrite(s), " in result.summary().splitlines()[0], result.summary()

@@ -427,10 +427,11 @@ def test_explain_lists_the_cross_entropy_rewrites_with_their_option(monkeypatch)
         text = torchfuse.explain(fn, x, t).summary()
     assert ("log_softmax_sums x1 (option cross_entropy_rewrites), one_hot_picks x1 (option cross_entropy_rewrites)"
             in text), text
+    assert ", 2 graph rewrite(s), " in text.splitlines()[0], text  # the headline counts them
     torch._dynamo.reset()
     with torch.no_grad():
         off = torchfuse.explain(fn, x, t, cross_entropy_rewrites=False).summary()
-    assert "one_hot_picks" not in off and "log_softmax_sums" not in off, off
+    assert "one_hot_picks" not in off and "log_softmax_sums" not in off and "graph rewrite" not in off, off
     torch._dynamo.reset()
     a = torchfuse.compile(fn, dynamic=False)(x, t)
     torch._dynamo.reset()

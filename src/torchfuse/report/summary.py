@@ -158,9 +158,12 @@ def format_summary(result: ExplainResult) -> str:
     env = result.environment
     breaks = len(result.graph_breaks)
     idle = len(result.aten_calls) - len(result.aten_work)  # views and constants: no data moves
+    # rewrites count apart from fusion groups: a cuDNN epilogue fuses without a group of its own
+    rewrites = sum(sum(c.rewrites.values()) for c in result.captures)
     lines = [
         f"torchfuse explain: {len(result.captures)} graph(s) captured, {breaks} graph break(s), "
-        f"{len(result.groups)} fusion group(s), {len(result.aten_work)} op(s) on ATen"
+        f"{len(result.groups)} fusion group(s)"
+        f"{f', {rewrites} graph rewrite(s)' if rewrites else ''}, {len(result.aten_work)} op(s) on ATen"
         f"{f' (and {idle} view(s) or constant(s))' if idle else ''}, "
         f"{result.kernels_compiled} kernel(s) compiled, {result.kernels_cached} cached, {result.fallbacks} fallback(s)",
         f"  on {env.get('device', '?')} ({env.get('mode', '')}); torch {env.get('torch', '?')}, "
