@@ -27,6 +27,24 @@ sys.path.insert(0, "benchmarks")
 from norms import SHAPES, device_ms  # noqa: E402
 
 
+def registers() -> list[str]:
+    """``kernel: registers a thread / spilled`` of each Triton kernel of the graphs compiled last
+    (``backend.RECENT``), read from the compiled kernels Triton caches per device for each
+    stage's JIT function (``plan.kernel.fns``); empty where that cache is not there."""
+    from torchfuse import backend
+    from torchfuse.runtime.executor import GroupRunner
+
+    out = []
+    for g in backend.RECENT:
+        for step in g.steps:
+            for plan in (step.plans.values() if isinstance(step, GroupRunner) else ()):
+                for fn in getattr(plan.kernel, "fns", ()) if plan.kernel is not None else ():
+                    for cache in getattr(fn, "device_caches", {}).values():
+                        for k in (cache[0].values() if isinstance(cache, tuple) and isinstance(cache[0], dict) else ()):
+                            out.append(f"{getattr(k, 'name', '?')}: {getattr(k, 'n_regs', '?')}/{getattr(k, 'n_spills', '?')}")
+    return sorted(set(out))
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--dtypes", default="bfloat16,float32")
@@ -40,7 +58,7 @@ def main(argv=None) -> int:
                         "its sums in one loop (codegen.ONLINE_SUMS), the rewrites on")
     args = p.parse_args(argv)
     import torchfuse
-    from torchfuse import graph_passes
+    from torchfuse import backend, graph_passes
     from torchfuse.codegen import triton as codegen
 
     defaults = (graph_passes.ONE_HOT_PICKS, graph_passes.LOG_SOFTMAX_SUMS, graph_passes.LOOPED_ONE_HOT_SUMS,
@@ -66,12 +84,14 @@ def main(argv=None) -> int:
                                 graph_passes.LOOPED_ONE_HOT_SUMS = on
                             codegen.BATCH_ROW_SUMS = batch
                             torch._dynamo.reset()
+                            backend.RECENT.clear()
                             f = torchfuse.compile(fn, dynamic=False)
                             got = f(x, t)
                             torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
                             names = ("two_loops", "online") if args.toggle == "online" else ("as_before", "rewritten")
                             key = f"{names[on]}{'' if batch else '_sums_apart'}"
                             row[f"fwd_us_{key}"] = device_ms(lambda: f(x, t))[0] * 1e3
+                            row[f"registers_{key}"] = registers()  # forward kernels: registers/spills
                             if args.backward:
                                 with torch.enable_grad():
                                     xg = x.detach().clone().requires_grad_(True)
@@ -86,6 +106,8 @@ def main(argv=None) -> int:
                 results.append(row)
                 print(f"cross_entropy {n}x{d} {row['dtype']} smoothing {smoothing}: device us "
                       + ", ".join(f"{k[:3]} {k[7:]} {v:.1f}" for k, v in row.items() if k[3:7] == "_us_"), flush=True)
+                print("  registers/spills: " + "; ".join(f"{k[10:]} {v}" for k, v in row.items()
+                                                         if k.startswith("registers_")), flush=True)
     (graph_passes.ONE_HOT_PICKS, graph_passes.LOG_SOFTMAX_SUMS, graph_passes.LOOPED_ONE_HOT_SUMS,
      codegen.BATCH_ROW_SUMS, codegen.ONLINE_SUMS) = defaults
     if args.json:
