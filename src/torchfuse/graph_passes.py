@@ -189,6 +189,16 @@ def _val(x):
     return x.meta.get("val") if isinstance(x, torch.fx.Node) else None
 
 
+def _arg(node, i: int, name: str, default=None):
+    """Argument ``i`` (or keyword ``name``) of call ``node``."""
+    return node.args[i] if len(node.args) > i else node.kwargs.get(name, default)
+
+
+def _call_of(x, target) -> bool:
+    """``x`` is a node calling ``target``."""
+    return isinstance(x, torch.fx.Node) and x.op == "call_function" and x.target is target
+
+
 def _call_with_val(graph: torch.fx.Graph, fake, target, *args, **kwargs) -> torch.fx.Node:
     """Insert ``target(*args, **kwargs)`` at the graph's insertion point with the
     ``meta["val"]`` later passes read: ``target`` run on the arguments' fake values in ``fake``
@@ -237,7 +247,7 @@ def _is_one_hot_compare(node, n) -> torch.fx.Node | None:
     """When ``node`` is ``arange(n) == p`` (either side) with ``p`` an integer tensor that
     broadcasts along the last dimension: ``p``; else None. Such a comparison holds at most
     one true element per last-dim row: at ``p``, when ``0 <= p < n``."""
-    if not (isinstance(node, torch.fx.Node) and node.op == "call_function" and node.target is aten.eq.Tensor):
+    if not _call_of(node, aten.eq.Tensor):
         return None
     a, b = node.args[0], node.args[1]
     for index, p in ((a, b), (b, a)):
@@ -273,7 +283,7 @@ def _through_one_hot(src: torch.fx.Node, n: int):
                 k = "compare"
         elif _unit_last(x):
             k = "unit"
-        elif x.op == "call_function" and x.target is aten.expand.default and kind(x.args[0]) == "unit":
+        elif _call_of(x, aten.expand.default) and kind(x.args[0]) == "unit":
             k = "unit"  # a per-row value broadcast along the row: the pointwise ops read it unexpanded
             bases[x] = bases.get(x.args[0], x.args[0])
         elif x.op == "call_function" and getattr(ops.lookup(x.target), "kind", None) == "pointwise":
@@ -375,8 +385,7 @@ def one_hot_sums(gm: torch.fx.GraphModule, persistent_max: int | None = None) ->
     for s in calls_to(gm, _SUMS):
         out = _val(s)
         src = s.args[0]
-        dims = s.args[1] if len(s.args) > 1 else s.kwargs.get("dim")
-        keepdim = s.args[2] if len(s.args) > 2 else s.kwargs.get("keepdim", False)
+        dims, keepdim = _arg(s, 1, "dim"), _arg(s, 2, "keepdim", False)
         sv = _val(src)
         if (not isinstance(out, torch.Tensor) or not isinstance(sv, torch.Tensor) or sv.dim() == 0
                 or not isinstance(dims, (list, tuple)) or len(dims) != 1 or dims[0] % sv.dim() != sv.dim() - 1
@@ -440,6 +449,7 @@ def _rewrites_row(n: int, persistent_max: int) -> bool:
     ``PICKS_MAX_PERSISTENT_ROW``)."""
     return n <= PICKS_MAX_PERSISTENT_ROW or n > persistent_max
 
+
 #: Ops a one-hot pick moves through: one operand varies along the row, the others do not. Each
 #: maps ``+0.0`` and ``-0.0`` to results that differ at most in the sign of a zero (``div`` only
 #: with the varying operand as the dividend), which the pick's final ``+ 0.0`` makes equal.
@@ -451,7 +461,7 @@ def _is_zero(x) -> bool:
     """``x`` is the number 0 (any sign), as a Python scalar or an ``aten.scalar_tensor`` call."""
     if isinstance(x, (int, float)) and not isinstance(x, bool):
         return x == 0
-    return (isinstance(x, torch.fx.Node) and x.op == "call_function" and x.target is aten.scalar_tensor.default
+    return (_call_of(x, aten.scalar_tensor.default)
             and isinstance(x.args[0], (int, float)) and x.args[0] == 0)
 
 
@@ -461,13 +471,13 @@ def _row_sums(gm: torch.fx.GraphModule, persistent_max: int):
     the cross-entropy rewrites take (``_rewrites_row``)."""
     for s in calls_to(gm, _SUMS):
         src, out = s.args[0], _val(s)
-        dims = s.args[1] if len(s.args) > 1 else s.kwargs.get("dim")
+        dims = _arg(s, 1, "dim")
         sv = _val(src)
         if (isinstance(src, torch.fx.Node) and isinstance(out, torch.Tensor) and isinstance(sv, torch.Tensor)
                 and sv.dim() > 0 and isinstance(dims, (list, tuple)) and len(dims) == 1
                 and dims[0] % sv.dim() == sv.dim() - 1 and isinstance(sv.shape[-1], int) and sv.shape[-1] >= 1
                 and sv.dtype.is_floating_point and _rewrites_row(sv.shape[-1], persistent_max)):
-            yield s, src, sv, (s.args[2] if len(s.args) > 2 else s.kwargs.get("keepdim", False))
+            yield s, src, sv, _arg(s, 2, "keepdim", False)
 
 
 def _pick_chain(y: torch.fx.Node):
@@ -526,7 +536,7 @@ def one_hot_picks(gm: torch.fx.GraphModule, persistent_max: int = 8192) -> int:
     done = 0
     graph = gm.graph
     for s, w, sv, keepdim in _row_sums(gm, persistent_max):
-        if not (w.op == "call_function" and w.target is aten.where.self and len(w.users) == 1
+        if not (_call_of(w, aten.where.self) and len(w.users) == 1
                 and len(w.args) == 3 and _is_zero(w.args[2])):
             continue
         compare, y, zero = w.args
@@ -548,14 +558,6 @@ def one_hot_picks(gm: torch.fx.GraphModule, persistent_max: int = 8192) -> int:
             _replace_sum(s, call, r, keepdim, w)
         done += 1
     return finish(gm, done, "one-hot picks moved ahead of their pointwise work")
-
-
-def _arg(node, i: int, name: str, default=None):
-    return node.args[i] if len(node.args) > i else node.kwargs.get(name, default)
-
-
-def _call_of(x, target) -> bool:
-    return isinstance(x, torch.fx.Node) and x.op == "call_function" and x.target is target
 
 
 def _log_softmax_parts(lp: torch.fx.Node):
@@ -665,7 +667,7 @@ def _sum_terms(root: torch.fx.Node, shape) -> list:
     while work:
         n = work.pop()
         v = _val(n)
-        if (isinstance(n, torch.fx.Node) and n.op == "call_function" and n.target is aten.add.Tensor
+        if (_call_of(n, aten.add.Tensor)
                 and len(n.args) == 2 and n.kwargs.get("alpha", 1) == 1 and len(n.users) == 1
                 and isinstance(v, torch.Tensor) and _same(v.shape, shape)):
             work.extend(reversed(n.args))
@@ -677,7 +679,7 @@ def _sum_terms(root: torch.fx.Node, shape) -> list:
 def _fusable_conv(n, shape, devices, dtypes) -> bool:
     """A 2-D, ungrouped, non-transposed ``aten.convolution`` whose result (of ``shape``) only
     the sum reads, on a device and in a dtype listed."""
-    if not (isinstance(n, torch.fx.Node) and n.op == "call_function" and n.target is aten.convolution.default
+    if not (_call_of(n, aten.convolution.default)
             and len(n.users) == 1 and len(n.args) == 9):
         return False
     x, w, _, _, _, _, transposed, output_padding, groups = n.args

@@ -394,6 +394,7 @@ class _Writer:
         #: looped sums folded into their max's loop (``online_sums``), and the finished row
         #: max of each max node that has such sums
         self._online: dict | None = None
+        self._online_maxes: set = set()
         self._online_max: dict = {}
         self.workspaces = [(n, comp, dt) for n in workspace_nodes(group) for comp, dt in workspace_components(n)]
         self.random_nodes = [n for n in group.nodes if REGISTRY[n.op].kind == "random"]
@@ -710,7 +711,13 @@ class _Writer:
                 forms = {n: self._online_form(n) for n in self.reduction_nodes() if lv[n] == 2}
                 if all(forms.values()):
                     self._online = forms
+                    self._online_maxes = {pm for pm, _, _ in forms.values()}
         return self._online
+
+    def has_online_sums(self, node: Node) -> bool:
+        """Whether max ``node`` has sums folded into its loop (``online_sums``)."""
+        self.online_sums()
+        return node in self._online_maxes
 
     def emit_online_accumulate(self, node: Node, accs: dict) -> None:
         """One loop step of max ``node`` and the sums folded into its loop. The running max is
@@ -920,10 +927,9 @@ class _Writer:
             self.define(out, final, out.meta.dtype, outer=True)
 
     def emit_loop_accumulate(self, node: Node, accs: dict) -> None:
-        online = self.online_sums()
-        if node in online:
+        if node in self.online_sums():
             return  # with its max (emit_online_accumulate)
-        if any(pm is node for pm, _, _ in online.values()):
+        if self.has_online_sums(node):
             self.emit_online_accumulate(node, accs)
             return
         info = REDUCTIONS[node.op]
@@ -973,7 +979,7 @@ class _Writer:
             self.emit(f"{a} = tl.zeros({shape}, {tdt})")
             if self.online_sums()[node][1] == "select":
                 self.emit(f"{a}_n = tl.zeros({shape}, tl.float32)")
-        elif any(pm is node for pm, _, _ in self.online_sums().values()):  # one running max a row
+        elif self.has_online_sums(node):  # one running max a row
             self.emit(f"{a} = tl.full([XBLOCK, 1], {self.identity(c, acc)}, {tdt})")
         elif c == "welford":
             for part in ("mean", "m2"):
@@ -1022,8 +1028,7 @@ class _Writer:
             self.emit(f"{res} = tl.reduce({a}, 1, tf_prod_combine)[:, None]")
             self.finish_reduction(node, {"value": (res, acc)})
         elif c in ("max", "min"):
-            online = any(pm is node for pm, _, _ in self.online_sums().values())
-            best = a if online else self.max_nan(a, c, acc)  # (online: one running max a row)
+            best = a if self.has_online_sums(node) else self.max_nan(a, c, acc)  # (online: one a row)
             self._online_max[node] = best
             self.finish_reduction(node, {"value": (best, acc)})
         elif c in ("any", "all"):
