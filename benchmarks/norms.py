@@ -27,6 +27,7 @@ import math
 import os
 import sys
 import time
+import types
 
 import torch
 import torch.nn.functional as F
@@ -81,15 +82,15 @@ def _batch_norm(x, w, b, rm, rv):
     return F.batch_norm(x, rm, rv, w, b, training=True, momentum=0.1, eps=1e-5)
 
 
-def cases(dtypes, ops, shapes=None):
+def cases(dtypes, ops, shapes=None, device="cuda"):
     """Yields ``(op, shape, dtype, fn, make_inputs, grad_inputs_idx, fwd_bytes, bwd_bytes)``
-    for the row shapes ``shapes`` (default ``SHAPES``)."""
+    for the row shapes ``shapes`` (default ``SHAPES``), inputs made on ``device``."""
     for dtype in dtypes:
         es = dtype.itemsize
         for n, d in shapes or SHAPES:
             nd = n * d
             small = 2 * d * es + 8 * n
-            dev = "cuda"
+            dev = device
 
             def rows(n=n, d=d, dtype=dtype):
                 return torch.randn(n, d, device=dev, dtype=dtype)
@@ -114,9 +115,9 @@ def cases(dtypes, ops, shapes=None):
         numel = math.prod(BN_SHAPE)
 
         def bn_inputs(dtype=dtype):
-            x = torch.randn(BN_SHAPE, device="cuda", dtype=dtype).to(memory_format=torch.channels_last)
-            return [x, torch.randn(c, device="cuda", dtype=dtype), torch.randn(c, device="cuda", dtype=dtype),
-                    torch.zeros(c, device="cuda", dtype=dtype), torch.ones(c, device="cuda", dtype=dtype)]
+            x = torch.randn(BN_SHAPE, device=device, dtype=dtype).to(memory_format=torch.channels_last)
+            return [x, torch.randn(c, device=device, dtype=dtype), torch.randn(c, device=device, dtype=dtype),
+                    torch.zeros(c, device=device, dtype=dtype), torch.ones(c, device=device, dtype=dtype)]
 
         yield ("batch_norm_cl", BN_SHAPE, dtype, _batch_norm, bn_inputs, [0, 1, 2],
                2 * numel * es + 6 * c * es, 3 * numel * es + 6 * c * es)
@@ -138,7 +139,30 @@ def _schedulers() -> list[str]:
     return sorted(set(out))
 
 
-def run_case(case, iters: int):
+class _Settings:
+    """A context that sets torchfuse module constants (``{(module, name): value}``) and
+    restores them on exit."""
+
+    def __init__(self, settings: dict):
+        self.settings = settings
+
+    def __enter__(self):
+        import importlib
+
+        self.saved = []
+        for (module, name), value in self.settings.items():
+            mod = importlib.import_module(f"torchfuse.{module}")
+            self.saved.append((mod, name, getattr(mod, name)))
+            setattr(mod, name, value)
+
+    def __exit__(self, *exc):
+        for mod, name, value in reversed(self.saved):
+            setattr(mod, name, value)
+
+
+def run_case(case, iters: int, alt: dict | None = None):
+    """One case in eager, Inductor and torchfuse (and, with ``alt`` settings
+    ``{(module, name): value}``, torchfuse compiled and run with those as ``torchfuse_alt``)."""
     import torchfuse
 
     op, shape, dtype, fn, make_inputs, grad_idx, fwd_bytes, bwd_bytes = case
@@ -151,21 +175,31 @@ def run_case(case, iters: int):
     backend.RECENT.clear()
     compiled = {"eager": fn, "inductor": torch.compile(fn, dynamic=False),
                 "torchfuse": torchfuse.compile(fn, dynamic=False)}
+    if alt:
+        # a copy with its own code object: TorchDynamo caches compiled frames per code object
+        # and backend, so compiling ``fn`` itself again would reuse the first compilation
+        code = fn.__code__.replace(co_name=fn.__code__.co_name + "_alt")
+        copy = types.FunctionType(code, fn.__globals__, fn.__name__ + "_alt", fn.__defaults__, fn.__closure__)
+        compiled["torchfuse_alt"] = torchfuse.compile(copy, dynamic=False)
+    settings = lambda name: _Settings(alt if name == "torchfuse_alt" else {})
     # forward (inference)
     with torch.no_grad():
         ref = fn(*inputs)
         for name, f in compiled.items():
             try:
-                out = f(*inputs)
-                torch.testing.assert_close(out, ref, atol=3e-2, rtol=3e-2)
-                results[f"fwd_{name}_ms"] = time_ms(lambda: f(*inputs), iters)
-                (results[f"fwd_{name}_gpu_ms"], results[f"fwd_{name}_kernels"],
-                 results[f"fwd_{name}_per_kernel_us"]) = device_ms(lambda: f(*inputs))
+                with settings(name):
+                    out = f(*inputs)
+                    torch.testing.assert_close(out, ref, atol=3e-2, rtol=3e-2)
+                    results[f"fwd_{name}_ms"] = time_ms(lambda: f(*inputs), iters)
+                    (results[f"fwd_{name}_gpu_ms"], results[f"fwd_{name}_kernels"],
+                     results[f"fwd_{name}_per_kernel_us"]) = device_ms(lambda: f(*inputs))
             except Exception as e:  # recorded, the run goes on
                 results[f"fwd_{name}_ms"] = f"failed: {type(e).__name__}: {str(e)[:160]}"
     # backward (training graph; only the backward is timed)
     ref_grads = None
     for name, f in compiled.items():
+        ctx = settings(name)
+        ctx.__enter__()
         try:
             ins = [t.detach().clone().requires_grad_(i in grad_idx) for i, t in enumerate(inputs)]
             out = f(*ins)
@@ -185,6 +219,8 @@ def run_case(case, iters: int):
             del out, grads
         except Exception as e:
             results[f"bwd_{name}_ms"] = f"failed: {type(e).__name__}: {str(e)[:160]}"
+        finally:
+            ctx.__exit__(None, None, None)
     results["fwd_bytes"], results["bwd_bytes"] = fwd_bytes, bwd_bytes
     results["torchfuse_schedule"] = _schedulers()
     return results
@@ -193,10 +229,15 @@ def run_case(case, iters: int):
 def table(rows, copy_gbs) -> str:
     """Markdown: per case and direction, call times (host included, back to back) of the three
     backends, then torchfuse's GPU time (kernels only), kernels per call, and the bandwidth
-    that GPU time achieves for the case's fewest bytes."""
+    that GPU time achieves for the case's fewest bytes; with ``--alt``, the alternative
+    torchfuse's GPU time and fraction of copy."""
     head = ("| case | dir | MiB | eager ms | Inductor ms | torchfuse ms | vs eager | vs Inductor | "
             "GPU ms eager / Ind. / tf | kernels eager / Ind. / tf | tf GB/s (GPU) | of copy |\n"
             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+    alt = any("fwd_torchfuse_alt_ms" in r for r in rows)
+    if alt:
+        head = head.replace(" | of copy |\n", " | of copy | alt GPU ms | alt of copy |\n").replace(
+            "|---:|\n", "|---:|---:|---:|\n", 1)
     lines = []
     fmt = lambda v: f"{v:.3f}" if isinstance(v, float) else "failed"
     for r in rows:
@@ -213,6 +254,10 @@ def table(rows, copy_gbs) -> str:
                          f"{fmt(i)} | {fmt(t)} | {ratio(e)} | {ratio(i)} | {' / '.join(fmt(g) for g in gpu)} | "
                          f"{' / '.join(f'{k:.0f}' if isinstance(k, float) else '-' for k in ker)} | "
                          f"{gbs:.0f} | {100 * gbs / copy_gbs:.0f}% |")
+            if alt:
+                ag = r.get(f"{d}_torchfuse_alt_gpu_ms")
+                agbs = r[f"{d}_bytes"] / ag / 1e6 if isinstance(ag, float) and ag > 0 else math.nan
+                lines[-1] += f" {fmt(ag)} | {100 * agbs / copy_gbs:.0f}% |"
     return head + "\n".join(lines) + "\n"
 
 
@@ -228,7 +273,25 @@ def main(argv=None) -> int:
     p.add_argument("--shapes", default=None, metavar="NxD[,NxD]",
                    help="row shapes to run (default: SHAPES); others than SHAPES may be given")
     p.add_argument("--per-kernel", action="store_true", help="print each kernel's device time per call")
+    p.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
+                   help="set a torchfuse module constant first (a heuristic experiment), e.g. "
+                        "graph_passes.ONE_HOT_SUMS=True; VALUE is a Python literal")
+    p.add_argument("--alt", action="append", default=[], metavar="MODULE.NAME=VALUE",
+                   help="also run torchfuse compiled with these constants (column 'alt'), the same inputs "
+                        "in the same process: a before/after of one change")
     args = p.parse_args(argv)
+    import ast
+    import importlib
+
+    parsed = {}
+    for assignment in args.set + args.alt:
+        target, value = assignment.split("=", 1)
+        module, name = target.rsplit(".", 1)
+        if not hasattr(importlib.import_module(f"torchfuse.{module}"), name):
+            p.error(f"torchfuse.{module} has no {name}")
+        parsed[assignment] = ((module, name), ast.literal_eval(value))
+    _Settings(dict(parsed[a] for a in args.set)).__enter__()
+    alt = dict(parsed[a] for a in args.alt)
     if not torch.cuda.is_available():
         print("the normalization benchmark needs a CUDA device")
         return 1
@@ -249,12 +312,13 @@ def main(argv=None) -> int:
         if time.time() - t0 > args.time_budget:
             skipped.append(f"{case[0]} {case[1]} {case[2]}")
             continue
-        r = run_case(case, args.iters)
+        r = run_case(case, args.iters, alt)
         rows.append(r)
         print(table([r], copy_gbs).splitlines()[-2], flush=True)
         print(table([r], copy_gbs).splitlines()[-1], "  ", " ".join(r["torchfuse_schedule"]), flush=True)
         if args.per_kernel:
-            for key in ("fwd_torchfuse", "bwd_torchfuse", "bwd_inductor"):
+            for key in ("fwd_torchfuse", "bwd_torchfuse", "bwd_inductor") + (("fwd_torchfuse_alt", "bwd_torchfuse_alt")
+                                                                             if alt else ()):
                 kernels = r.get(f"{key}_per_kernel_us") or {}
                 print(f"   {key} us/call: " + "; ".join(f"{n} {us}" for n, us in sorted(kernels.items(),
                                                                                       key=lambda kv: -kv[1])))

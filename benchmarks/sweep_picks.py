@@ -2,7 +2,10 @@
 with ``graph_passes.one_hot_picks``, ``graph_passes.log_softmax_sums`` and, on rows longer
 than the persistent limit, ``graph_passes.one_hot_sums`` (``LOOPED_ONE_HOT_SUMS``); same
 process, same inputs. With ``--toggle online``: looped kernels with and without the max and
-its sums in one loop (``codegen.ONLINE_SUMS``).
+its sums in one loop (``codegen.ONLINE_SUMS``). With ``--toggle onehot``: the backward's row sum
+of its one-hot gradient kept, against rewritten into per-row terms on every row
+(``graph_passes.ONE_HOT_SUMS``), which leaves a row kernel with no reduction
+(``segment.row_tiled``).
 
 For each shape and dtype the loss ``F.cross_entropy(x, t, ignore_index=-100,
 label_smoothing=0.1)`` of ``benchmarks/norms.py`` (and without label smoothing) is compiled by
@@ -53,16 +56,18 @@ def main(argv=None) -> int:
     p.add_argument("--batch", choices=("on", "both"), default="on",
                    help="both: also with sibling row sums reduced apart (codegen.BATCH_ROW_SUMS off)")
     p.add_argument("--backward", action="store_true", help="also time the backward")
-    p.add_argument("--toggle", choices=("rewrites", "online"), default="rewrites",
+    p.add_argument("--toggle", choices=("rewrites", "online", "onehot"), default="rewrites",
                    help="online: compare looped kernels with one loop per reduction step against the max and "
-                        "its sums in one loop (codegen.ONLINE_SUMS), the rewrites on")
+                        "its sums in one loop (codegen.ONLINE_SUMS), the rewrites on; onehot: the backward's "
+                        "one-hot row sum kept against rewritten on every row (graph_passes.ONE_HOT_SUMS), "
+                        "the group then a row kernel with no reduction (segment.ROW_TILES)")
     args = p.parse_args(argv)
     import torchfuse
     from torchfuse import backend, graph_passes
     from torchfuse.codegen import triton as codegen
 
     defaults = (graph_passes.ONE_HOT_PICKS, graph_passes.LOG_SOFTMAX_SUMS, graph_passes.LOOPED_ONE_HOT_SUMS,
-                codegen.BATCH_ROW_SUMS, codegen.ONLINE_SUMS)
+                codegen.BATCH_ROW_SUMS, codegen.ONLINE_SUMS, graph_passes.ONE_HOT_SUMS)
     results = []
     for dtype in (getattr(torch, d) for d in args.dtypes.split(",")):
         for n, d in (tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")):
@@ -79,6 +84,8 @@ def main(argv=None) -> int:
                         for on in (False, True):
                             if args.toggle == "online":
                                 codegen.ONLINE_SUMS = on
+                            elif args.toggle == "onehot":
+                                graph_passes.ONE_HOT_SUMS = on
                             else:
                                 graph_passes.ONE_HOT_PICKS = graph_passes.LOG_SOFTMAX_SUMS = on
                                 graph_passes.LOOPED_ONE_HOT_SUMS = on
@@ -88,7 +95,8 @@ def main(argv=None) -> int:
                             f = torchfuse.compile(fn, dynamic=False)
                             got = f(x, t)
                             torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
-                            names = ("two_loops", "online") if args.toggle == "online" else ("as_before", "rewritten")
+                            names = {"online": ("two_loops", "online"), "onehot": ("row_sum", "one_hot_sum"),
+                                     "rewrites": ("as_before", "rewritten")}[args.toggle]
                             key = f"{names[on]}{'' if batch else '_sums_apart'}"
                             row[f"fwd_us_{key}"] = device_ms(lambda: f(x, t))[0] * 1e3
                             row[f"registers_{key}"] = registers()  # forward kernels: registers/spills
@@ -109,7 +117,7 @@ def main(argv=None) -> int:
                 print("  registers/spills: " + "; ".join(f"{k[10:]} {v}" for k, v in row.items()
                                                          if k.startswith("registers_")), flush=True)
     (graph_passes.ONE_HOT_PICKS, graph_passes.LOG_SOFTMAX_SUMS, graph_passes.LOOPED_ONE_HOT_SUMS,
-     codegen.BATCH_ROW_SUMS, codegen.ONLINE_SUMS) = defaults
+     codegen.BATCH_ROW_SUMS, codegen.ONLINE_SUMS, graph_passes.ONE_HOT_SUMS) = defaults
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=1)

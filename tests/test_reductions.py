@@ -684,3 +684,94 @@ def test_looped_softmax_writes_in_a_second_loop(monkeypatch):
     assert_matches(actual, f(x))
     loops = [t.count("for roffset in range(") for t in _kernel_sources(graphs)]
     assert loops and all(n == 2 for n in loops), loops
+
+
+# ----------------------------------------------------------------------------- full blocks, summed exp
+
+def _plans(graphs):
+    return [p for g in graphs for s in g.steps if hasattr(s, "plans") for p in s.plans.values()
+            if p.kernel is not None]
+
+
+@pytest.mark.parametrize("rows,cols", [(64, 1024), (63, 1024), (64, 1000), (5, 300)],
+                         ids=["full", "partial_rows", "partial_row_block", "both_partial"])
+def test_full_block_flags_follow_the_launch(rows, cols, monkeypatch):
+    """Every kernel gets ``xfull``/``rfull`` = 1 exactly when its first stage's blocks are all
+    full (XBLOCK divides the kept extent, RBLOCK the reduced one), under the launch
+    configurations a GPU of 132 multiprocessors gets; the masks or-ed with them appear in the
+    source, and values match eager's whether the flags are 1 (masks folded on a GPU) or 0.
+    LayerNorm's backward covers the inner-outer kernels, cross-entropy's the row kernels, a
+    bias + GELU the pointwise kernels."""
+    from conftest import use_gpu_launch_configs
+
+    use_gpu_launch_configs(monkeypatch.setattr, 132)
+    _seed(0)
+    x = torch.randn(rows, cols, device=DEVICE, requires_grad=True)
+    w = torch.randn(cols, device=DEVICE, requires_grad=True)
+    b = torch.randn(cols, device=DEVICE, requires_grad=True)
+    t = torch.randint(0, cols, (rows,), device=DEVICE)
+
+    def f(x, w, b, t):
+        y = torch.nn.functional.layer_norm(x, (cols,), w, b)
+        return torch.nn.functional.cross_entropy(y, t) + torch.nn.functional.gelu(x + b).sum()
+
+    (loss, *grads), graphs = run_compiled(lambda *a: (f(*a), *torch.autograd.grad(f(*a), a[:3])), x, w, b, t)
+    want = f(x, w, b, t)
+    want_grads = torch.autograd.grad(want, (x, w, b))
+    torch.testing.assert_close(loss, want, rtol=1e-5, atol=1e-5)
+    for got, exp in zip(grads, want_grads):
+        torch.testing.assert_close(got, exp, rtol=1e-4, atol=1e-4)
+    plans = _plans(graphs)
+    assert plans
+    seen = set()
+    for p in plans:
+        names = list(p.kernel.source.params)
+        args = dict(zip(names[-len(p.scalars):], p.scalars))
+        st = p.config.stages[0]
+        assert args["xfull"] == int(args["xnumel"] % st.XBLOCK == 0), (p.config, args)
+        assert args["rfull"] == int(args["rnumel"] % st.RBLOCK == 0), (p.config, args)
+        assert "(xfull == 1)" in p.kernel.source.text
+        if args["rnumel"] == cols:  # the row kernels: rows shorter than a power of two are partial
+            seen.add((p.config.scheduler, args["xfull"], args["rfull"]))
+    assert seen
+    assert all(r == int(cols == 1024) for _, _, r in seen), seen
+    if rows == 64 and cols == 1024:
+        assert any(x == 1 for _, x, _ in seen), seen
+
+
+def _exp_kinds(graphs) -> list[tuple[str, bool]]:
+    """(kernel name, whether it uses the flush-to-zero exp) per kernel that computes an exp."""
+    out = []
+    for p in _plans(graphs):
+        text = p.kernel.source.text.split("\n@triton.jit\ndef tf_red", 1)[-1]
+        if "tf_exp_ftz(" in text or "tl.exp(" in text or "libdevice.exp(" in text:
+            out.append((p.kernel.source.name, "tf_exp_ftz(" in text))
+    return out
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16, F64], ids=dtype_id)
+def test_exp_only_summed_after_a_max_shift_may_flush(dtype):
+    """The flush-to-zero exp (``codegen.FLUSH_SUMMED_EXP``) is used where an fp32 ``exp(u -
+    max(u))`` is read only by row sums: log-softmax's and log-sum-exp's normalizers and
+    cross-entropy's. Softmax (its exp is also divided and written), an exp of ``u - mean(u)``,
+    an exp also written out, and fp64 keep tl.exp. Values as eager's on rows whose other terms
+    are far below 2**-126 (on a GPU those are flushed; the row's sum is unchanged)."""
+    _seed(0)
+    x = torch.randn(16, 512, device=DEVICE).to(dtype)
+    x[0, 1:] = -200.0  # exp(-200) = 1.4e-87: every term but the max flushed on a GPU
+    x[1, ::2] = -90.0  # exp(-90 - max) lies in fp32's denormals
+    x[2] = -float("inf")  # NaN rows stay NaN
+    cases = {
+        "log_softmax": (lambda x: torch.log_softmax(x, 1), True),
+        "logsumexp": (lambda x: torch.logsumexp(x, 1), True),
+        "softmax": (lambda x: torch.softmax(x, 1), False),
+        "exp_of_centered": (lambda x: torch.exp(x - x.mean(1, keepdim=True)).sum(1), False),
+        "exp_also_written": (lambda x: (lambda e: (e, e.sum(1)))(torch.exp(x - x.amax(1, keepdim=True))), False),
+    }
+    for name, (f, flushes) in cases.items():
+        actual, graphs = run_compiled(f, x)
+        assert_matches(actual, f(x))
+        kinds = _exp_kinds(graphs)
+        assert kinds, name
+        want = flushes and dtype != F64
+        assert all(k[1] == want for k in kinds), (name, kinds)

@@ -163,7 +163,10 @@ class GroupRunner:
         scalars = list(rt.x_sizes) + list(rt.r_sizes)
         for st in rt.strides:
             scalars += list(st)
-        scalars += [rt.xnumel, rt.rnumel]
+        # xfull, rfull: 1 when every block of the first stage is full (codegen ALL_TRUE_MASKS)
+        st = config.stages[0]
+        scalars += [rt.xnumel, rt.rnumel, int(rt.xnumel > 0 and rt.xnumel % st.XBLOCK == 0),
+                    int(rt.rnumel > 0 and rt.rnumel % st.RBLOCK == 0)]
         if config.scheduler in TWO_STAGE:
             scalars += [config.split, config.rchunk]
         # no rows: nothing to launch, except column sums over no rows, which are written (the
