@@ -4,8 +4,7 @@ than the persistent limit, ``graph_passes.one_hot_sums`` (``LOOPED_ONE_HOT_SUMS`
 process, same inputs. With ``--toggle online``: looped kernels with and without the max and
 its sums in one loop (``codegen.ONLINE_SUMS``). With ``--toggle onehot``: the backward's row sum
 of its one-hot gradient kept, against rewritten into per-row terms on every row
-(``graph_passes.ONE_HOT_SUMS``), which leaves a row kernel with no reduction
-(``segment.row_tiled``).
+(``graph_passes.ONE_HOT_SUMS``), which leaves a pointwise kernel.
 
 For each shape and dtype the loss ``F.cross_entropy(x, t, ignore_index=-100,
 label_smoothing=0.1)`` of ``benchmarks/norms.py`` (and without label smoothing) is compiled by
@@ -59,8 +58,7 @@ def main(argv=None) -> int:
     p.add_argument("--toggle", choices=("rewrites", "online", "onehot"), default="rewrites",
                    help="online: compare looped kernels with one loop per reduction step against the max and "
                         "its sums in one loop (codegen.ONLINE_SUMS), the rewrites on; onehot: the backward's "
-                        "one-hot row sum kept against rewritten on every row (graph_passes.ONE_HOT_SUMS), "
-                        "the group then a row kernel with no reduction (segment.ROW_TILES)")
+                        "one-hot row sum kept against rewritten on every row (graph_passes.ONE_HOT_SUMS)")
     args = p.parse_args(argv)
     import torchfuse
     from torchfuse import backend, graph_passes

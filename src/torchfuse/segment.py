@@ -501,73 +501,11 @@ def finalize(units: _Units) -> Segmentation:
         fg = FusionGroup(id=gid, nodes=nodes, inputs=inputs, outputs=outs, domain=dom)
         made.append(fg)
     made = pair_inner_outer(made, graph, units.options)
-    made = [row_tiled(fg, units.options) for fg in made]
     for fg in made:
         for n in fg.nodes:
             group_of[n] = fg
     steps = _schedule_steps(graph, group_of, units)
     return Segmentation(graph=graph, steps=steps)
-
-
-# ---------------------------------------------------------------------------- row tiles
-
-#: Whether pointwise groups that compute per-row values run as row kernels (:func:`row_tiled`).
-#: Off: measured on an H200 only with what it was built for, cross-entropy's backward with its
-#: one-hot row sum rewritten into per-row terms (``graph_passes.ONE_HOT_SUMS``), where the row
-#: kernel with no reduction was mixed against the row kernel with its sum (run BI,
-#: ``benchmarks/sweep_picks.py --toggle onehot --backward``, device us: bf16 32768 x 1024 43.2
-#: -> 54.4 with label smoothing and 38.8 -> 38.8 without, 16384 x 4096 81.2 -> 86.0 and 74.0 ->
-#: 99.1; fp32 16384 x 4096 148.7 -> 143.7 and 143.2 -> 131.9).
-ROW_TILES = False
-#: Shortest row (elements) that :func:`row_tiled` tiles.
-ROW_TILES_MIN_ROW = 256
-_NO_WORK = ("cast", "expand", "alias", "unsqueeze", "squeeze", "view", "reshape", "scalar_tensor", "full")
-
-
-def _per_row_work(g: FusionGroup, last: int) -> bool:
-    """Does ``g`` compute a value that varies along some dim other than ``last`` but not along
-    ``last`` (a per-row value that a flat kernel computes again for every element of its row)?"""
-    for n in g.nodes:
-        if REGISTRY[n.op].kind != "pointwise" or n.op in _NO_WORK:
-            continue
-        for o in n.outputs:
-            dims = g.domain.dims.get(o)
-            if dims is None:
-                continue
-            covered = {d for d in dims if d is not None and not is_one(g.domain.sizes[d])}
-            if covered and last not in covered:
-                return True
-    return False
-
-
-def row_tiled(g: FusionGroup, options: Options) -> FusionGroup:
-    """``g`` as a row kernel with no reduction when it is a pointwise group over rows that
-    computes per-row values; ``g`` itself otherwise.
-
-    A flat pointwise kernel finds each element's row by dividing its index by the row length
-    (a run-time value) and computes every per-row value (cross-entropy's backward after
-    :func:`torchfuse.graph_passes.one_hot_sums`: the loss scale divided by the count of
-    targets, the picked class's term) once for every element. Marked as reducing its last dim,
-    the group runs under the reduction scheduler's persistent row tiles ([rows, row length]):
-    per-row values are computed once per row of the tile and elements are addressed by row and
-    column. nvFuser's pointwise scheduler splits its domain into an outer and an inner part for
-    the same reason. Applies to groups of rank 2 or more whose last dim is static, at least
-    ``ROW_TILES_MIN_ROW`` and at most ``persistent_max_elements`` long, with no random
-    numbers; ``ROW_TILES`` turns it off.
-    """
-    dom = g.domain
-    if not ROW_TILES or dom.reduced or g.outer or len(dom.sizes) < 2:
-        return g
-    last = len(dom.sizes) - 1
-    n = _static_extent(dom, (last,))
-    if n is None or n < ROW_TILES_MIN_ROW or next_power_of_2(n) > options.persistent_max_elements:
-        return g
-    if any(REGISTRY[x.op].kind == "random" for x in g.nodes) or not _per_row_work(g, last):
-        return g
-    if not any(not is_one(dom.sizes[d]) for d in range(last)):
-        return g
-    return FusionGroup(id=g.id, nodes=g.nodes, inputs=g.inputs, outputs=g.outputs,
-                       domain=Domain(sizes=dom.sizes, reduced=(last,), dims=dom.dims))
 
 
 # ---------------------------------------------------------------------------- inner-outer pairs
