@@ -20,10 +20,14 @@ Triton), so compare variants with each other, not with another machine's numbers
 Usage::
 
     TORCHFUSE_INTERPRET=1 PYTHONPATH=src python benchmarks/sass_count.py --ops cross_entropy \\
-        --shapes 512x4096 --dtypes bfloat16 [--backward] [--set codegen.FLUSH_SUMMED_EXP=False]
+        --shapes 512x4096 --dtypes bfloat16 [--backward] [--set codegen.triton.FLUSH_SUMMED_EXP=False]
 
-``--set`` takes the same ``MODULE.NAME=VALUE`` assignments as ``norms.py``. Row counts only
-change the grid, so small ones (512) give the per-thread program of the large shapes.
+``--set`` takes the same ``MODULE.NAME=VALUE`` assignments as ``norms.py`` (a module of
+``torchfuse``: ``codegen.triton.ALL_TRUE_MASKS=False``). A row count that the heuristics' row
+block divides (512) gives the per-thread program of larger shapes with the same row length; a
+partial last block keeps its masks (511 rows: more instructions). Kernels are labelled with the
+graph they ran in: ``inference`` (the forward under ``torch.no_grad()``), ``training`` (the
+forward of the training graph) and ``backward``.
 """
 from __future__ import annotations
 
@@ -49,15 +53,19 @@ _PTR = {torch.bfloat16: "*bf16", torch.float16: "*fp16", torch.float32: "*fp32",
         torch.bool: "*i1"}
 
 
+#: the graph that launches now belong to (``inference``, ``training``, ``backward``)
+PHASE = ["inference"]
+
+
 def _record(launches: list):
-    """Wrap ``Kernel.launch`` so that every launch appends ``(kernel, stage, args, XBLOCK,
-    RBLOCK, num_warps)`` to ``launches``."""
+    """Wrap ``Kernel.launch`` so that every launch appends ``(phase, kernel, stage, args,
+    XBLOCK, RBLOCK, num_warps)`` to ``launches`` (``PHASE``)."""
     from torchfuse.runtime import compile as rc
 
     original = rc.Kernel.launch
 
     def launch(self, stage, grid, args, XBLOCK, RBLOCK, num_warps, *rest, **kw):
-        launches.append((self, stage, list(args), XBLOCK, RBLOCK, num_warps))
+        launches.append((PHASE[0], self, stage, list(args), XBLOCK, RBLOCK, num_warps))
         return original(self, stage, grid, args, XBLOCK, RBLOCK, num_warps, *rest, **kw)
 
     rc.Kernel.launch = launch
@@ -164,18 +172,28 @@ def main(argv=None) -> int:
         target, value = assignment.split("=", 1)
         module, name = target.rsplit(".", 1)
         mod = importlib.import_module(f"torchfuse.{module}")
-        mod = getattr(mod, "triton", mod) if module == "codegen" else mod
         if not hasattr(mod, name):
             p.error(f"torchfuse.{module} has no {name}")
-        setattr(mod, name, ast.literal_eval(value))
+        try:
+            setattr(mod, name, ast.literal_eval(value))
+        except (ValueError, SyntaxError):
+            p.error(f"--set {assignment}: the value must be a Python literal (True, 3, 'x')")
     from conftest import use_gpu_launch_configs
     from norms import cases
 
     import torchfuse
 
     use_gpu_launch_configs(setattr, 132)
-    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    try:
+        shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    except ValueError:
+        p.error(f"--shapes takes NxD[,NxD], not {args.shapes!r}")
+    if any(len(sh) != 2 for sh in shapes):
+        p.error(f"--shapes takes NxD[,NxD], not {args.shapes!r}")
     ops = set(args.ops.split(","))
+    known = {"layer_norm", "rms_norm", "softmax", "log_softmax", "cross_entropy", "batch_norm_cl"}
+    if ops - known:
+        p.error(f"unknown --ops {sorted(ops - known)}; choose from {sorted(known)}")
     for op, shape, dtype, fn, make_inputs, grad_idx, *_ in cases([getattr(torch, d) for d in args.dtypes.split(",")],
                                                                  ops, shapes, device="cpu"):
         if op not in ops:
@@ -185,19 +203,23 @@ def main(argv=None) -> int:
         _record(launches)
         inputs = make_inputs()
         f = torchfuse.compile(fn, dynamic=False)
+        PHASE[0] = "inference"
         with torch.no_grad():
             f(*inputs)
         if args.backward:
             for i in grad_idx:
                 inputs[i].requires_grad_(True)
+            PHASE[0] = "training"
             out = f(*inputs)
+            PHASE[0] = "backward"
             torch.autograd.grad(out, [inputs[i] for i in grad_idx], torch.randn_like(out))
         seen, specs = set(), []
-        for kernel, stage, a, xb, rb, w in launches:
-            key = (kernel.source.key, stage, xb, rb, w)
+        for phase, kernel, stage, a, xb, rb, w in launches:
+            key = (phase, kernel.source.key, stage, xb, rb, w)
             if key not in seen:
                 seen.add(key)
-                specs.append((f"{kernel.source.stages[stage]} (X{xb} R{rb} w{w})", spec_of(kernel, stage, a, xb, rb, w)))
+                specs.append((f"{phase}: {kernel.source.stages[stage]} (X{xb} R{rb} w{w})",
+                              spec_of(kernel, stage, a, xb, rb, w)))
         print(f"{op} {'x'.join(map(str, shape))} {str(dtype).replace('torch.', '')}:", flush=True)
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
             json.dump(specs, fh)

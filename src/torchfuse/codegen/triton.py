@@ -1029,7 +1029,10 @@ class _Writer:
             # element (the split partial stage of BatchNorm's statistics was compute-bound
             # on an H200 with the division: 1.96 TB/s against 3.4 for a plain sum of two
             # inputs), and no per-element count (``welford_count`` after the loop).
-            self.emit(f"{a}_inv = 1.0 / ((roffset - {self.loop_start}) // RBLOCK + 1)")
+            # (in the accumulator's dtype: a float literal alone would make it fp32, which cost
+            # fp64 variances over long rows seven digits)
+            acc = triton_dtype(self._acc_of(node))
+            self.emit(f"{a}_inv = 1.0 / tl.full([], (roffset - {self.loop_start}) // RBLOCK + 1, {acc})")
             self.emit(f"{a}_mean = tl.where({mask}, {a}_mean + {a}_delta * {a}_inv, {a}_mean)")
             self.emit(f"{a}_m2 = tl.where({mask}, {a}_m2 + {a}_delta * ({a}_x - {a}_mean), {a}_m2)")
         elif c in ("argmax", "argmin"):
@@ -1192,6 +1195,9 @@ class _Writer:
         self.emit(f"xoffset = {pid} * XBLOCK")
         self.emit(f"xindex = xoffset + tl.arange(0, XBLOCK){'[:, None]' if self.reduce else ''}")
         full = ALL_TRUE_MASKS and self.mode in _FIRST_STAGE
+        if full:
+            self.emit("# xfull, rfull: 1 when every block is full; Triton then compiles them as constants and")
+            self.emit("# the masks, with the selects and predicates built on them, fold away (ALL_TRUE_MASKS)")
         self.emit("xmask = (xindex < xnumel) | (xfull == 1)" if full else "xmask = xindex < xnumel")
         if self.needs_unravel("x"):
             self.unravel("x", self.layout.n_x, "xindex")
