@@ -139,6 +139,26 @@ def _schedulers() -> list[str]:
     return sorted(set(out))
 
 
+def parse_settings(parser: argparse.ArgumentParser, assignments: list[str]) -> dict:
+    """``{(module, name): value}`` from ``MODULE.NAME=VALUE`` assignments (a module of
+    ``torchfuse``, a Python literal); a module without the constant, or a value that is not a
+    literal, ends the program through ``parser.error``."""
+    import ast
+    import importlib
+
+    out = {}
+    for assignment in assignments:
+        target, _, value = assignment.partition("=")
+        module, _, name = target.rpartition(".")
+        if not module or not hasattr(importlib.import_module(f"torchfuse.{module}"), name):
+            parser.error(f"{assignment}: torchfuse.{module} has no {name}")
+        try:
+            out[(module, name)] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            parser.error(f"{assignment}: the value must be a Python literal (True, 3, 'x')")
+    return out
+
+
 class _Settings:
     """A context that sets torchfuse module constants (``{(module, name): value}``) and
     restores them on exit."""
@@ -280,18 +300,8 @@ def main(argv=None) -> int:
                    help="also run torchfuse compiled with these constants (column 'alt'), the same inputs "
                         "in the same process: a before/after of one change")
     args = p.parse_args(argv)
-    import ast
-    import importlib
-
-    parsed = {}
-    for assignment in args.set + args.alt:
-        target, value = assignment.split("=", 1)
-        module, name = target.rsplit(".", 1)
-        if not hasattr(importlib.import_module(f"torchfuse.{module}"), name):
-            p.error(f"torchfuse.{module} has no {name}")
-        parsed[assignment] = ((module, name), ast.literal_eval(value))
-    _Settings(dict(parsed[a] for a in args.set)).__enter__()
-    alt = dict(parsed[a] for a in args.alt)
+    _Settings(parse_settings(p, args.set)).__enter__()
+    alt = parse_settings(p, args.alt)
     if not torch.cuda.is_available():
         print("the normalization benchmark needs a CUDA device")
         return 1

@@ -32,7 +32,6 @@ forward of the training graph) and ``backward``.
 from __future__ import annotations
 
 import argparse
-import ast
 import collections
 import importlib
 import importlib.util
@@ -168,18 +167,10 @@ def main(argv=None) -> int:
         return _compile_all(args.compile, args.top)
     if not os.environ.get("TORCHFUSE_INTERPRET"):
         p.error("run with TORCHFUSE_INTERPRET=1 (kernels run on CPU tensors under Triton's interpreter)")
-    for assignment in args.set:
-        target, value = assignment.split("=", 1)
-        module, name = target.rsplit(".", 1)
-        mod = importlib.import_module(f"torchfuse.{module}")
-        if not hasattr(mod, name):
-            p.error(f"torchfuse.{module} has no {name}")
-        try:
-            setattr(mod, name, ast.literal_eval(value))
-        except (ValueError, SyntaxError):
-            p.error(f"--set {assignment}: the value must be a Python literal (True, 3, 'x')")
     from conftest import use_gpu_launch_configs
-    from norms import cases
+    from norms import _Settings, cases, parse_settings
+
+    _Settings(parse_settings(p, args.set)).__enter__()
 
     import torchfuse
 

@@ -233,9 +233,14 @@ def test_dependent_reductions_schedulers(schedule, schedule_thresholds):
     assert "reduction.split" not in used and (kind in used or kind == "reduction.split"), used
 
 
+def _plans(graphs):
+    """The launch plans (with a kernel) of every fusion group of ``graphs``."""
+    return [p for g in graphs for s in g.steps if hasattr(s, "plans") for p in s.plans.values()
+            if p.kernel is not None]
+
+
 def _kernel_sources(graphs) -> list[str]:
-    return [p.kernel.source.text for g in graphs for s in g.steps if hasattr(s, "plans")
-            for p in s.plans.values() if p.kernel is not None]
+    return [p.kernel.source.text for p in _plans(graphs)]
 
 
 @pytest.mark.parametrize("gpu_form", [False, True], ids=["host", "gpu"])
@@ -687,11 +692,6 @@ def test_looped_softmax_writes_in_a_second_loop(monkeypatch):
 
 
 # ----------------------------------------------------------------------------- full blocks, summed exp
-
-def _plans(graphs):
-    return [p for g in graphs for s in g.steps if hasattr(s, "plans") for p in s.plans.values()
-            if p.kernel is not None]
-
 
 @pytest.mark.parametrize("rows,cols", [(64, 1024), (63, 1024), (64, 1000), (5, 300)],
                          ids=["full", "partial_rows", "partial_row_block", "both_partial"])

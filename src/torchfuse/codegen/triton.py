@@ -706,6 +706,25 @@ class _Writer:
             self._levels = lv
         return self._levels
 
+    def _max_shift(self, d, guarded: bool = False):
+        """``(u, max node)`` when ``d`` is ``u - m`` with ``m = max(u)`` a row max in this
+        kernel, else None. ``guarded`` also takes ``m = where(abs(M) == inf, 0, M)``, the max
+        as logsumexp's decomposition guards it."""
+        pd = self.producer_of.get(d) if isinstance(d, Value) else None
+        if pd is None or pd.op != "sub" or pd.attrs.get("alpha", 1) != 1 or len(pd.inputs) != 2:
+            return None
+        u, m = pd.inputs
+        pg = self.producer_of.get(m) if guarded and isinstance(m, Value) else None
+        if pg is not None and pg.op == "where" and self._is_zero(pg.inputs[1]) and isinstance(pg.inputs[2], Value):
+            pc = self.producer_of.get(pg.inputs[0]) if isinstance(pg.inputs[0], Value) else None
+            pa = self.producer_of.get(pc.inputs[0]) if pc is not None and pc.op == "eq" else None
+            if pa is not None and pa.op == "abs" and pa.inputs[0] is pg.inputs[2] and pc.inputs[1] == float("inf"):
+                m = pg.inputs[2]
+        pm = self.producer_of.get(m) if isinstance(m, Value) else None
+        if pm is None or pm.op not in REDUCTIONS or REDUCTIONS[pm.op].combine != "max" or pm.inputs[0] is not u:
+            return None
+        return u, pm
+
     def flushable_exp(self, node: Node) -> bool:
         """Whether exp ``node`` may flush results below 2**-126 to zero (``FLUSH_SUMMED_EXP``):
         its argument is ``u - m`` with ``m`` a row max of ``u`` in this kernel (or that max with
@@ -716,21 +735,8 @@ class _Writer:
         -inf gives exact zeros and one with +inf an infinite or NaN sum either way."""
         if not FLUSH_SUMMED_EXP or not self.reduce or node.output in self.g.outputs:
             return False
-        d = node.inputs[0]
-        pd = self.producer_of.get(d) if isinstance(d, Value) else None
-        if pd is None or pd.op != "sub" or pd.attrs.get("alpha", 1) != 1 or len(pd.inputs) != 2:
-            return False
-        u, m = pd.inputs
-        pg = self.producer_of.get(m) if isinstance(m, Value) else None
-        if pg is not None and pg.op == "where" and self._is_zero(pg.inputs[1]) and isinstance(pg.inputs[2], Value):
-            # where(abs(M) == inf, 0, M): logsumexp's guard of its max M
-            pc = self.producer_of.get(pg.inputs[0]) if isinstance(pg.inputs[0], Value) else None
-            pa = self.producer_of.get(pc.inputs[0]) if pc is not None and pc.op == "eq" else None
-            if pa is not None and pa.op == "abs" and pa.inputs[0] is pg.inputs[2] and pc.inputs[1] == float("inf"):
-                m = pg.inputs[2]
-        pm = self.producer_of.get(m) if isinstance(m, Value) else None
-        if pm is None or pm.op not in REDUCTIONS or REDUCTIONS[pm.op].combine != "max" or pm.inputs[0] is not u \
-                or pm in self.outer:
+        shift = self._max_shift(node.inputs[0], guarded=True)
+        if shift is None or shift[1] in self.outer:
             return False
         readers = [n for n in self.g.nodes if node.output in n.inputs]
         return bool(readers) and all(
@@ -753,13 +759,10 @@ class _Writer:
         elif pe is not None and pe.op == "where" and self._is_zero(pe.inputs[2]) \
                 and isinstance(pe.inputs[0], Value) and not self.deps(pe.inputs[0], {}):
             kind, cond, d = "select", pe.inputs[0], pe.inputs[1]
-        pd = self.producer_of.get(d) if isinstance(d, Value) else None
-        if pd is None or pd.op != "sub" or pd.attrs.get("alpha", 1) != 1 or len(pd.inputs) != 2:
+        shift = self._max_shift(d)
+        if shift is None:
             return None
-        u, m = pd.inputs
-        pm = self.producer_of.get(m) if isinstance(m, Value) else None
-        if pm is None or pm.op not in REDUCTIONS or REDUCTIONS[pm.op].combine != "max" or pm.inputs[0] is not u:
-            return None
+        u, pm = shift
         acc = self._acc_of(pm)
         if (not acc.is_floating_point or self._acc_of(s) != acc or u.meta is None or u.meta.dtype != acc
                 or d.meta.dtype != acc or e.meta.dtype != acc or self.deps(e, {}) != {pm}):
