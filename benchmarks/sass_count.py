@@ -106,10 +106,11 @@ def spec_of(kernel, stage: int, args, XBLOCK: int, RBLOCK: int, num_warps: int) 
             "constexprs": constexprs, "divisible": divisible, "num_warps": num_warps}
 
 
-def compile_sm90(spec: dict) -> tuple[int, int, collections.Counter]:
+def compile_sm90(spec: dict, dump: str | None = None) -> tuple[int, int, collections.Counter]:
     """(SASS instructions, registers a thread, opcode counts) of ``spec`` (:func:`spec_of`)
     compiled for sm_90. Run in a process that has not run Triton's interpreter (it patches
-    ``triton.language``).
+    ``triton.language``). ``dump``: a path prefix to write the SASS (``.sass``) and Triton's
+    GPU IR (``.ttgir``) to.
 
     Raises:
         subprocess.CalledProcessError: the disassembler failed.
@@ -133,6 +134,10 @@ def compile_sm90(spec: dict) -> tuple[int, int, collections.Counter]:
                           check=True).stdout
     usage = subprocess.run([os.path.join(tools, "cuobjdump"), "--dump-resource-usage", fh.name],
                            capture_output=True, text=True, check=True).stdout
+    if dump:
+        for ext, text in ((".sass", sass), (".ttgir", compiled.asm["ttgir"])):
+            with open(dump + ext, "w") as fh:
+                fh.write(text)
     ops = collections.Counter()
     for line in sass.splitlines():
         m = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_]+)", line)
@@ -142,12 +147,17 @@ def compile_sm90(spec: dict) -> tuple[int, int, collections.Counter]:
     return sum(ops.values()), int(regs.group(1)) if regs else -1, ops
 
 
-def _compile_all(path: str, top: int) -> int:
-    """The ``--compile`` child: compile each spec of the JSON file ``path`` and print a line."""
+def _compile_all(path: str, top: int, dump: str | None = None) -> int:
+    """The ``--compile`` child: compile each spec of the JSON file ``path`` and print a line
+    (with ``dump``, a folder: write each kernel's SASS and GPU IR there)."""
     with open(path) as fh:
         specs = json.load(fh)
     for label, spec in specs:
-        n, regs, opc = compile_sm90(spec)
+        prefix = None
+        if dump:
+            os.makedirs(dump, exist_ok=True)
+            prefix = os.path.join(dump, re.sub(r"[^\w.-]+", "_", label).strip("_"))
+        n, regs, opc = compile_sm90(spec, prefix)
         print(f"  {label}: {n} instructions, {regs} registers; "
               + ", ".join(f"{k} {v}" for k, v in opc.most_common(top)), flush=True)
     return 0
@@ -161,10 +171,11 @@ def main(argv=None) -> int:
     p.add_argument("--backward", action="store_true", help="also the training graph's backward kernels")
     p.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE")
     p.add_argument("--top", type=int, default=8, help="opcodes listed per kernel")
+    p.add_argument("--dump", default=None, metavar="DIR", help="write each kernel's SASS and GPU IR to DIR")
     p.add_argument("--compile", default=None, help=argparse.SUPPRESS)  # the child process
     args = p.parse_args(argv)
     if args.compile:
-        return _compile_all(args.compile, args.top)
+        return _compile_all(args.compile, args.top, args.dump)
     if not os.environ.get("TORCHFUSE_INTERPRET"):
         p.error("run with TORCHFUSE_INTERPRET=1 (kernels run on CPU tensors under Triton's interpreter)")
     from conftest import use_gpu_launch_configs
@@ -215,8 +226,10 @@ def main(argv=None) -> int:
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
             json.dump(specs, fh)
         env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-        subprocess.run([sys.executable, os.path.abspath(__file__), "--compile", fh.name, "--top", str(args.top)],
-                       env=env, check=True)
+        child = [sys.executable, os.path.abspath(__file__), "--compile", fh.name, "--top", str(args.top)]
+        if args.dump:
+            child += ["--dump", os.path.join(args.dump, f"{op}_{'x'.join(map(str, shape))}_{str(dtype)[6:]}")]
+        subprocess.run(child, env=env, check=True)
     return 0
 
 

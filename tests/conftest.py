@@ -59,7 +59,8 @@ def use_gpu_launch_configs(setattr_, sm: int) -> None:
     pw, red, io = originals
     setattr_(pointwise, "heuristic", lambda rt, interpret, sm_count=0: pw(rt, False, sm))
     setattr_(reduction, "heuristic", lambda rt, persistent_max, interpret, sm_count=0, splittable=False,
-             writes_rows=False: red(rt, persistent_max, False, sm, splittable, writes_rows))
+             writes_rows=False, tile_inputs=2: red(rt, persistent_max, False, sm, splittable, writes_rows,
+                                                   tile_inputs))
     setattr_(reduction, "inner_outer", lambda rt, interpret, sm_count=0, resident=0: io(rt, False, sm, resident))
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from typing import Callable
 
 import pytest
@@ -795,3 +796,60 @@ def test_looped_welford_step_weight_keeps_the_accumulator_dtype(dtype, monkeypat
     tol = {F64: 1e-13, F32: 2e-5}[dtype]
     for got, want in zip(actual, f(x)):
         torch.testing.assert_close(got, want, rtol=tol, atol=tol)
+
+
+def _row_kernel_lines(graphs, name_part: str) -> list[str]:
+    """The body lines of the one kernel whose name contains ``name_part``."""
+    from torchfuse.codegen.triton import HEADER
+
+    texts = [p.kernel.source.text[len(HEADER):] for p in _plans(graphs) if name_part in p.kernel.source.name]
+    assert len(texts) == 1, [p.kernel.source.name for p in _plans(graphs)]
+    return [ln.strip() for ln in texts[0].splitlines()]
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16, F16], ids=dtype_id)
+def test_ops_on_selects_between_row_values_run_per_row(dtype, monkeypatch):
+    """Cross-entropy's backward (label smoothing, an ignored target) with ops on
+    ``where(arange == target, a, b)`` computed on the per-row branches and selected once
+    (``codegen.triton.SINK_SELECTS``), its tile loads and per-row divisions emitted before the
+    compares (``ROW_PRELUDE``): gradients bitwise those of the tile-wide form, which matches
+    eager; the row sum reads a select of two per-row values, and every compare comes after the
+    last division. Both checks fail with the flags off.
+    With class weights the values vary along the row (nothing to sink): still bitwise the
+    same. GPU launch configurations (two rows a program at 1024 classes in 16 bits)."""
+    from conftest import use_gpu_launch_configs
+    from torchfuse.codegen import triton as ct
+
+    use_gpu_launch_configs(monkeypatch.setattr, 132)
+    _seed(0)
+    n, c = 64, 1024
+    x = (torch.randn(n, c, device=DEVICE) * 3).to(dtype).requires_grad_(True)
+    t = torch.randint(0, c, (n,), device=DEVICE)
+    t[5] = -100
+    w = torch.rand(c, device=DEVICE).to(dtype)
+
+    def f(x, t, w):
+        loss = torch.nn.functional.cross_entropy(x, t, weight=w, label_smoothing=0.1)
+        return torch.autograd.grad(loss * 3, x)[0]
+
+    for weighted in (False, True):
+        got = {}
+        for on in (False, True):
+            monkeypatch.setattr(ct, "SINK_SELECTS", on)
+            monkeypatch.setattr(ct, "ROW_PRELUDE", on)
+            torch._dynamo.reset()
+            got[on], graphs = run_compiled(f, x, t, w if weighted else None)
+            if weighted:
+                continue
+            lines = _row_kernel_lines(graphs, "_where_neg_eq")
+            red = next(ln for ln in lines if ln.startswith("red") and "tl.sum(tl.where(xrmask, " in ln)
+            summed = red.split("tl.where(xrmask, ")[1].split(",")[0]
+            body = next(ln for ln in lines if ln.startswith(f"{summed} = "))
+            per_row_select = re.fullmatch(rf"{summed} = tl\.where\(\w+, t\d+, t\d+\)", body) is not None
+            assert per_row_select == on, body
+            divs = [i for i, ln in enumerate(lines) if "tl.math.div_rn(" in ln]
+            compares = [i for i, ln in enumerate(lines) if re.search(r"= \(idx\d+ == ", ln)]
+            assert divs and compares, lines
+            assert (max(divs) < min(compares)) == on, lines
+        assert_matches(got[True], got[False], exact=True)
+        assert_matches(got[False], f(x, t, w if weighted else None), atol=2e-6 if dtype == F32 else 1e-4, rtol=2e-2)

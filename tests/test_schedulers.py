@@ -13,7 +13,7 @@ from conftest import DEVICE, use_gpu_launch_configs
 
 
 def force(kind: str):
-    def heuristic(rt, persistent_max, interpret, sm_count=0, splittable=False, writes_rows=False):
+    def heuristic(rt, persistent_max, interpret, sm_count=0, splittable=False, writes_rows=False, tile_inputs=2):
         x, r = max(rt.xnumel, 1), rt.rnumel
         if kind == "persistent":
             rb = next_power_of_2(max(r, 1))
@@ -253,3 +253,39 @@ def test_gpu_launch_configurations_match_eager(monkeypatch, case):
     blocks = [st.XBLOCK for s in backend.RECENT[-1].steps if hasattr(s, "plans") for p in s.plans.values()
               for st in p.config.stages]
     assert blocks and max(blocks) <= 2048, blocks  # GPU-sized blocks, not the interpreter's
+
+
+def test_split_column_reductions_of_one_tensor_take_longer_steps(monkeypatch):
+    """A split column reduction takes SPLIT_OUTER_RBLOCK_ONE_INPUT rows a step when its group
+    reads one tensor along the reduced dims (BatchNorm's forward statistics), SPLIT_OUTER_RBLOCK
+    when it reads more (its backward's sums). Checked on the configurations the heuristic picks
+    and on those the executor chose for channels-last BatchNorm under a GPU's launch
+    configurations, whose values match eager's."""
+    sm = 132
+    for inputs, rows in ((1, reduction.SPLIT_OUTER_RBLOCK_ONE_INPUT), (2, reduction.SPLIT_OUTER_RBLOCK)):
+        cfg = reduction.heuristic(_layout(256, 200704, inner=False), 1 << 14, interpret=False, sm_count=sm,
+                                  splittable=True, tile_inputs=inputs)
+        assert cfg.scheduler == "reduction.split" and cfg.stages[0].RBLOCK == rows, cfg
+    assert reduction.SPLIT_OUTER_RBLOCK_ONE_INPUT != reduction.SPLIT_OUTER_RBLOCK
+
+    use_gpu_launch_configs(monkeypatch.setattr, sm)
+    torch.manual_seed(0)
+    x = torch.randn(32, 64, 32, 32, device=DEVICE).to(memory_format=torch.channels_last).requires_grad_(True)
+    w, b = torch.randn(64, device=DEVICE, requires_grad=True), torch.randn(64, device=DEVICE, requires_grad=True)
+    rm, rv = torch.zeros(64, device=DEVICE), torch.ones(64, device=DEVICE)
+
+    def f(x, w, b, rm, rv):
+        y = torch.nn.functional.batch_norm(x, rm, rv, w, b, training=True)
+        return (y, *torch.autograd.grad((y * y).sum(), (x, w, b)))
+
+    from test_ops import run_compiled
+
+    got, graphs = run_compiled(f, x, w, b, rm.clone(), rv.clone())
+    eager = f(x, w, b, rm.clone(), rv.clone())
+    exact = f(*(t.detach().double().requires_grad_(t.requires_grad) for t in (x, w, b)), rm.double(), rv.double())
+    for g_, e_, x_ in zip(got, eager, exact):  # as close to fp64 as eager fp32 is
+        assert (g_.double() - x_).abs().max() <= 2 * (e_.double() - x_).abs().max() + 1e-6
+    steps = {p.config.stages[0].RBLOCK for g in graphs for s in g.steps if hasattr(s, "plans")
+             for p in s.plans.values() if p.kernel is not None and p.config.scheduler == "reduction.split"
+             and p.config.stages[0].XBLOCK > 1}  # column splits (the loss's full sum splits too)
+    assert steps == {reduction.SPLIT_OUTER_RBLOCK_ONE_INPUT, reduction.SPLIT_OUTER_RBLOCK}, steps

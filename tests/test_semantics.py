@@ -315,6 +315,25 @@ def test_float_floor_division_and_remainder(dtype):
     check(fn, a.to(dtype), b.to(dtype), exact=True)
 
 
+@pytest.mark.parametrize("dtype", [F32, BF16, F16], ids=dtype_id)
+def test_division_by_a_power_of_two_literal_is_exact(dtype):
+    """fp32 division by a literal power of two is emitted as a multiplication by its reciprocal
+    (no division, no slow-path call) and stays bitwise eager's on subnormal, huge, infinite,
+    NaN and signed-zero dividends, down to divisors whose reciprocal is the largest power of two;
+    3.0 keeps the IEEE division."""
+    tiny = torch.finfo(torch.float32).tiny
+    a = tensor([1.0, -3.0, 1e-40, -3e-39, tiny, 3e38, -3e38, INF, -INF, NAN, 0.0, -0.0, 7.25, 1e-45]).to(dtype)
+    fn = lambda a: (a / 1024.0, a / 0.5, a / -2.0, a / 2.0 ** 20, a / 2.0 ** -126, a / 2.0 ** -127, a / 3.0,
+                    a * 0.1 / 4.0)
+    actual, graphs = run_compiled(fn, a)
+    assert_matches(actual, fn(a), exact=True)
+    assert_all_fused(graphs)
+    text = "\n".join(p.kernel.source.text for g in graphs for st in g.steps if hasattr(st, "plans")
+                     for p in st.plans.values() if p.kernel is not None)
+    body = text[text.index("def tf_pw"):]
+    assert body.count("tl.math.div_rn(") == 1 and "0.0009765625)" in body, body
+
+
 # ----------------------------------------------------------------------------- where
 
 def test_where_branches():

@@ -351,6 +351,29 @@ FLUSH_SUMMED_EXP = True
 #: smoothing (618 to 430). The exchange between warps every block costs more than the second
 #: read of the row saves.
 ONLINE_SUMS = False
+#: A pointwise op over a row kernel's tile whose tile-shaped operands are all selects on one
+#: condition between per-row values (``where(c, a, b)``, ``c`` varying along the row, ``a``
+#: and ``b`` not) is computed on both per-row branches and selected once
+#: (``_Writer.select_operands``): ``f(where(c, a, b), z) == where(c, f(a, z), f(b, z))`` lane
+#: by lane, with the same roundings, so the values are bitwise those of the tile-wide form.
+#: Cross-entropy's backward is such a chain: ``where(arange == target, -g, 0)``, plus a
+#: per-row term, rounded to bf16, widened to fp32; its row kernel then does one compare and
+#: one select an element, not adds and conversions too (sm_90, bf16, instructions a thread:
+#: 824 to 752 at 1024 a row, 792 to 704 at 4096). False computes every op over the whole tile
+#: (for measurements).
+SINK_SELECTS = True
+#: A persistent row kernel first loads the tiles its row reductions read, then computes the
+#: per-row values that need no reduction (a loss scale divided by a count, a gradient's sign),
+#: then the rest (``_Writer.row_prelude``). Emitted where first read, cross-entropy's backward
+#: compared each element with the target, then divided the loss scale (a division whose
+#: slow path is a call, which the compilers do not move code across), then selected: sm_90 kept
+#: the 32 compare results of a thread in registers across the call (``P2R``), and its bf16 row
+#: kernel at 1024 a row took 752 instructions a thread; with the prelude, 648 (4096 a row: 704
+#: to 608). False emits every value where it is first read (for measurements).
+ROW_PRELUDE = True
+#: Software-pipelining stages of the loop of a split reduction's first kernel (0: a plain
+#: ``range``, Triton's default).
+SPLIT_PARTIAL_STAGES = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -437,6 +460,10 @@ class _Writer:
         self._online: dict | None = None
         self._online_maxes: set = set()
         self._online_max: dict = {}
+        #: tile variables that are ``tl.where(cond, a, b)`` with per-row ``a`` and ``b``:
+        #: variable -> (cond, a, b) (``SINK_SELECTS``)
+        self.selects: dict[str, tuple[str, str, str]] = {}
+        self._per_element: dict[Value, bool] = {}
         self.workspaces = [(n, comp, dt) for n in workspace_nodes(group) for comp, dt in workspace_components(n)]
         self.random_nodes = [n for n in group.nodes if REGISTRY[n.op].kind == "random"]
 
@@ -578,11 +605,70 @@ class _Writer:
         if isinstance(x, Value):
             if x.meta is None:
                 return f"tl.full([], {self.pname[x]}, {triton_dtype(dtype)})" if dtype != torch.bool else f"({self.pname[x]} != 0)"
-            var, dt = self.value(x)
-            if common is not None and dt != common and common != dtype:
-                var, dt = convert(var, dt, common), common
-            return convert(var, dt, dtype)
+            return self.cast_operand(*self.value(x), dtype, common)
         return literal(x, dtype)
+
+    @staticmethod
+    def cast_operand(var: str, dt: torch.dtype, dtype: torch.dtype, common: torch.dtype | None) -> str:
+        """Variable ``var`` of dtype ``dt`` as an operand computed in ``dtype`` (see ``operand``)."""
+        if common is not None and dt != common and common != dtype:
+            var, dt = convert(var, dt, common), common
+        return convert(var, dt, dtype)
+
+    def args_of(self, node: Node, compute: torch.dtype, sub: dict | None = None) -> list[str]:
+        """The operands of pointwise ``node`` as Triton expressions in ``compute`` (those its op
+        does not promote as they are, a ``where``'s condition as bool); ``sub`` maps operands
+        to ``(variable, dtype)`` used in place of their values."""
+        opdef = REGISTRY[node.op]
+        common = node.attrs.get("common_dtype")
+        args = []
+        for i, x in enumerate(node.inputs):
+            promoted = opdef.promoted is None or i in opdef.promoted
+            if isinstance(x, Value) and x.meta is not None and (not promoted or (sub and x in sub)):
+                var, dt = sub[x] if sub and x in sub else self.value(x)
+                if not promoted:
+                    args.append(convert(var, dt, torch.bool) if node.op == "where" and i == 0 else var)
+                else:
+                    args.append(self.cast_operand(var, dt, compute, common))
+            else:
+                args.append(self.operand(x, compute, common))
+        return args
+
+    def per_element(self, v: Value) -> bool:
+        """Whether ``v`` can differ between the elements of one row of the tile: it lives in
+        the [x, r] space and depends on a load, index or random value that does (a per-row
+        value expanded along the row does not)."""
+        got = self._per_element.get(v)
+        if got is None:
+            node = self.producer_of.get(v)
+            if not self.in_r(v):
+                got = False
+            elif node is None or node.op == "arange" or REGISTRY[node.op].kind == "random":
+                got = True
+            elif REGISTRY[node.op].kind == "reduction":
+                got = False
+            else:
+                got = any(isinstance(x, Value) and x.meta is not None and self.per_element(x) for x in node.inputs)
+            self._per_element[v] = got
+        return got
+
+    def select_operands(self, node: Node):
+        """``(cond, a, b)`` when pointwise ``node`` varies along the row and every operand that
+        does is a select ``where(cond, ., .)`` between per-row values on one ``cond`` (see
+        ``SINK_SELECTS``): ``a`` and ``b`` map those operands to their branches as
+        ``(variable, dtype)``. Else None."""
+        if not (SINK_SELECTS and self.reduce and self.per_element(node.output)):
+            return None
+        cond, a, b = None, {}, {}
+        for x in node.inputs:
+            if not isinstance(x, Value) or x.meta is None or not self.per_element(x):
+                continue
+            var, dt = self.value(x)
+            sel = self.selects.get(var)
+            if sel is None or (cond is not None and sel[0] != cond):
+                return None
+            cond, a[x], b[x] = sel[0], (sel[1], dt), (sel[2], dt)
+        return None if cond is None else (cond, a, b)
 
     def emit_node(self, node: Node) -> None:
         opdef = REGISTRY[node.op]
@@ -609,28 +695,46 @@ class _Writer:
         if compute is None:
             src = node.inputs[0]
             compute = src.meta.dtype if isinstance(src, Value) and src.meta is not None else out.meta.dtype
-        args = []
-        for i, x in enumerate(node.inputs):
-            promoted = opdef.promoted is None or i in opdef.promoted
-            if not promoted and isinstance(x, Value) and x.meta is not None:
-                var, dt = self.value(x)
-                args.append(convert(var, dt, torch.bool) if node.op == "where" and i == 0 else var)
-            else:
-                args.append(self.operand(x, compute, node.attrs.get("common_dtype")))
-        expr = opdef.emit(args, compute, node.attrs)
-        if node.op == "exp" and compute == torch.float32 and self.flushable_exp(node):
-            expr = f"tf_exp_ftz({args[0]})"
         result_dtype = torch.bool if _is_bool_result(node) else compute
-        var = self.fresh()
         target = out.meta.dtype
         keep_wide = (not self.exact and result_dtype.is_floating_point and target in (torch.float16, torch.bfloat16)
                      and result_dtype == torch.float32)
-        if keep_wide:
-            self.emit(f"{var} = {expr}")
-            self.define(out, var, result_dtype)
-        else:
-            self.emit(f"{var} = {convert(expr, result_dtype, target)}")
-            self.define(out, var, target)
+        final = result_dtype if keep_wide else target
+
+        def expression(args: list[str]) -> str:
+            expr = opdef.emit(args, compute, node.attrs)
+            if node.op == "exp" and compute == torch.float32 and self.flushable_exp(node):
+                expr = f"tf_exp_ftz({args[0]})"
+            return convert(expr, result_dtype, final)
+
+        for x in node.inputs:  # operands first, in order
+            if isinstance(x, Value) and x.meta is not None:
+                self.value(x)
+        sel = self.select_operands(node)
+        if sel is not None:  # computed on the per-row branches, selected once (SINK_SELECTS)
+            cond, branches = sel[0], []
+            for sub in sel[1:]:
+                expr = expression(self.args_of(node, compute, sub))
+                branches.append(self.fresh())
+                self.emit(f"{branches[-1]} = {expr}")
+            var = self.fresh()
+            self.emit(f"{var} = tl.where({cond}, {branches[0]}, {branches[1]})")
+            self.selects[var] = (cond, *branches)
+            self.define(out, var, final)
+            return
+        args = self.args_of(node, compute)
+        var = self.fresh()
+        self.emit(f"{var} = {expression(args)}")
+        self.define(out, var, final)
+        if (SINK_SELECTS and node.op == "where" and self.reduce and self.per_element(node.inputs[0])
+                and not any(isinstance(x, Value) and x.meta is not None and self.per_element(x)
+                            for x in node.inputs[1:])):
+            # a select between per-row values: its branches, for the ops that read it
+            branches = []
+            for arg in args[1:]:
+                branches.append(self.fresh())
+                self.emit(f"{branches[-1]} = {convert(arg, result_dtype, final)}")
+            self.selects[var] = (args[0], *branches)
 
     def emit_arange(self, node: Node) -> None:
         """``start + step * i`` where ``i`` is the element's index: the offset of a contiguous
@@ -1229,6 +1333,8 @@ class _Writer:
         self.scopes.append({})
         self.emit_x_block(pid)
         self.r_prologue("0")
+        if ROW_PRELUDE:
+            self.row_prelude()
         for node in self.persistent_order():
             self.emit_persistent_reduction(node)
         self.loop_start = "0"
@@ -1298,7 +1404,10 @@ class _Writer:
         accs: dict = {}
         for n in reds:
             self.emit_loop_init(n, accs)
-        self.emit(f"for roffset in range({start}, {end}, RBLOCK):")
+        if self.mode == "partial" and SPLIT_PARTIAL_STAGES:
+            self.emit(f"for roffset in tl.range({start}, {end}, RBLOCK, num_stages={SPLIT_PARTIAL_STAGES}):")
+        else:
+            self.emit(f"for roffset in range({start}, {end}, RBLOCK):")
         self.indent += 1
         self.scopes.append({})
         # the loop's first offset: the step number gives Welford's count (emit_loop_accumulate)
@@ -1378,8 +1487,35 @@ class _Writer:
         if self.needs_unravel("r"):
             self.unravel("r", self.layout.n_r, "rindex")
 
+    def row_prelude(self) -> None:
+        """Emit the loads of the tiles that the row reductions read, then the per-row values
+        that depend on no reduction (see ``ROW_PRELUDE``), in graph order. (Tiles read only
+        after a reduction are loaded there: loaded first they stay live across it, sm_90 gave
+        LayerNorm's forward 79 registers instead of 56.)"""
+        memo: dict = {}
+        reduced: set[Value] = set()
+        stack = [n.inputs[0] for n in self.reduction_nodes()]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, Value) and v not in reduced:
+                reduced.add(v)
+                node = self.producer_of.get(v)
+                if node is not None and REGISTRY[node.op].kind != "reduction":
+                    stack.extend(node.inputs)
+        for v in self.g.inputs:
+            if v in reduced and v.meta is not None and self.per_element(v):
+                self.value(v)
+        for node in self.g.nodes:
+            if REGISTRY[node.op].kind in ("reduction", "random") or node.op == "arange":
+                continue
+            for o in node.outputs:
+                if not self.per_element(o) and not self.deps(o, memo) and self.lookup(o) is None:
+                    self.value(o)
+
     def write_persistent(self) -> None:
         self.r_prologue("0")
+        if ROW_PRELUDE:
+            self.row_prelude()
         for node in self.persistent_order():
             self.emit_persistent_reduction(node)
         for out in self.g.outputs:

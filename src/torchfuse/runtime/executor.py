@@ -120,6 +120,10 @@ class GroupRunner:
         #: (reduction.heuristic)
         self.writes_rows = bool(group.domain.reduced) and any(
             group.domain.varies_along_reduced(v) and v.meta.dtype.itemsize == 2 for v in group.outputs)
+        #: tensors read along the reduced dims (reduction.heuristic: a split column reduction's
+        #: rows a step)
+        self.tile_inputs = sum(1 for v in group.inputs if v.meta is not None and group.domain.reduced
+                               and group.domain.varies_along_reduced(v))
         self.random = has_random(group)
         #: the kernel seed of the current call, set by CompiledGraph (None: draw one per launch)
         self.seed: int | None = None
@@ -155,7 +159,7 @@ class GroupRunner:
             config = reduction.inner_outer(rt, self.options.interpret, self.sm_count)
         elif dom.reduced:
             config = reduction.heuristic(rt, self.options.persistent_max_elements, self.options.interpret,
-                                         self.sm_count, self.splittable, self.writes_rows)
+                                         self.sm_count, self.splittable, self.writes_rows, self.tile_inputs)
         else:
             config = pointwise.heuristic(rt, self.options.interpret, self.sm_count)
         nbytes = sum(_numel(s) * v.meta.dtype.itemsize for v, s in zip(tensors, in_shapes))

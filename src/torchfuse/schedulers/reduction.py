@@ -58,6 +58,12 @@ OUTER_SPLIT_PROGRAMS = 8
 SPLIT_OUTER_XBLOCK = 64
 SPLIT_OUTER_RBLOCK = 16
 SPLIT_OUTER_WARPS = 4
+#: The partial stage's rows a step when the group reads one tensor along the reduced dims (a BatchNorm's
+#: statistics in the forward; its backward's column sums read two). On an H200 (run BM,
+#: ``benchmarks/norms.py --ops batch_norm_cl --alt schedulers.reduction.SPLIT_OUTER_RBLOCK=32``,
+#: 64x256x56x56 channels-last, device us of the partial kernel, 16 -> 32 rows): forward bf16
+#: 42.7 -> 37.0 and fp32 66.3 -> 58.5; backward bf16 58.1 -> 58.9 and fp32 103.5 -> 107.4.
+SPLIT_OUTER_RBLOCK_ONE_INPUT = 32
 #: Outer reductions that cannot split and give fewer programs than multiprocessors halve
 #: XBLOCK down to OUTER_MIN_XBLOCK columns when the tile is persistent (OUTER_MIN_XBLOCK_LOOP,
 #: 16 contiguous bytes of fp16 a row, when it loops over tiles of OUTER_TILE elements). On an
@@ -101,6 +107,9 @@ INTERPRET_LOOP_RBLOCK = 1 << 14
 #: and RMSNorm forward 0.066-0.067 against 0.064-0.065. At rows of 4096 one row on 4 warps stayed
 #: best (fewer warps: up to 1.9x slower).
 ONE_WARP_ROW = 1024
+#: Rows a program (on as many warps) at ONE_WARP_ROW elements when the kernel writes whole
+#: 16-bit rows (see above).
+WRITING_ROWS_XBLOCK = 2
 
 
 def _warps(elements: int) -> int:
@@ -108,7 +117,7 @@ def _warps(elements: int) -> int:
 
 
 def heuristic(rt: RuntimeLayout, persistent_max: int, interpret: bool, sm_count: int = 0,
-              splittable: bool = False, writes_rows: bool = False) -> LaunchConfig:
+              splittable: bool = False, writes_rows: bool = False, tile_inputs: int = 2) -> LaunchConfig:
     """Pick persistent, looped or split, block sizes and warps for ``rt``'s sizes.
 
     Args:
@@ -119,6 +128,7 @@ def heuristic(rt: RuntimeLayout, persistent_max: int, interpret: bool, sm_count:
         splittable: the group can run as a split reduction.
         writes_rows: the group writes an output of 16-bit elements that varies along the
             reduced dims (whole rows, as a softmax does), not only per-row results.
+        tile_inputs: tensors the group reads along the reduced dims.
     """
     x = max(rt.xnumel, 1)
     r = rt.rnumel
@@ -139,7 +149,7 @@ def heuristic(rt: RuntimeLayout, persistent_max: int, interpret: bool, sm_count:
             xb = max(1, min(next_power_of_2(x), TILE_ELEMENTS // rpow))
             w = _warps(xb * rpow)
             if rpow == ONE_WARP_ROW:
-                xb = min(xb, 2) if writes_rows else 1
+                xb = min(xb, WRITING_ROWS_XBLOCK) if writes_rows else 1
                 w = xb
             blocks = cdiv(x, xb)
             if ROWS_LOOP and sm_count and blocks > 2 * ROWS_PROGRAMS_PER_SM * sm_count:
@@ -155,7 +165,8 @@ def heuristic(rt: RuntimeLayout, persistent_max: int, interpret: bool, sm_count:
     xb = min(OUTER_XBLOCK, next_power_of_2(x))
     x_programs = cdiv(x, xb)
     if splittable and sm_count and x_programs < OUTER_SPLIT_BELOW * sm_count and r >= SPLIT_MIN_R // 8:
-        return _split(x, r, inner, programs=OUTER_SPLIT_PROGRAMS * sm_count, interpret=False)
+        return _split(x, r, inner, programs=OUTER_SPLIT_PROGRAMS * sm_count, interpret=False,
+                      rows=SPLIT_OUTER_RBLOCK_ONE_INPUT if tile_inputs == 1 else SPLIT_OUTER_RBLOCK)
     # Too few columns for the GPU (a squeeze-excitation mean over H*W of a channels-last image
     # at batch 1: 72 to 960 columns): narrower tiles give more programs.
     narrowed = False
@@ -279,13 +290,13 @@ def inner_outer(rt: RuntimeLayout, interpret: bool, sm_count: int = 0, resident:
                                + f", column partials summed by {cdiv(r, fr)} programs")
 
 
-def _split(x: int, r: int, inner: bool, programs: int, interpret: bool) -> LaunchConfig:
+def _split(x: int, r: int, inner: bool, programs: int, interpret: bool, rows: int = SPLIT_OUTER_RBLOCK) -> LaunchConfig:
     if interpret:
         xb, rb, w = next_power_of_2(x), 512, 1
     elif inner:
         xb, rb, w = 1, 2048, 8
     else:
-        xb, rb, w = min(SPLIT_OUTER_XBLOCK, next_power_of_2(x)), SPLIT_OUTER_RBLOCK, SPLIT_OUTER_WARPS
+        xb, rb, w = min(SPLIT_OUTER_XBLOCK, next_power_of_2(x)), rows, SPLIT_OUTER_WARPS
     x_programs = cdiv(x, xb)
     split = max(2, min(programs // x_programs, cdiv(r, rb), 1024))
     rchunk = cdiv(cdiv(r, split), rb) * rb
