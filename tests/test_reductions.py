@@ -816,7 +816,7 @@ def test_ops_on_selects_between_row_values_run_per_row(dtype, monkeypatch):
     eager; the row sum reads a select of two per-row values, and every compare comes after the
     last division. Both checks fail with the flags off.
     With class weights the values vary along the row (nothing to sink): still bitwise the
-    same. GPU launch configurations (two rows a program at 1024 classes in 16 bits)."""
+    same. GPU launch configurations."""
     from conftest import use_gpu_launch_configs
     from torchfuse.codegen import triton as ct
 

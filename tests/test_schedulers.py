@@ -93,7 +93,7 @@ def test_rows_of_about_1024_run_one_warp_a_row(r, rows, warps, writes_rows):
     writes whole rows; shorter and longer rows keep the tile of ``TILE_ELEMENTS`` elements at
     ``ELEMENTS_PER_THREAD`` a thread."""
     if writes_rows and r in (768, 1024):
-        rows, warps = 2, 2
+        rows = warps = reduction.WRITING_ROWS_XBLOCK
     cfg = reduction.heuristic(_layout(32768, r, inner=True), 1 << 14, interpret=False, sm_count=132,
                               writes_rows=writes_rows)
     st = cfg.stages[0]
@@ -108,15 +108,19 @@ def test_rows_of_about_1024_run_one_warp_a_row(r, rows, warps, writes_rows):
     assert one.stages[0].XBLOCK == 1 and one.stages[0].grid[0] == 1, one  # a single row: no empty half
 
 
-def test_rows_of_1024_that_write_whole_rows_run_two_a_program(monkeypatch):
+@pytest.mark.parametrize("writing_rows", [1, 2])
+def test_rows_of_1024_that_write_whole_rows_run_writing_rows_xblock_a_program(writing_rows, monkeypatch):
     """Under the GPU's launch configurations, a bf16 softmax over rows of 1000 (it writes whole
-    rows of 16-bit elements) runs 2 rows a program on 2 warps; an fp32 softmax and a bf16 row sum
-    (per-row results only) 1 row on 1 warp. All give eager's values, including an odd number of
-    rows (the second row of the last program is masked)."""
+    rows of 16-bit elements) runs ``WRITING_ROWS_XBLOCK`` rows a program on as many warps (1,
+    and 2, the earlier choice); an fp32 softmax and a bf16 row sum (per-row results only) 1 row
+    on 1 warp. All give eager's values, including an odd number of rows (with 2, the second row
+    of the last program is masked)."""
     use_gpu_launch_configs(monkeypatch.setattr, 132)
+    monkeypatch.setattr(reduction, "WRITING_ROWS_XBLOCK", writing_rows)
     x = torch.randn(37, 1000, device=DEVICE)
     softmax = lambda t: torch.softmax(t, -1)  # noqa: E731
-    for f, rows in ((lambda t: softmax(t.bfloat16()), 2), (softmax, 1), (lambda t: t.bfloat16().sum(-1), 1)):
+    for f, rows in ((lambda t: softmax(t.bfloat16()), writing_rows), (softmax, 1),
+                    (lambda t: t.bfloat16().sum(-1), 1)):
         torch._dynamo.reset()
         got = torchfuse.compile(f, dynamic=False)(x)
         torch.testing.assert_close(got, f(x))

@@ -186,6 +186,19 @@ def tf_exp_ftz_host(x):
     return tl.exp(x)
 
 
+# x / d for a divisor given as a number (d, and inv = 1 / d rounded to x's dtype): PyTorch's
+# CUDA kernels multiply by that reciprocal (aten/src/ATen/native/cuda/BinaryDivTrueKernel.cu,
+# "a CPU scalar"); its CPU kernels divide (the ``_host`` variant).
+@triton.jit
+def tf_div_by_number(x, d, inv):
+    return x * inv
+
+
+@triton.jit
+def tf_div_by_number_host(x, d, inv):
+    return x / d
+
+
 @triton.jit
 def tf_sum_combine(a, b):
     return a + b
@@ -296,7 +309,7 @@ HOST_VARIANTS = {"tf_maximum": "tf_maximum_host", "tf_minimum": "tf_minimum_host
                  "tf_square_f16": "tf_square_host", "tf_square_bf16": "tf_square_host",
                  "tf_row_max": "tf_row_max_host", "tf_row_min": "tf_row_min_host",
                  "tf_row_sum2": "tf_row_sum2_host", "tf_row_sum3": "tf_row_sum3_host",
-                 "tf_exp_ftz": "tf_exp_ftz_host"}
+                 "tf_exp_ftz": "tf_exp_ftz_host", "tf_div_by_number": "tf_div_by_number_host"}
 
 HELPERS = tuple(HOST_VARIANTS) + tuple(sorted(set(HOST_VARIANTS.values()))) + (
            "tf_div_trunc_int", "tf_div_floor_int", "tf_remainder_int", "tf_fmod_int",

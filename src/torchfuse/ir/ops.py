@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import numbers
 from typing import Any, Callable
 
@@ -191,7 +192,7 @@ def is_float(dtype: torch.dtype) -> bool:
 EXACT_RECIPROCALS = True
 
 
-def fdiv(x: str, y: str, dt: torch.dtype) -> str:
+def fdiv(x: str, y: str, dt: torch.dtype, number: bool = False) -> str:
     """Float division rounded as IEEE 754 (and PyTorch) round it.
 
     Triton's ``/`` on fp32 lowers to PTX ``div.full.f32`` (up to 2 ulp off, e.g.
@@ -201,17 +202,42 @@ def fdiv(x: str, y: str, dt: torch.dtype) -> str:
     In fp32, a literal divisor that is a power of two whose reciprocal is a normal number (a
     mean's backward dividing by 1024) becomes a multiplication by that reciprocal: both are
     the exact quotient rounded once, so the values are the same, without a division's
-    instructions and the call to its slow path."""
+    instructions and the call to its slow path.
+
+    With ``number`` (``x / 3.0``, an ATen division by a Python number), other literal divisors
+    go through ``tf_div_by_number``: on a GPU a multiplication by the reciprocal rounded to
+    ``dt``, as PyTorch's CUDA kernels compute it, on CPU tensors a division, as its CPU kernels
+    do; either way bitwise eager's on that device."""
+    d = _literal_value(y)
+    if d is not None and number and dt in (torch.float32, torch.float64):
+        one = torch.ones((), dtype=dt)
+        inv = (one / torch.tensor(d, dtype=dt)).item()
+        if EXACT_RECIPROCALS and dt == torch.float32 and math.isfinite(d):
+            mant, exp = math.frexp(d)
+            if abs(mant) == 0.5 and -125 <= 1 - exp <= 127:
+                return f"({x} * {inv!r})"
+        return f"tf_div_by_number({x}, {y}, {_float_text(inv)})"
     if dt == torch.float64:
         return f"({x} / {y})"
-    try:
-        d = float(y)
-    except ValueError:
-        d = 0.0
-    mant, exp = math.frexp(d) if math.isfinite(d) else (0.0, 0)
-    if EXACT_RECIPROCALS and dt == torch.float32 and abs(mant) == 0.5 and -125 <= 1 - exp <= 127:
-        return f"({x} * {1.0 / d!r})"
+    if d is not None and EXACT_RECIPROCALS and dt == torch.float32 and math.isfinite(d):
+        mant, exp = math.frexp(d)
+        if abs(mant) == 0.5 and -125 <= 1 - exp <= 127:
+            return f"({x} * {1.0 / d!r})"
     return f"tl.math.div_rn({x}, {y})"
+
+
+def _literal_value(text: str) -> float | None:
+    """The value of a finite float literal as ``literal`` writes it for fp32 or fp64, else None."""
+    m = re.fullmatch(r"tl\.full\(\[\], (.*), tl\.float64\)", text)
+    try:
+        return float(m.group(1) if m else text)
+    except ValueError:
+        return None
+
+
+def _float_text(v: float) -> str:
+    """A Python float as Triton source (``float('inf')`` for infinities, ``float('nan')``)."""
+    return f"float('{v}')" if not math.isfinite(v) else repr(v)
 
 
 def libm(name: str) -> Callable:
@@ -259,7 +285,7 @@ def _emit_div(a, dt, at):
     mode = at.get("rounding_mode")
     x, y = a
     if mode is None:
-        return fdiv(x, y, dt)
+        return fdiv(x, y, dt, number=True)  # a literal divisor here is a Python number
     if mode == "trunc":
         if is_float(dt):
             return f"libdevice.trunc({fdiv(x, y, dt)})"

@@ -96,7 +96,8 @@ INTERPRET_LOOP_RBLOCK = 1 << 14
 #: Rows that pad to this many elements run one row a program on one warp (32 elements a
 #: thread), so that their reductions stay within a warp: no exchange through shared memory and
 #: no barrier; kernels that also write whole rows of 16-bit elements (a softmax, a
-#: normalization's output, a gradient, in fp16 or bf16) run two such rows a program on two warps.
+#: normalization's output, a gradient, in fp16 or bf16) ran two such rows a program on two
+#: warps until run BM (WRITING_ROWS_XBLOCK).
 #: Measured on an H200 (benchmarks/NOTES.md, run AQ; ``benchmarks/sweep_rows.py --sweep warps``),
 #: bf16 32768 x 1024, device us, 1 row x 1 warp / 2 x 2 / 4 x 4 (the earlier choice):
 #: cross-entropy forward (per-row outputs only) 39.4 / 45.9 / 51.1; cross-entropy backward 44.2 /
@@ -108,8 +109,16 @@ INTERPRET_LOOP_RBLOCK = 1 << 14
 #: best (fewer warps: up to 1.9x slower).
 ONE_WARP_ROW = 1024
 #: Rows a program (on as many warps) at ONE_WARP_ROW elements when the kernel writes whole
-#: 16-bit rows (see above).
-WRITING_ROWS_XBLOCK = 2
+#: 16-bit rows (see above). Two rows on two warps put both warps along the row (Triton's
+#: layout), so each thread holds elements of both rows and computes both rows' per-row values.
+#: Once cross-entropy's backward kernel lost its per-element adds and predicate spills
+#: (``codegen.triton.SINK_SELECTS``, ``ROW_PRELUDE``), one row on one warp was as fast or
+#: faster: on an H200 (run BM, ``benchmarks/norms.py --shapes 32768x1024 --alt
+#: schedulers.reduction.WRITING_ROWS_XBLOCK=1``, bf16 device ms, 2 -> 1) cross-entropy's
+#: backward 0.038 -> 0.036 (Inductor 0.036); softmax's and LayerNorm's forwards 0.034 -> 0.034,
+#: softmax's backward 0.047 -> 0.047, log-softmax's 0.048 -> 0.047, RMSNorm's forward 0.033 ->
+#: 0.034.
+WRITING_ROWS_XBLOCK = 1
 
 
 def _warps(elements: int) -> int:
