@@ -9,7 +9,8 @@ configurations the heuristics pick on a GPU of 132 multiprocessors, records ever
 launch (source, stage, argument types, XBLOCK, RBLOCK, warps), compiles each for sm_90 with
 Triton's ahead-of-time compiler (no device needed) with the specializations Triton's JIT
 would make for those arguments (16-byte aligned pointers, integers divisible by 16, integers
-equal to 1), and disassembles the binary with the ``nvdisasm`` and ``cuobjdump`` that come
+equal to 1) and the launch's multiply-add contraction setting (off under torchfuse's default
+exact rounding), and disassembles the binary with the ``nvdisasm`` and ``cuobjdump`` that come
 with Triton. It prints, per kernel, the SASS instructions of one thread's program (straight
 line for a persistent kernel; a loop body counts once), the registers a thread, and the most
 frequent opcodes.
@@ -58,22 +59,31 @@ PHASE = ["inference"]
 
 def _record(launches: list):
     """Wrap ``Kernel.launch`` so that every launch appends ``(phase, kernel, stage, args,
-    XBLOCK, RBLOCK, num_warps)`` to ``launches`` (``PHASE``)."""
+    XBLOCK, RBLOCK, num_warps, fp_fusion)`` to ``launches`` (``PHASE``)."""
+    import inspect
+
     from torchfuse.runtime import compile as rc
 
-    original = rc.Kernel.launch
+    original = getattr(rc.Kernel.launch, "unrecorded", rc.Kernel.launch)  # one wrapper, not one a case
+    signature = inspect.signature(original)
 
     def launch(self, stage, grid, args, XBLOCK, RBLOCK, num_warps, *rest, **kw):
-        launches.append((PHASE[0], self, stage, list(args), XBLOCK, RBLOCK, num_warps))
+        bound = signature.bind(self, stage, grid, args, XBLOCK, RBLOCK, num_warps, *rest, **kw)
+        bound.apply_defaults()
+        launches.append((PHASE[0], self, stage, list(args), XBLOCK, RBLOCK, num_warps,
+                         bound.arguments["fp_fusion"]))
         return original(self, stage, grid, args, XBLOCK, RBLOCK, num_warps, *rest, **kw)
 
+    launch.unrecorded = original
     rc.Kernel.launch = launch
 
 
-def spec_of(kernel, stage: int, args, XBLOCK: int, RBLOCK: int, num_warps: int) -> dict:
+def spec_of(kernel, stage: int, args, XBLOCK: int, RBLOCK: int, num_warps: int, fp_fusion: bool = True) -> dict:
     """What Triton's JIT compiles for this launch, as JSON data: the source, the stage's
     function, its signature and constant arguments (``XBLOCK``, ``RBLOCK``, integers equal to
-    1), the arguments Triton's JIT assumes 16-byte aligned or divisible by 16, and the warps.
+    1), the arguments Triton's JIT assumes 16-byte aligned or divisible by 16, the warps, and
+    whether a multiply and an add may contract into one fused multiply-add (torchfuse launches
+    with that off unless ``exact_rounding=False``).
 
     Raises:
         TypeError: an argument of a kind Triton does not take.
@@ -103,7 +113,7 @@ def spec_of(kernel, stage: int, args, XBLOCK: int, RBLOCK: int, num_warps: int) 
         else:
             raise TypeError(f"argument {name}: {type(a).__name__}")
     return {"text": kernel.source.text, "name": kernel.source.stages[stage], "signature": signature,
-            "constexprs": constexprs, "divisible": divisible, "num_warps": num_warps}
+            "constexprs": constexprs, "divisible": divisible, "num_warps": num_warps, "fp_fusion": fp_fusion}
 
 
 def compile_sm90(spec: dict, dump: str | None = None) -> tuple[int, int, collections.Counter]:
@@ -126,7 +136,8 @@ def compile_sm90(spec: dict, dump: str | None = None) -> tuple[int, int, collect
     fn = getattr(mod, spec["name"])
     attrs = {(i,): [["tt.divisibility", 16]] for i in spec["divisible"]}
     src = triton.compiler.ASTSource(fn=fn, signature=spec["signature"], constexprs=spec["constexprs"], attrs=attrs)
-    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": spec["num_warps"]})
+    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                              options={"num_warps": spec["num_warps"], "enable_fp_fusion": spec.get("fp_fusion", True)})
     tools = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as fh:
         fh.write(compiled.asm["cubin"])
@@ -216,12 +227,12 @@ def main(argv=None) -> int:
             PHASE[0] = "backward"
             torch.autograd.grad(out, [inputs[i] for i in grad_idx], torch.randn_like(out))
         seen, specs = set(), []
-        for phase, kernel, stage, a, xb, rb, w in launches:
-            key = (phase, kernel.source.key, stage, xb, rb, w)
+        for phase, kernel, stage, a, xb, rb, w, fusion in launches:
+            key = (phase, kernel.source.key, stage, xb, rb, w, fusion)
             if key not in seen:
                 seen.add(key)
                 specs.append((f"{phase}: {kernel.source.stages[stage]} (X{xb} R{rb} w{w})",
-                              spec_of(kernel, stage, a, xb, rb, w)))
+                              spec_of(kernel, stage, a, xb, rb, w, fusion)))
         print(f"{op} {'x'.join(map(str, shape))} {str(dtype).replace('torch.', '')}:", flush=True)
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
             json.dump(specs, fh)

@@ -316,7 +316,7 @@ def test_sass_count_shows_the_flushed_exp_saving_instructions():
     """``benchmarks/sass_count.py`` compiles torchfuse's kernels for sm_90 on this machine (no
     GPU) and counts their instructions: log-softmax's forward row kernels have fewer with the
     flush-to-zero summed exp (``codegen.triton.FLUSH_SUMMED_EXP``) than without, the first of
-    them three an element fewer (bf16 rows of 1024, two rows on two warps: 32 elements a
+    them three an element fewer (bf16 rows of 1024, one row on one warp: 32 elements a
     thread)."""
     import os
     import re
@@ -338,3 +338,25 @@ def test_sass_count_shows_the_flushed_exp_saving_instructions():
     assert len(flushed) == len(plain)
     assert plain[0][0] - flushed[0][0] >= 3 * 32, (plain, flushed)
     assert all(f[0] <= p[0] for f, p in zip(flushed, plain)), (plain, flushed)
+
+
+def test_sass_count_compiles_kernels_as_they_are_launched(monkeypatch):
+    """``sass_count.py`` records each launch with its multiply-add contraction setting and
+    compiles with it: off under torchfuse's default exact rounding, on with
+    ``exact_rounding=False``; a second case does not wrap the recorder twice."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import sass_count
+
+    import torchfuse
+    from torchfuse.runtime import compile as rc
+
+    monkeypatch.setattr(rc.Kernel, "launch", rc.Kernel.launch)  # restored after the test
+    x = torch.randn(8, 64)
+    for exact in (True, False, True):
+        launches: list = []
+        sass_count._record(launches)
+        torch._dynamo.reset()
+        torchfuse.compile(lambda t: torch.softmax(t, -1), dynamic=False, interpret=True, exact_rounding=exact)(x)
+        assert launches and all(rec[-1] is (not exact) for rec in launches), launches
+        spec = sass_count.spec_of(*launches[0][1:])
+        assert spec["fp_fusion"] is (not exact)

@@ -326,6 +326,12 @@ def test_division_by_a_number_is_eagers_on_each_device(dtype):
     a = tensor([1.0, -3.0, 1e-40, -3e-39, tiny, 3e38, -3e38, INF, -INF, NAN, 0.0, -0.0, 7.25, 1e-45]).to(dtype)
     fn = lambda a: (a / 1024.0, a / 0.5, a / -2.0, a / 2.0 ** 20, a / 2.0 ** -126, a / 2.0 ** -127, a / 3.0,
                     a * 0.1 / 4.0)
+    # divisors below fp32's smallest normal number: Triton would make such a Python float an
+    # fp64 constant and compute the quotient and what follows in fp64
+    tiny_divisors = lambda a: (a / 1e-40 * 1e-30, (a / 2.0 ** -149) * 0.0, a / 2.0 ** -149 - (a / 2.0 ** -149) * 2,
+                               a + 1e-40, torch.div(a, 1e-40, rounding_mode="trunc") * 1e-30)
+    actual, graphs = run_compiled(tiny_divisors, a)
+    assert_matches(actual, tiny_divisors(a), exact=True)
     actual, graphs = run_compiled(fn, a)
     assert_matches(actual, fn(a), exact=True)
     assert_all_fused(graphs)
@@ -337,6 +343,16 @@ def test_division_by_a_number_is_eagers_on_each_device(dtype):
 
 
 # ----------------------------------------------------------------------------- where
+
+@pytest.mark.parametrize("dtype", [F32, BF16, F16], ids=dtype_id)
+def test_negative_zero_constants_keep_their_sign(dtype):
+    """A -0.0 constant stays -0.0 in every float dtype (bf16 included, where the interpreter
+    would negate the 16-bit pattern of +0 as an integer)."""
+    x = tensor([[1.0, -1.0, 2.0, -2.0]] * 2).to(dtype)
+    a = tensor([[-0.0], [-0.0]]).to(dtype)
+    fn = lambda x, a: (torch.where(x >= 0, a, -0.0), torch.full_like(x, -0.0) * 1.0, x * 0.0 + -0.0)
+    actual, graphs = run_compiled(fn, x, a)
+    assert_matches(actual, fn(x, a), exact=True)
 
 def test_where_branches():
     """where with tensor, 0-dim and scalar branches, broadcasting, and NaN in the unused branch."""

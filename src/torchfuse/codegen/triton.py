@@ -331,9 +331,10 @@ SCALAR_LOADS = True
 #: Triton compiles an integer argument equal to 1 as a constant, so the masks or-ed with them
 #: (``_Writer.emit_x_block``, ``_Writer.r_prologue``) fold away with the selects that keep
 #: masked lanes out of reductions and the predicates of loads and stores; the source stays
-#: the same for every size, so a new batch size reuses compiled kernels. Compiled for sm_90
-#: (``benchmarks/sass_count.py``), bf16 LayerNorm's forward row kernel at 4096 a row went from
-#: 528 to 456 instructions a thread and its backward's inner-outer kernel from 688 to 608. On an
+#: the same for every size, so a new batch size reuses compiled kernels. Compiled for sm_90 as
+#: launched (``benchmarks/sass_count.py``), bf16 LayerNorm's forward row kernel at 4096 a row
+#: went from 576 to 504 instructions a thread (with multiply-add contraction on, as the script
+#: first compiled: 528 to 456, and its backward's inner-outer kernel 688 to 608). On an
 #: H200 (run BL, ``benchmarks/norms.py --alt codegen.triton.ALL_TRUE_MASKS=False``, device us,
 #: off -> on), cross-entropy's forward took 69.5 -> 58.3 (bf16 16384 x 4096), 75.9 -> 61.9 (bf16
 #: 8192 x 8192), 78.0 -> 69.0 (fp32 16384 x 4096) and its fp32 backward 145.2 -> 131.3; its bf16
@@ -371,9 +372,9 @@ ONLINE_SUMS = False
 #: by lane, with the same roundings, so the values are bitwise those of the tile-wide form.
 #: Cross-entropy's backward is such a chain: ``where(arange == target, -g, 0)``, plus a
 #: per-row term, rounded to bf16, widened to fp32; its row kernel then does one compare and
-#: one select an element, not adds and conversions too (sm_90, bf16, instructions a thread:
-#: 824 to 752 at 1024 a row, 792 to 704 at 4096). False computes every op over the whole tile
-#: (for measurements).
+#: one select an element, not adds and conversions too (sm_90 as launched, bf16, instructions
+#: a thread: 816 to 720 at 1024 a row, 824 to 736 at 4096). False computes every op over the
+#: whole tile (for measurements).
 SINK_SELECTS = True
 #: A persistent row kernel first loads the tiles its row reductions read, then computes the
 #: per-row values that need no reduction (a loss scale divided by a count, a gradient's sign),
@@ -381,11 +382,15 @@ SINK_SELECTS = True
 #: compared each element with the target, then divided the loss scale (a division whose
 #: slow path is a call, which the compilers do not move code across), then selected: sm_90 kept
 #: the 32 compare results of a thread in registers across the call (``P2R``), and its bf16 row
-#: kernel at 1024 a row took 752 instructions a thread; with the prelude, 648 (4096 a row: 704
-#: to 608). False emits every value where it is first read (for measurements).
+#: kernel at 1024 a row took 720 instructions a thread; with the prelude, 632 (4096 a row: 736
+#: to 640). In inner-outer kernels the per-row values (RMSNorm's saved rstd) then load before
+#: the row sums: its bf16 backward at 1024 a row went from 106 to 96 registers. False emits
+#: every value where it is first read (for measurements).
 ROW_PRELUDE = True
 #: Software-pipelining stages of the loop of a split reduction's first kernel (0: a plain
-#: ``range``, Triton's default).
+#: ``range``, Triton's default). Two stages were mixed on an H200 (run BM, channels-last
+#: BatchNorm 64x256x56x56, partial kernels, device us, 0 -> 2): bf16 forward 42.6 -> 48.0 and
+#: backward 58.2 -> 62.5, fp32 forward 66.0 -> 61.1 and backward 103.4 -> 101.7.
 SPLIT_PARTIAL_STAGES = 0
 
 

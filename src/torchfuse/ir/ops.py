@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 import numbers
+import re
 from typing import Any, Callable
 
 import torch
@@ -185,10 +185,11 @@ def is_float(dtype: torch.dtype) -> bool:
 
 
 #: fp32 division by a literal power of two as a multiplication by its reciprocal (``fdiv``);
-#: False keeps the division (for measurements). Compiled for sm_90
-#: (``benchmarks/sass_count.py``), the bf16 inner-outer kernels of LayerNorm's and RMSNorm's
-#: backward at 1024 a row, which divide by the row length, went from 664 to 536 and 584 to 432
-#: instructions a thread.
+#: False keeps the division (for measurements). As launched (multiply-add contraction off, the
+#: default), the compiler already makes that multiplication and the sm_90 binaries are the
+#: same; with contraction on (``exact_rounding=False``) it did not, and the bf16 inner-outer
+#: kernels of LayerNorm's and RMSNorm's backward at 1024 a row, which divide by the row length,
+#: went from 664 to 536 and 584 to 432 instructions a thread (``benchmarks/sass_count.py``).
 EXACT_RECIPROCALS = True
 
 
@@ -209,26 +210,22 @@ def fdiv(x: str, y: str, dt: torch.dtype, number: bool = False) -> str:
     ``dt``, as PyTorch's CUDA kernels compute it, on CPU tensors a division, as its CPU kernels
     do; either way bitwise eager's on that device."""
     d = _literal_value(y)
+    if d is not None and dt == torch.float32 and EXACT_RECIPROCALS and math.isfinite(d):
+        mant, exp = math.frexp(d)
+        if abs(mant) == 0.5 and -125 <= 1 - exp <= 127:  # 1 / d = 2**(1 - exp), a normal number
+            return f"({x} * {1.0 / d!r})"
     if d is not None and number and dt in (torch.float32, torch.float64):
-        one = torch.ones((), dtype=dt)
-        inv = (one / torch.tensor(d, dtype=dt)).item()
-        if EXACT_RECIPROCALS and dt == torch.float32 and math.isfinite(d):
-            mant, exp = math.frexp(d)
-            if abs(mant) == 0.5 and -125 <= 1 - exp <= 127:
-                return f"({x} * {inv!r})"
-        return f"tf_div_by_number({x}, {y}, {_float_text(inv)})"
+        inv = (torch.ones((), dtype=dt) / torch.tensor(d, dtype=dt)).item()
+        return f"tf_div_by_number({x}, {y}, tl.full([], {_float_text(inv)}, {triton_dtype(dt)}))"
     if dt == torch.float64:
         return f"({x} / {y})"
-    if d is not None and EXACT_RECIPROCALS and dt == torch.float32 and math.isfinite(d):
-        mant, exp = math.frexp(d)
-        if abs(mant) == 0.5 and -125 <= 1 - exp <= 127:
-            return f"({x} * {1.0 / d!r})"
     return f"tl.math.div_rn({x}, {y})"
 
 
 def _literal_value(text: str) -> float | None:
-    """The value of a finite float literal as ``literal`` writes it for fp32 or fp64, else None."""
-    m = re.fullmatch(r"tl\.full\(\[\], (.*), tl\.float64\)", text)
+    """The value of a float literal as ``literal`` writes it for fp32 or fp64 (not infinities,
+    NaN or -0.0), else None."""
+    m = re.fullmatch(r"tl\.full\(\[\], (.*), tl\.float(?:32|64)\)", text)
     try:
         return float(m.group(1) if m else text)
     except ValueError:
@@ -508,6 +505,10 @@ def literal(value: Any, dtype: torch.dtype) -> str:
     if dtype.is_floating_point:
         if v == 0 and math.copysign(1.0, v) < 0:
             # Triton makes every constant equal to 0 a null (+0.0) value; negate one instead
+            # (bf16 negated in fp32: the interpreter keeps bf16 as 16-bit integers and would
+            # negate those, leaving +0)
+            if dtype == torch.bfloat16:
+                return "(-tl.full([], 0.0, tl.float32)).to(tl.bfloat16)"
             return f"(-tl.full([], 0.0, {triton_dtype(dtype)}))"
         if math.isnan(v):
             text = "float('nan')"
@@ -515,8 +516,10 @@ def literal(value: Any, dtype: torch.dtype) -> str:
             text = "float('inf')" if v > 0 else "float('-inf')"
         else:
             text = repr(float(v))
-        if dtype == torch.float64:
-            return f"tl.full([], {text}, tl.float64)"
+        if dtype == torch.float64 or (dtype == torch.float32 and 0 < abs(v) < 2.0 ** -126):
+            # Triton makes a Python float below fp32's smallest normal number an fp64 constant,
+            # and ops that do not treat it as weak (tl.math.div_rn) then compute in fp64
+            return f"tl.full([], {text}, {triton_dtype(dtype)})"
         if dtype == torch.bfloat16:  # exact: v is a bf16 value (the interpreter has no bf16 constants)
             return f"tl.full([], {text}, tl.float32).to(tl.bfloat16)"
         return text if dtype == torch.float32 else f"tl.full([], {text}, {triton_dtype(dtype)})"

@@ -58,8 +58,8 @@ OUTER_SPLIT_PROGRAMS = 8
 SPLIT_OUTER_XBLOCK = 64
 SPLIT_OUTER_RBLOCK = 16
 SPLIT_OUTER_WARPS = 4
-#: The partial stage's rows a step when the group reads one tensor along the reduced dims (a BatchNorm's
-#: statistics in the forward; its backward's column sums read two). On an H200 (run BM,
+#: The partial stage's rows a step when the group reads one tensor along the reduced dims (a
+#: BatchNorm's statistics in the forward; its backward's column sums read two). On an H200 (run BM,
 #: ``benchmarks/norms.py --ops batch_norm_cl --alt schedulers.reduction.SPLIT_OUTER_RBLOCK=32``,
 #: 64x256x56x56 channels-last, device us of the partial kernel, 16 -> 32 rows): forward bf16
 #: 42.7 -> 37.0 and fp32 66.3 -> 58.5; backward bf16 58.1 -> 58.9 and fp32 103.5 -> 107.4.
