@@ -132,7 +132,7 @@ def test_reduction_rules(name):
 
 def _evaluate_literal(text: str):
     """The value a literal expression denotes (the few shapes ``ops.literal`` produces)."""
-    m = re.fullmatch(r"\(-tl\.full\(\[\], 0\.0, tl\.\w+\)\)", text)
+    m = re.fullmatch(r"\(-tl\.full\(\[\], 0\.0, tl\.\w+\)\)(\.to\(tl\.\w+\))?", text)
     if m:
         return -0.0
     m = re.fullmatch(r"tl\.full\(\[\], (.+), tl\.\w+\)(\.to\(tl\.\w+\))?", text)
@@ -147,7 +147,8 @@ LITERALS = [
     (2**24 + 1, torch.float32, 2.0**24), (1e300, torch.float32, math.inf), (float("nan"), torch.float16, math.nan),
     (True, torch.float32, 1.0), (2.5, torch.int32, 2), (-2**63, torch.int64, -2**63), (7, torch.bool, 1),
     (65520.0, torch.float16, math.inf), (0.1, torch.bfloat16, float(torch.tensor(0.1).bfloat16())),
-    (-0.0, torch.bfloat16, -0.0),
+    (-0.0, torch.bfloat16, -0.0), (1e-40, torch.float32, float(torch.tensor(1e-40, dtype=torch.float32))),
+    (-2.0**-149, torch.float32, -2.0**-149),
 ]
 
 
@@ -163,3 +164,5 @@ def test_literal(value, dtype, expected):
         assert got == expected and math.copysign(1, got) == math.copysign(1, expected), (text, expected)
     if dtype == torch.float64:
         assert "tl.float64" in text  # a bare Python float would be an fp32 constant in Triton
+    if dtype == torch.float32 and got != 0 and abs(got) < 2.0 ** -126:
+        assert "tl.float32" in text  # a bare Python float this small would be an fp64 constant
