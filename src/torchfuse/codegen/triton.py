@@ -641,15 +641,14 @@ class _Writer:
         common = node.attrs.get("common_dtype")
         args = []
         for i, x in enumerate(node.inputs):
-            promoted = opdef.promoted is None or i in opdef.promoted
-            if isinstance(x, Value) and x.meta is not None and (not promoted or (sub and x in sub)):
-                var, dt = sub[x] if sub and x in sub else self.value(x)
-                if not promoted:
-                    args.append(convert(var, dt, torch.bool) if node.op == "where" and i == 0 else var)
-                else:
-                    args.append(self.cast_operand(var, dt, compute, common))
+            if not (isinstance(x, Value) and x.meta is not None):
+                args.append(self.operand(x, compute, common))  # a literal or a runtime scalar
+                continue
+            var, dt = sub[x] if sub and x in sub else self.value(x)
+            if opdef.promoted is None or i in opdef.promoted:
+                args.append(self.cast_operand(var, dt, compute, common))
             else:
-                args.append(self.operand(x, compute, common))
+                args.append(convert(var, dt, torch.bool) if node.op == "where" and i == 0 else var)
         return args
 
     def per_element(self, v: Value) -> bool:
