@@ -233,14 +233,22 @@ def test_selection_and_backend_parsing():
         parse_backends("eager,nope")
 
 
+def test_busy_time_is_the_union_of_intervals():
+    from torchfuse.bench.timing import busy_time
+
+    assert busy_time([]) == 0
+    assert busy_time([(0, 2), (1, 3), (5, 6), (5.5, 5.7)]) == 4
+
+
 def test_header_counts_the_backends_that_run():
     """The run header counts backends that run here, not those skipped (CUDA-only on a CPU,
     inference-only in training runs)."""
     everything = parse_backends(None)
-    assert len(everything) == len(BACKENDS) == 7
+    assert len(everything) == len(BACKENDS) == 8
     assert running_backends(everything, "cpu", {False, True}) == ("eager", "torch.compile", "torchfuse")
     assert running_backends(everything, "cuda", {True}) == ("eager", "torch.compile",
-                                                            "torch.compile-reduce-overhead", "torchfuse")
+                                                            "torch.compile-reduce-overhead", "torchfuse",
+                                                            "torchfuse-reduce-overhead")
     assert running_backends(everything, "cuda", {False, True}) == everything
 
 

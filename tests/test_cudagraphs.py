@@ -32,9 +32,10 @@ def test_cpu_graph_is_not_captured_and_says_why():
     assert "not captured" in stats["cudagraph"] and "CUDA" in stats["cudagraph"]
 
 
-def test_training_graphs_say_why_they_are_not_captured():
-    """With gradients on, the forward and backward graphs run uncaptured, and the report (the
-    graph's stats, which ``explain`` prints) says so instead of saying nothing."""
+def test_training_graphs_say_whether_they_are_captured():
+    """With gradients on, the forward and backward graphs are captured on a GPU
+    (``torchfuse.runtime.training_graphs``); on CPU tensors they run uncaptured, and the report
+    (the graph's stats, which ``explain`` prints) says why instead of saying nothing."""
     m = _model().to(DEVICE)
     x = torch.randn(4, 32, device=DEVICE)
     out = torchfuse.compile(m, mode="reduce-overhead")(x)
@@ -42,7 +43,10 @@ def test_training_graphs_say_why_they_are_not_captured():
     graphs = [g for g in backend.RECENT[-2:] if g.name in ("forward", "backward")]
     assert {g.name for g in graphs} == {"forward", "backward"}
     for g in graphs:
-        assert "not captured" in g.stats["cudagraph"] and "training graph" in g.stats["cudagraph"]
+        if DEVICE == "cpu":
+            assert g.stats["cudagraph"].startswith("not captured") and "cpu" in g.stats["cudagraph"]
+        else:
+            assert g.stats["cudagraph"].startswith("captured")
     torch.testing.assert_close(out, m(x))
 
 
@@ -86,14 +90,20 @@ def test_without_copies_holding_an_output_raises():
 
 
 @gpu
-def test_training_graphs_run_uncaptured():
+def test_training_graphs_replay_with_an_input_that_requires_grad():
     m = _model().cuda().train()
     cm = torchfuse.compile(m, mode="reduce-overhead")
     x = torch.randn(4, 32, device="cuda", requires_grad=True)
-    for _ in range(3):
+    for _ in range(4):
+        x.grad = None
         out = cm(x)
         out.sum().backward()
-    torch.testing.assert_close(out, m(x))
+    grad = x.grad.clone()
+    x.grad = None
+    ref = m(x)
+    ref.sum().backward()
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(grad, x.grad)
 
 
 # ------------------------------------------------------------------ runner logic on the CPU
@@ -264,3 +274,34 @@ def test_frozen_wrapper_vouches_for_static_inputs_and_changes_are_still_seen(mon
             x = torch.randn(3, 8)
             torch.testing.assert_close(frozen([w, b2, x])[0], x @ (w * 2) + b2)
         assert runner.recorded == 2 and len(checks) == 2
+
+
+def test_runner_refuses_a_graph_that_writes_a_non_static_input():
+    """A replay would write its private copy of such an input, not the caller's tensor."""
+    r = _CpuRunner(_Linear(), Options(), [0, 1], mutated_inputs={2})
+    w, b, x = torch.randn(8, 4), torch.randn(4), torch.randn(3, 8)
+    with torch.no_grad():
+        for _ in range(3):
+            torch.testing.assert_close(r([w, b, x])[0], x @ w + b)
+    assert r.disabled and "written in place" in r.stats["cudagraph"]
+    assert not _CpuRunner(_Linear(), Options(), [0, 1], mutated_inputs={1}).disabled
+
+
+@gpu
+def test_inference_replays_draw_new_random_numbers():
+    def f(x):
+        return torch.nn.functional.dropout(x * 2, p=0.5, training=True) + torch.rand_like(x)
+
+    cf = torchfuse.compile(f, mode="reduce-overhead")
+    x = torch.randn(64, 64, device="cuda")
+    with torch.no_grad():
+        for _ in range(3):  # planning, capture, a replay: the calls below all replay
+            cf(x)
+        torch.manual_seed(3)
+        first = [cf(x) for _ in range(3)]
+        torch.manual_seed(3)
+        again = [cf(x) for _ in range(3)]
+    assert backend.RECENT[-1].stats["cudagraph"].startswith("captured")
+    assert not torch.equal(first[1], first[2])
+    for a, b in zip(first, again):
+        assert torch.equal(a, b)

@@ -59,18 +59,39 @@ def _aten_rewrite(gm: torch.fx.GraphModule, name: str, graph_pass: Callable, *ar
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Options, name: str = "graph",
-                  static_inputs: list[int] | None = None) -> Callable:
+                  static_inputs: list[int] | None = None, capture: "CaptureState | None" = None) -> Callable:
     """Compile one ATen-level FX graph (as AOTAutograd produces) into a boxed callable.
 
     Never raises for a graph it cannot fuse: anything unsupported runs through ATen, and an
     unexpected failure of the compiler itself runs the whole graph as traced, with a warning.
 
     Args:
+        name: ``"forward"``, ``"backward"`` or ``"inference"`` (AOTAutograd's graphs), or
+            another name for a graph compiled on its own.
         static_inputs: indices of inputs that are parameters or buffers; ``None`` reads them
             from AOTAutograd's metadata (``static_input_indices``) where it has them.
+        capture: with ``Options.cudagraphs``, the state the forward and backward graphs of one
+            captured program share (:mod:`torchfuse.runtime.training_graphs`); forward and
+            backward graphs are then replayed as CUDA graphs where that is safe.
     """
     if static_inputs is None:
         static_inputs = _static_input_indices()
+    compiled = _compile_graph(gm, example_inputs, options, name, static_inputs)
+    if not (options.cudagraphs and name in ("forward", "backward")):
+        return compiled
+    from .runtime.training_graphs import CaptureState, capture_training_graph
+
+    stats = getattr(compiled, "stats", None)
+    if stats is None:  # the traced graph runs: its record in UNFUSED carries the status for reports
+        stats = UNFUSED[-1] if UNFUSED and UNFUSED[-1]["fx_graph"] is gm else {}
+    return capture_training_graph(compiled, gm, example_inputs, name=name, static_inputs=static_inputs,
+                                  state=capture if capture is not None else CaptureState(),
+                                  copy_outputs=options.cudagraph_copy_outputs, stats=stats)
+
+
+def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Options, name: str,
+                   static_inputs: list[int] | None) -> Callable:
+    """:func:`compile_graph` without the training graphs' CUDA graph capture."""
     from .ir.from_fx import graph_from_fx
     from .runtime.executor import CompiledGraph, GroupRunner
     from .segment import segment
@@ -136,10 +157,9 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     if options.cudagraphs and name == "inference":
         from .runtime.cudagraphs import CudaGraphRunner
 
-        return CudaGraphRunner(compiled, options, static_inputs)
-    if options.cudagraphs:  # reports say why this graph is not captured
-        compiled.stats["cudagraph"] = ("not captured: a training graph (forward or backward; CUDA graphs apply to "
-                                       "graphs compiled under torch.no_grad())")
+        from torch._dynamo.backends.cudagraphs import find_input_mutations
+
+        return CudaGraphRunner(compiled, options, static_inputs, mutated_inputs=find_input_mutations(gm.graph))
     return compiled
 
 
@@ -292,17 +312,20 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
         except Exception as e:  # must not stop the program; the rewrites it finished stay
             warnings.warn(f"torchfuse: graph pass {graph_pass.__name__} failed ({type(e).__name__}: {e}); "
                           "continuing without it", RuntimeWarning, stacklevel=2)
+    from .runtime.training_graphs import CaptureState
+
+    capture = CaptureState()  # shared by this program's forward and backward graphs
     backend = aot_autograd(
-        fw_compiler=functools.partial(compile_graph, options=opts, name="forward"),
-        bw_compiler=functools.partial(compile_graph, options=opts, name="backward"),
+        fw_compiler=functools.partial(compile_graph, options=opts, name="forward", capture=capture),
+        bw_compiler=functools.partial(compile_graph, options=opts, name="backward", capture=capture),
         inference_compiler=functools.partial(compile_graph, options=opts, name="inference"),
         partition_fn=min_cut_rematerialization_partition,
         decompositions=decomposition_table(),
         # writes to inputs that need no gradient (BatchNorm's running statistics and batch
         # counter) stay in the graph as ``copy_`` calls, which the runtime batches into one
-        # multi-tensor copy, instead of one copy per buffer after the graph returns. Not
-        # under CUDA graphs, whose replays read copies of the inputs
-        keep_inference_input_mutations=not opts.cudagraphs,
+        # multi-tensor copy (and CUDA graphs capture), instead of one copy per buffer after
+        # the graph returns
+        keep_inference_input_mutations=True,
     )
     return backend(gm, example_inputs)
 

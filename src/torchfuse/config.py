@@ -103,11 +103,21 @@ class Options:
             forbid contracting a multiply and an add into one fused multiply-add (eager runs them
             as separate kernels, each rounding). ``False`` keeps fp32 intermediates and allows
             contraction (slightly more accurate, not eager's values).
-        cudagraphs: capture each compiled graph into a CUDA graph per input signature and
-            replay it (``mode="reduce-overhead"``); see :mod:`torchfuse.runtime.cudagraphs`.
-        cudagraph_max_graphs: CUDA graphs kept per compiled graph (least recently used go).
-        cudagraph_copy_outputs: return copies of a replay's outputs (safe); without it the
-            pool's tensors are returned and overwriting one still in use raises.
+        cudagraphs: capture compiled graphs into CUDA graphs and replay them
+            (``mode="reduce-overhead"``): inference graphs once per input signature
+            (:mod:`torchfuse.runtime.cudagraphs`), training graphs (forward and backward) through
+            PyTorch's CUDA graph trees, sharing one memory pool
+            (:mod:`torchfuse.runtime.training_graphs`). A graph that cannot be captured runs
+            as usual and ``explain`` says why.
+        cudagraph_max_graphs: CUDA graphs kept per compiled inference graph (least recently
+            used go).
+        cudagraph_copy_outputs: return copies of a replay's outputs (safe): for inference
+            graphs every output, for training graphs the forward's user-visible outputs and the
+            backward's gradients (which ``.grad`` may keep across steps; one multi-tensor copy
+            per dtype). Without it the pool's tensors are returned: an inference replay that
+            would overwrite one still in use raises, and training follows the CUDA graph
+            trees' rules (an output read after a later step's replay raises; gradient
+            accumulation needs ``.grad`` allocated outside the captured backward).
         freeze: treat parameters and buffers of inference graphs (compiled with gradients
             off) as constants: eval-mode BatchNorms fold into the convolutions before them,
             convolution biases on CUDA join the next fusion group, half-precision 2-D

@@ -2,7 +2,7 @@
 
 Adding a backend is one entry in :data:`BACKENDS`; a torchfuse variant is
 ``compile_torchfuse(<option>=<value>)`` with options of :class:`torchfuse.Options`, e.g.
-``torchfuse-cudagraphs`` (torchfuse's own CUDA graphs, which capture inference graphs).
+``torchfuse-reduce-overhead`` (torchfuse's CUDA graphs, ``cudagraphs=True``).
 
 Speedups are reported over :data:`BASELINE` (eager) and over :data:`COMPILE_BASELINE`
 (``torch.compile`` with its default mode).
@@ -56,10 +56,11 @@ class Backend:
         return None
 
 
-def compile_torch(mode: str | None = None) -> CompileFn:
-    """``torch.compile(module, mode=mode)`` (TorchInductor)."""
+def compile_torch(mode: str | None = None, options: dict | None = None) -> CompileFn:
+    """``torch.compile(module, mode=mode)`` or ``torch.compile(module, options=options)``
+    (TorchInductor)."""
     def compile(module: torch.nn.Module, device: str) -> Callable:
-        return torch.compile(module, mode=mode)
+        return torch.compile(module, mode=mode, options=options)
     return compile
 
 
@@ -83,12 +84,19 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in [
     Backend("torch.compile", compile_torch(), modules=_INDUCTOR),
     Backend("torch.compile-reduce-overhead", compile_torch("reduce-overhead"), mark_step=True, needs_cuda=True,
             modules=_INDUCTOR),
+    # Inductor's freezing, the peer of torchfuse's freeze=True (PyTorch refuses a mode together
+    # with options; "triton.cudagraphs" is what mode="reduce-overhead" sets)
+    Backend("torch.compile-reduce-overhead-frozen", compile_torch(options={"triton.cudagraphs": True, "freezing": True}),
+            mark_step=True, needs_cuda=True, inference_only=True, modules=_INDUCTOR),
     Backend("torchfuse", compile_torchfuse(), modules=_TORCHFUSE),
-    Backend("torchfuse-cudagraphs", compile_torchfuse(cudagraphs=True), needs_cuda=True, inference_only=True,
-            modules=_TORCHFUSE + ("torchfuse.runtime.cudagraphs",)),
+    # CUDA graphs (Options.cudagraphs): inference graphs, and training graphs through PyTorch's
+    # CUDA graph trees
+    Backend("torchfuse-reduce-overhead", compile_torchfuse(cudagraphs=True), mark_step=True, needs_cuda=True,
+            modules=_TORCHFUSE + ("torchfuse.runtime.cudagraphs", "torchfuse.runtime.training_graphs",
+                                  "torch._inductor.cudagraph_trees")),
     # freeze=True: BatchNorm folded, half-precision convolutions channels-last, weight-only work
-    # hoisted (torchfuse.freezing); Inductor's own freezing is off by default and not used here
-    Backend("torchfuse-cudagraphs-frozen", compile_torchfuse(cudagraphs=True, freeze=True), needs_cuda=True,
+    # hoisted (torchfuse.freezing)
+    Backend("torchfuse-reduce-overhead-frozen", compile_torchfuse(cudagraphs=True, freeze=True), needs_cuda=True,
             inference_only=True, modules=_TORCHFUSE + ("torchfuse.runtime.cudagraphs", "torchfuse.freezing")),
 ]}
 

@@ -88,8 +88,8 @@ def terminal_report(results: list[Result], labels: dict[str, str]) -> str:
     return "\n".join(parts)
 
 
-DETAIL_HEADER = ["case", "backend", "status", "median ms", "vs eager", "vs torch.compile", "first call s",
-                 "cold s", "warm s", "peak MiB", "kernels/step", "launches/step", "accuracy"]
+DETAIL_HEADER = ["case", "backend", "status", "median ms", "device ms", "idle ms", "vs eager", "vs torch.compile",
+                 "first call s", "cold s", "warm s", "peak MiB", "kernels/step", "launches/step", "accuracy"]
 
 
 def detail_rows(rows: list[Result]) -> tuple[list[str], list[list[str]]]:
@@ -100,7 +100,8 @@ def detail_rows(rows: list[Result]) -> tuple[list[str], list[list[str]]]:
         if r.status == SKIPPED:
             continue  # listed once per reason under the table
         status = r.status if r.status != FAILED else f"failed ({r.stage})"
-        row = [f"{r.model} {r.size}", r.backend, status, _fmt(r.median_ms, ".3f"), _fmt(r.speedup_vs_eager, ".2f", "x"),
+        row = [f"{r.model} {r.size}", r.backend, status, _fmt(r.median_ms, ".3f"), _fmt(r.device_ms, ".3f"),
+               _fmt(r.idle_ms, ".3f"), _fmt(r.speedup_vs_eager, ".2f", "x"),
                _fmt(r.speedup_vs_torch_compile, ".2f", "x"), _fmt(r.first_call_s, ".1f"),
                _fmt(r.first_call_cold_s, ".1f"), _fmt(r.first_call_warm_s, ".1f"), _fmt(r.peak_memory_mib, ".0f"),
                _fmt(r.kernels_per_step, "d"), _fmt(r.launches_per_step, "d"), r.accuracy or ""]

@@ -46,6 +46,9 @@ class Result:
             negative number would not be this backend's peak.
         kernels_per_step: device kernels of one step; ``launches_per_step``: host-side
             launch calls (``torch.profiler``); CUDA only.
+        device_ms: milliseconds of one profiled step during which the device ran work (the
+            union of its kernels', copies' and sets' intervals); ``idle_ms``: ``median_ms``
+            minus that, the time the GPU waited for the host. CUDA only.
         accuracy: ``pass``, ``fail``, ``eager-nondeterministic``, ``reference`` (eager
             itself) or ``not-checked``; ``accuracy_detail``: the errors measured.
         bytes_moved, bandwidth_gbps, copy_fraction: micro suite only; the fraction is of the
@@ -83,6 +86,8 @@ class Result:
     peak_memory_mib: float | None = None
     kernels_per_step: int | None = None
     launches_per_step: int | None = None
+    device_ms: float | None = None
+    idle_ms: float | None = None
     accuracy: str | None = None
     accuracy_detail: str | None = None
     bytes_moved: int | None = None

@@ -220,15 +220,20 @@ class CaseRun:
                 r.median_ms, r.min_ms, r.max_ms = timing.median(values), min(values), max(values)
                 r.steps_timed = len(values)
 
-    def count_kernels(self) -> None:
+    def profile_steps(self) -> None:
+        """Kernels, launches and device time of one step per backend; GPU idle time is the
+        median step time minus the device time."""
         if self.device != "cuda":
             return
         for name, prepared in list(self.prepared.items()):
             r = self.results[name]
             try:
-                r.kernels_per_step, r.launches_per_step = timing.count_kernels(prepared.step, self.device)
+                r.kernels_per_step, r.launches_per_step, r.device_ms = timing.profile_step(prepared.step, self.device)
             except Exception as e:  # noqa: BLE001 - the profiler failing is not the backend failing
                 r.warnings.append(f"profiler: {describe(e)}")
+                continue
+            if r.median_ms is not None and r.device_ms is not None:
+                r.idle_ms = max(0.0, r.median_ms - r.device_ms)
 
     def check_accuracy_separately(self, backends: list[Backend], workload: Workload, references: References) -> None:
         """Accuracy on dropout-free copies, compiled anew (models with active dropout). A copy
@@ -312,7 +317,7 @@ def run_case(case: Case, mode_name: str, settings: Settings, budget: Budget, run
         run.results[BASELINE].accuracy = REFERENCE if references.eager_deterministic else EAGER_DIFFERS
     progress(f"{case.id} {mode.name}: timing")
     run.time_all()
-    run.count_kernels()
+    run.profile_steps()
     run.finish(workload)
     run.prepared.clear()
     _free(settings.device)

@@ -124,16 +124,19 @@ def peak_above(baseline: int | None, device: str) -> float | None:
     return (torch.cuda.max_memory_allocated() - baseline) / 2**20
 
 
-def count_kernels(step: Callable[[], None], device: str) -> tuple[int | None, int | None]:
-    """Device kernels and host-side launch calls of one step, from ``torch.profiler``.
+def profile_step(step: Callable[[], None], device: str) -> tuple[int | None, int | None, float | None]:
+    """Device kernels, host-side launch calls and device time of one step, from ``torch.profiler``.
 
     Returns:
-        ``(kernels, launch_calls)``; ``(None, None)`` on a CPU. Kernels are the profiler's
-        device events other than memory copies and sets (a CUDA graph replay counts the
-        kernels it runs; its launch calls count one ``cudaGraphLaunch``).
+        ``(kernels, launch_calls, device_ms)``; ``(None, None, None)`` on a CPU. Kernels are the
+        profiler's device events other than memory copies and sets (a CUDA graph replay counts
+        the kernels it runs; its launch calls count one ``cudaGraphLaunch``). ``device_ms`` is
+        the time at least one device event (kernel, copy or set) was running: the union of
+        their intervals, so overlapping work on several streams counts once. A step's wall
+        time minus its device time is the time the GPU sat idle, waiting for the host.
     """
     if device != "cuda":
-        return None, None
+        return None, None, None
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
@@ -142,14 +145,27 @@ def count_kernels(step: Callable[[], None], device: str) -> tuple[int | None, in
         step()
         torch.cuda.synchronize()
     kernels = launches = 0
+    intervals = []
     for event in prof.events():
         if event.device_type == DeviceType.CUDA:
             name = event.name.lower()
             if not (name.startswith("memcpy") or name.startswith("memset")):
                 kernels += 1
+            intervals.append((event.time_range.start, event.time_range.end))
         elif event.name in LAUNCH_CALLS:
             launches += 1
-    return kernels, launches
+    return kernels, launches, busy_time(intervals) / 1e3
+
+
+def busy_time(intervals: list[tuple[float, float]]) -> float:
+    """Length of the union of ``[start, end)`` intervals (in their unit)."""
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(intervals):
+        if b <= end:
+            continue
+        total += b - max(a, end)
+        end = b
+    return total
 
 
 def copy_bandwidth(device: str, nbytes: int, repeats: int = 20) -> float:

@@ -1268,7 +1268,7 @@ class _Writer:
         if self.mode != "single":
             params += ["nsplit", "rchunk"]
         if self.random_nodes:
-            params += ["seed"]
+            params += ["seed_ptr"]
         return params
 
     def kernel_text(self, name: str) -> str:
@@ -1327,11 +1327,12 @@ class _Writer:
             self.unravel("x", self.layout.n_x, "xindex")
 
     def _function(self, name: str) -> str:
-        body = "\n".join(self.lines)
+        # the seed is read from device memory, where the graph's call drew it from PyTorch's
+        # generator: a CUDA graph replay then draws new numbers (the generator's graph-safe offset)
+        prologue = ["    seed = tl.load(seed_ptr)"] if self.random_nodes else []
+        body = "\n".join(prologue + self.lines)
         sig = ", ".join(self.params() + ["XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"])
-        # a new seed every call must not make Triton compile a new specialization
-        deco = '@triton.jit(do_not_specialize=["seed"])' if self.random_nodes else "@triton.jit"
-        return f"{deco}\ndef {name}({sig}):\n{body}\n"
+        return f"@triton.jit\ndef {name}({sig}):\n{body}\n"
 
     # ------------------------------------------------------------------ inner-outer reductions
     def write_inner_outer(self) -> None:
@@ -1655,7 +1656,8 @@ def index_values(group) -> list[Value]:
 
 
 def has_random(group) -> bool:
-    """The group draws random numbers (its kernels take a ``seed`` argument last)."""
+    """The group draws random numbers (its kernels take a ``seed_ptr`` argument last: the
+    address of an int64 seed in device memory)."""
     return any(REGISTRY[n.op].kind == "random" for n in group.nodes)
 
 

@@ -247,12 +247,12 @@ def unfused_graph_report(record: dict, index: int, capture: int) -> GraphReport:
                   "not fused: CPU tensors without interpret" if reasons else "nothing to fuse")
         return GraphReport(index=index, name=record["name"], capture=capture, status=status,
                            aten_calls=calls, steps=steps_from_segmentation(seg, {}, calls_by_node),
-                           stage_seconds=stage_seconds)
+                           stage_seconds=stage_seconds, cudagraph=str(record.get("cudagraph", "")))
     error = record.get("error") or "unknown error"
     calls, steps = _fx_fallback_calls(gm, error.splitlines()[0][:300])
     return GraphReport(index=index, name=record["name"], capture=capture, status="compile failed", error=error,
                        reproducer=record.get("reproducer"), aten_calls=calls, steps=steps,
-                       stage_seconds=stage_seconds)
+                       stage_seconds=stage_seconds, cudagraph=str(record.get("cudagraph", "")))
 
 
 def _fx_fallback_calls(gm, error: str) -> tuple[list[AtenCall], list[Step]]:

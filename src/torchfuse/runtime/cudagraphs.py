@@ -1,5 +1,5 @@
-"""CUDA graphs: capture a compiled graph (generated kernels and ATen calls alike) once per
-input-shape signature and replay it, removing the host cost of every launch.
+"""CUDA graphs for inference graphs: capture a compiled graph (generated kernels and ATen calls
+alike) once per input-shape signature and replay it, removing the host cost of every launch.
 
 Takes a :class:`~torchfuse.runtime.executor.CompiledGraph`; returns a callable with the same
 boxed calling convention.
@@ -20,9 +20,13 @@ boxed calling convention.
   it the replay returns the pool tensors, and a replay that would overwrite an output the
   caller still holds raises :class:`CudaGraphOutputInUse` (the known trap of ``f(f(x))`` and of
   keeping last step's outputs).
+* **Random numbers**: kernels read their seeds from device memory, drawn on the device each
+  call (``executor.draw_seeds``); the capture registers PyTorch's CUDA generator, whose offset
+  every replay advances, so each replay draws new numbers.
 * **Not captured** (the graph runs as usual and ``stats["cudagraph"]`` says why): inputs or
-  outputs on the CPU, graphs that draw random numbers, autograd (graphs with inputs that
-  require grad), and any graph whose capture fails (an op that synchronizes with the host).
+  outputs on the CPU, an input written in place that is not a parameter or buffer, autograd
+  (inputs that require grad), and any graph whose capture fails (an op that synchronizes with
+  the host). Training graphs are captured by :mod:`torchfuse.runtime.training_graphs`.
 """
 from __future__ import annotations
 
@@ -57,6 +61,8 @@ class CudaGraphRunner:
             ``static_input_indices``): read in place by every captured graph, checked by
             address on every call. ``None``: learned from the first two calls (the tensors
             whose address did not change).
+        mutated_inputs: indices of the inputs the graph writes in place; a graph that writes
+            one that is not static is not captured.
 
     Per call, only the other inputs enter the signature (their shapes, strides, dtypes) and
     are copied into the graph's buffers; the static ones cost one address comparison each.
@@ -66,7 +72,7 @@ class CudaGraphRunner:
     _boxed_call = True
     device_type = "cuda"
 
-    def __init__(self, compiled, options, static_inputs: list[int] | None = None):
+    def __init__(self, compiled, options, static_inputs: list[int] | None = None, mutated_inputs=()):
         self._boxed_call = True
         self.compiled = compiled
         self.options = options
@@ -82,8 +88,9 @@ class CudaGraphRunner:
         self.static_vouched = False
         self.disabled: str | None = None
         compiled.stats["cudagraph"] = "not yet captured"
-        if getattr(compiled, "has_random", False):
-            self.disable("the graph draws random numbers (each replay would repeat them)")
+        written = sorted(set(mutated_inputs) - set(static_inputs or ()))
+        if written:  # a replay would write its private copy of the input, not the caller's tensor
+            self.disable(f"input(s) {written} written in place but neither a parameter nor a buffer")
 
     def __getattr__(self, name):
         return getattr(self.compiled, name)

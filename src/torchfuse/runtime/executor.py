@@ -125,8 +125,9 @@ class GroupRunner:
         self.tile_inputs = sum(1 for v in group.inputs if v.meta is not None and group.domain.reduced
                                and group.domain.varies_along_reduced(v))
         self.random = has_random(group)
-        #: the kernel seed of the current call, set by CompiledGraph (None: draw one per launch)
-        self.seed: int | None = None
+        #: the current call's seed, set by CompiledGraph: ``(tensor, address)`` of one int64 in
+        #: device memory (None: draw one per launch)
+        self.seed: tuple[torch.Tensor, int] | None = None
         self.workspace_dtypes = split_workspaces(group) if self.splittable or group.outer else []
         #: set by CompiledGraph when it makes the group's device current around every call
         self.device_guarded = False
@@ -319,7 +320,7 @@ class GroupRunner:
                     args += [w.data_ptr() for w in ws]
                 args += plan.scalars
                 if self.random:
-                    args.append(draw_seed() if self.seed is None else self.seed)
+                    args.append((self.seed or draw_seeds(1, outs[0].device))[1])
                 stream = raw_stream(plan.device_index)
                 for run, function, packed, gx, gy, xb, rb in direct:
                     run(gx, gy, 1, stream, function, packed, None, None, None, *args, xb, rb)
@@ -329,7 +330,7 @@ class GroupRunner:
                     args = args + ws
                 args = args + plan.scalars
                 if self.random:
-                    args.append(draw_seed() if self.seed is None else self.seed)
+                    args.append((self.seed or draw_seeds(1, outs[0].device))[0])
                 try:
                     # profiler hook: name the launch after its kernel in torch.profiler traces
                     with (torch.profiler.record_function(plan.kernel.source.name)
@@ -390,12 +391,12 @@ class GroupRunner:
                 ptrs.append(f"{name}{k}.data_ptr()")
         ns["SC"] = tuple(plan.scalars)
         ptrs.append("*SC")
-        if self.random:  # the call's seed, set by CompiledGraph, as the general path passes it
-            ns["_runner"], ns["_draw"] = self, draw_seed
+        if self.random:  # the call's seed address, set by CompiledGraph, as the general path passes it
+            ns["_runner"], ns["_draw"] = self, draw_seeds
             lines.append("    seed = _runner.seed")
             lines.append("    if seed is None:")
-            lines.append("        seed = _draw()")
-            ptrs.append("seed")
+            lines.append("        seed = _draw(1, o0.device)")
+            ptrs.append("seed[1]")
         lines.append(f"    stream = _stream({int(plan.device_index)})")
         for k, (run, function, packed, gx, gy, xb, rb) in enumerate(direct):
             ns[f"R{k}"], ns[f"F{k}"], ns[f"K{k}"] = run, function, packed
@@ -431,16 +432,24 @@ FAST_LAUNCH = True
 _PROFILER = torch.autograd.profiler
 
 
-#: Per-group seeds of one call: ``(base + k * SEED_STRIDE) % SEED_MODULUS`` for the k-th random
-#: group, base drawn from PyTorch's generator; the stride is 2**32 / golden ratio (Knuth's
-#: multiplicative hashing constant), so nearby bases do not give overlapping key sets.
-SEED_STRIDE = 0x9E3779B1
+#: Kernel seeds are drawn from [0, SEED_MODULUS): Philox keys of 31 bits, as Triton's own tests use
 SEED_MODULUS = 2**31 - 1
 
 
-def draw_seed() -> int:
-    """A kernel seed from PyTorch's default generator (so ``torch.manual_seed`` fixes it)."""
-    return int(torch.randint(0, 2**31 - 1, (1,)).item())
+def draw_seeds(count: int, device: torch.device) -> tuple[torch.Tensor, int]:
+    """Draw ``count`` kernel seeds from PyTorch's generator of ``device`` (so
+    ``torch.manual_seed`` fixes them), in device memory: under CUDA graph capture this is
+    a captured kernel whose Philox offset the generator advances on every replay, so each replay
+    draws new seeds (PyTorch's graph-safe generator state), where a seed passed as a kernel
+    argument would be frozen into the graph.
+
+    Returns:
+        ``(seeds, address)``: an int64 tensor holding seed ``k`` at element ``2 * k`` (16 bytes
+        apart, so every seed's address has the alignment Triton specializes pointers on) and
+        the address of seed 0.
+    """
+    seeds = torch.randint(0, SEED_MODULUS, (2 * count,), dtype=torch.int64, device=device)
+    return seeds, seeds.data_ptr()
 
 
 def _int_spec(x) -> tuple:
@@ -893,6 +902,8 @@ class CompiledGraph:
                 self.runners.append(_call_runner(step, self.slots))
         self.random_runners = [r for r in self.runners if isinstance(r, GroupRunner) and r.random]
         self.has_random = bool(self.random_runners)
+        #: the device whose generator draws the random groups' seeds
+        self.random_device = self.random_runners[0].group.outputs[0].meta.device if self.random_runners else None
         self.view_chains_merged = merge_view_chains(self.runners, list(seg.steps), reads_at,
                                                     set(values_in(graph.outputs)))
         written = {o for st in seg.steps if isinstance(st, FusionGroup) for o in st.outputs}
@@ -954,15 +965,16 @@ class CompiledGraph:
         if sym_key not in self.prepared:
             self._prepare(env, sym_key, sym_values)
         if self.random_runners:
-            # one draw from PyTorch's generator per call; each random group gets its own Philox
-            # key from it (distinct keys give independent streams)
-            base = draw_seed()
+            # one draw from the device's generator per call, a seed for each random group
+            seeds, address = draw_seeds(len(self.random_runners), self.random_device)
             for k, r in enumerate(self.random_runners):
-                r.seed = (base + k * SEED_STRIDE) % SEED_MODULUS
+                r.seed = (seeds[2 * k: 2 * k + 1], address + 16 * k)
         for run, dead in zip(self.runners, self.release):
             run(env, sym_key, sym_values)
             for s in dead:
                 env[s] = None
+        for r in self.random_runners:  # the seeds die with the call (a CUDA graph pool holds no strays)
+            r.seed = None
         for s in self.call_outputs:
             env[s] = _no_view(env[s])
         if self.output_slots is not None:
@@ -1010,7 +1022,7 @@ class CompiledGraph:
                 c = plan.config
                 if c.scheduler == "reduction.inner_outer" and reduction.INNER_OUTER_FIT:
                     c = step.fit_inner_outer(plan, dummies + outs + ws, not self.options.exact_rounding)
-                seed = [0] if step.random else []
+                seed = [torch.zeros(2, dtype=torch.int64, device=outs[0].device)] if step.random else []
                 for i, st in enumerate(c.stages):
                     jobs.append((plan.kernel, i, st.grid, dummies + outs + ws + plan.scalars + seed, st.XBLOCK,
                                  st.RBLOCK, st.num_warps, not self.options.exact_rounding))

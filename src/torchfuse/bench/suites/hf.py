@@ -59,7 +59,8 @@ QUICK_SIZES_SEQ2SEQ = [(2, 16, 8)]
 
 
 def make_config(name: str, longest: int, quick: bool):
-    """The model's config: defaults, overrides, positions for ``longest`` tokens, no cache."""
+    """The model's config: the library's defaults (``use_cache`` and dropout as a user gets them),
+    the overrides, positions for ``longest`` tokens."""
     import transformers
 
     model_type, _, overrides = MODELS[name]
@@ -70,8 +71,6 @@ def make_config(name: str, longest: int, quick: bool):
     for attr in ("max_position_embeddings", "n_positions"):
         if hasattr(config, attr) and getattr(config, attr) < longest + offset:
             setattr(config, attr, longest + offset)
-    if hasattr(config, "use_cache"):
-        config.use_cache = False
     return config
 
 

@@ -1,0 +1,243 @@
+"""CUDA graphs for training: the forward and backward graphs AOTAutograd hands torchfuse,
+captured and replayed through PyTorch's CUDA graph trees (``torch._inductor.cudagraph_trees``,
+the machinery behind ``torch.compile(mode="reduce-overhead")`` and TorchDynamo's
+``cudagraphs`` backend).
+
+Takes a compiled graph (any boxed callable: a :class:`~torchfuse.runtime.executor.CompiledGraph`
+or the traced graph) and its ATen-level FX graph; returns a boxed callable.
+
+What the trees provide, and torchfuse relies on:
+
+* one memory pool per device shared by a forward graph and its backward, so the activations the
+  forward saves are the backward's inputs in place (no copies);
+* parameters and buffers (AOTAutograd's static inputs; a backward graph's saved activations)
+  read in place and checked by address before each replay (a moved one records again); other
+  inputs copied into the graph's buffers;
+* a warm-up call per new input signature (kernels compile, libraries allocate lazily), then a
+  recording, then replays; a new value of a size symbol records another graph;
+* the default CUDA generator registered with each capture, so random numbers drawn on the device
+  in a graph (torchfuse draws its kernels' seeds with ``torch.randint`` on the device each call)
+  advance on every replay, and ``torch.manual_seed`` still reproduces a run.
+
+What torchfuse adds:
+
+* the refusals (:func:`capture_refusal`): a graph with CPU tensors or several devices, an op that
+  is not safe to capture (a host synchronization, a data-dependent size), or an in-place write to
+  an input that is neither a parameter nor a buffer runs uncaptured, and ``stats["cudagraph"]``
+  (which ``explain`` prints) says why;
+* copies of the outputs a user holds across steps (``Options.cudagraph_copy_outputs``): the
+  backward's gradients, which autograd may keep as ``.grad`` (accumulated by the next backward,
+  or zeroed in place by ``zero_grad(set_to_none=False)``) and which the next replay would
+  otherwise overwrite, and the forward's user-visible outputs (the loss, the logits). The
+  activations saved for the backward stay in the pool.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any, Callable
+
+import torch
+import torch.fx
+
+log = logging.getLogger("torchfuse.recompile")
+
+
+@dataclasses.dataclass
+class CaptureState:
+    """Shared by the forward and backward compilers of one TorchDynamo graph.
+
+    Attributes:
+        forward_captured: the forward graph is replayed by the trees; a backward graph that is
+            not must then tell the trees' manager that a backward runs (as TorchDynamo's
+            ``cudagraphs`` backend does), and when the forward is not captured neither is the
+            backward.
+        device_index: the CUDA device of the forward graph.
+    """
+
+    forward_captured: bool = True
+    device_index: int | None = None
+
+
+def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int]) -> str | None:
+    """Why the ATen-level graph ``gm`` cannot be captured into a CUDA graph, or ``None``.
+
+    Args:
+        gm: the graph (nodes carry fake values in ``meta["val"]``).
+        static_inputs: indices of the inputs read in place by every replay (parameters,
+            buffers, a backward's saved activations); only these may be written in place.
+    """
+    from torch._dynamo.backends.cudagraphs import find_input_mutations
+    from torch._inductor.utils import get_first_incompatible_cudagraph_node
+
+    devices = set()
+    for node in gm.graph.nodes:
+        val = node.meta.get("val")
+        for v in (val if isinstance(val, (list, tuple)) else [val]):
+            if isinstance(v, torch.Tensor):
+                devices.add(v.device)
+    if any(d.type != "cuda" for d in devices):
+        where = ", ".join(sorted(str(d) for d in devices if d.type != "cuda"))
+        return f"tensors on {where} (CUDA graphs capture CUDA work only)"
+    if len(devices) > 1:
+        return f"tensors on several devices ({', '.join(sorted(str(d) for d in devices))})"
+    if not devices:
+        return "no CUDA tensors"
+    node = get_first_incompatible_cudagraph_node(gm)
+    if node is not None:
+        return (f"{node.format_node()[:160]} cannot be captured (a host synchronization, a CPU op or a "
+                "data-dependent size)")
+    mutated = sorted(find_input_mutations(gm.graph) - set(static_inputs))
+    if mutated:
+        names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+        return (f"input(s) {', '.join(names[i] for i in mutated)} written in place but neither a parameter nor a "
+                "buffer (a replay writes its own copy)")
+    return None
+
+
+def forward_static_inputs(static_inputs: list[int] | None, n_inputs: int) -> list[int]:
+    """A forward graph's inputs read in place: AOTAutograd's ``static_input_indices``
+    (parameters and buffers), all of them when those are unknown."""
+    return sorted(i for i in (static_inputs or []) if i < n_inputs)
+
+
+def backward_static_inputs(gm: torch.fx.GraphModule) -> list[int]:
+    """A backward graph's inputs read in place: its leading inputs that are not tangents (the
+    activations its forward saved, already in the trees' pool)."""
+    from torch._inductor.utils import count_tangents
+
+    return list(range(count_tangents(gm)))
+
+
+def user_output_count() -> int | None:
+    """How many of the forward graph being compiled's outputs reach the user (mutated inputs,
+    the module's outputs, intermediate bases), from AOTAutograd's metadata; the rest are
+    activations saved for the backward. ``None`` outside its tracing context."""
+    ctx = torch._guards.TracingContext.try_get()
+    meta = getattr(ctx, "fw_metadata", None) if ctx is not None else None
+    n = getattr(meta, "num_forward_returns", None)
+    return int(n) if n is not None else None
+
+
+class OutputCopier:
+    """Copy chosen outputs of a replay out of the CUDA graph pool into fresh tensors, with one
+    multi-tensor copy per dtype (``torch._foreach_copy_``), so that holding them across steps
+    is safe.
+
+    Args:
+        indices: output positions to copy; ``None``: every tensor output.
+    """
+
+    def __init__(self, indices: range | None):
+        self.indices = indices
+
+    def __call__(self, outputs: list) -> list:
+        positions = range(len(outputs)) if self.indices is None else self.indices
+        by_dtype: dict = {}
+        for i in positions:
+            o = outputs[i]
+            if isinstance(o, torch.Tensor):
+                by_dtype.setdefault((o.dtype, o.device), []).append(i)
+        outputs = list(outputs)
+        for group in by_dtype.values():
+            src = [outputs[i] for i in group]
+            dst = [torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device) for t in src]
+            torch._foreach_copy_(dst, src)
+            for i, d in zip(group, dst):
+                outputs[i] = d
+        return outputs
+
+
+def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_inputs: list, *, name: str,
+                           static_inputs: list[int] | None, state: CaptureState, copy_outputs: bool,
+                           stats: dict | None, cudagraphify: Callable | None = None) -> Callable:
+    """Wrap the compiled forward or backward graph ``fn`` so that its calls replay CUDA graphs.
+
+    Args:
+        fn: the compiled graph, boxed (called with a list of inputs, which it may clear).
+        gm: its ATen-level FX graph (for the refusals, devices and stack traces).
+        example_inputs: its example (fake) inputs.
+        name: ``"forward"`` or ``"backward"``.
+        static_inputs: for a forward, AOTAutograd's indices of parameters and buffers.
+        state: shared by the forward and the backward of one TorchDynamo graph.
+        copy_outputs: copy gradients and user-visible outputs out of the pool (see the module).
+        stats: the compiled graph's counters, where ``"cudagraph"`` says what happened.
+        cudagraphify: the trees' ``cudagraphify_impl`` (a stand-in in CPU tests).
+
+    Returns:
+        A boxed callable: ``fn`` itself (or a thin wrapper) when the graph is not captured.
+    """
+    from torch._inductor.cudagraph_utils import get_placeholder_info
+
+    if cudagraphify is None:
+        from torch._inductor.cudagraph_trees import cudagraphify_impl as cudagraphify
+    stats = stats if stats is not None else {}
+    backward = name == "backward"
+    static = backward_static_inputs(gm) if backward else forward_static_inputs(static_inputs, len(example_inputs))
+    reason = capture_refusal(gm, static)
+    if reason is None and backward and not state.forward_captured:
+        reason = "its forward graph is not captured"
+    if reason is not None:
+        stats["cudagraph"] = f"not captured: {reason}"
+        log.info("%s: CUDA graph %s", name, stats["cudagraph"])
+        if not backward:
+            state.forward_captured = False
+        elif state.forward_captured:
+            return _running_backward(fn, state.device_index)
+        return fn
+    from torch._dynamo.backends.cudagraphs import find_input_mutations, get_stack_traces
+
+    device_index = next(t.device.index or 0 for t in (n.meta.get("val") for n in gm.graph.nodes)
+                        if isinstance(t, torch.Tensor))
+    if not backward:
+        state.device_index = device_index
+    settings = dict(device_index=device_index, is_backward=backward, is_inference=False,
+                    stack_traces=get_stack_traces(gm), placeholders=get_placeholder_info(gm.graph),
+                    mutated_input_idxs=tuple(sorted(find_input_mutations(gm.graph))))
+    replay = None
+    copier = None
+    if copy_outputs:
+        n_user = None if backward else user_output_count()
+        if backward or n_user:
+            copier = OutputCopier(None if backward else range(n_user))
+    stats["cudagraph"] = ("captured: replayed by PyTorch's CUDA graph trees after a warm-up call per input "
+                          f"signature; {len(static)} inputs read in place"
+                          + ("; gradients copied out of the pool" if backward and copier else "")
+                          + ("; user-visible outputs copied out of the pool" if not backward and copier else ""))
+
+    def run(args: list) -> Any:
+        nonlocal replay
+        if replay is None:  # made from the first real inputs: the trees key graphs on their ints
+            replay = cudagraphify(_clearing(fn), args, static, **settings)
+        outputs = replay(args)
+        return copier(outputs) if copier is not None else outputs
+
+    run._boxed_call = True
+    return run
+
+
+def _clearing(fn: Callable) -> Callable:
+    """``fn`` called with a copy of its input list, which it empties first, as the trees
+    require of the functions they wrap (boxed: the inputs can be freed as soon as they die);
+    the traced graph AOTAutograd boxes does not empty it."""
+    def run(args: list) -> Any:
+        inputs = list(args)
+        args.clear()
+        return fn(inputs)
+
+    return run
+
+
+def _running_backward(fn: Callable, device_index: int | None) -> Callable:
+    """An uncaptured backward whose forward is captured: tell the trees' manager before each
+    call, so that it does not take the backward for the next step's forward."""
+    from torch._inductor.cudagraph_trees import get_manager
+
+    def run(args: list) -> Any:
+        manager = get_manager(device_index or 0, create_if_none_exists=False)
+        if manager is not None:
+            manager.set_to_running_backward()
+        return fn(args)
+
+    run._boxed_call = True
+    return run

@@ -1,0 +1,262 @@
+"""CUDA graphs for training graphs (``mode="reduce-overhead"``): what is captured, what is
+refused and why, gradients with PyTorch's ``.grad`` semantics, random numbers that advance.
+
+The refusals are checked on FX graphs traced with fake CUDA tensors, and the output handling
+on the CPU with a stand-in for PyTorch's CUDA graph trees that replays into the same output
+buffers every call (what a replay does to its pool); the GPU tests compare real replays with
+eager.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch._subclasses import FakeTensorMode
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+import torchfuse
+import torchfuse.backend as backend
+from torchfuse.runtime import training_graphs
+from torchfuse.runtime.training_graphs import capture_refusal
+
+gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+#: the stand-in pool tests run the generated kernels on CPU tensors through Triton's interpreter,
+#: as CI does; on a GPU machine the tests marked ``gpu`` check real replays instead
+cpu_only = pytest.mark.skipif(torch.cuda.is_available(), reason="interpreter tests; real replays run on the GPU")
+
+
+def _fake_cuda(*shapes, devices=None, shape_env=None):
+    with FakeTensorMode(shape_env=shape_env):
+        return [torch.empty(s, device=(devices[i] if devices else "cuda")) for i, s in enumerate(shapes)]
+
+
+# ------------------------------------------------------------------ refusals
+def test_capturable_graph_is_not_refused():
+    gm = make_fx(lambda x, w: (x * w).relu().sum(-1), tracing_mode="fake")(*_fake_cuda((4, 8), (8,)))
+    assert capture_refusal(gm, []) is None
+
+
+def test_cpu_tensors_are_refused():
+    gm = make_fx(lambda x: x.relu())(torch.randn(3))
+    assert "tensors on cpu" in capture_refusal(gm, [])
+
+
+@cpu_only  # fake tensors on a second CUDA device need one where CUDA is present
+def test_several_devices_are_refused():
+    a, b = _fake_cuda((4,), (4,), devices=["cuda:0", "cuda:1"])
+    gm = make_fx(lambda x, y: x + y.to(x.device), tracing_mode="fake")(a, b)
+    assert "several devices" in capture_refusal(gm, [])
+
+
+def test_data_dependent_sizes_are_refused():
+    (x,) = _fake_cuda((4, 8), shape_env=ShapeEnv())
+    gm = make_fx(lambda x: torch.nonzero(x > 0).float().sum() + x.sum(), tracing_mode="fake")(x)
+    assert "nonzero" in capture_refusal(gm, [])
+
+
+def test_writes_to_inputs_are_refused_unless_static():
+    def f(x, buf):
+        buf.add_(1)
+        return x * buf
+
+    gm = make_fx(f, tracing_mode="fake")(*_fake_cuda((4,), (4,)))
+    assert "buf" in capture_refusal(gm, [])
+    assert capture_refusal(gm, [1]) is None  # a buffer: the replay writes it in place
+
+
+# ------------------------------------------------------------------ outputs and gradients (CPU)
+class _Pool:
+    """A stand-in for ``cudagraphify_impl``: every call after the first writes its outputs into
+    the buffers of the first (a replay's pool), so an output held across calls is overwritten."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, fn, inputs, static, **settings):
+        buffers: list = []
+        self.calls.append(settings["is_backward"])
+
+        def replay(args):
+            outs = fn(list(args))
+            if not buffers:
+                buffers.extend(o.clone() if isinstance(o, torch.Tensor) else o for o in outs)
+            else:
+                for b, o in zip(buffers, outs):
+                    if isinstance(b, torch.Tensor):
+                        b.copy_(o)
+            return list(buffers)
+
+        return replay
+
+
+@pytest.fixture
+def pool(monkeypatch):
+    """Training graphs on CPU tensors go through the capture wrapper with the stand-in pool."""
+    import torch._inductor.cudagraph_trees as trees
+
+    stand_in = _Pool()
+    monkeypatch.setattr(trees, "cudagraphify_impl", stand_in)
+    monkeypatch.setattr(training_graphs, "capture_refusal", lambda gm, static: None)
+    return stand_in
+
+
+def _mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.LayerNorm(16),
+                               torch.nn.Linear(16, 4))
+
+
+def _grads(model):
+    return [p.grad.clone() if p.grad is not None else None for p in model.parameters()]
+
+
+@cpu_only
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_gradient_accumulation_matches_eager(pool, set_to_none):
+    """Two backward calls accumulate into ``.grad`` and ``zero_grad`` clears it, as in eager,
+    although every replay writes its gradients into the same pool buffers."""
+    eager, model = _mlp(), _mlp()
+    compiled = torchfuse.compile(model, mode="reduce-overhead", interpret=True)
+    xs = [torch.randn(5, 8) for _ in range(6)]
+    for step in range(3):
+        for m, f in ((eager, eager), (model, compiled)):
+            for x in xs[2 * step: 2 * step + 2]:  # two micro-batches, then a look at .grad
+                f(x).square().mean().backward()
+        for a, b in zip(_grads(eager), _grads(model)):
+            torch.testing.assert_close(b, a)
+        eager.zero_grad(set_to_none=set_to_none)
+        model.zero_grad(set_to_none=set_to_none)
+    assert pool.calls == [False, True]
+    fw, bw = [g for g in backend.RECENT[-2:]]
+    assert "captured" in fw.stats["cudagraph"] and "gradients copied" in bw.stats["cudagraph"]
+
+
+@cpu_only
+def test_outputs_held_across_steps_keep_their_values(pool):
+    """An output kept from an earlier step (``outputs.append(out)``) is not overwritten."""
+    model = _mlp()
+    compiled = torchfuse.compile(model, mode="reduce-overhead", interpret=True)
+    xs = [torch.randn(5, 8) for _ in range(3)]
+    outs = []
+    for x in xs:
+        out = compiled(x)
+        out.square().mean().backward()
+        outs.append(out)
+    for x, out in zip(xs, outs):
+        torch.testing.assert_close(out, model(x))
+
+
+@cpu_only
+def test_without_output_copies_the_pool_is_returned(pool):
+    """``cudagraph_copy_outputs=False`` returns the pool's tensors (the trees' own semantics)."""
+    model = _mlp()
+    compiled = torchfuse.compile(model, mode="reduce-overhead", interpret=True, cudagraph_copy_outputs=False)
+    a = compiled(torch.randn(5, 8))
+    b = compiled(torch.randn(5, 8))
+    assert a.data_ptr() == b.data_ptr()
+
+
+@cpu_only
+def test_backward_uncaptured_when_forward_refused():
+    """When the forward graph is refused its backward is not captured either, and both say why."""
+    model = _mlp()
+    x = torch.randn(5, 8)
+    out = torchfuse.compile(model, mode="reduce-overhead", interpret=True)(x)
+    out.sum().backward()
+    fw, bw = backend.RECENT[-2:]
+    assert fw.stats["cudagraph"].startswith("not captured: tensors on cpu")
+    assert bw.stats["cudagraph"].startswith("not captured")
+    torch.testing.assert_close(out, model(x))
+
+
+# ------------------------------------------------------------------ on a GPU
+def _train(model, step_fn, steps, xs, ys, opt, scaler=None):
+    losses = []
+    for i in range(steps):
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = torch.nn.functional.cross_entropy(step_fn(xs[i]), ys[i])
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
+        losses.append(loss.detach().float())
+    return torch.stack(losses)
+
+
+@gpu
+def test_replayed_training_matches_eager_with_batchnorm_scaler_and_clipping():
+    """A conv + BatchNorm classifier trained for several steps with fp16 autocast, GradScaler,
+    gradient clipping and fused AdamW: losses, parameters and BatchNorm's running statistics
+    (written by every replay) match eager's."""
+    def make():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+                                   torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(16, 10)).cuda()
+
+    xs = [torch.randn(8, 3, 16, 16, device="cuda") for _ in range(6)]
+    ys = [torch.randint(0, 10, (8,), device="cuda") for _ in range(6)]
+    results = []
+    for compiled in (False, True):
+        m = make()
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-3, fused=True)
+        fn = torchfuse.compile(m, mode="reduce-overhead") if compiled else m
+        losses = _train(m, fn, 6, xs, ys, opt, torch.amp.GradScaler("cuda"))
+        results.append((losses, [p.detach().clone() for p in m.parameters()], m[1].running_mean.clone(),
+                        m[1].num_batches_tracked.clone()))
+    (l0, p0, r0, n0), (l1, p1, r1, n1) = results
+    torch.testing.assert_close(l1, l0, rtol=2e-2, atol=2e-2)
+    for a, b in zip(p0, p1):
+        torch.testing.assert_close(b, a, rtol=2e-2, atol=2e-3)
+    torch.testing.assert_close(r1, r0, rtol=2e-2, atol=2e-3)
+    assert int(n1) == int(n0) == 6
+    assert any("captured: replayed" in g.stats.get("cudagraph", "") for g in backend.RECENT[-2:])
+
+
+@gpu
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_replayed_gradient_accumulation_matches_eager(set_to_none):
+    eager, model = _mlp().cuda(), _mlp().cuda()
+    compiled = torchfuse.compile(model, mode="reduce-overhead")
+    xs = [torch.randn(5, 8, device="cuda") for _ in range(8)]
+    for step in range(4):
+        for f in (eager, compiled):
+            for x in xs[2 * step: 2 * step + 2]:
+                f(x).square().mean().backward()
+        for a, b in zip(_grads(eager), _grads(model)):
+            torch.testing.assert_close(b, a)
+        eager.zero_grad(set_to_none=set_to_none)
+        model.zero_grad(set_to_none=set_to_none)
+
+
+@gpu
+def test_replays_draw_new_dropout_masks_and_reseeding_repeats_them():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Dropout(0.5)).cuda()
+    compiled = torchfuse.compile(model, mode="reduce-overhead")
+    x = torch.randn(32, 64, device="cuda")
+
+    def masks():
+        out = []
+        for _ in range(3):
+            y = compiled(x)
+            y.sum().backward()
+            out.append(y.detach() != 0)
+        return out
+
+    masks()  # warm-up, recording, a replay: the calls below all replay
+    torch.manual_seed(1)
+    first = masks()
+    torch.manual_seed(1)
+    again = masks()
+    assert not torch.equal(first[1], first[2]), "two replays drew the same mask"
+    for a, b in zip(first, again):
+        assert torch.equal(a, b), "torch.manual_seed must repeat the replays' masks"
+    kept = first[2].float().mean().item()
+    assert 0.45 < kept < 0.55
+    assert "captured: replayed" in backend.RECENT[-2].stats["cudagraph"]
