@@ -4,7 +4,7 @@
 whose kernel is generated (code generation and import), then one per kernel compiled by
 Triton (on a GPU; under the interpreter nothing is compiled ahead). The bar reads, e.g.::
 
-    torchfuse backward graph: generated 212/212, compiled 57/230 kernels  34%|###      | [00:09]
+    torchfuse backward graph: generated N/N, compiled K/M kernels   P%|###      | [elapsed]
 
 tqdm draws it: its ``delay`` holds the bar back until the graph has taken
 :data:`DELAY_SECONDS`, so quick compiles (and kernels found in the cache) print nothing, and
