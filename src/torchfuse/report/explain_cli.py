@@ -122,7 +122,8 @@ def workload_step(spec: str, size: tuple[int, ...] | None, mode_name: str, devic
         if quick:  # the benchmark's narrowed version of this model, when it has one
             kwargs = next((kw for lib, real, kw in vision.QUICK_MODELS.values() if (lib, real) == (library, name)), {})
         try:
-            workload = vision.build(library, name, kwargs, batch, ctx, pixels=size[1] if size and len(size) == 2 else None)
+            pixels = size[1] if size and len(size) == 2 else None
+            workload = vision.build(library, name, kwargs, batch, ctx, pixels=pixels)
         except vision.Unavailable as e:
             raise SpecError(str(e)) from None
         shown = f"batch {batch}, images " + "x".join(map(str, workload.info["input"]))
@@ -228,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
             fn, inputs, shown = workload_step(args.model, size, mode_name, args.device, args.quick)
         elif ".py:" in args.model:
             if size is not None:
-                raise SpecError("--size applies to hf:, timm: and torchvision: models; file.py:function makes its own inputs")
+                raise SpecError("--size applies to hf:, timm: and torchvision: models; "
+                                "file.py:function makes its own inputs")
             fn, inputs = file_step(args.model, mode_name, args.device)
             shown = "the function's inputs"
         else:

@@ -34,8 +34,8 @@ MODELS = {
 
 #: the checkpoint each model's default configuration has the sizes of (``torchfuse explain
 #: hf:bert-base`` names a model by it)
-SIZE_NAMES = {"bert": "bert-base", "roberta": "roberta-base", "distilbert": "distilbert-base", "albert": "albert-base-v2",
-              "gpt2": "gpt2", "electra": "electra-small", "t5": "t5-small", "bart": "bart-large"}
+SIZE_NAMES = {"bert": "bert-base", "roberta": "roberta-base", "distilbert": "distilbert-base",
+              "albert": "albert-base-v2", "gpt2": "gpt2", "electra": "electra-small", "t5": "t5-small", "bart": "bart-large"}
 
 #: settings every size needs (T5's decoder start and padding tokens, as ``t5-small`` has them;
 #: some library versions leave them unset in the default config)
