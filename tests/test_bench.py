@@ -92,7 +92,28 @@ def test_micro_suite_compares_backends_and_reports_bandwidth(tmp_path, capsys):
         assert inductor["speedup_vs_torch_compile"] == pytest.approx(1.0)
     assert rows["eager-cudagraphs"]["status"] == "skipped" and rows["eager-cudagraphs"]["error"] == "needs CUDA"
     assert rows["eager"]["kernels_per_step"] is None  # not available on a CPU
-    assert (tmp_path / "charts" / "micro-infer-fp32-cpu-bandwidth.png").exists()
+    # interpreted kernels' fractions of a CPU copy say nothing: no bandwidth chart, and none linked
+    assert not list((tmp_path / "charts").glob("*bandwidth*"))
+    assert "-bandwidth.png" not in (tmp_path / "summary.md").read_text()
+
+
+def test_bandwidth_chart_only_for_gpu_measurements(tmp_path):
+    """A micro-suite group gets its bandwidth chart when it was measured on a GPU; the same
+    rows from a CPU get none (interpreted kernels' fractions of a CPU copy are invisible bars)."""
+    from torchfuse.bench.charts import has_bandwidth_chart, write_charts
+
+    def rows(device: str) -> list[Result]:
+        return [Result(run_id="r", suite="micro", model="bias_gelu", case="micro/bias_gelu/64x32", size="64x32",
+                       mode="infer-fp32", precision="fp32", training=False, channels_last=False, device=device,
+                       device_name=device, backend=b, median_ms=ms, bandwidth_gbps=gbps, copy_fraction=frac)
+                for b, ms, gbps, frac in (("eager", 2.0, 400.0, 0.1), ("torchfuse", 1.0, 3200.0, 0.8))]
+
+    assert has_bandwidth_chart(rows("cuda")) and not has_bandwidth_chart(rows("cpu"))
+    gpu = write_charts(tmp_path / "gpu", rows("cuda"), {})
+    cpu = write_charts(tmp_path / "cpu", rows("cpu"), {})
+    assert [p.name for p in gpu] == ["micro-infer-fp32-cuda.png", "micro-infer-fp32-cuda-bandwidth.png"]
+    assert [p.name for p in cpu] == ["micro-infer-fp32-cpu.png"]
+    assert all(p.read_bytes()[:8] == PNG_MAGIC for p in gpu + cpu)
 
 
 @pytest.mark.slow

@@ -50,8 +50,30 @@ def test_unwritable_cache_location_runs_from_a_private_dir(tmp_path):
     # (the same failure a read-only directory gives, and one that root cannot bypass)
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    p = SourceStore(str(blocker)).path_for(KEY, TEXT)
+    with pytest.warns(UserWarning, match="kernel cache directory") as caught:
+        p = SourceStore(str(blocker)).path_for(KEY, TEXT)
     assert p.read_text() == TEXT and str(blocker) not in str(p)
+    # the warning names the directory and the reason, and says what it costs
+    text = str(caught[0].message)
+    assert str(blocker) in text and "Not a directory" in text and "none persists" in text, text
+
+
+@pytest.mark.parametrize("where", ["file", "missing-root"])
+def test_unusable_cache_directory_warns_once_per_directory(tmp_path, where, recwarn):
+    """A cache directory under a file, or under a root that cannot be created (``/proc``
+    refuses new entries, also to root), warns once for the process however many kernels and
+    stores use it; values come from the private directory meanwhile."""
+    if where == "file":
+        (tmp_path / "file").write_text("x")
+        root = tmp_path / "file" / "cache"
+    else:
+        root = Path("/proc") / f"torchfuse-cache-test-{os.getpid()}-{tmp_path.name}"
+    texts = [f"x = {i}\n" for i in range(3)]
+    for text in texts:  # three kernels, two stores (two graphs)
+        for store in (SourceStore(str(root)), SourceStore(str(root))):
+            assert store.path_for(sha256_text(text), text).read_text() == text
+    mine = [w for w in recwarn.list if "kernel cache directory" in str(w.message)]
+    assert len(mine) == 1 and str(root) in str(mine[0].message), [str(w.message) for w in mine]
 
 
 def test_missing_cache_dir_is_created(tmp_path):
@@ -173,3 +195,17 @@ def test_private_kernel_dir_is_removed_when_the_process_exits(tmp_path):
     written = out.stdout.strip().splitlines()[-1]
     assert written.startswith(str(tmp_path)), written
     assert not any(tmp_path.iterdir()), list(tmp_path.iterdir())
+
+
+def test_compiling_with_an_unusable_cache_directory_warns_and_computes_eager_values(tmp_path):
+    """What a user sees: ``cache_dir`` naming a file gives one warning with that path at the
+    first compile, and the compiled function's values are eager's."""
+    (tmp_path / "file").write_text("x")
+    x = torch.randn(4, 8, device=DEVICE)
+
+    def f(a):
+        return torch.sigmoid(a) * a + 1
+
+    with pytest.warns(UserWarning, match="kernel cache directory .*file.* cannot be used"):
+        out = torchfuse.compile(f, cache_dir=str(tmp_path / "file"))(x)
+    torch.testing.assert_close(out, f(x))

@@ -150,13 +150,13 @@ def _check_written(out, ops_expected: set[str]) -> dict:
 
     md = (out / "table.md").read_text()
     c = data["counts"]
-    assert f"**{c['pass']} pass, {c['fallback']} fallback (ran through ATen), {c['fail']} fail, " \
+    assert f"**{c['pass']} pass, {c['aten']} aten (ran through ATen), {c['fail']} fail, " \
            f"{c['skipped']} skipped.**" in md
     for command in meta.get("commands") or [meta["command"]]:
         assert command in md
     columns, rows = _markdown_rows(md)
     assert set(rows) == ops_expected
-    cell = {"pass": "pass", "fallback": "aten", "fail": "**FAIL**", "skipped": "skip"}
+    cell = {"pass": "pass", "aten": "aten", "fail": "**FAIL**", "skipped": "skip"}
     for op, row in data["results"].items():
         for dt, cellv in zip(columns, rows[op]):
             assert cellv == (cell[row[dt]["status"]] if dt in row else ""), (op, dt, cellv)
@@ -187,8 +187,20 @@ def test_table_from_a_real_run(tmp_path, capsys):
     merged = _check_written(tmp_path / "merged", ops_run)
     assert len(merged["meta"]["commands"]) == 2
     assert merged["results"]["neg"]["float32"]["status"] == "pass"
-    assert {v["status"] for v in merged["results"]["sum"].values()} <= {"pass", "fallback"}
-    assert merged["results"]["nonzero"]["float32"]["status"] == "fallback"
+    assert {v["status"] for v in merged["results"]["sum"].values()} <= {"pass", "aten"}
+    assert merged["results"]["nonzero"]["float32"]["status"] == "aten"
+    # the printed summary names ATen as the table does
+    assert "aten (ran through ATen)" in printed and "fallback" not in printed
+
+
+def test_tables_written_before_aten_was_named_read_the_same(tmp_path):
+    """A table whose entries say ``fallback`` (the older name) reads as ``aten`` and renders
+    as the cell ``aten``."""
+    old = {"meta": {"command": "c"}, "results": {"nonzero": {"float32": {"status": "fallback", "reason": "r"}}}}
+    (tmp_path / "table.json").write_text(json.dumps(old))
+    table, _ = report.read_json(tmp_path / "table.json")
+    assert table["nonzero"]["float32"].status == "aten"
+    assert "| `nonzero` | aten |" in report.to_markdown(table, {})
 
 
 def test_merge_replaces_rerun_dtypes_only():

@@ -144,6 +144,56 @@ def test_explain_on_cpu_with_interpret_names_the_interpreter():
     torch.testing.assert_close(torchfuse.compile(_pointwise, interpret=True)(x), _pointwise(x))
 
 
+def test_explain_on_cpu_turns_interpret_on_and_says_so_first(monkeypatch, tmp_path):
+    """Pasted on a CPU without interpret mode, explain shows the interpreter's plan instead of
+    every op "fusion disabled": it turns interpret mode on, says so in its first line (text and
+    HTML), and with ``measure=True`` says why there are no times."""
+    from torchfuse.report.explain import MODE_INTERPRETER
+
+    monkeypatch.delenv("TORCHFUSE_INTERPRET", raising=False)
+    assert not torchfuse.Options().interpret  # the user's default here
+    x = torch.randn(8, 8)
+    result = torchfuse.explain(_pointwise, x, verbose=False, measure=True, html=str(tmp_path / "r.html"))
+    assert result.environment["mode"] == MODE_INTERPRETER and len(result.groups) == 1
+    assert not any(c.category == "disabled" for c in result.aten_calls)
+    first, second = result.notes
+    assert first.startswith("this program runs on cpu tensors, so explain turned interpret mode on"), first
+    assert "measure=True gave no kernel times" in second and "CUDA" in second, second
+    lines = result.summary().splitlines()
+    assert lines[0] == f"note: {first}" and lines[1] == f"note: {second}"
+    page = (tmp_path / "r.html").read_text()
+    assert page.index("explain turned interpret mode on") < page.index('id="summary"')
+    torch.testing.assert_close(torchfuse.compile(_pointwise, interpret=True)(x), _pointwise(x))
+
+
+def test_explain_counts_agree_between_text_tiles_and_drawing(explained):
+    """Every count the report gives is the same number: ATen calls that move data (views and
+    module constants apart) in the text, the HTML tiles, each graph's HTML header and its
+    drawing; the compile-time tile and the text's compile time; both within the call's time."""
+    result, _ = explained
+    page = __import__("torchfuse.report.html", fromlist=["render_html"]).render_html(result)
+    work = [c for c in result.aten_calls if c.category not in ("view", "constant")]
+    idle = len(result.aten_calls) - len(work)
+    assert idle > 0 and work  # the case that read "2 ATen calls" against 1
+    assert f"{len(work)} op(s) on ATen (and {idle} view(s) or constant(s))" in result.summary()
+    assert f'<div class="card"><b>{len(work)}</b>ops on ATen</div>' in page
+    assert f'<div class="card"><b>{idle}</b>views and constants</div>' in page
+    for g in result.graphs:
+        section = page.split(f'<section id="graph-{g.index}">')[1].split("</section>")[0]
+        header = re.search(r"<p class=muted>(.*?);", section).group(1)
+        g_work = [c for c in g.aten_calls if c.category not in ("view", "constant")]
+        assert re.match(rf"{len(g.groups)} fusion groups?, {len(g_work)} ATen calls?\b", header), header
+        drawn = section.count('class="box aten"')
+        assert drawn == len([c for c in g_work if c.category != "fallback"]), (drawn, header)
+        assert section.count('class="box group"') == len(g.groups)
+        assert header in result.summary()
+    seconds = result.compile_seconds()
+    assert f"<b>{seconds:.2f} s</b>compile time" in page
+    assert f"the call took {result.seconds:.2f} s, {seconds:.2f} s of it compiling" in result.summary()
+    own = sum(g.compile_seconds for g in result.graphs)
+    assert 0 < own <= seconds <= result.seconds
+
+
 def test_explain_mode_for_each_device_and_option():
     from torchfuse.report.explain import MODE_COMPILED, MODE_CPU_UNFUSED, MODE_INTERPRETER, _run_mode
 

@@ -1,4 +1,4 @@
-"""The ``torchfuse`` command: ``torchfuse demo | bench | report | conformance ...``.
+"""The ``torchfuse`` command: ``torchfuse demo | bench | explain | report | conformance ...``.
 
 Each subcommand lives in its own module and receives the remaining arguments.
 """
@@ -11,6 +11,7 @@ import sys
 COMMANDS = {
     "demo": ("torchfuse.demo", "compile a real sentence-embedding model and compare it with eager"),
     "bench": ("torchfuse.bench.__main__", "benchmark torchfuse against eager and torch.compile"),
+    "explain": ("torchfuse.report.explain_cli", "explain a named model (hf:bert-base, timm:resnet50, file.py:fn)"),
     "report": ("torchfuse.report.cli", "render a saved explain result (JSON) as one HTML page"),
     "conformance": ("torchfuse.conformance", "run PyTorch's OpInfo samples through torchfuse; op x dtype table"),
 }

@@ -156,6 +156,10 @@ class Options:
         interpret_integer_division: fuse integer division and remainder on CPU tensors too.
             Off by default because eager raises ZeroDivisionError there and a kernel cannot;
             tests turn it on to exercise those kernels under the interpreter.
+        progress: while a graph's kernels are generated and compiled, show a progress bar on
+            stderr (kernels generated and compiled, of how many, per graph) once that has taken
+            longer than two seconds; never when stderr is not a terminal. See
+            :mod:`torchfuse.runtime.progress`. On by default.
     """
 
     interpret: bool = dataclasses.field(default_factory=lambda: _env_flag("TORCHFUSE_INTERPRET"))
@@ -177,6 +181,7 @@ class Options:
     cross_entropy_rewrites: bool = True
     cudagraph_max_graphs: int = 8
     cudagraph_copy_outputs: bool = True
+    progress: bool = True
 
     def __post_init__(self) -> None:
         """Check each option's type (and that counts are positive) when the options are made,

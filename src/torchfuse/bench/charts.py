@@ -4,7 +4,8 @@ One chart per (suite, mode, layout, device): a group of bars per case, one bar p
 height = speedup over eager (eager is the line at 1), and a last group with each backend's
 geometric mean over the cases it ran. A backend that failed on a case gets an ``x`` at the
 bottom of its slot instead of a bar. The micro suite also gets a chart of the achieved
-fraction of device-copy bandwidth.
+fraction of device-copy bandwidth, on a GPU only: on a CPU the kernels run in Triton's
+interpreter, whose fractions of a CPU copy are bars too short to see and say nothing.
 """
 from __future__ import annotations
 
@@ -99,6 +100,12 @@ def _series(results: list[Result], value, with_geomean: bool, with_baseline: boo
     return labels, series, failed
 
 
+def has_bandwidth_chart(rows: list[Result]) -> bool:
+    """Whether the rows of one chart group (one suite, mode, layout and device) get a bandwidth
+    chart: micro-suite rows measured on a GPU against its device copy."""
+    return bool(rows) and rows[0].suite == "micro" and rows[0].device == "cuda" and any(r.copy_fraction for r in rows)
+
+
 def write_charts(out_dir: Path, results: list[Result], device_labels: dict[str, str]) -> list[Path]:
     """Write every chart under ``out_dir/charts``; returns their paths.
 
@@ -115,7 +122,7 @@ def write_charts(out_dir: Path, results: list[Result], device_labels: dict[str, 
         _plot(path, f"{suite} - {mode}{layout} - speedup over eager\n{label}", labels, series, failed,
               "speedup over eager (x)", 1.0, "eager")
         written.append(path)
-        if suite == "micro" and any(r.copy_fraction for r in rows):
+        if has_bandwidth_chart(rows):
             labels, series, failed = _series(rows, lambda r: r.copy_fraction, with_geomean=False, with_baseline=True)
             path = Path(out_dir) / "charts" / chart_name(key).replace(".png", "-bandwidth.png")
             _plot(path, f"{suite} - {mode}{layout} - fraction of device-copy bandwidth\n{label}", labels, series,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .accuracy import EAGER_DIFFERS, FAIL
 from .backends import BASELINE
-from .charts import chart_name, group_results, write_charts
+from .charts import chart_name, group_results, has_bandwidth_chart, write_charts
 from .results import FAILED, OK, SKIPPED, Result, case_label, combine, load_runs, write_tables
 from .timing import geometric_mean
 
@@ -133,7 +133,7 @@ def markdown_summary(metas: list[dict], results: list[Result], charts_dir: str =
                             "interrupted", "not run"], run_rows), ""]
     for key, rows in group_results(results).items():
         out += [f"## {_title(key, labels)}", "", f"![{_title(key, labels)}]({charts_dir}/{chart_name(key)})", ""]
-        if key[0] == "micro" and any(r.copy_fraction for r in rows):
+        if has_bandwidth_chart(rows):
             out += [f"![bandwidth]({charts_dir}/{chart_name(key).replace('.png', '-bandwidth.png')})", ""]
         out += [markdown_table(*speedup_table(rows)), "", "<details><summary>All measurements</summary>", "",
                 markdown_table(*detail_rows(rows)), "", "</details>", ""]

@@ -6,7 +6,7 @@ returns a :class:`Verdict`:
 ``pass``      every sample matched eager (or raised eager's exception type) and at least one
               fusion group ran; a value that differs from eager passes when it is no farther
               than eager's from the float64 result (see :mod:`.runner`).
-``fallback``  every sample matched eager, but everything ran through ATen; the reason lists
+``aten``      every sample matched eager, but everything ran through ATen; the reason lists
               the ATen calls and why they were not fused (the call nodes' reasons).
 ``fail``      some sample's values differ from eager beyond the dtype's tolerance, or torchfuse
               raised where eager did not (or raised another exception type).
@@ -21,7 +21,9 @@ from typing import Sequence
 
 from .runner import SampleOutcome
 
-STATUSES = ("pass", "fallback", "fail", "skipped")
+STATUSES = ("pass", "aten", "fail", "skipped")
+#: status names of older tables, read as today's
+LEGACY_STATUSES = {"fallback": "aten"}
 
 
 @dataclasses.dataclass
@@ -47,7 +49,10 @@ class Verdict:
 
     @staticmethod
     def from_json(data: dict) -> "Verdict":
-        return Verdict(**{f.name: data[f.name] for f in dataclasses.fields(Verdict) if f.name in data})
+        """A verdict from :meth:`to_json`'s output (``fallback``, the older name of ``aten``, is read as ``aten``)."""
+        v = Verdict(**{f.name: data[f.name] for f in dataclasses.fields(Verdict) if f.name in data})
+        v.status = LEGACY_STATUSES.get(v.status, v.status)
+        return v
 
 
 def classify(outcomes: Sequence[SampleOutcome]) -> Verdict:
@@ -74,14 +79,14 @@ def classify(outcomes: Sequence[SampleOutcome]) -> Verdict:
         return Verdict("pass", note.strip(" ;"), n, backward, seconds)
     if all(o.status == "raises" for o in ran):
         return Verdict("pass", "raises eager's exceptions" + note, n, backward, seconds)
-    return Verdict("fallback", fallback_reason(ran) + note, n, backward, seconds)
+    return Verdict("aten", aten_reason(ran) + note, n, backward, seconds)
 
 
 def _first_skip(outcomes: Sequence[SampleOutcome]) -> str:
     return next(o.reason for o in outcomes if o.status == "skipped")
 
 
-def fallback_reason(outcomes: Sequence[SampleOutcome], limit: int = 3) -> str:
+def aten_reason(outcomes: Sequence[SampleOutcome], limit: int = 3) -> str:
     """The most frequent ATen-call reasons of ``outcomes``, most frequent first."""
     counts = collections.Counter(r for o in outcomes for r in o.aten_reasons)
     if not counts:

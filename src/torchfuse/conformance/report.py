@@ -3,8 +3,8 @@
 Takes the verdicts of a run (``{op: {dtype: Verdict}}``) and what the run was (command,
 versions, device, how much of the op database it covered); writes ``table.json`` (the data,
 readable back by :func:`read_json` and :func:`merge`) and ``table.md`` (the command in its
-header, counts, one row per op with one column per dtype, then every fail and every
-fallback reason).
+header, counts, one row per op with one column per dtype, then every fail and why each
+``aten`` entry ran through ATen).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from .classify import STATUSES, Verdict
 
 Table = dict  # {op: {dtype name: Verdict}}
 
-_CELL = {"pass": "pass", "fallback": "aten", "fail": "**FAIL**", "skipped": "skip"}
+_CELL = {"pass": "pass", "aten": "aten", "fail": "**FAIL**", "skipped": "skip"}
 
 
 def counts(table: Table) -> dict[str, int]:
@@ -77,7 +77,7 @@ def to_markdown(table: Table, meta: dict) -> str:
         f"Covered: {len(table)} OpInfo entries, {sum(c.values())} (op, dtype) pairs"
         + (f" in {meta['seconds']:.0f} s" if meta.get("seconds") else "")
         + (" (the runs added up)" if len(meta.get("shards") or []) > 1 else "") + ".",
-        f"**{c['pass']} pass, {c['fallback']} fallback (ran through ATen), {c['fail']} fail, "
+        f"**{c['pass']} pass, {c['aten']} aten (ran through ATen), {c['fail']} fail, "
         f"{c['skipped']} skipped.**", ""]
     if meta.get("not_run"):
         lines += [f"Not run ({len(meta['not_run'])} entries, time budget or selection): "
@@ -110,7 +110,7 @@ def to_markdown(table: Table, meta: dict) -> str:
     lines += [f"- {_md(reason)}: {', '.join(items)}" for reason, items in skipped] or ["None."]
     lines += ["", "## Why ops ran through ATen", "",
               "Per (op, dtype) the most frequent ATen calls of its samples and why they were not fused.", ""]
-    lines += [f"- {_md(reason)}: {', '.join(items)}" for reason, items in _grouped(table, "fallback")] or ["None."]
+    lines += [f"- {_md(reason)}: {', '.join(items)}" for reason, items in _grouped(table, "aten")] or ["None."]
     return "\n".join(lines) + "\n"
 
 
@@ -144,7 +144,7 @@ def write(table: Table, meta: dict, out_dir: str | Path) -> tuple[Path, Path]:
 
 def summary_line(table: Table) -> str:
     c = counts(table)
-    return (f"{len(table)} ops, {sum(c.values())} (op, dtype): {c['pass']} pass, {c['fallback']} fallback, "
+    return (f"{len(table)} ops, {sum(c.values())} (op, dtype): {c['pass']} pass, {c['aten']} aten (ran through ATen), "
             f"{c['fail']} fail, {c['skipped']} skipped")
 
 

@@ -65,12 +65,12 @@ class SampleOutcome:
     """What one sample did.
 
     Attributes:
-        status: ``pass`` (values match and a fusion group ran), ``fallback`` (values match,
+        status: ``pass`` (values match and a fusion group ran), ``aten`` (values match,
             everything ran through ATen), ``raises`` (eager raised, and torchfuse raised the
             same exception type), ``fail`` (mismatch, or an exception eager did not raise),
             or ``skipped`` (no verdict: timeout, or the program cannot be captured at all).
         reason: a one-line explanation (the mismatch, the exception, the ATen reasons).
-        aten_reasons: ``"target: reason"`` of every call node left on ATen (fallback).
+        aten_reasons: ``"target: reason"`` of every call node left on ATen.
         backward: whether gradients were compared.
         seconds: wall time of the sample.
         by_reference: the values differ from eager beyond the tolerance, but no farther from
@@ -447,7 +447,7 @@ def run_sample(op: Callable, sample: Any, options: Options, rtol: float, atol: f
             outcome = _run(program, fn, options, rtol, atol, grad, seed)
         failures = [str(w.message) for w in caught if str(w.message).startswith("torchfuse:")
                     and "could not" in str(w.message)]
-        if failures and outcome.status in ("pass", "fallback"):
+        if failures and outcome.status in ("pass", "aten"):
             outcome = SampleOutcome("fail", failures[0].splitlines()[0][:300], outcome.aten_reasons, grad)
     except SampleTimeout as e:
         outcome = SampleOutcome("skipped", f"timeout ({e})")
@@ -537,7 +537,7 @@ def _run(program: Program, fn: Callable, options: Options, rtol: float, atol: fl
     if not reasons and via == "torch.compile":
         reasons = ["ran outside torchfuse's graphs (TorchDynamo graph break)"]
     shown = "; ".join(reasons[:3]) + (f"; and {len(reasons) - 3} more" if len(reasons) > 3 else "")
-    return SampleOutcome("fallback", shown or "nothing to compute (views only)", reasons, grad)
+    return SampleOutcome("aten", shown or "nothing to compute (views only)", reasons, grad)
 
 
 def _structural(problem: str) -> bool:

@@ -13,6 +13,7 @@ kernel sources, stats) by :mod:`.collect`. TorchDynamo's cache is reset first, a
 """
 from __future__ import annotations
 
+import dataclasses
 import platform
 import time
 import warnings
@@ -58,13 +59,17 @@ def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequen
         backward: also run a backward pass from the tensor outputs that require grad, so
             the backward graphs are compiled and described (``.grad`` fields change).
         measure: on a CUDA device, time each kernel and a device copy
-            (:mod:`torchfuse.report.measure`); on a CPU the result says why there are no times.
+            (:mod:`torchfuse.report.measure`); elsewhere the result's first note says why there
+            are no times.
         html: also write the HTML report to this path.
         verbose: print the summary.
         mode: a ``torch.compile`` mode, as for :func:`torchfuse.compile` (``"reduce-overhead"``:
             CUDA graphs, whose state the summary shows per graph).
         options: an :class:`~torchfuse.Options` or dict; keyword arguments override single
-            options, as for :func:`torchfuse.compile`.
+            options, as for :func:`torchfuse.compile`. For a program on CPU tensors, interpret
+            mode is turned on unless ``interpret`` is given (here or as a whole ``Options``):
+            the result then shows the plan with the kernels run in Triton's interpreter, and
+            its first note says so.
 
     Returns:
         the :class:`ExplainResult` (``.save(path)`` writes it as JSON).
@@ -82,6 +87,14 @@ def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequen
     for k, v in backend.mode_overrides(mode).items():
         option_overrides.setdefault(k, v)
     opts = backend.resolve_options(options, **option_overrides)
+    device = _device(example_inputs, model_or_fn)
+    notes = []
+    if device is not None and device.type != "cuda" and not opts.interpret and opts.fuse \
+            and not _interpret_given(options, option_overrides):
+        opts = dataclasses.replace(opts, interpret=True)
+        notes.append(NOTE_CPU_INTERPRET.format(device=device.type))
+    if measure and (device is None or device.type != "cuda"):
+        notes.append(NOTE_NO_MEASURE.format(device=device.type if device is not None else "no device"))
     torch._dynamo.reset()
     compiled_before = {id(c) for c in backend.RECENT}
     unfused_before = {id(u) for u in backend.UNFUSED}
@@ -101,7 +114,7 @@ def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequen
     for w in caught:  # let the caller's filters see them, as if not intercepted
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
-    result = ExplainResult(environment=_environment(example_inputs, model_or_fn, opts), seconds=seconds)
+    result = ExplainResult(environment=_environment(example_inputs, model_or_fn, opts), seconds=seconds, notes=notes)
     result.graph_breaks = collect.graph_breaks(dynamo_explain.output().break_reasons)
     compiled_objects = _add_graphs(result, recorder, compiled_before | unfused_before)
     result.kernels = _kernels(compiled_objects)
@@ -109,7 +122,7 @@ def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequen
     for g in result.graphs:
         result.recompilations += g.recompilations
     result.warnings = [str(w.message) for w in caught if str(w.message).startswith("torchfuse")]
-    result.timing = _timing(measure, compiled_objects, result.graphs, _device(example_inputs, model_or_fn), opts)
+    result.timing = _timing(measure, compiled_objects, result.graphs, device, opts)
     if verbose:
         print(result.summary())
     if html:
@@ -195,6 +208,25 @@ def _dynamo_recompilations(before: dict) -> list[Recompilation]:
         for reason in reasons[before.get(code, 0):]:
             out.append(Recompilation(source="dynamo", where=where, reason=str(reason).strip()))
     return out
+
+
+#: shown first when explain turns interpret mode on for a program on CPU tensors
+NOTE_CPU_INTERPRET = ("this program runs on {device} tensors, so explain turned interpret mode on (interpret=True) to "
+                      "show the plan: the generated kernels ran in Triton's interpreter, with the interpreter's launch "
+                      "configurations (a GPU gets its own). torch.compile on {device} tensors without interpret=True "
+                      "runs them through ATen, unfused; pass interpret=False to explain that")
+#: shown first when ``measure=True`` cannot time anything
+NOTE_NO_MEASURE = ("measure=True gave no kernel times: timing needs a CUDA device, and this run is on {device} "
+                   "(the interpreter's times say nothing about a GPU)")
+
+
+def _interpret_given(options: Any, overrides: dict) -> bool:
+    """Whether the caller chose interpret mode (an ``interpret`` keyword, a dict naming it, or a
+    whole :class:`~torchfuse.Options`), rather than leaving it to the default."""
+    from ..config import Options
+
+    return "interpret" in overrides or isinstance(options, Options) or (
+        isinstance(options, dict) and "interpret" in options)
 
 
 #: what runs the fused groups, per :func:`_run_mode` (the environment's ``mode``)

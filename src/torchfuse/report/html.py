@@ -18,7 +18,7 @@ import os
 from html import escape
 
 from .result import ExplainResult, GraphReport, SourceLocation
-from .summary import CATEGORY_TEXT, compress_ops, launch_text, where
+from .summary import CATEGORY_TEXT, call_time_text, compress_ops, graph_counts, launch_text, where
 from .svg import bandwidth_svg, format_number, graph_svg, group_colour
 
 _CSS = """
@@ -29,6 +29,7 @@ body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
 h1 { font-size: 24px; margin: 0 0 4px; } h2 { font-size: 19px; margin: 36px 0 8px; border-bottom: 1px solid var(--line); padding-bottom: 4px; }
 h3 { font-size: 15px; margin: 20px 0 6px; }
 .muted, .note { color: var(--muted); }
+.note-first { background: #fef9c3; border: 1px solid #fde68a; border-radius: 6px; padding: 8px 12px; }
 .cards { display: flex; flex-wrap: wrap; gap: 12px; margin: 16px 0; }
 .card { border: 1px solid var(--line); border-radius: 8px; padding: 10px 14px; min-width: 130px; }
 .card b { display: block; font-size: 22px; }
@@ -79,13 +80,12 @@ def _kernel_anchor(key: str) -> str:
 
 def _summary_cards(r: ExplainResult) -> str:
     stages = r.stage_seconds()
-    compile_s = sum(v for k, v in stages.items() if k in ("ir", "segment", "plan"))
     cards = [("graphs captured", len(r.captures)), ("graph breaks", len(r.graph_breaks)),
              ("fusion groups", len(r.groups)), ("ops on ATen", len(r.aten_work)),
              ("views and constants", len(r.aten_calls) - len(r.aten_work)),
              ("kernels compiled", r.kernels_compiled), ("kernels cached", r.kernels_cached),
              ("fallbacks", r.fallbacks), ("recompilations", len(r.recompilations)),
-             ("compile time", f"{compile_s:.2f} s")]
+             ("compile time", f"{r.compile_seconds():.2f} s")]
     body = "".join(f'<div class="card"><b>{escape(str(v))}</b>{escape(k)}</div>' for k, v in cards)
     stage_text = ", ".join(f"{k} {v:.3f} s" for k, v in stages.items())
     return f'<div class="cards" id="summary">{body}</div><p class="muted">Compile time per stage: {escape(stage_text)}</p>'
@@ -182,7 +182,7 @@ def _graph_section(r: ExplainResult, g: GraphReport) -> str:
     if g.reproducer:
         parts.append(f"<p>Reproducer: <code>{escape(g.reproducer)}</code></p>")
     stages = " &middot; ".join(f"{escape(k)} {v * 1e3:.1f} ms" for k, v in g.stage_seconds.items())
-    parts.append(f"<p class=muted>{len(g.groups)} fusion groups, {len(g.aten_calls)} ATen calls; "
+    parts.append(f"<p class=muted>{escape(graph_counts(g))}; "
                  f"kernels {g.kernels_compiled} compiled, {g.kernels_cached} cached; {g.fallbacks} fallbacks"
                  + (f"; CUDA graph: {escape(g.cudagraph)}" if g.cudagraph else "") + f"<br>stages: {stages}</p>")
     parts.append('<p class="legend"><span class="swatch" style="background:hsl(200,70%,88%);border-color:hsl(200,55%,38%)"></span>'
@@ -249,8 +249,9 @@ def render_html(result: ExplainResult) -> str:
     """The report page as one string."""
     env = result.environment
     env_text = " &middot; ".join(f"{escape(k)} {escape(str(v))}" for k, v in env.items())
-    body = [f"<h1>torchfuse explain</h1><p class=muted>{env_text} &middot; the call took {result.seconds:.2f} s "
-            f"including compilation</p>", _summary_cards(result), _breaks(result)]
+    notes = "".join(f'<p class="note-first">{escape(n)}</p>' for n in result.notes)
+    body = [f"<h1>torchfuse explain</h1>{notes}<p class=muted>{env_text} &middot; {escape(call_time_text(result))}</p>",
+            _summary_cards(result), _breaks(result)]
     body += [_graph_section(result, g) for g in result.graphs]
     body += [_timing_section(result), _recompilations(result), _kernels(result)]
     if result.warnings:

@@ -185,6 +185,10 @@ class AtenCall:
     location: SourceLocation | None = None
 
 
+#: ATen-call categories that move no data (listed, not drawn, not counted as ATen calls)
+NO_WORK = ("view", "constant")
+
+
 @dataclasses.dataclass
 class Step:
     """One box of the graph drawing: a fusion group or an ATen call, in execution order.
@@ -258,6 +262,18 @@ class GraphReport:
     cudagraph: str = ""
     recompilations: list[Recompilation] = dataclasses.field(default_factory=list)
 
+    @property
+    def aten_work(self) -> list[AtenCall]:
+        """The ATen calls that move data: all but views and module constants (which the drawing
+        looks through); the count every report gives as "ATen calls"."""
+        return [c for c in self.aten_calls if c.category not in NO_WORK]
+
+    @property
+    def compile_seconds(self) -> float:
+        """torchfuse's own compile time for this graph: IR, segmentation and planning (code
+        generation and Triton's compile included), seconds."""
+        return sum(v for k, v in self.stage_seconds.items() if k in ("ir", "segment", "plan"))
+
 
 @dataclasses.dataclass
 class KernelReport:
@@ -309,6 +325,8 @@ class ExplainResult:
         recompilations: Dynamo re-traces and torchfuse re-plans, with reasons.
         timing: kernel timing availability and the copy bandwidth.
         warnings: torchfuse's warnings during the run (fallbacks, with reproducer paths).
+        notes: what a reader must know before the rest, shown first: that a CPU run turned on
+            interpret mode to show a plan, or why ``measure=True`` gave no times.
         seconds: wall time of the explained call(s), compilation included.
     """
 
@@ -320,6 +338,7 @@ class ExplainResult:
     recompilations: list[Recompilation] = dataclasses.field(default_factory=list)
     timing: Timing = dataclasses.field(default_factory=Timing)
     warnings: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
     seconds: float = 0.0
     schema: int = SCHEMA
 
@@ -335,7 +354,18 @@ class ExplainResult:
     @property
     def aten_work(self) -> list[AtenCall]:
         """The ATen calls that move data: all but views and module constants."""
-        return [c for c in self.aten_calls if c.category not in ("view", "constant")]
+        return [c for g in self.graphs for c in g.aten_work]
+
+    def compile_seconds(self) -> float:
+        """Seconds spent compiling: each capture's backend call (AOTAutograd's tracing, and
+        torchfuse's IR and segmentation of the graphs made from it), the IR and segmentation
+        of graphs compiled later (a backward, at the first backward), and every graph's
+        planning (code generation and Triton's compile, at its first call and at new sizes).
+        TorchDynamo's own bytecode tracing is not included."""
+        captured = sum(c.seconds for c in self.captures)
+        later = sum(g.compile_seconds for g in self.graphs if not 0 <= g.capture < len(self.captures))
+        planning = sum(g.stage_seconds.get("plan", 0.0) for g in self.graphs if 0 <= g.capture < len(self.captures))
+        return captured + later + planning
 
     @property
     def kernels_compiled(self) -> int:

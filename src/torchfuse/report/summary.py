@@ -9,7 +9,7 @@ from __future__ import annotations
 import collections
 import os
 
-from .result import AtenCall, ExplainResult, GraphReport, GroupReport, PlanReport, SourceLocation
+from .result import NO_WORK, AtenCall, ExplainResult, GraphReport, GroupReport, PlanReport, SourceLocation
 
 #: how each ATen-call category reads in reports
 CATEGORY_TEXT = {
@@ -91,7 +91,7 @@ def aten_lines(calls: list[AtenCall], indent: str = "    ") -> list[str]:
     failed: dict[str, list[AtenCall]] = {}
     idle: list[AtenCall] = []
     for c in calls:
-        if c.category in ("view", "constant"):
+        if c.category in NO_WORK:
             idle.append(c)
         elif c.category == "fallback":
             failed.setdefault(c.reason, []).append(c)
@@ -121,16 +121,20 @@ REWRITE_OPTIONS = {
 }
 
 
+def graph_counts(g: GraphReport) -> str:
+    """``3 fusion groups, 1 ATen call (and 2 views or constants)``: one graph's counts, as the
+    text summary and the HTML report's graph header give them."""
+    work, idle = len(g.aten_work), len(g.aten_calls) - len(g.aten_work)
+    return (f"{len(g.groups)} fusion group{'s' if len(g.groups) != 1 else ''}, {work} ATen call{'s' if work != 1 else ''}"
+            + (f" (and {idle} view{'s' if idle != 1 else ''} or constant{'s' if idle != 1 else ''})" if idle else ""))
+
+
 def _graph_lines(g: GraphReport, result: ExplainResult) -> list[str]:
     origin = f"capture {g.capture}" if g.capture >= 0 else "compiled at the first backward"
     if g.capture >= 0 and g.capture < len(result.captures) and result.captures[g.capture].location:
         origin += f" at {where(result.captures[g.capture].location)}"
-    total = sum(v for k, v in g.stage_seconds.items() if k in ("ir", "segment", "plan"))
-    work = sum(c.category not in ("view", "constant") for c in g.aten_calls)
-    idle = len(g.aten_calls) - work
-    lines = [f"graph {g.index}: {g.name} ({origin}): {g.status}, {len(g.groups)} fusion groups, "
-             f"{work} ATen calls" + (f" (and {idle} views or constants)" if idle else "")
-             + f", compiled in {total:.3f} s"]
+    lines = [f"graph {g.index}: {g.name} ({origin}): {g.status}, {graph_counts(g)}, "
+             f"torchfuse compiled it in {g.compile_seconds:.3f} s"]
     if 0 <= g.capture < len(result.captures) and result.captures[g.capture].rewrites:
         done = ", ".join(f"{k} x{v}" + (f" (option {REWRITE_OPTIONS[k]})" if k in REWRITE_OPTIONS else "")
                          for k, v in result.captures[g.capture].rewrites.items())
@@ -153,6 +157,12 @@ def _graph_lines(g: GraphReport, result: ExplainResult) -> list[str]:
     return lines
 
 
+def call_time_text(result: ExplainResult) -> str:
+    """``the call took 0.18 s, 0.12 s of it compiling (...)``: the same figures as the HTML tiles."""
+    return (f"the call took {result.seconds:.2f} s, {result.compile_seconds():.2f} s of it compiling "
+            "(AOTAutograd and torchfuse; TorchDynamo's tracing not counted)")
+
+
 def format_summary(result: ExplainResult) -> str:
     """The whole result as text."""
     env = result.environment
@@ -167,8 +177,11 @@ def format_summary(result: ExplainResult) -> str:
         f"{f' (and {idle} view(s) or constant(s))' if idle else ''}, "
         f"{result.kernels_compiled} kernel(s) compiled, {result.kernels_cached} cached, {result.fallbacks} fallback(s)",
         f"  on {env.get('device', '?')} ({env.get('mode', '')}); torch {env.get('torch', '?')}, "
-        f"triton {env.get('triton', '?')}; the call took {result.seconds:.2f} s including compilation",
+        f"triton {env.get('triton', '?')}; {call_time_text(result)}",
     ]
+    if env.get("program"):  # what torchfuse explain on the command line ran
+        lines.insert(1, f"  program: {env['program']}")
+    lines[:0] = [f"note: {n}" for n in result.notes]
     if not result.captures:
         lines.append("  nothing was captured: TorchDynamo ran the whole call eagerly, without a graph to compile "
                      "(torch._dynamo.explain gives its reasons; for example, a BatchNorm with momentum=None "

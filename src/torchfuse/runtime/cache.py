@@ -9,8 +9,9 @@ finds both.
 
 On disk (``<cache_dir>/kernels/<key[:2]>/<key>.py``) there is only text: nothing is
 unpickled, and a file is imported only after its content hashes to the key in its name. A
-corrupt, truncated or foreign file is replaced; an unwritable or missing directory makes the
-cache run from a private temporary directory instead. Writes go to a temporary file renamed
+corrupt, truncated or foreign file is replaced; a directory that cannot be created or written
+(a file in its place, no permission) makes the cache run from a private temporary directory
+instead, with one warning per directory naming it and the reason. Writes go to a temporary file renamed
 into place, so concurrent processes filling one cache never see half a file.
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ import os
 import shutil
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 
 log = logging.getLogger("torchfuse.cache")
@@ -94,5 +96,26 @@ class SourceStore:
                 return path
             except OSError as e:
                 log.info("kernel cache at %s unusable (%s); trying the next location", root, e)
+                if self.root is not None and root == self.root:
+                    warn_unusable(self.root.parent, e)
+                    self.root = None  # this store's later kernels go straight to the private directory
                 continue
         raise OSError("no writable location for kernel sources")
+
+
+_warned_roots: set[str] = set()
+
+
+def warn_unusable(cache_dir: Path, error: OSError) -> None:
+    """Warn once per process and directory that the kernel cache cannot be used there: kernels
+    still compile and run, from a temporary directory, but nothing persists to the next process."""
+    if str(cache_dir) in _warned_roots:
+        return
+    _warned_roots.add(str(cache_dir))
+    reason = f"{type(error).__name__}: {error.strerror or error}" if isinstance(error, OSError) else str(error)
+    if isinstance(error, OSError) and error.filename and str(error.filename) != str(cache_dir):
+        reason += f" ({error.filename})"
+    warnings.warn(f"torchfuse: the kernel cache directory {cache_dir} cannot be used ({reason}); kernels go to a "
+                  "temporary directory removed when the process exits, so none persists. Set TORCHFUSE_CACHE_DIR "
+                  "(or the cache_dir option) to a writable directory, or cache_dir=None to run without a cache. "
+                  "This warning is shown once per directory.", UserWarning, stacklevel=4)

@@ -14,7 +14,7 @@ import logging
 import sys
 import threading
 import types
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..codegen.triton import HELPERS, HOST_VARIANTS, KernelSource
 from .cache import SourceStore
@@ -292,12 +292,15 @@ def load(source: KernelSource, store: SourceStore, interpret: bool) -> Kernel:
         return _loaded[k]
 
 
-def compile_all(jobs: list[tuple], threads: int) -> list[BaseException | None]:
+def compile_all(jobs: list[tuple], threads: int, on_done: Callable[[], None] | None = None
+                ) -> list[BaseException | None]:
     """Compile several kernels at once (Triton's compiler runs LLVM and ptxas outside the GIL).
 
     Args:
         jobs: ``(kernel, stage, grid, args, XBLOCK, RBLOCK, num_warps, fp_fusion)`` each.
         threads: worker threads.
+        on_done: called once per finished job (from the worker threads), e.g. to count
+            progress (:mod:`torchfuse.runtime.progress`).
 
     Returns:
         Per job, ``None`` or the exception its compilation raised.
@@ -311,6 +314,9 @@ def compile_all(jobs: list[tuple], threads: int) -> list[BaseException | None]:
             return None
         except BaseException as e:  # reported per kernel; the group falls back to ATen
             return e
+        finally:
+            if on_done is not None:
+                on_done()
 
     if len(jobs) == 1 or threads <= 1:
         return [one(j) for j in jobs]

@@ -29,6 +29,7 @@ from ..schedulers import TWO_STAGE, LaunchConfig, layout as layout_mod, pointwis
 from ..segment import BATCHED_CAST, BATCHED_CAST_LATE, FusionGroup, Segmentation
 from .cache import SourceStore
 from .compile import Kernel, compile_all, launch_hooks_set, load, raw_stream
+from .progress import CompileProgress
 
 log = logging.getLogger("torchfuse.schedule")
 recompile_log = logging.getLogger("torchfuse.recompile")
@@ -993,9 +994,9 @@ class CompiledGraph:
             self.stats["events"].append({"group": "*", "reason": f"new sizes {sym_values}"})
         jobs = []
         runners = []
-        for step in self.steps:
-            if not isinstance(step, GroupRunner) or step.failed:
-                continue
+        todo = [step for step in self.steps if isinstance(step, GroupRunner) and not step.failed]
+        progress = CompileProgress(self.name, len(todo), self.options.progress)
+        for step in todo:
             g = step.group
             try:
                 metas = [g.inputs[i].meta for i in step.tensor_in]
@@ -1010,8 +1011,10 @@ class CompiledGraph:
                 plan = step.make_plan(sym_values, shapes, strides)
             except (Unsupported, ValueError, SyntaxError, NameError, ImportError, AssertionError) as e:
                 step.fail(e)
+                progress.generated()
                 continue
             step.plans[sym_key] = plan
+            progress.generated()
             if plan.kernel is not None and not self.options.interpret:
                 dummies = [_dummy(g.inputs[i].meta) if g.inputs[i].meta is not None else env_scalar(env, step, i)
                            for i in range(len(g.inputs))]
@@ -1028,7 +1031,11 @@ class CompiledGraph:
                                  st.RBLOCK, st.num_warps, not self.options.exact_rounding))
                     runners.append(step)
         t1 = time.perf_counter()
-        errors = compile_all(jobs, self.options.compile_threads)
+        progress.compiling(len(jobs))
+        try:
+            errors = compile_all(jobs, self.options.compile_threads, on_done=progress.compiled)
+        finally:
+            progress.close()
         self.stats["compile_seconds"] += time.perf_counter() - t1
         for step, err in zip(runners, errors):
             if err is not None and step.failed is None:

@@ -32,6 +32,11 @@ MODELS = {
     "bart": ("bart", "seq2seq-lm", {}),
 }
 
+#: the checkpoint each model's default configuration has the sizes of (``torchfuse explain
+#: hf:bert-base`` names a model by it)
+SIZE_NAMES = {"bert": "bert-base", "roberta": "roberta-base", "distilbert": "distilbert-base",
+              "albert": "albert-base-v2", "gpt2": "gpt2", "electra": "electra-small", "t5": "t5-small", "bart": "bart-large"}
+
 #: settings every size needs (T5's decoder start and padding tokens, as ``t5-small`` has them;
 #: some library versions leave them unset in the default config)
 ALWAYS = {"t5": {"decoder_start_token_id": 0, "pad_token_id": 0}}

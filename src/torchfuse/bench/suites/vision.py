@@ -83,11 +83,13 @@ def create(library: str, name: str, kwargs: dict) -> tuple[torch.nn.Module, tupl
     return torchvision.models.get_model(name, weights=None, **kwargs), (3, 224, 224)
 
 
-def build(library: str, name: str, kwargs: dict, batch: int, ctx: BuildContext) -> Workload:
+def build(library: str, name: str, kwargs: dict, batch: int, ctx: BuildContext, pixels: int | None = None) -> Workload:
+    """Model ``name`` with random weights, ``batch`` random images of its default resolution
+    (``--quick``: :data:`QUICK_PIXELS`; ``pixels``: that many, square) and random labels."""
     torch.manual_seed(ctx.seed)
     model, (channels, height, width) = create(library, name, kwargs)
-    if ctx.quick:
-        height = width = QUICK_PIXELS
+    if pixels is not None or ctx.quick:
+        height = width = pixels or QUICK_PIXELS
     model = model.to(ctx.device).train(ctx.mode.training)
     images = torch.randn(batch, channels, height, width, device=ctx.device)
     if ctx.channels_last:

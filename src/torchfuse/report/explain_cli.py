@@ -1,0 +1,259 @@
+"""``torchfuse explain``: explain a named model from the command line.
+
+Usage::
+
+    torchfuse explain MODEL [--size 8x128] [--dtype fp32|fp16|bf16] [--train] [--device cuda|cpu]
+                            [--quick] [--measure] [--mode reduce-overhead] [--option NAME=VALUE ...]
+                            [-o PREFIX]
+
+``MODEL`` is one of
+
+* ``hf:NAME``: a HuggingFace model of the benchmark's HF suite with random weights, by model
+  type or by the checkpoint its default configuration matches (``hf:bert``, ``hf:bert-base``,
+  ``hf:gpt2``, ``hf:t5-small`` ...); ``--size BATCHxSEQUENCE`` (encoder-decoders
+  ``BATCHxSOURCExTARGET``), default ``1x128``;
+* ``timm:NAME`` or ``torchvision:NAME``: an image classifier with random weights;
+  ``--size BATCH`` or ``BATCHxPIXELS`` (square images), default batch 1 at the model's
+  resolution;
+* ``path/to/file.py:function``: ``function()`` returns ``(model_or_fn, inputs)``, where
+  ``inputs`` is a tuple of positional arguments or a dict of keyword arguments.
+
+The models are the benchmark's (:mod:`torchfuse.bench.suites`), built by its builders, and the
+step is the benchmark's: inference runs the forward under ``torch.no_grad()`` with model and
+inputs cast to ``--dtype``; ``--train`` runs forward, loss and backward (under
+``torch.autocast`` for fp16 and bf16). ``--quick`` takes the benchmark's tiny configurations
+(seconds on a CPU). On a CPU, explain turns interpret mode on to show the plan, and says so
+first. Writes ``PREFIX.txt`` (the summary, also printed), ``PREFIX.html`` (the report) and
+``PREFIX.json`` (the result, for ``torchfuse report``); ``PREFIX`` defaults to
+``explain-<model>``. Exit status 2 for a model or option that cannot be used.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+#: ``--dtype`` -> (bench mode for inference, bench mode for training)
+_MODES = {"fp32": ("infer-fp32", "train-fp32"), "fp16": ("infer-fp16", "train-amp-fp16"),
+          "bf16": ("infer-bf16", "train-amp-bf16")}
+
+
+class SpecError(ValueError):
+    """A model name, size or option the command cannot use (exit status 2)."""
+
+
+def parse_size(text: str) -> tuple[int, ...]:
+    """``"8x128"`` -> ``(8, 128)``.
+
+    Raises:
+        SpecError: not positive integers joined by ``x``.
+    """
+    try:
+        size = tuple(int(p) for p in text.lower().split("x"))
+    except ValueError:
+        raise SpecError(f"--size takes positive integers joined by 'x', e.g. 8x128 (got {text!r})") from None
+    if not size or min(size) < 1:
+        raise SpecError(f"--size takes positive integers joined by 'x', e.g. 8x128 (got {text!r})")
+    return size
+
+
+def parse_option(text: str) -> tuple[str, Any]:
+    """``"max_group_ops=64"`` -> ``("max_group_ops", 64)``; ``true``/``false`` become bools,
+    integers ints, ``none`` None, anything else stays a string (``Options`` checks the types)."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise SpecError(f"--option takes NAME=VALUE (got {text!r})")
+    v = value.strip()
+    if v.lower() in ("true", "false"):
+        return name.strip(), v.lower() == "true"
+    if v.lower() == "none":
+        return name.strip(), None
+    if re.fullmatch(r"-?\d+", v):
+        return name.strip(), int(v)
+    return name.strip(), v
+
+
+def hf_model(name: str) -> str:
+    """The HF suite's model for ``name``: a model type (``bert``) or the checkpoint its default
+    configuration matches (``bert-base``)."""
+    from ..bench.suites import hf
+
+    if name in hf.MODELS:
+        return name
+    for key, checkpoint in hf.SIZE_NAMES.items():
+        if name == checkpoint:
+            return key
+    known = ", ".join(f"{k} ({v})" for k, v in hf.SIZE_NAMES.items())
+    raise SpecError(f"hf:{name} is not one of the HF suite's models: {known}")
+
+
+def workload_step(spec: str, size: tuple[int, ...] | None, mode_name: str, device: str, quick: bool):
+    """``(callable, example inputs, size text)`` for a ``hf:`` / ``timm:`` / ``torchvision:``
+    model: the benchmark's workload and step (``LossStep`` or ``ForwardStep``) for ``mode_name``."""
+    from ..bench.modes import MODES
+    from ..bench.steps import PreparedBackend
+    from ..bench.suites import hf, vision
+    from ..bench.workload import BuildContext
+
+    library, _, name = spec.partition(":")
+    mode = MODES[mode_name]
+    ctx = BuildContext(device=device, mode=mode, quick=quick)
+    if library == "hf":
+        model = hf_model(name)
+        seq2seq = hf.MODELS[model][1] == "seq2seq-lm"
+        if size is None:
+            size = (hf.QUICK_SIZES_SEQ2SEQ if seq2seq else hf.QUICK_SIZES)[0] if quick else \
+                ((1, 128, 128) if seq2seq else (1, 128))
+        if len(size) != (3 if seq2seq else 2):
+            raise SpecError(f"hf:{name} takes --size " + ("BATCHxSOURCExTARGET" if seq2seq else "BATCHxSEQUENCE"))
+        workload = hf.build(model, size, ctx)
+        shown = "x".join(map(str, size)) + (" (batch x source x target)" if seq2seq else " (batch x sequence)")
+    else:
+        if size is not None and len(size) > 2:
+            raise SpecError(f"{spec} takes --size BATCH or BATCHxPIXELS")
+        batch = size[0] if size else (vision.QUICK_BATCH if quick else 1)
+        kwargs = {}
+        if quick:  # the benchmark's narrowed version of this model, when it has one
+            kwargs = next((kw for lib, real, kw in vision.QUICK_MODELS.values() if (lib, real) == (library, name)), {})
+        try:
+            pixels = size[1] if size and len(size) == 2 else None
+            workload = vision.build(library, name, kwargs, batch, ctx, pixels=pixels)
+        except vision.Unavailable as e:
+            raise SpecError(str(e)) from None
+        shown = f"batch {batch}, images " + "x".join(map(str, workload.info["input"]))
+    prepared = PreparedBackend(workload, mode, device)
+    return prepared.fn, (prepared.inputs, prepared.targets), shown
+
+
+class _Call(torch.nn.Module):
+    """``model(*args)`` or ``model(**kwargs)``, under ``torch.autocast`` when training in half
+    precision: what explain compiles for a ``file.py:function`` model."""
+
+    def __init__(self, model: Any, keywords: bool, amp_dtype: torch.dtype | None, device_type: str):
+        super().__init__()
+        self.model = model
+        self.keywords = keywords
+        self.amp_dtype = amp_dtype
+        self.device_type = device_type
+
+    def forward(self, *args):
+        with torch.autocast(self.device_type, dtype=self.amp_dtype) if self.amp_dtype else contextlib.nullcontext():
+            return self.model(**args[0]) if self.keywords else self.model(*args)
+
+
+def file_step(spec: str, mode_name: str, device: str):
+    """``(callable, example inputs)`` for ``path/to/file.py:function``."""
+    from ..bench.modes import MODES
+    from ..bench.workload import cast_floating
+
+    path, _, function = spec.rpartition(":")
+    if not Path(path).is_file():
+        raise SpecError(f"{path}: no such file (MODEL is hf:NAME, timm:NAME, torchvision:NAME or file.py:function)")
+    module_spec = importlib.util.spec_from_file_location(Path(path).stem, path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    if not callable(getattr(module, function, None)):
+        raise SpecError(f"{path} has no function {function!r}")
+    made = getattr(module, function)()
+    if not (isinstance(made, tuple) and len(made) == 2):
+        raise SpecError(f"{spec}() must return (model_or_fn, inputs); got {type(made).__name__}")
+    model, inputs = made
+    mode = MODES[mode_name]
+    move = lambda t: t.to(device) if isinstance(t, torch.Tensor) else t  # noqa: E731
+    inputs = torch.utils._pytree.tree_map(move, inputs)
+    if isinstance(model, torch.nn.Module):
+        model = model.to(device)
+    if not mode.training and mode.dtype != torch.float32:
+        inputs = cast_floating(inputs, mode.dtype)
+        if isinstance(model, torch.nn.Module):
+            model = model.to(mode.dtype)
+    keywords = isinstance(inputs, dict)
+    args = (inputs,) if keywords else tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    amp = mode.dtype if mode.training and mode.amp else None
+    return _Call(model, keywords, amp, torch.device(device).type), args
+
+
+def check_options(options: dict, mode: str | None) -> None:
+    """Raise :class:`SpecError` for an unknown option, a value of the wrong type or an unknown
+    mode, before any model is built."""
+    from .. import backend
+
+    try:
+        backend.mode_overrides(mode)
+        backend.resolve_options(None, **options)
+    except (TypeError, ValueError) as e:
+        raise SpecError(str(e)) from None
+
+
+def _slug(spec: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", spec.replace(".py:", "-")).strip("-") or "model"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="torchfuse explain", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="MODEL: hf:NAME (hf:bert-base, hf:gpt2 ...), timm:NAME (timm:resnet50), "
+                                       "torchvision:NAME (torchvision:resnet18), or path/to/file.py:function")
+    p.add_argument("model", help="what to explain (see below)")
+    p.add_argument("--size", type=str, default=None, help="hf: BATCHxSEQUENCE; vision: BATCH or BATCHxPIXELS")
+    p.add_argument("--dtype", choices=sorted(_MODES), default="fp32",
+                   help="inference: cast model and inputs; --train: autocast for fp16/bf16 (default fp32)")
+    p.add_argument("--train", action="store_true", help="forward, loss and backward (default: inference)")
+    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--quick", action="store_true", help="the benchmark's tiny configurations (seconds on a CPU)")
+    p.add_argument("--measure", action="store_true", help="time each kernel against a device copy (GPU only)")
+    p.add_argument("--mode", default=None, help="a torch.compile mode, e.g. reduce-overhead")
+    p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                   help="a torchfuse option (repeatable), e.g. --option freeze=true")
+    p.add_argument("-o", "--output", default=None,
+                   help="PREFIX for PREFIX.txt, PREFIX.html and PREFIX.json (default explain-<model>)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .explain import explain
+
+    args = parser().parse_args(argv)
+    try:
+        size = parse_size(args.size) if args.size else None
+        options = dict(parse_option(o) for o in args.option)
+        check_options(options, args.mode)
+        mode_name = _MODES[args.dtype][1 if args.train else 0]
+        if args.model.split(":", 1)[0] in ("hf", "timm", "torchvision"):
+            fn, inputs, shown = workload_step(args.model, size, mode_name, args.device, args.quick)
+        elif ".py:" in args.model:
+            if size is not None:
+                raise SpecError("--size applies to hf:, timm: and torchvision: models; "
+                                "file.py:function makes its own inputs")
+            fn, inputs = file_step(args.model, mode_name, args.device)
+            shown = "the function's inputs"
+        else:
+            raise SpecError(f"cannot read MODEL {args.model!r}: use hf:NAME, timm:NAME, torchvision:NAME or "
+                            "path/to/file.py:function")
+    except SpecError as e:
+        print(f"torchfuse explain: {e}", file=sys.stderr)
+        return 2
+    prefix = args.output or f"explain-{_slug(args.model)}"
+    Path(prefix).parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.nullcontext() if args.train else torch.no_grad():
+        result = explain(fn, *inputs, backward=args.train, measure=args.measure, mode=args.mode, verbose=False,
+                         **options)
+    result.environment["program"] = (f"{args.model} ({shown}{', quick configuration' if args.quick else ''}), "
+                                     f"{'training step' if args.train else 'inference'}, {args.dtype}")
+    text = result.summary()
+    print(text)
+    Path(prefix + ".txt").write_text(text + "\n", encoding="utf-8")
+    result.write_html(prefix + ".html")
+    result.save(prefix + ".json")
+    print(f"\nwrote {prefix}.txt, {prefix}.html and {prefix}.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""``torchfuse explain`` on the command line: a named model (the benchmark's builders) or a
+``file.py:function``, at a size, dtype and mode, written as text, HTML and JSON."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from conftest import DEVICE
+from torchfuse.cli import main as torchfuse_main
+from torchfuse.report import ExplainResult
+from torchfuse.report.explain_cli import SpecError, hf_model, parse_option, parse_size
+
+
+def test_hf_model_by_name_writes_text_html_and_json(tmp_path, monkeypatch, capsys):
+    """``torchfuse explain hf:bert-base --quick``: the HF suite's BERT (tiny configuration), its
+    inference graph fused; on a CPU the first line says interpret mode was turned on for it."""
+    monkeypatch.delenv("TORCHFUSE_INTERPRET", raising=False)  # a user's shell
+    prefix = tmp_path / "out" / "bert"
+    assert torchfuse_main(["explain", "hf:bert-base", "--quick", "--device", DEVICE, "-o", str(prefix)]) == 0
+    printed = capsys.readouterr().out
+    text = (tmp_path / "out" / "bert.txt").read_text()
+    assert text.strip() in printed and f"wrote {prefix}.txt, {prefix}.html and {prefix}.json" in printed
+    assert "program: hf:bert-base (2x16 (batch x sequence), quick configuration), inference, fp32" in text, text
+    if DEVICE == "cpu":
+        assert text.startswith("note: this program runs on cpu tensors, so explain turned interpret mode on"), text
+    result = ExplainResult.load(str(prefix) + ".json")
+    assert [g.name for g in result.graphs] == ["inference"] and len(result.groups) >= 4
+    assert {"layer_norm", "var_mean"} & {op for g in result.groups for op in g.ops}
+    page = (tmp_path / "out" / "bert.html").read_text()
+    assert "hf:bert-base" in page and 'id="graph-0-svg"' in page
+
+
+def test_file_function_in_training_explains_forward_and_backward(tmp_path, capsys):
+    script = tmp_path / "mine.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+
+        def build():
+            torch.manual_seed(0)
+            model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU(), torch.nn.LayerNorm(16))
+            return model, (torch.randn(4, 16),)
+    """))
+    prefix = tmp_path / "mine"
+    assert torchfuse_main(["explain", f"{script}:build", "--train", "--device", DEVICE, "-o", str(prefix)]) == 0
+    result = ExplainResult.load(str(prefix) + ".json")
+    assert sorted(g.name for g in result.graphs) == ["backward", "forward"], [g.name for g in result.graphs]
+    assert all(g.groups for g in result.graphs)
+    assert "program: " + f"{script}:build (the function's inputs), training step, fp32" in (tmp_path / "mine.txt").read_text()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["hf:bert-huge"], "not one of the HF suite's models"),
+    (["resnet"], "cannot read MODEL"),
+    (["nowhere.py:f"], "no such file"),
+    (["hf:bert", "--size", "8"], "BATCHxSEQUENCE"),
+    (["hf:bert", "--size", "0x8"], "positive integers"),
+    (["hf:bert", "--option", "no_such_option=1"], "unknown torchfuse option"),
+    (["hf:bert", "--option", "max_group_ops=yes"], "expected int"),
+    (["hf:bert", "--mode", "fastest"], "unknown mode"),
+])
+def test_unusable_arguments_exit_2_with_the_reason(argv, message, capsys, tmp_path):
+    assert torchfuse_main(["explain", *argv, "--quick", "-o", str(tmp_path / "x")]) == 2
+    assert message in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_parsers():
+    assert parse_size("8x128") == (8, 128) and parse_size("4") == (4,)
+    assert parse_option("freeze=true") == ("freeze", True) and parse_option("max_group_ops=64") == ("max_group_ops", 64)
+    assert parse_option("cache_dir=none") == ("cache_dir", None) and parse_option("dump_dir=d") == ("dump_dir", "d")
+    assert hf_model("bert") == "bert" and hf_model("t5-small") == "t5" and hf_model("albert-base-v2") == "albert"
+    for bad in ("8x", "ax3", ""):
+        with pytest.raises(SpecError):
+            parse_size(bad)
+    with pytest.raises(SpecError):
+        parse_option("freeze")
+
+
+def test_torchfuse_help_lists_explain(capsys):
+    assert torchfuse_main(["--help"]) == 0
+    assert "explain" in capsys.readouterr().out
