@@ -42,6 +42,11 @@ def pytest_addoption(parser):
                     help="under the interpreter, launch every kernel with the configuration the GPU heuristics "
                          "pick for a device of SM_COUNT multiprocessors (e.g. 132, an H200) instead of the "
                          "interpreter's largest blocks: many programs, masked tails, narrow tiles")
+    group.addoption("--update-golden", action="store_true",
+                    help="tests/test_golden_kernels.py: rewrite tests/golden/*.json from the kernels generated now")
+    group.addoption("--golden-sources", default=None, metavar="DIR",
+                    help="tests/test_golden_kernels.py: write every kernel source of the corpus under DIR (to diff "
+                         "two commits)")
 
 
 _ORIGINAL_HEURISTICS: dict = {}
