@@ -224,6 +224,29 @@ def _nll_by_mask_applies(self: torch.Tensor, target: torch.Tensor, weight: torch
     return same and (weight is None or guard_or_false(weight.shape[0] == self.shape[1]))
 
 
+def unsafe_masked_index(x: torch.Tensor, mask: torch.Tensor, indices: list, fill) -> torch.Tensor:
+    """``aten._unsafe_masked_index`` as eager computes it: ``x[indices]`` where ``mask`` is set,
+    ``fill`` elsewhere, each index first clamped to ``[-size, size - 1]`` of its dim and a
+    negative one counted from the end (ATen's kernel: ``clamp`` then ``_unsafe_index``).
+
+    PyTorch's decomposition clamps to ``[0, size - 1]``, which reads element 0 where eager
+    reads element ``size + i``; here the indices are wrapped first, then that decomposition
+    runs (its clamp is then a no-op, and its checks and empty-tensor case apply). Indices that
+    are not int64 or int32 pass unchanged, so the decomposition raises eager's error.
+    Returns ``x``'s dtype, shaped as indexing with ``indices`` shapes it.
+    """
+    from torch._decomp.decompositions import _unsafe_masked_index
+
+    wrapped = []
+    for d, index in enumerate(indices):
+        if index is not None and index.dtype in (torch.int64, torch.int32):
+            size = x.size(d)
+            index = index.clamp(min=-size, max=size - 1)
+            index = torch.where(index < 0, index + size, index)
+        wrapped.append(index)
+    return _unsafe_masked_index(x, mask, wrapped, fill)
+
+
 #: Element alignment cuBLAS's fast half-precision kernels need on every dimension (16 bytes).
 MM_ALIGN = 8
 #: Smallest ``M * N * K`` whose misaligned product is padded: below it the copies of the
@@ -322,4 +345,5 @@ def decomposition_table() -> dict:
     table[aten.nll_loss_backward.default] = nll_loss_backward_by_mask
     table[aten.mm.default] = mm_padded
     table[aten.addmm.default] = addmm_padded
+    table[aten._unsafe_masked_index.default] = unsafe_masked_index
     return table

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from typing import Any
 
 import torch
@@ -31,7 +32,7 @@ from ..domain import Domain
 from ..ir.graph import Node, Value
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as PROMOTE
 
-from ..ir.ops import REDUCTIONS, REGISTRY, Unsupported, literal, triton_dtype
+from ..ir.ops import REDUCTIONS, REGISTRY, Unsupported, literal, number_operand, triton_dtype
 from ..schedulers import TWO_STAGE
 from ..schedulers.layout import KernelLayout, TensorAccess
 
@@ -302,6 +303,103 @@ def tf_argmin_combine(v1, i1, v2, i2):
 
 '''
 
+#: Helpers a kernel's module holds only when the kernel calls one of them (after HEADER), so
+#: that the source and cache key of every other kernel stay as they were before these existed.
+HEADER_ON_DEMAND = '''\
+# Division with a rounding mode of fp16/bf16 tensors (ST: their dtype; a, b in fp32), as
+# PyTorch's c10::div_floor_floating runs on each device: CUDA's kernel in fp32 with the floor
+# held in ST; the CPU's vector kernel with every step rounded to ST (the ``_host`` variant).
+# By a one-element divisor the CPU kernels compute in fp32 (``_by_one_element`` variants).
+@triton.jit
+def tf_div_floor_half(a, b, ST: tl.constexpr):
+    m = libdevice.fmod(a, b)
+    d = tl.math.div_rn(a - m, b)
+    d = tl.where((m != 0) & ((b < 0) != (m < 0)), d - 1.0, d)
+    f = libdevice.floor(d).to(ST).to(tl.float32)
+    f = tl.where(d - f > 0.5, (f + 1.0).to(ST).to(tl.float32), f)
+    q = tl.math.div_rn(a, b).to(ST).to(tl.float32)
+    zero = libdevice.copysign(tl.zeros_like(d), q)
+    return tl.where(b == 0, q, tl.where(d != 0, f, zero))
+
+
+@triton.jit
+def tf_div_floor_half_host(a, b, ST: tl.constexpr):
+    m = libdevice.fmod(a, b)
+    d = tl.math.div_rn((a - m).to(ST).to(tl.float32), b).to(ST).to(tl.float32)
+    d = tl.where((m != 0) & ((b < 0) != (m < 0)), (d - 1.0).to(ST).to(tl.float32), d)
+    f = libdevice.floor(d)
+    f = tl.where((d - f).to(ST).to(tl.float32) > 0.5, (f + 1.0).to(ST).to(tl.float32), f)
+    q = tl.math.div_rn(a, b).to(ST).to(tl.float32)
+    zero = libdevice.copysign(tl.zeros_like(d), q)
+    return tl.where(b == 0, q, tl.where(d != 0, f, zero))
+
+
+@triton.jit
+def tf_div_floor_half_by_one_element(a, b, ST: tl.constexpr):
+    return tf_div_floor_half(a, b, ST)
+
+
+@triton.jit
+def tf_div_floor_half_by_one_element_host(a, b, ST: tl.constexpr):
+    return tf_div_floor_float(a, b, True)
+
+
+@triton.jit
+def tf_quotient_by_one_element(q, ST: tl.constexpr):
+    return q.to(ST).to(q.dtype)
+
+
+@triton.jit
+def tf_quotient_by_one_element_host(q, ST: tl.constexpr):
+    return q
+
+
+# Floor division by a number d (inv = 1 / d in the compute dtype): PyTorch's CUDA kernel runs
+# div_floor_floating's steps with multiplications by inv, the floor held in the tensors' dtype
+# ST (aten/src/ATen/native/cuda/BinaryDivFloorKernel.cu, "a CPU scalar"); its CPU kernels
+# divide (the ``_host`` variant).
+@triton.jit
+def tf_div_floor_by_number(a, d, inv, ST: tl.constexpr, F32: tl.constexpr):
+    m = libdevice.fmod(a, d)
+    q = (a - m) * inv
+    q = tl.where((m != 0) & ((d < 0) != (m < 0)), q - 1.0, q)
+    f = libdevice.floor(q).to(ST).to(q.dtype)
+    f = tl.where(q - f > 0.5, (f + 1.0).to(ST).to(q.dtype), f)
+    zero = libdevice.copysign(tl.zeros_like(q), a * inv)
+    return tl.where(q != 0, f, zero)
+
+
+@triton.jit
+def tf_div_floor_by_number_host(a, d, inv, ST: tl.constexpr, F32: tl.constexpr):
+    return tf_div_floor_float(a, d, F32)
+
+
+# Negation as eager's kernels give it: on CUDA a NaN comes out as the GPU's arithmetic makes it
+# (fp32's canonical NaN; fp64's input NaN, quieted: not a sign flip), on CPU tensors every sign
+# bit flips, NaN's included (the ``_host`` variant). Zeros and infinities flip on both.
+@triton.jit
+def tf_neg(x):
+    return tl.where(x == x, x * -1.0, x + 0.0)
+
+
+@triton.jit
+def tf_neg_host(x):
+    return -x
+
+
+# A constant that PyTorch's kernels read differently on each device (a Python number added to
+# fp16/bf16 tensors: fp32 on a GPU, rounded to the tensors' dtype on CPU tensors).
+@triton.jit
+def tf_by_device(gpu, host):
+    return gpu
+
+
+@triton.jit
+def tf_by_device_host(gpu, host):
+    return host
+'''
+ON_DEMAND = tuple(re.findall(r"^def (\w+)\(", HEADER_ON_DEMAND, flags=re.M))
+
 #: Helpers defined in HEADER, which the loader turns into Triton functions.
 #: Helpers replaced under the interpreter (CPU tensors) by their host variant.
 HOST_VARIANTS = {"tf_maximum": "tf_maximum_host", "tf_minimum": "tf_minimum_host", "tf_fmax": "tf_fmax_host",
@@ -309,7 +407,12 @@ HOST_VARIANTS = {"tf_maximum": "tf_maximum_host", "tf_minimum": "tf_minimum_host
                  "tf_square_f16": "tf_square_host", "tf_square_bf16": "tf_square_host",
                  "tf_row_max": "tf_row_max_host", "tf_row_min": "tf_row_min_host",
                  "tf_row_sum2": "tf_row_sum2_host", "tf_row_sum3": "tf_row_sum3_host",
-                 "tf_exp_ftz": "tf_exp_ftz_host", "tf_div_by_number": "tf_div_by_number_host"}
+                 "tf_exp_ftz": "tf_exp_ftz_host", "tf_div_by_number": "tf_div_by_number_host",
+                 "tf_div_floor_half": "tf_div_floor_half_host",
+                 "tf_div_floor_half_by_one_element": "tf_div_floor_half_by_one_element_host",
+                 "tf_quotient_by_one_element": "tf_quotient_by_one_element_host",
+                 "tf_div_floor_by_number": "tf_div_floor_by_number_host", "tf_neg": "tf_neg_host",
+                 "tf_by_device": "tf_by_device_host"}
 
 HELPERS = tuple(HOST_VARIANTS) + tuple(sorted(set(HOST_VARIANTS.values()))) + (
            "tf_div_trunc_int", "tf_div_floor_int", "tf_remainder_int", "tf_fmod_int",
@@ -614,17 +717,19 @@ class _Writer:
         self.emit_node(node)
         return self.lookup(v)
 
-    def operand(self, x: Any, dtype: torch.dtype, common: torch.dtype | None = None) -> str | None:
+    def operand(self, x: Any, dtype: torch.dtype, common: torch.dtype | None = None,
+                numbers: str = "compute") -> str | None:
         """``x`` as an operand computed in ``dtype``. A tensor operand of another dtype is first
         cast to the op's ``common`` dtype, as PyTorch's TensorIterator does (an int32 operand
-        of an fp16 op is rounded to fp16 before the fp32 arithmetic)."""
+        of an fp16 op is rounded to fp16 before the fp32 arithmetic); a Python number is read
+        as the op's ``numbers`` rule says (:func:`torchfuse.ir.emit.number_operand`)."""
         if x is None:
             return None
         if isinstance(x, Value):
             if x.meta is None:
                 return f"tl.full([], {self.pname[x]}, {triton_dtype(dtype)})" if dtype != torch.bool else f"({self.pname[x]} != 0)"
             return self.cast_operand(*self.value(x), dtype, common)
-        return literal(x, dtype)
+        return number_operand(x, dtype, common, numbers)
 
     @staticmethod
     def cast_operand(var: str, dt: torch.dtype, dtype: torch.dtype, common: torch.dtype | None) -> str:
@@ -642,7 +747,8 @@ class _Writer:
         args = []
         for i, x in enumerate(node.inputs):
             if not (isinstance(x, Value) and x.meta is not None):
-                args.append(self.operand(x, compute, common))  # a literal or a runtime scalar
+                rule = opdef.numbers(i, node.attrs) if callable(opdef.numbers) else opdef.numbers
+                args.append(self.operand(x, compute, common, rule))  # a literal or a runtime scalar
                 continue
             var, dt = sub[x] if sub and x in sub else self.value(x)
             if opdef.promoted is None or i in opdef.promoted:
@@ -1706,6 +1812,9 @@ def generate(group, layout: KernelLayout, scheduler: str, exact_rounding: bool =
         kernels = [w.kernel_text(name)]
         stages = (name,)
         params = w.params()
-    text = HEADER + "\n\n" + "\n\n".join(kernels)
+    body = "\n\n".join(kernels)
+    if any(re.search(rf"\b{h}\(", body) for h in ON_DEMAND):
+        body = HEADER_ON_DEMAND + "\n\n" + body
+    text = HEADER + "\n\n" + body
     key = hashlib.sha256(text.encode()).hexdigest()
     return KernelSource(name=name, text=text, key=key, params=tuple(params), stages=stages)

@@ -282,10 +282,12 @@ def load(source: KernelSource, store: SourceStore, interpret: bool) -> Kernel:
 
         module.libdevice = libdevice
         for name in HELPERS + source.stages:
-            obj = getattr(module, name)
-            module.__dict__[name] = InterpretedFunction(getattr(obj, "fn", obj))
+            obj = getattr(module, name, None)
+            if obj is not None:  # (helpers of HEADER_ON_DEMAND are there only when called)
+                module.__dict__[name] = InterpretedFunction(getattr(obj, "fn", obj))
         for name, host in HOST_VARIANTS.items():  # CPU tensors: PyTorch's CPU kernels' rules
-            module.__dict__[name] = module.__dict__[host]
+            if host in module.__dict__:
+                module.__dict__[name] = module.__dict__[host]
     kernel = Kernel(source, path, [getattr(module, n) for n in source.stages], interpret)
     with _lock:
         _loaded.setdefault(k, kernel)

@@ -13,6 +13,7 @@ code cannot be generated or compiled runs its ops through ATen, with one warning
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 import warnings
@@ -23,8 +24,8 @@ import torch
 
 from ..codegen.triton import can_split, generate, has_random, index_values, split_workspaces
 from ..config import Options
-from ..ir.graph import Graph, Node, Value, as_int, map_values, values_in
-from ..ir.ops import Unsupported
+from ..ir.graph import Graph, Node, Value, _collect_values, as_int, map_values, values_in
+from ..ir.ops import REGISTRY, Unsupported
 from ..schedulers import TWO_STAGE, LaunchConfig, layout as layout_mod, pointwise, reduction
 from ..segment import BATCHED_CAST, BATCHED_CAST_LATE, FusionGroup, Segmentation
 from .cache import SourceStore
@@ -888,6 +889,12 @@ class CompiledGraph:
             elif step.reason in (BATCHED_CAST, BATCHED_CAST_LATE) or id(step) in batches:
                 self.steps.append(step)
                 self.runners.append(batches.get(id(step), _nothing))
+            elif not step.is_call and REGISTRY[step.op].kind in ("constant", "random"):
+                # a registry node outside any group: rebuilt from its metadata, as in a group's
+                # fallback (its ATen arguments name tensors read for metadata only, which
+                # liveness does not keep)
+                self.steps.append(step)
+                self.runners.append(functools.partial(_registry_runner, step, self.slots))
             else:
                 self.steps.append(step)
                 self.runners.append(_call_runner(step, self.slots))
@@ -1038,7 +1045,19 @@ def _dummy_spec(spec) -> torch.Tensor:
     return torch.empty(1, dtype=spec[2], device=spec[3])
 
 
+def _registry_runner(node: Node, slots: dict[Value, int], env: list, sym_key=None, sym_values=None) -> None:
+    run_registry_node_eagerly(node, env, slots, sym_values or {})
+
+
 def _step_reads(step) -> list[Value]:
+    """The values a step reads when it runs: a group's inputs; a call's arguments; a registry
+    node outside any group runs as its ATen call (:func:`_call_runner`), whose arguments may
+    name more tensors than its operands, except constants and random draws (rebuilt from their
+    metadata)."""
     if isinstance(step, FusionGroup):
         return list(step.inputs)
-    return step.input_values()
+    if step.is_call or REGISTRY[step.op].kind in ("constant", "random"):
+        return step.input_values()
+    found: list[Value] = []
+    _collect_values((step.args, step.kwargs), found)
+    return list(dict.fromkeys(step.input_values() + found))
