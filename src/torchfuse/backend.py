@@ -127,6 +127,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     # reproducer hook (torchfuse.report.reproducer): a group whose kernel fails writes a script of this graph
     from .report.reproducer import ReproducerWriter
     writer = ReproducerWriter(gm, example_inputs, name, options)
+    compiled.write_reproducer = writer  # and a failure of the graph's first call (CompiledGraph)
     for step in compiled.steps:
         if isinstance(step, GroupRunner):
             step.write_reproducer = writer

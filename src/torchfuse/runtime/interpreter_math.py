@@ -22,8 +22,10 @@ def _wrap(fn):
         for a in args:
             if isinstance(a, tl.tensor):
                 datas.append(torch.from_numpy(np.ascontiguousarray(a.handle.data)))
-            else:
-                datas.append(a.value if isinstance(a, tl.constexpr) else a)
+            else:  # a number (a literal operand): a 0-dim tensor, as torch's functions take
+                value = a.value if isinstance(a, tl.constexpr) else a
+                datas.append(torch.tensor(value, dtype=torch.from_numpy(first.handle.data[:0]).dtype)
+                             if isinstance(value, (int, float)) else value)
         result = fn(*datas)
         out = result.numpy().astype(first.handle.data.dtype, copy=False)
         ttype = tl.block_type(first.dtype, list(out.shape)) if out.shape else first.dtype
