@@ -305,7 +305,15 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
         # under CUDA graphs, whose replays read copies of the inputs
         keep_inference_input_mutations=not opts.cudagraphs,
     )
-    return backend(gm, example_inputs)
+    try:
+        return backend(gm, example_inputs)
+    except Exception as e:  # AOTAutograd's tracing (an op without a derivative): run the graph eagerly
+        if isinstance(e, torch._dynamo.exc.Unsupported):
+            raise  # TorchDynamo's own signal (a graph break), not a failure
+        warnings.warn(f"torchfuse: AOTAutograd could not trace this graph ({type(e).__name__}: "
+                      f"{str(e).splitlines()[0][:300]}); it runs eagerly, unfused", RuntimeWarning, stacklevel=2)
+        log.info("AOTAutograd failure", exc_info=True)
+        return gm
 
 
 def register() -> None:

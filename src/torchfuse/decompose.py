@@ -231,11 +231,14 @@ def unsafe_masked_index(x: torch.Tensor, mask: torch.Tensor, indices: list, fill
 
     PyTorch's decomposition clamps to ``[0, size - 1]``, which reads element 0 where eager
     reads element ``size + i``; here the indices are wrapped first, then that decomposition
-    runs (its clamp is then a no-op, and its checks and empty-tensor case apply). Indices that
-    are not int64 or int32 pass unchanged, so the decomposition raises eager's error.
+    runs (its clamp is then a no-op, and its checks apply). Indices that are not int64 or int32
+    pass unchanged, so the decomposition raises eager's error. An empty ``x`` gives eager's
+    result: ``fill`` indexed out of a tensor whose indexed dims of size 0 have size 1 and whose
+    dims after the last index have size 0 (ATen's kernel; the mask is not read).
     Returns ``x``'s dtype, shaped as indexing with ``indices`` shapes it.
     """
     from torch._decomp.decompositions import _unsafe_masked_index
+    from torch.fx.experimental.symbolic_shapes import guard_or_false
 
     wrapped = []
     for d, index in enumerate(indices):
@@ -244,6 +247,10 @@ def unsafe_masked_index(x: torch.Tensor, mask: torch.Tensor, indices: list, fill
             index = index.clamp(min=-size, max=size - 1)
             index = torch.where(index < 0, index + size, index)
         wrapped.append(index)
+    if guard_or_false(x.numel() == 0) and all(i is None or i.dtype in (torch.int64, torch.int32) for i in indices):
+        sizes = [(1 if size == 0 else size) if i is not None else size for i, size in zip(indices, x.shape)]
+        sizes += [0] * (x.dim() - len(sizes))
+        return aten._unsafe_index(x.new_full(sizes, fill), wrapped)
     return _unsafe_masked_index(x, mask, wrapped, fill)
 
 
