@@ -195,3 +195,66 @@ def test_masked_index_wraps_negative_indices(dtype):
     m = tensor([True, True, True, False, True])
     actual, _ = run_compiled(one_dim, x.float(), m, i32)
     assert_matches(actual, one_dim(x.float(), m, i32))
+
+
+# ----------------------------------------------------------------------------- the GPU side
+
+_GPU_PROBE = '''
+@triton.jit
+def probe(x_ptr, y_ptr, o_ptr, h_ptr, d_ptr, n, XBLOCK: tl.constexpr):
+    i = tl.arange(0, XBLOCK)
+    m = i < n
+    x = tl.load(x_ptr + i, mask=m, other=0)
+    y = tl.load(y_ptr + i, mask=m, other=1)
+    h = tl.load(h_ptr + i, mask=m, other=0).to(tl.float32)
+    d = tl.load(d_ptr + i, mask=m, other=0)
+    tl.store(o_ptr + i, tf_neg(x), mask=m)
+    tl.store(o_ptr + XBLOCK + i, tf_div_floor_half(h, y, tl.bfloat16), mask=m)
+    tl.store(o_ptr + 2 * XBLOCK + i, tf_div_floor_half_by_one_element(h, y, tl.float16), mask=m)
+    tl.store(o_ptr + 3 * XBLOCK + i, libdevice.trunc(tf_quotient_by_one_element(tl.math.div_rn(x, y), tl.bfloat16)), mask=m)
+    tl.store(o_ptr + 4 * XBLOCK + i, tf_div_floor_by_number(x, 1.7, tl.full([], 0.5882353, tl.float32), tl.float16, True), mask=m)
+    tl.store(o_ptr + 5 * XBLOCK + i, x + tf_by_device(0.1, 0.10009765625), mask=m)
+    tl.store(o_ptr + 6 * XBLOCK + i, libdevice.fma(y, tf_by_device(0.3, 0.30078125), x), mask=m)
+    tl.store(o_ptr + 7 * XBLOCK + i, tl.where(x > 0, NEGATIVE_ZERO_F32, x), mask=m)
+    tl.store(o_ptr + 8 * XBLOCK + i, tl.where(x > 0, NEGATIVE_ZERO_BF16, h.to(tl.bfloat16)).to(tl.float32), mask=m)
+    dd = tf_neg(d) + tl.where(d > 0, NEGATIVE_ZERO_F64, d)
+    tl.store(d_ptr + i, tf_div_floor_by_number(dd, tl.full([], 1.7, tl.float64), tl.full([], 0.5882352941176471,
+                                               tl.float64), tl.float64, False), mask=m)
+'''
+
+
+def test_device_helpers_compile_for_a_gpu(tmp_path):
+    """The GPU side of the device-dependent helpers (``HEADER_ON_DEMAND``), which CPU tensors
+    never run, and the -0.0 constants, compile for an H200 (sm_90; Triton compiles without
+    one) in every dtype form the emitters write them; the PTX holds fused multiply-adds and
+    the -0.0 constants' bit patterns. In a process of its own: under the interpreter Triton's
+    language module is patched."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("triton.backends.compiler")
+    from torchfuse.codegen.triton import HEADER, HEADER_ON_DEMAND
+    from torchfuse.ir.ops import literal
+
+    kernel = HEADER + "\n\n" + HEADER_ON_DEMAND + _GPU_PROBE.replace(
+        "NEGATIVE_ZERO_F32", literal(-0.0, F32)).replace("NEGATIVE_ZERO_BF16", literal(-0.0, BF16)).replace(
+        "NEGATIVE_ZERO_F64", literal(-0.0, F64))
+    (tmp_path / "gpu_probe.py").write_text(kernel)
+    (tmp_path / "compile_probe.py").write_text(
+        "import sys, triton\n"
+        "from triton.backends.compiler import GPUTarget\n"
+        "from triton.compiler import ASTSource\n"
+        "import gpu_probe\n"
+        "signature = {'x_ptr': '*fp32', 'y_ptr': '*fp32', 'o_ptr': '*fp32', 'h_ptr': '*bf16', 'd_ptr': '*fp64', 'n': 'i32'}\n"
+        "src = ASTSource(fn=gpu_probe.probe, signature=signature, constexprs={'XBLOCK': 128})\n"
+        "print(triton.compile(src, target=GPUTarget('cuda', 90, 32)).asm['ptx'])\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "TORCHFUSE_INTERPRET")}
+    env["PYTHONPATH"] = str(tmp_path)
+    done = subprocess.run([sys.executable, str(tmp_path / "compile_probe.py")], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=300)
+    if done.returncode != 0 and ("ptxas" in done.stderr and "not found" in done.stderr):
+        pytest.skip("no ptxas in this Triton")
+    assert done.returncode == 0, done.stderr[-3000:]
+    ptx = done.stdout
+    assert "fma.rn.f32" in ptx and "0f80000000" in ptx and "0d8000000000000000" in ptx
