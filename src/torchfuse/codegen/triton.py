@@ -35,6 +35,7 @@ from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as PROMOTE
 from ..ir.ops import REDUCTIONS, REGISTRY, Unsupported, literal, number_operand, triton_dtype
 from ..schedulers import TWO_STAGE
 from ..schedulers.layout import KernelLayout, TensorAccess
+from .device_helpers import HEADER_ON_DEMAND, ON_DEMAND
 
 HEADER = '''\
 import triton
@@ -303,102 +304,6 @@ def tf_argmin_combine(v1, i1, v2, i2):
 
 '''
 
-#: Helpers a kernel's module holds only when the kernel calls one of them (after HEADER), so
-#: that the source and cache key of every other kernel stay as they were before these existed.
-HEADER_ON_DEMAND = '''\
-# Division with a rounding mode of fp16/bf16 tensors (ST: their dtype; a, b in fp32), as
-# PyTorch's c10::div_floor_floating runs on each device: CUDA's kernel in fp32 with the floor
-# held in ST; the CPU's vector kernel with every step rounded to ST (the ``_host`` variant).
-# By a one-element divisor the CPU kernels compute in fp32 (``_by_one_element`` variants).
-@triton.jit
-def tf_div_floor_half(a, b, ST: tl.constexpr):
-    m = libdevice.fmod(a, b)
-    d = tl.math.div_rn(a - m, b)
-    d = tl.where((m != 0) & ((b < 0) != (m < 0)), d - 1.0, d)
-    f = libdevice.floor(d).to(ST).to(tl.float32)
-    f = tl.where(d - f > 0.5, (f + 1.0).to(ST).to(tl.float32), f)
-    q = tl.math.div_rn(a, b).to(ST).to(tl.float32)
-    zero = libdevice.copysign(tl.zeros_like(d), q)
-    return tl.where(b == 0, q, tl.where(d != 0, f, zero))
-
-
-@triton.jit
-def tf_div_floor_half_host(a, b, ST: tl.constexpr):
-    m = libdevice.fmod(a, b)
-    d = tl.math.div_rn((a - m).to(ST).to(tl.float32), b).to(ST).to(tl.float32)
-    d = tl.where((m != 0) & ((b < 0) != (m < 0)), (d - 1.0).to(ST).to(tl.float32), d)
-    f = libdevice.floor(d)
-    f = tl.where((d - f).to(ST).to(tl.float32) > 0.5, (f + 1.0).to(ST).to(tl.float32), f)
-    q = tl.math.div_rn(a, b).to(ST).to(tl.float32)
-    zero = libdevice.copysign(tl.zeros_like(d), q)
-    return tl.where(b == 0, q, tl.where(d != 0, f, zero))
-
-
-@triton.jit
-def tf_div_floor_half_by_one_element(a, b, ST: tl.constexpr):
-    return tf_div_floor_half(a, b, ST)
-
-
-@triton.jit
-def tf_div_floor_half_by_one_element_host(a, b, ST: tl.constexpr):
-    return tf_div_floor_float(a, b, True)
-
-
-@triton.jit
-def tf_quotient_by_one_element(q, ST: tl.constexpr):
-    return q.to(ST).to(q.dtype)
-
-
-@triton.jit
-def tf_quotient_by_one_element_host(q, ST: tl.constexpr):
-    return q
-
-
-# Floor division by a number d (inv = 1 / d in the compute dtype): PyTorch's CUDA kernel runs
-# div_floor_floating's steps with multiplications by inv, the floor held in the tensors' dtype
-# ST (aten/src/ATen/native/cuda/BinaryDivFloorKernel.cu, "a CPU scalar"); its CPU kernels
-# divide (the ``_host`` variant).
-@triton.jit
-def tf_div_floor_by_number(a, d, inv, ST: tl.constexpr, F32: tl.constexpr):
-    m = libdevice.fmod(a, d)
-    q = (a - m) * inv
-    q = tl.where((m != 0) & ((d < 0) != (m < 0)), q - 1.0, q)
-    f = libdevice.floor(q).to(ST).to(q.dtype)
-    f = tl.where(q - f > 0.5, (f + 1.0).to(ST).to(q.dtype), f)
-    zero = libdevice.copysign(tl.zeros_like(q), a * inv)
-    return tl.where(q != 0, f, zero)
-
-
-@triton.jit
-def tf_div_floor_by_number_host(a, d, inv, ST: tl.constexpr, F32: tl.constexpr):
-    return tf_div_floor_float(a, d, F32)
-
-
-# Negation as eager's kernels give it: on CUDA a NaN comes out as the GPU's arithmetic makes it
-# (fp32's canonical NaN; fp64's input NaN, quieted: not a sign flip), on CPU tensors every sign
-# bit flips, NaN's included (the ``_host`` variant). Zeros and infinities flip on both.
-@triton.jit
-def tf_neg(x):
-    return tl.where(x == x, x * -1.0, x + 0.0)
-
-
-@triton.jit
-def tf_neg_host(x):
-    return -x
-
-
-# A constant that PyTorch's kernels read differently on each device (a Python number added to
-# fp16/bf16 tensors: fp32 on a GPU, rounded to the tensors' dtype on CPU tensors).
-@triton.jit
-def tf_by_device(gpu, host):
-    return gpu
-
-
-@triton.jit
-def tf_by_device_host(gpu, host):
-    return host
-'''
-ON_DEMAND = tuple(re.findall(r"^def (\w+)\(", HEADER_ON_DEMAND, flags=re.M))
 
 #: Helpers defined in HEADER, which the loader turns into Triton functions.
 #: Helpers replaced under the interpreter (CPU tensors) by their host variant.

@@ -28,9 +28,8 @@ from typing import Any, Callable
 import torch
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as PROMOTE
 
-from .emit import (EXACT_RECIPROCALS, HALF_DTYPES, Unsupported, _float_text, _literal_value, div_numbers,  # noqa: F401
-                   div_promotion, emit_div, emit_fmod, emit_remainder, fdiv, is_float, literal, number_operand,
-                   parse_div, rounded, triton_dtype)
+from .emit import (Unsupported, div_numbers, div_promotion, emit_div, emit_fmod, emit_remainder, fdiv,  # noqa: F401
+                   is_float, literal, number_operand, parse_div, triton_dtype)
 from .graph import Value
 
 aten = torch.ops.aten
@@ -180,6 +179,15 @@ def _parse_alpha(args, kwargs):
 
 
 # ----------------------------------------------------------------------------- emission helpers
+
+#: fp32 division by a literal power of two as a multiplication by its reciprocal (``fdiv``);
+#: False keeps the division (for measurements). As launched (multiply-add contraction off, the
+#: default), the compiler already makes that multiplication and the sm_90 binaries are the
+#: same; with contraction on (``exact_rounding=False``) it did not, and the bf16 inner-outer
+#: kernels of LayerNorm's and RMSNorm's backward at 1024 a row, which divide by the row length,
+#: went from 664 to 536 and 584 to 432 instructions a thread (``benchmarks/sass_count.py``).
+EXACT_RECIPROCALS = True
+
 
 def libm(name: str) -> Callable:
     """Emit ``libdevice.<name>`` (double or single precision chosen by Triton from the dtype)."""

@@ -30,6 +30,7 @@ from ..schedulers import TWO_STAGE, LaunchConfig, layout as layout_mod, pointwis
 from ..segment import BATCHED_CAST, BATCHED_CAST_LATE, FusionGroup, Segmentation
 from .cache import SourceStore
 from .compile import Kernel, compile_all, launch_hooks_set, load, raw_stream
+from .fallback import first_call, writes_input
 
 log = logging.getLogger("torchfuse.schedule")
 recompile_log = logging.getLogger("torchfuse.recompile")
@@ -825,18 +826,9 @@ def run_call(node: Node, env: list, slots: dict[Value, int], sym_values: dict | 
 class CompiledGraph:
     """The compiled form of one captured graph. Called with a list of inputs (boxed).
 
-    Fall back, never fail, at run time: an exception raised on the graph's first call (while
-    planning or launching a fusion group, or in one of its ATen calls) before any step has
-    written to a graph input is caught, and the call runs again as the traced graph through
-    ATen (``fx_graph``, set by :func:`torchfuse.backend.compile_graph`), as do all later calls,
-    with a warning naming a reproducer script (``write_reproducer``). Safe because until then
-    the graph has only read its inputs and written tensors of its own (an ATen run draws its
-    random numbers anew). When the ATen run raises too, the error is the program's own (eager
-    raises it): that exception propagates, and the graph stays compiled. Not caught: an
-    exception after an input write (a BatchNorm statistic, a buffer's in-place update) has run,
-    or on a later call, since running the graph again would apply those writes twice; a fusion
-    group whose launch fails on a later call still runs through ATen by itself
-    (:meth:`GroupRunner.fail`).
+    Fall back, never fail, at run time: the first call is guarded (:mod:`.fallback`): when it
+    raises before any step wrote to a graph input, it runs again as the traced graph through
+    ATen, as every later call does, with a warning naming a reproducer.
 
     Attributes:
         segmentation: the groups and calls it runs.
@@ -939,7 +931,7 @@ class CompiledGraph:
         self.called = False
         #: where the first write to a graph input happens (a batched write at its batch's place)
         graph_inputs = set(graph.inputs)
-        writes = [max(i, reads_at.get(i, i)) for i, st in enumerate(seg.steps) if _writes_input(st, graph_inputs)]
+        writes = [max(i, reads_at.get(i, i)) for i, st in enumerate(seg.steps) if writes_input(st, graph_inputs)]
         self.first_input_write = min(writes, default=len(seg.steps))
 
     def _liveness(self, seg: Segmentation, reads_at: dict[int, int]) -> list[list[int]]:
@@ -978,30 +970,10 @@ class CompiledGraph:
             torch.cuda._maybe_exchange_device(previous)
 
     def _first_call(self, args: list) -> Any:
-        """The first call, guarded (see the class doc)."""
         self.called = True
-        inputs = list(args)  # _run clears the boxed list
-        progress = [0]
         previous = torch.cuda._exchange_device(self.cuda_index) if self.cuda_index is not None else None
         try:
-            return self._run(args, progress)
-        except Exception as e:
-            if self.fx_graph is None or progress[0] >= self.first_input_write:
-                raise
-            try:
-                result = self.fx_graph(*inputs)
-            except Exception as eager_error:  # the program's own error: ATen raises it too
-                raise eager_error from None
-            message = f"{type(e).__name__}: {e}"
-            reproducer = self.write_reproducer(f"run time, first call: {message}") if self.write_reproducer else None
-            self.stats["failed_at_run_time"] = message
-            log.warning("%s graph: run-time failure on its first call", self.name, exc_info=True)
-            warnings.warn(f"torchfuse: the {self.name} graph failed on its first call "
-                          f"({message.splitlines()[0][:300]}) and runs through ATen as traced from now on"
-                          + (f"; reproducer: {reproducer}" if reproducer else ""), RuntimeWarning, stacklevel=2)
-            fx_graph = self.fx_graph
-            self.traced = lambda a: _call_traced(fx_graph, a)
-            return list(result) if isinstance(result, tuple) else result
+            return first_call(self, args)
         finally:
             if self.cuda_index is not None:
                 torch.cuda._maybe_exchange_device(previous)
@@ -1109,31 +1081,6 @@ def _dummy(meta) -> torch.Tensor:
 
 def _dummy_spec(spec) -> torch.Tensor:
     return torch.empty(1, dtype=spec[2], device=spec[3])
-
-
-def _call_traced(fx_graph, args: list) -> Any:
-    """Run the traced ATen graph on a boxed list of inputs (cleared, as a compiled graph's)."""
-    inputs = list(args)
-    args.clear()
-    result = fx_graph(*inputs)
-    return list(result) if isinstance(result, tuple) else result
-
-
-def _writes_input(step, graph_inputs: set) -> bool:
-    """Whether ``step`` is an ATen call that writes to one of ``graph_inputs`` (an argument its
-    schema marks as written: ``copy_``'s destination)."""
-    if not isinstance(step, Node) or not step.is_call:
-        return False
-    schema = getattr(step.target, "_schema", None)
-    if schema is None:
-        return False
-    for k, arg in enumerate(schema.arguments):
-        if arg.alias_info is None or not arg.alias_info.is_write:
-            continue
-        value = step.args[k] if k < len(step.args) else step.kwargs.get(arg.name)
-        if any(v in graph_inputs for v in values_in(value)):
-            return True
-    return False
 
 
 def _registry_runner(node: Node, slots: dict[Value, int], env: list, sym_key=None, sym_values=None) -> None:
