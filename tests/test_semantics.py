@@ -421,6 +421,8 @@ ERRORS = {
     "bool negation": (lambda a: -a, [FLAGS], NotImplementedError),
     "float bitwise and": (lambda a, b: a & b, [ONES, ONES], NotImplementedError),
     "dim out of range": (lambda a: a.sum(2) + 1, [ONES], IndexError),
+    # PyTorch's decomposition of index_add broadcasts the source where eager checks its shape
+    "index_add source shape": (lambda a: (a * 2).index_add(0, tensor([0, 1]), a[:2, :1]), [ONES], RuntimeError),
 }
 
 

@@ -254,6 +254,25 @@ def unsafe_masked_index(x: torch.Tensor, mask: torch.Tensor, indices: list, fill
     return _unsafe_masked_index(x, mask, wrapped, fill)
 
 
+def index_add(x: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, *, alpha=1) -> torch.Tensor:
+    """``aten.index_add`` as PyTorch's decomposition computes it (an accumulating
+    ``index_put``), after the check of eager's kernel that the decomposition leaves out: outside
+    ``dim``, ``source`` has ``x``'s sizes (``index_put`` would broadcast it instead).
+
+    Raises:
+        RuntimeError: eager's message, when the shapes differ (while tracing: the graph then
+            runs eagerly, and eager raises it).
+    """
+    from torch._decomp.decompositions import index_add as decomposed
+
+    d = dim % max(x.dim(), 1)
+    rest_x = list(x.shape[:d]) + list(x.shape[d + 1:]) if x.dim() else []
+    rest_source = list(source.shape[:d]) + list(source.shape[d + 1:]) if source.dim() else []
+    torch._check(rest_x == rest_source, lambda: "source tensor shape must match self tensor shape, excluding the "
+                 f"specified dimension. Got self.shape = {list(x.shape)} source.shape = {list(source.shape)}")
+    return decomposed(x, dim, index, source, alpha=alpha)
+
+
 #: Element alignment cuBLAS's fast half-precision kernels need on every dimension (16 bytes).
 MM_ALIGN = 8
 #: Smallest ``M * N * K`` whose misaligned product is padded: below it the copies of the
@@ -353,4 +372,5 @@ def decomposition_table() -> dict:
     table[aten.mm.default] = mm_padded
     table[aten.addmm.default] = addmm_padded
     table[aten._unsafe_masked_index.default] = unsafe_masked_index
+    table[aten.index_add.default] = index_add
     return table

@@ -105,7 +105,8 @@ def to_markdown(table: Table, meta: dict) -> str:
         "eager on a CPU rounds some fp16/bf16 intermediates that CUDA's kernels keep in fp32).",
         "`pass`: values match and a fusion group ran; `aten`: values match, everything ran through",
         "ATen (reasons below); `FAIL`: mismatch or an exception eager did not raise; `skip`: no",
-        "verdict (random results, timeouts, TorchDynamo alone already differing from eager); empty:",
+        "verdict (random results, timeouts, TorchDynamo alone or with AOTAutograd's `aot_eager` backend",
+        "already differing from eager); empty:",
         "the op does not support the dtype.", ""]
     lines.append("| op | " + " | ".join(cols) + " |")
     lines.append("| --- | " + " | ".join("---" for _ in cols) + " |")
