@@ -144,3 +144,24 @@ def test_gradient_of_a_floor_division_is_not_defined_by_either():
 
     check_program(program, [make_input((2, 3), torch.float32, 'contiguous', seed=1, specials=False, grad=False),
                             make_input((2, 3), torch.float32, 'contiguous', seed=2, specials=False, grad=True)])
+
+
+def test_an_input_updated_by_a_zero_dim_tensor_of_another_dtype():
+    """``x0.mul_(x2)`` of 0-dim fp16 and fp64 inputs: TorchDynamo restarts its analysis from
+    inside the backend (``TensorifyScalarRestartAnalysis``), which the fallback for graphs
+    AOTAutograd cannot trace must let through (``--fuzz-examples 5000 --fuzz-seed 7``)."""
+    def program(x0, x1, x2):
+        v0 = torch.log1p(x0.abs())
+        v1 = x1.abs()
+        v2 = torch.full_like(v1, 3)
+        v3 = v2 + x1
+        v4 = v2 * v0
+        v5 = v2 * x1
+        x0.mul_(x2)
+        v6 = torch.minimum(x0, v1)
+        return (v6, v3, v4, v5, v2, v0,)
+
+    check_program(program, [make_input((), torch.float16, 'transposed', seed=1, specials=False, grad=False),
+                            make_input((), torch.int8, 'strided', seed=1, specials=False, grad=False),
+                            make_input((), torch.float64, 'offset', seed=334, specials=False, grad=False)],
+                  mutates=True)

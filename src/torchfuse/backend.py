@@ -308,10 +308,11 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
     try:
         return backend(gm, example_inputs)
     except Exception as e:  # AOTAutograd's tracing (an op without a derivative): run the graph eagerly
-        if isinstance(e, torch._dynamo.exc.Unsupported):
-            raise  # TorchDynamo's own signal (a graph break), not a failure
-        warnings.warn(f"torchfuse: AOTAutograd could not trace this graph ({type(e).__name__}: "
-                      f"{str(e).splitlines()[0][:300]}); it runs eagerly, unfused", RuntimeWarning, stacklevel=2)
+        if isinstance(e, torch._dynamo.exc.TorchDynamoException):
+            raise  # TorchDynamo's own signals (restart the analysis, a graph break), not failures
+        first = (str(e).splitlines() or [""])[0][:300]
+        warnings.warn(f"torchfuse: AOTAutograd could not trace this graph ({type(e).__name__}: {first}); "
+                      "it runs eagerly, unfused", RuntimeWarning, stacklevel=2)
         log.info("AOTAutograd failure", exc_info=True)
         return gm
 
