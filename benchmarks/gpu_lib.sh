@@ -42,3 +42,18 @@ gpu_pack() {
   [ -n "$dirs" ] && tar czf "$out/results.tgz" -C "$out" $dirs
   for d in "$@"; do rm -rf "${out:?}/$d"; done
 }
+
+# gpu_conformance LIMIT BUDGET FIRST LAST N: conformance shards FIRST..LAST of N side by side on
+# one GPU (compiled kernels, CUDA eager as the reference; compiling is CPU work, one process a
+# core), one sample per (op, dtype), no op started after BUDGET seconds; tables in
+# conformance/sI/ (torchfuse conformance --merge combines them).
+gpu_conformance() {
+  local limit=$1 budget=$2 first=$3 last=$4 n=$5 i
+  for i in $(seq "$first" "$last"); do
+    timeout "$limit" python3 -m torchfuse.cli conformance --device cuda --shard "$i/$n" --max-samples 1 \
+      --sample-timeout 60 --time-budget "$budget" --quiet --out "$out/conformance/s$i" \
+      > "$out/conformance-s$i.log" 2>&1 &
+  done
+  wait
+  tail -qn 2 "$out"/conformance-s*.log > "$out/conformance.log"
+}

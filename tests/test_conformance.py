@@ -191,6 +191,12 @@ def test_table_from_a_real_run(tmp_path, capsys):
     assert merged["results"]["nonzero"]["float32"]["status"] == "aten"
     # the printed summary names ATen as the table does
     assert "aten (ran through ATen)" in printed and "fallback" not in printed
+    from torchfuse.conformance.cli import source_commit
+
+    commit = source_commit()
+    assert one["meta"]["commit"] == commit and merged["meta"].get("commits", [None]) == [commit]
+    if commit is not None:
+        assert commit in (tmp_path / "merged" / "table.md").read_text()
 
 
 def test_tables_written_before_aten_was_named_read_the_same(tmp_path):
@@ -201,6 +207,26 @@ def test_tables_written_before_aten_was_named_read_the_same(tmp_path):
     table, _ = report.read_json(tmp_path / "table.json")
     assert table["nonzero"]["float32"].status == "aten"
     assert "| `nonzero` | aten |" in report.to_markdown(table, {})
+
+
+def test_compare_lists_every_differing_verdict(tmp_path, capsys):
+    """``--compare`` lists each (op, dtype) whose verdict differs between two tables with both
+    verdicts and reasons, and the entries and dtypes only one table has."""
+    cpu = {"sin": {"float32": classify.Verdict("pass"), "float16": classify.Verdict("pass")},
+           "cos": {"float32": classify.Verdict("aten", "aten.cos: why")}}
+    gpu = {"sin": {"float32": classify.Verdict("fail", "output 0: off"), "float16": classify.Verdict("pass"),
+                   "bfloat16": classify.Verdict("pass")},
+           "tan": {"float32": classify.Verdict("pass")}}
+    report.write(cpu, {"device": "cpu"}, tmp_path / "cpu")
+    report.write(gpu, {"device": "cuda", "gpu": "NVIDIA H200"}, tmp_path / "gpu")
+    assert cli.main(["--compare", str(tmp_path / "cpu"), str(tmp_path / "gpu" / "table.json"),
+                     "--out", str(tmp_path / "diff")]) == 0
+    text = (tmp_path / "diff" / "differences.md").read_text()
+    assert text == capsys.readouterr().out
+    assert "- `sin` float32: pass / **FAIL**" in text and "output 0: off" in text
+    assert "- `sin` bfloat16: only in" in text and "- `cos`: only in" in text and "- `tan`: only in" in text
+    assert "`sin` float16" not in text and "NVIDIA H200" in text
+    assert "2 (op, dtype) pairs in both; 1 with another verdict; 3 entries or dtypes in one table only." in text
 
 
 def test_merge_replaces_rerun_dtypes_only():

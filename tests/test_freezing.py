@@ -102,6 +102,84 @@ def test_hoisted_part_runs_only_when_weights_change(monkeypatch):
         assert len(runs) == 2, runs
 
 
+class _Counter(torch.nn.Module):
+    """A buffer the forward updates in place (``buf.add_(1)``), read after the update through
+    weight-only work (``exp``, hoisted when frozen), next to a weight."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(4, 4))
+        self.register_buffer("buf", torch.zeros(4))
+
+    def forward(self, x):
+        self.buf.add_(1)
+        return x @ (self.w * 2).t() + self.buf.exp()
+
+
+def test_a_buffer_the_graph_updates_is_seen_by_frozen_inference():
+    """An inference graph that writes a buffer it also reads through hoisted work: every call
+    recomputes from the updated buffer (its version counter rose), as do an in-place weight
+    update and a reset of the buffer outside the graph; values and buffer equal eager's."""
+    torch.manual_seed(0)
+    eager_model = _Counter().to(DEVICE)
+    model = _Counter().to(DEVICE)
+    model.load_state_dict(eager_model.state_dict())
+    x = torch.randn(2, 4, device=DEVICE)
+    compiled = torchfuse.compile(model, freeze=True, dynamic=False)
+    with torch.no_grad():
+        for step in range(5):
+            if step == 3:
+                for m in (eager_model, model):
+                    m.w.mul_(0.5)
+                    m.buf.zero_()
+            torch.testing.assert_close(compiled(x), eager_model(x))
+            torch.testing.assert_close(model.buf, eager_model.buf, rtol=0, atol=0)
+
+
+def test_a_buffer_updated_by_a_training_graph_equals_eager():
+    """``buf.add_(1)`` in a training graph: values, gradients and the buffer equal eager's on
+    every call, and the buffer's version counter rises on every call (by 2 where eager's rises
+    by 1: AOTAutograd counts the graph's write once more, as for every torch.compile backend)."""
+    torch.manual_seed(0)
+    eager_model = _Counter().to(DEVICE)
+    model = _Counter().to(DEVICE)
+    model.load_state_dict(eager_model.state_dict())
+    x = torch.randn(2, 4, device=DEVICE)
+    compiled = torchfuse.compile(model, dynamic=False)
+    for _ in range(3):
+        before = model.buf._version
+        got, want = compiled(x), eager_model(x)
+        got.sum().backward()
+        want.sum().backward()
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(model.w.grad, eager_model.w.grad)
+        torch.testing.assert_close(model.buf, eager_model.buf, rtol=0, atol=0)
+        assert model.buf._version > before
+
+
+def test_frozen_inference_holds_the_tensors_it_was_keyed_on():
+    """The weight part's cache is keyed on each parameter's address and version counter, so it
+    holds the tensors of the last call: a new parameter (version 0) allocated after the old one
+    was freed could otherwise take the old one's address, and the stale cached values be used.
+    On a :class:`FrozenGraph` of a graph computing ``x + 2 * w``: the old weight stays alive,
+    and a new one of the same size gives its own values."""
+    import gc
+    import weakref
+
+    from torchfuse.freezing import WeightSplit
+
+    split = WeightSplit(weights=lambda w: (w * 2,), weight_inputs=[0], main=None, hoisted=1)
+    frozen = FrozenGraph(split, lambda full: [full[1] + full[2]], static_inputs=[0])
+    x = torch.zeros(16, device=DEVICE)
+    for value in (1.0, 5.0, 7.0):
+        w = torch.full((16,), value, device=DEVICE)
+        old = weakref.ref(w)
+        torch.testing.assert_close(frozen([w, x])[0], torch.full((16,), 2 * value, device=DEVICE))
+        del w
+        gc.collect()
+        assert old() is not None
+
+
 def test_freeze_leaves_training_graphs_alone(monkeypatch):
     """With gradients on, ``freeze`` changes nothing (no rewrite runs) and says so once;
     gradients match eager."""

@@ -13,9 +13,22 @@ Each program is Python source (:meth:`Program.source`), so a failing example, on
 hypothesis has shrunk it, prints as a test to paste into ``test_fuzz_regressions.py``.
 
 Ops whose result jumps with its input (``floor``, ``round``, ``sign``, comparisons,
-``argmax``, casts to integers or bool) only take values computed exactly (by ops every
-correct implementation rounds alike: add, sub, mul, neg, abs, max, min, casts, layout), so
-that an ulp of difference in ``sin`` cannot flip a comparison and report a false mismatch.
+``argmax``, casts to integers or bool, division with a rounding mode, ``%``) only take values
+computed exactly (by ops every correct implementation rounds alike: add, sub, mul, neg, abs,
+max, min, casts, layout), so that an ulp of difference in ``sin`` cannot flip a comparison and
+report a false mismatch.
+
+The classes of programs where PyTorch's kernels have rules of their own are drawn on purpose:
+Python numbers on either side of every binary op (values fp16/bf16 cannot hold, -0.0,
+integers that wrap in int8) in every dtype, with ``alpha``; division with rounding modes,
+``%``, ``fmod``, ``**``; negative and out-of-range indices of the indexing decompositions
+(``_unsafe_masked_index``, ``slice_scatter``, ``select_scatter``, ``narrow``, ``x[idx]``);
+constants and one-element values read by several outputs (and twice by one op); and in-place
+updates of inputs that need no gradient (buffers), in training graphs when another input
+requires grad, whose final values and version counters are compared too. Outputs computed by
+ops whose signed zeros are defined alike on every device and path are compared bit for bit
+(the sign of zero counts), and where a NaN's sign is defined (inputs hold NaNs of both
+signs; only sign operations and selections carry them) its sign bit counts too.
 
 CI runs a fixed number of examples, derandomized (the same programs every run). A longer run
 (see the README's "Correctness checks") explores more programs::
@@ -27,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import Callable
 
 import pytest
@@ -35,7 +49,7 @@ from hypothesis import HealthCheck, assume, given, note, seed, settings
 from hypothesis import strategies as st
 
 from conftest import DEVICE
-from test_ops import run_traced
+from test_ops import run_compiled, run_traced
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
 
@@ -43,7 +57,8 @@ F16, BF16, F32, F64 = torch.float16, torch.bfloat16, torch.float32, torch.float6
 I8, I16, I32, I64, U8, BOOL = torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool
 DTYPES = (F32, F16, BF16, F64, I8, I16, I32, I64, U8, BOOL)
 LAYOUTS = ("contiguous", "transposed", "channels_last", "strided", "offset", "expanded")
-SPECIALS = (float("nan"), float("inf"), float("-inf"), -0.0, 0.0, 1e-40, -3e-39, 6e4, -6e4, 1e30)
+SPECIALS = (float("nan"), -float("nan"), float("inf"), float("-inf"), -0.0, 0.0, 1e-40, -3e-39, 6e4, -6e4, 1e30)
+_INT_OF = {2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -71,7 +86,7 @@ def make_input(shape: tuple, dtype: torch.dtype, layout: str = "contiguous", *, 
                 picks = torch.randint(0, len(SPECIALS), (n,), generator=g)
                 use = torch.rand(n, generator=g) < 0.3
                 x = torch.where(use, torch.tensor(SPECIALS, dtype=F64)[picks], x)
-            return x.to(dtype)
+            return _with_nan_signs(x, x.to(dtype))
         lo, hi = (0, 40) if dtype == U8 else (-20, 21)
         return torch.randint(lo, hi, (n,), generator=g).to(dtype)
 
@@ -98,6 +113,18 @@ def make_input(shape: tuple, dtype: torch.dtype, layout: str = "contiguous", *, 
     if grad:
         t.requires_grad_(True)
     return t
+
+
+def _with_nan_signs(wide: torch.Tensor, narrow: torch.Tensor) -> torch.Tensor:
+    """``narrow`` (``wide`` converted) with each NaN given ``wide``'s sign bit: PyTorch's CPU
+    conversions give every NaN one sign (0xFFFF in bf16)."""
+    if not bool(wide.isnan().any()):
+        return narrow
+    bits = _INT_OF[narrow.element_size()]
+    sign = torch.tensor(1, dtype=bits) << (8 * narrow.element_size() - 1)
+    raw = narrow.view(bits)
+    signed = torch.where(wide.signbit(), raw | sign, raw & ~sign)
+    return torch.where(wide.isnan(), signed, raw).view(narrow.dtype)
 
 
 def _to_device(t: torch.Tensor) -> torch.Tensor:
@@ -133,11 +160,20 @@ class InputSpec:
 
 @dataclasses.dataclass(frozen=True)
 class Program:
-    """A straight-line program: ``lines`` assign ``v0, v1, ...``; ``outputs`` name values."""
+    """A straight-line program: ``lines`` assign ``v0, v1, ...`` (or update an input in
+    place); ``outputs`` name values. ``bitwise`` and ``nan_signs``: indices of the outputs
+    compared bit for bit (signed zeros), and of those whose NaN signs are compared too."""
 
     inputs: tuple[InputSpec, ...]
     lines: tuple[str, ...]
     outputs: tuple[str, ...]
+    bitwise: tuple[int, ...] = ()
+    nan_signs: tuple[int, ...] = ()
+
+    @property
+    def mutates(self) -> bool:
+        """Whether a line updates an input in place (``x0.add_(...)``)."""
+        return any(not ln.startswith("v") for ln in self.lines)
 
     def source(self) -> str:
         args = ", ".join(f"x{i}" for i in range(len(self.inputs)))
@@ -153,7 +189,9 @@ class Program:
         """The program as a regression test for ``test_fuzz_regressions.py``."""
         ins = ",\n              ".join(s.source() for s in self.inputs)
         body = "\n".join("    " + ln for ln in self.source().splitlines())
-        return f"def test_regression():\n{body}\n    check_program(program, [{ins}])\n"
+        flags = f", bitwise={self.bitwise}, nan_signs={self.nan_signs}" if self.bitwise else ""
+        flags += ", mutates=True" if self.mutates else ""
+        return f"def test_regression():\n{body}\n    check_program(program, [{ins}]{flags})\n"
 
 
 @dataclasses.dataclass
@@ -162,6 +200,8 @@ class _Val:
     meta: torch.Tensor  # a meta tensor with the value's shape and dtype
     exact: bool  # computed by ops that every correct implementation rounds alike
     finite: bool  # no NaN or infinity, magnitude below 2**20 (safe to cast to any integer)
+    signs: bool = False  # exact, and its zeros' signs are defined alike on every device and path
+    nan_signs: bool = False  # its NaNs' signs are defined (inputs, sign operations, selections)
 
 
 def _is_float(v: _Val) -> bool:
@@ -188,6 +228,7 @@ UNARY = {
     "square": ("{0} * {0}", lambda v: v.finite, True, False),
 }
 BINARY = {
+    # name: (template, exact-preserving, needs exact operands)
     "add": ("{0} + {1}", True, False),
     "sub": ("{0} - {1}", True, False),
     "mul": ("{0} * {1}", True, False),
@@ -197,7 +238,49 @@ BINARY = {
     "where": ("torch.where({0} > {1}, {0}, {1})", True, True),
     "lt": ("{0} < {1}", True, True),
     "eq": ("{0} == {1}", True, True),
+    "ge": ("{0} >= {1}", True, True),
+    "ne": ("{0} != {1}", True, True),
+    "remainder": ("{0} % {1}", True, True),
+    "fmod": ("torch.fmod({0}, {1})", True, True),
+    "floordiv": ("{0} // {1}", True, True),
+    "div_trunc": ("torch.div({0}, {1}, rounding_mode='trunc')", True, True),
+    "div_floor": ("torch.div({0}, {1}, rounding_mode='floor')", True, True),
+    "pow": ("{0} ** {1}", False, False),
+    "copysign": ("torch.copysign({0}, {1})", True, False),
+    # alpha: one fused multiply-add in PyTorch's kernels, except the CPU's scalar loop for
+    # fp16/bf16 (a short row's last elements), which rounds alpha * b first: compared at a tolerance
+    "add_alpha": ("torch.add({0}, {1}, alpha={alpha})", False, False),
+    "sub_alpha": ("torch.sub({0}, {1}, alpha={alpha})", False, False),
+    "bitand": ("{0} & {1}", True, False),
+    "bitxor": ("{0} ^ {1}", True, False),
+    "clamp_min": ("{0}.clamp(min={1})", True, False),
 }
+#: binary ops whose zeros' signs are IEEE's or PyTorch's on every device and code path (not
+#: maximum/minimum/clamp: eager's CPU vector and scalar loops order signed zeros apart)
+SIGN_BINARY = {"add", "sub", "mul", "where", "remainder", "fmod", "floordiv", "div_trunc", "div_floor", "copysign",
+               "bitand", "bitxor"}
+#: integer division of which a zero divisor makes eager raise on CPU and return anything on a
+#: GPU: with integer results these take a nonzero number as divisor, never a tensor
+DIVISIONS = {"remainder", "fmod", "floordiv", "div_trunc", "div_floor"}
+#: Python numbers the binary ops take, on either side: values fp16/bf16 cannot hold (0.1, 1.7,
+#: 2.7), below fp16's normal range (1e-5), signed zeros, integers that wrap in int8 (1000)
+NUMBERS = (2, -1, 0.5, 3.25, True, 0.1, 1.7, -2.3, 1e-5, -0.0, 0.0, 2.7, 1000, -7, 3)
+#: unary ops whose zeros' signs are defined alike everywhere
+SIGN_UNARY = {"neg", "abs", "relu", "floor", "round", "square"}
+
+
+def _nan_sign_unary(name: str, dtype: torch.dtype) -> bool:
+    """Whether unary ``name`` gives a NaN a defined sign from its operand's: negation flips it
+    on CPU tensors (except bf16 in the CPU's scalar loop, a short row's last elements, which
+    converts through fp32), and makes the device's NaN on a GPU; ``abs`` clears it, except
+    fp64 on a GPU, where eager keeps the operand's NaN."""
+    if name == "neg":
+        return not (DEVICE == "cpu" and dtype == BF16)
+    if name == "abs":
+        return not (DEVICE == "cuda" and dtype == F64)
+    return False
+
+
 REDUCTIONS = {
     # name: (template, float only, exact for floats, needs nonempty reduced dims, one dim only, needs exact)
     "sum": ("{0}.sum(dim={d}, keepdim={k})", False, False, False, False, False),
@@ -254,6 +337,50 @@ def input_specs(draw, n: int) -> tuple[InputSpec, ...]:
     return tuple(specs)
 
 
+def _number(draw) -> _Val:
+    """A Python number operand (exact, finite, and defined to the sign of its zero)."""
+    return _Val(repr(draw(st.sampled_from(NUMBERS))), torch.empty((), device="meta"), True, True, True, True)
+
+
+def _indexing(draw, a: _Val) -> tuple[str, bool] | None:
+    """An indexing expression over dim 0 or the last dim of ``a`` with negative and, where
+    eager defines them (masked out, clamped, sliced), out-of-range indices; ``(expr, copies)``
+    where ``copies`` says the result's elements are ``a``'s (or a number) bit for bit."""
+    shape = tuple(a.meta.shape)
+    if not shape or shape[0] == 0:
+        return None
+    n, rank, dev = shape[0], len(shape), f"{a.name}.device"
+    choice = draw(st.sampled_from(("getitem", "masked", "slice_scatter", "select_scatter", "narrow")))
+    if choice == "getitem":  # in range: an index out of range is a device-side assert on a GPU
+        idx = draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=4))
+        return f"{a.name}[torch.tensor({idx}, device={dev})]", True
+    if choice == "masked":
+        k = draw(st.integers(1, 4))
+        idx = draw(st.lists(st.integers(-2 * n - 1, 2 * n), min_size=k, max_size=k))
+        mask = draw(st.lists(st.booleans(), min_size=k, max_size=k))
+        fill = draw(st.sampled_from(NUMBERS))
+        mask_shape = (k,) + (1,) * (rank - 1)
+        return (f"torch.ops.aten._unsafe_masked_index({a.name}, torch.tensor({mask}, device={dev}).reshape"
+                f"({mask_shape}), [torch.tensor({idx}, device={dev})], {fill!r})"), True
+    d = draw(st.sampled_from((0, rank - 1)))
+    size = shape[d]
+    if size == 0:
+        return None
+    lead = "" if d == 0 else "..., "
+    if choice == "slice_scatter":
+        start = draw(st.sampled_from((None, *range(-size - 2, size + 2))))
+        end = draw(st.sampled_from((None, *range(-size - 2, size + 2))))
+        step = draw(st.integers(1, 3))
+        part = f"{a.name}[{lead}{start}:{end}:{step}]"
+        return f"torch.slice_scatter({a.name}, torch.flip({part}, [{d}]), {d}, {start}, {end}, {step})", True
+    if choice == "select_scatter":
+        i, j = draw(st.integers(-size, size - 1)), draw(st.integers(-size, size - 1))
+        return f"torch.select_scatter({a.name}, {a.name}.select({d}, {j}), {d}, {i})", True
+    start = draw(st.integers(-size, size - 1))
+    length = draw(st.integers(0, size - start % size))
+    return f"{a.name}.narrow({d}, {start}, {length})", True
+
+
 @st.composite
 def programs(draw, max_steps: int = 7) -> Program:
     """A random program over 1-3 inputs (see the module doc)."""
@@ -261,25 +388,29 @@ def programs(draw, max_steps: int = 7) -> Program:
     vals: list[_Val] = []
     for i, s in enumerate(specs):
         meta = torch.empty_strided(s.shape, [1] * len(s.shape), dtype=s.dtype, device="meta")
-        vals.append(_Val(f"x{i}", meta, exact=True, finite=not s.specials))
+        vals.append(_Val(f"x{i}", meta, exact=True, finite=not s.specials, signs=True, nan_signs=True))
     lines: list[str] = []
-    forced: list[str] = []  # results every program returns (both halves of a "pair")
+    forced: list[str] = []  # results every program returns (both halves of a "pair", shared readers)
+    counter = [0]
 
-    def append(expr: str, exact: bool, finite: bool) -> str | None:
+    def append(expr: str, exact: bool, finite: bool, signs: bool = False, nan_signs: bool = False) -> str | None:
         """Add ``name = expr`` when eager's meta evaluation accepts it; returns the name."""
         meta = _meta_eval(expr, {v.name: v for v in vals})
         if meta is None:
             return None
-        name = f"v{len(lines)}"
+        name = f"v{counter[0]}"
+        counter[0] += 1
         lines.append(f"{name} = {expr}")
-        vals.append(_Val(name, meta, exact, finite))
+        float_out = meta.dtype.is_floating_point
+        vals.append(_Val(name, meta, exact, finite, signs and exact and float_out, nan_signs and float_out))
         return name
 
     for _ in range(draw(st.integers(2, max_steps))):
-        kind = draw(st.sampled_from(("unary", "binary", "binary", "reduction", "layout", "cast", "normalize",
-                                     "pair")))
+        kind = draw(st.sampled_from(("unary", "binary", "binary", "number", "reduction", "layout", "cast", "normalize",
+                                     "pair", "index", "shared", "mutate")))
         a = draw(st.sampled_from(vals))
         expr, exact, finite = None, a.exact, a.finite
+        signs, nan_signs = False, False
         if kind == "pair" and a.meta.dim() >= 2 and _is_float(a):
             # a row reduction and column sums of the same tensor, both returned: the segmenter
             # can run them as one inner-outer kernel
@@ -293,6 +424,46 @@ def programs(draw, max_steps: int = 7) -> Program:
                     break
                 forced.append(name)
             continue
+        if kind == "shared":
+            # a constant or a one-element value read by several results, twice by one of them
+            num = draw(st.sampled_from(NUMBERS))
+            source = draw(st.sampled_from((f"torch.zeros_like({a.name})", f"torch.full_like({a.name}, {num!r})",
+                                           f"torch.tensor({num!r}, device={a.name}.device)", f"{a.name}.sum()")))
+            summed = source.endswith(".sum()")
+            c = append(source, not summed or not _is_float(a), not summed, not summed, not summed)
+            if c is None:
+                continue
+            shared = vals[-1]
+            for template in draw(st.lists(st.sampled_from(("{0} + {1}", "{1} - {0}", "{0} * {1}", "{0} + {0}")),
+                                          min_size=2, max_size=3)):
+                b = draw(st.sampled_from(vals))
+                name = append(template.format(c, b.name), shared.exact and b.exact, False,
+                              shared.signs and b.signs)
+                if name is not None:
+                    forced.append(name)
+            continue
+        if kind == "mutate":
+            # an in-place update of an input that needs no gradient (a buffer); later reads see it
+            cands = [v for v, sp in zip(vals, specs) if not sp.grad and sp.layout != "expanded"]
+            if not cands:
+                continue
+            x = draw(st.sampled_from(cands))
+            op = draw(st.sampled_from(("add_", "sub_", "mul_", "copy_", "neg_", "clamp_")))
+            src = draw(st.sampled_from(vals)) if draw(st.integers(0, 2)) else _number(draw)
+            if op == "copy_" and (src.name[0] not in "xv" or src.meta.dtype != x.meta.dtype):
+                continue
+            call = {"neg_": f"{x.name}.neg_()", "clamp_": f"{x.name}.clamp_(min={src.name})"}.get(
+                op, f"{x.name}.{op}({src.name})")
+            if _meta_eval(call, {v.name: v for v in vals}) is None:
+                continue
+            lines.append(call)
+            keeps = op != "mul_" or not _is_float(x)
+            for v in vals:  # conservatively: every value may alias the input (views)
+                v.exact = v.exact and src.exact and keeps
+                v.finite = v.finite and src.finite and op != "mul_"
+                v.signs = v.signs and src.signs and op != "clamp_"
+                v.nan_signs = v.nan_signs and op in ("copy_",) and src.nan_signs
+            continue
         if kind == "unary":
             name = draw(st.sampled_from(sorted(UNARY)))
             template, applies, keeps, needs_exact = UNARY[name]
@@ -300,21 +471,36 @@ def programs(draw, max_steps: int = 7) -> Program:
                 expr = template.format(a.name)
                 exact = a.exact and (keeps or not _is_float(a))
                 finite = a.finite and name not in ("exp", "square")
-        elif kind == "binary":
+                signs = a.signs and name in SIGN_UNARY
+                nan_signs = a.nan_signs and _nan_sign_unary(name, a.meta.dtype)
+        elif kind in ("binary", "number"):
             name = draw(st.sampled_from(sorted(BINARY)))
             template, keeps, needs_exact = BINARY[name]
             b = draw(st.sampled_from(vals))
-            if draw(st.integers(0, 4)) == 0:
-                b = _Val(repr(draw(st.sampled_from((2, -1, 0.5, 3.25, True)))), torch.empty((), device="meta"),
-                         True, True)
+            if kind == "number":
+                b = _number(draw)
             if (a.exact and b.exact) or not needs_exact:
                 if name == "sub" and BOOL in (a.meta.dtype, b.meta.dtype):
                     name, template = "add", BINARY["add"][0]
-                if template is not None:
-                    expr = template.format(a.name, b.name)
-                    out_float = torch.result_type(a.meta, b.meta).is_floating_point if b.name[0] in "xv" else True
-                    exact = a.exact and b.exact and (keeps or not out_float)
-                    finite = a.finite and b.finite and name not in ("mul", "div")
+                first, second = a, b
+                if kind == "number" and draw(st.booleans()):  # the number first: 2.5 - x, 2 ** x
+                    first, second = b, a
+                expr = template.format(first.name, second.name, alpha=repr(draw(st.sampled_from(NUMBERS))))
+                meta = _meta_eval(expr, {v.name: v for v in vals})
+                if name in DIVISIONS and meta is not None and not meta.dtype.is_floating_point \
+                        and second.name[0] in "xv":
+                    expr = None  # an integer tensor divisor may hold zeros
+                out_float = meta is None or meta.dtype.is_floating_point
+                exact = a.exact and b.exact and (keeps or not out_float)
+                finite = a.finite and b.finite and name not in ("mul", "div", "pow", "add_alpha", "sub_alpha") \
+                    and name not in DIVISIONS
+                signs = a.signs and b.signs and name in SIGN_BINARY and (name != "copysign" or second.nan_signs)
+                nan_signs = name == "where" and a.nan_signs and b.nan_signs
+        elif kind == "index":
+            got = _indexing(draw, a)
+            if got is not None:
+                expr, copies = got
+                signs, nan_signs = a.signs and copies, a.nan_signs and copies
         elif kind == "reduction" and a.meta.dim() > 0:
             name = draw(st.sampled_from(sorted(REDUCTIONS)))
             template, float_only, exact_float, nonempty, one_dim, needs_exact = REDUCTIONS[name]
@@ -343,6 +529,7 @@ def programs(draw, max_steps: int = 7) -> Program:
         elif kind == "layout" and a.meta.dim() > 0:
             rank = a.meta.dim()
             shape = tuple(a.meta.shape)
+            signs, nan_signs = a.signs, a.nan_signs
             choice = draw(st.sampled_from(("permute", "transpose", "unsqueeze", "squeeze", "expand", "narrow",
                                            "step", "reshape")))
             if choice == "permute":
@@ -373,13 +560,18 @@ def programs(draw, max_steps: int = 7) -> Program:
                 expr = f"{a.name}.to(torch.{str(target)[6:]})"
                 if target.is_floating_point and not _is_float(a):
                     exact = True  # small integers convert exactly
+                signs = a.signs or not _is_float(a)
+                nan_signs = a.nan_signs and target == a.meta.dtype
         if expr is not None:
-            append(expr, exact, finite)
-    computed = [v.name for v in vals if v.name.startswith("v")]
+            append(expr, exact, finite, signs, nan_signs)
+    computed = [v for v in vals if v.name.startswith("v")]
     assume(computed)
-    extra = draw(st.lists(st.sampled_from(computed), max_size=2, unique=True))
-    outputs = tuple(dict.fromkeys([computed[-1]] + forced + extra))
-    return Program(specs, tuple(lines), outputs)
+    extra = draw(st.lists(st.sampled_from([v.name for v in computed]), max_size=2, unique=True))
+    outputs = tuple(dict.fromkeys([computed[-1].name] + forced + extra))
+    by_name = {v.name: v for v in vals}
+    bitwise = tuple(i for i, o in enumerate(outputs) if by_name[o].signs)
+    nan_signs = tuple(i for i in bitwise if by_name[outputs[i]].nan_signs)
+    return Program(specs, tuple(lines), outputs, bitwise, nan_signs)
 
 
 # ----------------------------------------------------------------------------- checking
@@ -454,12 +646,39 @@ def _fresh(inputs: list[torch.Tensor]) -> list[torch.Tensor]:
     return out
 
 
-def check_program(program: Callable, inputs: list[torch.Tensor]) -> None:
+def assert_same_bits(actual: torch.Tensor, expected: torch.Tensor, what: str, nan_signs: bool) -> None:
+    """Bitwise equal but for NaNs (NaN where eager has NaN), signed zeros included; with
+    ``nan_signs`` a NaN's sign bit too."""
+    a, e = actual.detach().cpu().contiguous(), expected.detach().cpu().contiguous()
+    nan = e.isnan()
+    assert torch.equal(a.isnan(), nan), f"{what}: NaN where eager has none, or none where eager has one"
+    bits = _INT_OF[a.element_size()]
+    same = a.view(bits) == e.view(bits)
+    if nan_signs:
+        same |= nan & (a.signbit() == e.signbit())
+    else:
+        same |= nan
+    assert bool(same.all()), (f"{what}: bits differ at {(~same).nonzero().reshape(-1).tolist()[:8]} "
+                              f"(got {a[~same][:4].tolist()}, eager {e[~same][:4].tolist()})")
+
+
+def check_program(program: Callable, inputs: list[torch.Tensor], bitwise: tuple = (), nan_signs: tuple = (),
+                  mutates: bool = False) -> None:
     """``program`` compiled by torchfuse equals eager on ``inputs``: every output, and the
-    gradients of its floating-point outputs with respect to the inputs that require grad."""
+    gradients of its floating-point outputs with respect to the inputs that require grad.
+
+    ``bitwise``, ``nan_signs``: indices of outputs compared bit for bit (signed zeros), and
+    NaN signs too (:func:`assert_same_bits`). ``mutates``: the program updates inputs in place;
+    it then enters through TorchDynamo (``make_fx`` would run it while tracing), and every
+    input's final value and whether its version counter rose are compared with eager's."""
     eager_in, fused_in = _fresh(inputs), _fresh(inputs)
+    versions = [t._version for t in fused_in]
     expected = program(*eager_in)
-    actual, _ = run_traced(program, *fused_in)
+    if mutates:
+        actual, _ = run_compiled(program, *fused_in)
+        actual = tuple(actual)
+    else:
+        actual, _ = run_traced(program, *fused_in)
     through = program_dtypes(program, inputs)
     leaves = [i for i, t in enumerate(inputs) if t.requires_grad]
     diff = [k for k, e in enumerate(expected) if e.requires_grad and e.dtype.is_floating_point]
@@ -476,10 +695,24 @@ def check_program(program: Callable, inputs: list[torch.Tensor]) -> None:
         return get
 
     assert_same(actual, expected, "output", through, reference(0))
+    for k in bitwise:
+        assert_same_bits(actual[k], expected[k], f"output {k}", k in nan_signs)
+    if mutates:
+        assert_same(fused_in, eager_in, "input after the call", through)
+        for k, (f, e, v) in enumerate(zip(fused_in, eager_in, versions)):
+            assert (f._version > v) == (e._version > v), f"input {k}: version counter {v} -> {f._version}, " \
+                                                         f"eager's -> {e._version}"
     if not leaves or not diff:
         return
-    want = torch.autograd.grad([expected[k] for k in diff], [eager_in[i] for i in leaves], grads_out,
-                               allow_unused=True)
+    try:
+        want = torch.autograd.grad([expected[k] for k in diff], [eager_in[i] for i in leaves], grads_out,
+                                   allow_unused=True)
+    except RuntimeError as e:  # an op without a derivative (floor_divide): torchfuse must not have one either
+        with pytest.raises(RuntimeError):
+            torch.autograd.grad([actual[k] for k in diff], [fused_in[i] for i in leaves], grads_out,
+                                allow_unused=True)
+        assert "not implemented" in str(e), e
+        return
     got = torch.autograd.grad([actual[k] for k in diff], [fused_in[i] for i in leaves], grads_out,
                               allow_unused=True)
     zero = lambda gs, ins: [torch.zeros_like(ins[i]) if x is None else x for x, i in zip(gs, leaves)]
@@ -520,7 +753,7 @@ def _run(program: Program) -> None:
         fn(*_fresh(inputs))
     except (RuntimeError, TypeError, IndexError, ValueError, NotImplementedError):
         assume(False)  # the generator made a program eager rejects (a dtype an op refuses)
-    check_program(fn, inputs)
+    check_program(fn, inputs, program.bitwise, program.nan_signs, program.mutates)
 
 
 def test_fuzz_programs(pytestconfig):
@@ -550,8 +783,20 @@ def test_generated_programs_cover_the_grammar():
     text = "\n".join(ln for p in seen for ln in p.lines)
     for fragment in ["torch.sin(", "torch.softmax(", "keepdim=True))", " / ", "torch.where(", " < ", ".sum(", ".mean(", ".var(", ".amax(", ".argmax(",
                      ".any(", ".permute(", ".transpose(", ".unsqueeze(", ".squeeze(", ".expand(", "::2", "1:]",
-                     ".reshape(", ".to(torch.int32)", ".to(torch.bfloat16)", "torch.floor(", "~"]:
+                     ".reshape(", ".to(torch.int32)", ".to(torch.bfloat16)", "torch.floor(", "~",
+                     " % ", "torch.fmod(", " // ", "rounding_mode='trunc'", "rounding_mode='floor'", " ** ",
+                     "torch.copysign(", "alpha=", "-0.0", "1000", "_unsafe_masked_index(", "slice_scatter(",
+                     "select_scatter(", ".narrow(", "torch.zeros_like(", "torch.full_like(", ".add_(", ".copy_("]:
         assert fragment in text, fragment
+    # a number first (2.5 - x), indices below zero, one value read by several returned results
+    assert re.search(r"= -?[0-9.]+ [-+*/%]", text) and re.search(r"tensor\(\[[^]]*-\d", text)
+    shared = [p for p in seen if any(ln.startswith("v") and "zeros_like" in ln for ln in p.lines) and len(p.outputs) >= 3]
+    assert shared
+    assert any(p.bitwise for p in seen) and any(p.nan_signs for p in seen)
+    assert any(p.mutates and any(s.grad for s in p.inputs) for p in seen)  # a buffer updated in a training graph
+    dtypes_with_numbers = {s.dtype for p in seen for s in p.inputs
+                           if any(re.search(r"[-+*/%] -?[0-9.]+\b|-?[0-9.]+ [-+*/%]", ln) for ln in p.lines)}
+    assert {F16, BF16, I8, I32} <= dtypes_with_numbers
     inputs = [s for p in seen for s in p.inputs]
     assert {s.layout for s in inputs} == set(LAYOUTS)
     assert {s.dtype for s in inputs} == set(DTYPES)

@@ -68,3 +68,100 @@ def test_normalized_equal_values_made_from_a_comparison():
 
     check_program(program, [make_input((1,), torch.int8, 'contiguous', seed=151, specials=True, grad=False),
                             make_input((7,), torch.float32, 'contiguous', seed=0, specials=True, grad=True)])
+
+
+def test_constant_read_twice_by_one_op_in_a_training_graph():
+    """``zeros_like`` read by two results, twice by one (``v2 + v2``), in a graph with a leaf
+    requiring grad: a copy of the constant with no reader was left as an ATen call whose
+    template tensor had been freed, and the launch raised ``Expected a proper Tensor but got
+    None`` (the new fuzzer's shared constants, ``--fuzz-examples 400 --fuzz-seed 1``)."""
+    def program(x0, x1):
+        v0 = x1.abs()
+        v1 = v0.squeeze(0)
+        v2 = torch.zeros_like(v1)
+        v3 = v2 + x0
+        v4 = v2 + v2
+        return (v4, v3,)
+
+    check_program(program, [make_input((1, 1, 1, 1), torch.int8, 'contiguous', seed=0, specials=True, grad=False),
+                            make_input((1, 1, 1, 0), torch.float32, 'contiguous', seed=0, specials=True, grad=True)],
+                  bitwise=(0, 1), nan_signs=())
+
+
+def test_buffer_updated_before_a_shared_constant():
+    """An int8 input updated in place (``x0.sub_(3)``), then a constant read twice by one op:
+    the same crash, through TorchDynamo (the fuzzer's in-place updates)."""
+    def program(x0, x1):
+        x0.sub_(3)
+        v0 = x1 + x1
+        v1 = torch.zeros_like(v0)
+        v2 = v1 * v1
+        v3 = v0 - v1
+        return (v3, v2,)
+
+    check_program(program, [make_input((1, 1, 1, 1), torch.int8, 'contiguous', seed=0, specials=True, grad=False),
+                            make_input((1, 1, 1, 0), torch.bfloat16, 'offset', seed=256, specials=True, grad=False)],
+                  bitwise=(0, 1), nan_signs=(), mutates=True)
+
+
+def test_masked_index_of_an_empty_tensor_has_eagers_shape():
+    """``_unsafe_masked_index`` of an empty tensor: eager fills a tensor whose indexed empty
+    dims have size 1 and whose later dims have size 0, and indexes that ((3, 0, 0) here, where
+    the decomposition gave (3, 1, 0))."""
+    def program(x0, x1):
+        v0 = x1.abs()
+        v1 = v0.squeeze(0)
+        v2 = torch.ops.aten._unsafe_masked_index(v1, torch.tensor([False, False, True], device=v1.device).reshape((3, 1, 1)), [torch.tensor([0, -2, -1], device=v1.device)], 0.1)
+        return (v2, v1,)
+
+    check_program(program, [make_input((1, 1, 1, 1), torch.int8, 'contiguous', seed=0, specials=True, grad=False),
+                            make_input((1, 1, 1, 0), torch.int8, 'contiguous', seed=357, specials=True, grad=False)])
+
+
+def test_floor_division_of_a_number_by_a_tensor():
+    """``torch.div(1.7, x, rounding_mode='floor')`` next to an unused permute: the graph's
+    planning raised ``KeyError`` for a value no step produced (a constant left out of every
+    group), and the number is read in the tensors' dtype."""
+    def program(x0, x1):
+        v0 = x1.abs()
+        v1 = v0.squeeze(0)
+        v2 = x0.permute(2, 0, 3, 1)
+        v3 = torch.div(1.7, x0, rounding_mode='floor')
+        return (v3, v1,)
+
+    check_program(program, [make_input((1, 1, 1, 1), torch.int8, 'contiguous', seed=0, specials=True, grad=False),
+                            make_input((1, 1, 1, 0), torch.int8, 'contiguous', seed=357, specials=True, grad=False)],
+                  bitwise=(0,), nan_signs=())
+
+
+def test_gradient_of_a_floor_division_is_not_defined_by_either():
+    """A floor division of a leaf that requires grad: eager has no derivative for it, and
+    torchfuse's backward must raise too (the fuzzer's check then compares nothing more)."""
+    def program(x0, x1):
+        v0 = x1 // x0
+        v1 = x1 / x0
+        return (v1, v0.sin(),)
+
+    check_program(program, [make_input((2, 3), torch.float32, 'contiguous', seed=1, specials=False, grad=False),
+                            make_input((2, 3), torch.float32, 'contiguous', seed=2, specials=False, grad=True)])
+
+
+def test_an_input_updated_by_a_zero_dim_tensor_of_another_dtype():
+    """``x0.mul_(x2)`` of 0-dim fp16 and fp64 inputs: TorchDynamo restarts its analysis from
+    inside the backend (``TensorifyScalarRestartAnalysis``), which the fallback for graphs
+    AOTAutograd cannot trace must let through (``--fuzz-examples 5000 --fuzz-seed 7``)."""
+    def program(x0, x1, x2):
+        v0 = torch.log1p(x0.abs())
+        v1 = x1.abs()
+        v2 = torch.full_like(v1, 3)
+        v3 = v2 + x1
+        v4 = v2 * v0
+        v5 = v2 * x1
+        x0.mul_(x2)
+        v6 = torch.minimum(x0, v1)
+        return (v6, v3, v4, v5, v2, v0,)
+
+    check_program(program, [make_input((), torch.float16, 'transposed', seed=1, specials=False, grad=False),
+                            make_input((), torch.int8, 'strided', seed=1, specials=False, grad=False),
+                            make_input((), torch.float64, 'offset', seed=334, specials=False, grad=False)],
+                  mutates=True)

@@ -78,7 +78,9 @@ def test_every_op_has_a_test(name):
 def _emit_variants(name: str) -> list[dict]:
     """The attribute combinations the op's parser can produce (each emits differently)."""
     return {
-        "div": [{}, {"rounding_mode": "trunc"}, {"rounding_mode": "floor"}],
+        "div": [{}, *({"rounding_mode": m, **extra} for m in ("trunc", "floor")
+                      for extra in ({}, {"divisor": "number"}, {"common_dtype": torch.bfloat16},
+                                    {"common_dtype": torch.float16, "divisor": "one_element"}))],
         "add": [{}, {"alpha": 2}], "sub": [{}, {"alpha": 2}],
         "pow": [{}, *({"exponent_value": e} for e in (2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 1.0, 1.7))],
     }.get(name, [{}])
@@ -110,10 +112,13 @@ def test_pointwise_rules(name):
 
 
 def test_header_helpers_are_declared():
-    """The helpers defined in the kernel header are exactly the ones the loader wraps."""
-    defined = re.findall(r"^def (tf_\w+)\(", codegen.HEADER, flags=re.M)
+    """The helpers defined in the kernel headers (the one every kernel holds, and the one only
+    kernels that call its helpers hold) are exactly the ones the loader wraps."""
+    headers = codegen.HEADER + codegen.HEADER_ON_DEMAND
+    defined = re.findall(r"^def (tf_\w+)\(", headers, flags=re.M)
     assert sorted(defined) == sorted(codegen.HELPERS)
-    assert codegen.HEADER.count("@triton.jit") == len(defined)
+    assert headers.count("@triton.jit") == len(defined)
+    assert set(codegen.ON_DEMAND) == set(re.findall(r"^def (tf_\w+)\(", codegen.HEADER_ON_DEMAND, flags=re.M))
 
 
 @pytest.mark.parametrize("name", REDUCTIONS)
@@ -132,9 +137,11 @@ def test_reduction_rules(name):
 
 def _evaluate_literal(text: str):
     """The value a literal expression denotes (the few shapes ``ops.literal`` produces)."""
-    m = re.fullmatch(r"\(-tl\.full\(\[\], 0\.0, tl\.\w+\)\)(\.to\(tl\.\w+\))?", text)
-    if m:
-        return -0.0
+    m = re.fullmatch(r"tl\.full\(\[\], (-\d+), tl\.int(\d+)\)\.to\(tl\.(\w+), bitcast=True\)", text)
+    if m:  # a bit pattern (only the sign bit set: -0.0)
+        bits, width, name = int(m.group(1)), int(m.group(2)), m.group(3)
+        as_int = torch.tensor([bits], dtype=getattr(torch, f"int{width}"))
+        return as_int.view(getattr(torch, name)).item()
     m = re.fullmatch(r"tl\.full\(\[\], (.+), tl\.\w+\)(\.to\(tl\.\w+\))?", text)
     body = m.group(1) if m else text
     return eval(body, {"float": float})

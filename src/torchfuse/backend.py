@@ -148,6 +148,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Opti
     # reproducer hook (torchfuse.report.reproducer): a group whose kernel fails writes a script of this graph
     from .report.reproducer import ReproducerWriter
     writer = ReproducerWriter(gm, example_inputs, name, options)
+    compiled.write_reproducer = writer  # and a failure of the graph's first call (CompiledGraph)
     for step in compiled.steps:
         if isinstance(step, GroupRunner):
             step.write_reproducer = writer
@@ -327,7 +328,16 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
         # the graph returns
         keep_inference_input_mutations=True,
     )
-    return backend(gm, example_inputs)
+    try:
+        return backend(gm, example_inputs)
+    except Exception as e:  # AOTAutograd's tracing (an op without a derivative): run the graph eagerly
+        if isinstance(e, torch._dynamo.exc.TorchDynamoException):
+            raise  # TorchDynamo's own signals (restart the analysis, a graph break), not failures
+        first = (str(e).splitlines() or [""])[0][:300]
+        warnings.warn(f"torchfuse: AOTAutograd could not trace this graph ({type(e).__name__}: {first}); "
+                      "it runs eagerly, unfused", RuntimeWarning, stacklevel=2)
+        log.info("AOTAutograd failure", exc_info=True)
+        return gm
 
 
 def register() -> None:

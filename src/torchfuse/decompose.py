@@ -224,6 +224,55 @@ def _nll_by_mask_applies(self: torch.Tensor, target: torch.Tensor, weight: torch
     return same and (weight is None or guard_or_false(weight.shape[0] == self.shape[1]))
 
 
+def unsafe_masked_index(x: torch.Tensor, mask: torch.Tensor, indices: list, fill) -> torch.Tensor:
+    """``aten._unsafe_masked_index`` as eager computes it: ``x[indices]`` where ``mask`` is set,
+    ``fill`` elsewhere, each index first clamped to ``[-size, size - 1]`` of its dim and a
+    negative one counted from the end (ATen's kernel: ``clamp`` then ``_unsafe_index``).
+
+    PyTorch's decomposition clamps to ``[0, size - 1]``, which reads element 0 where eager
+    reads element ``size + i``; here the indices are wrapped first, then that decomposition
+    runs (its clamp is then a no-op, and its checks apply). Indices that are not int64 or int32
+    pass unchanged, so the decomposition raises eager's error. An empty ``x`` gives eager's
+    result: ``fill`` indexed out of a tensor whose indexed dims of size 0 have size 1 and whose
+    dims after the last index have size 0 (ATen's kernel; the mask is not read).
+    Returns ``x``'s dtype, shaped as indexing with ``indices`` shapes it.
+    """
+    from torch._decomp.decompositions import _unsafe_masked_index
+    from torch.fx.experimental.symbolic_shapes import guard_or_false
+
+    wrapped = []
+    for d, index in enumerate(indices):
+        if index is not None and index.dtype in (torch.int64, torch.int32):
+            size = x.size(d)
+            index = index.clamp(min=-size, max=size - 1)
+            index = torch.where(index < 0, index + size, index)
+        wrapped.append(index)
+    if guard_or_false(x.numel() == 0) and all(i is None or i.dtype in (torch.int64, torch.int32) for i in indices):
+        sizes = [(1 if size == 0 else size) if i is not None else size for i, size in zip(indices, x.shape)]
+        sizes += [0] * (x.dim() - len(sizes))
+        return aten._unsafe_index(x.new_full(sizes, fill), wrapped)
+    return _unsafe_masked_index(x, mask, wrapped, fill)
+
+
+def index_add(x: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, *, alpha=1) -> torch.Tensor:
+    """``aten.index_add`` as PyTorch's decomposition computes it (an accumulating
+    ``index_put``), after the check of eager's kernel that the decomposition leaves out: outside
+    ``dim``, ``source`` has ``x``'s sizes (``index_put`` would broadcast it instead).
+
+    Raises:
+        RuntimeError: eager's message, when the shapes differ (while tracing: the graph then
+            runs eagerly, and eager raises it).
+    """
+    from torch._decomp.decompositions import index_add as decomposed
+
+    d = dim % max(x.dim(), 1)
+    rest_x = list(x.shape[:d]) + list(x.shape[d + 1:]) if x.dim() else []
+    rest_source = list(source.shape[:d]) + list(source.shape[d + 1:]) if source.dim() else []
+    torch._check(rest_x == rest_source, lambda: "source tensor shape must match self tensor shape, excluding the "
+                 f"specified dimension. Got self.shape = {list(x.shape)} source.shape = {list(source.shape)}")
+    return decomposed(x, dim, index, source, alpha=alpha)
+
+
 #: Element alignment cuBLAS's fast half-precision kernels need on every dimension (16 bytes).
 MM_ALIGN = 8
 #: Smallest ``M * N * K`` whose misaligned product is padded: below it the copies of the
@@ -322,4 +371,6 @@ def decomposition_table() -> dict:
     table[aten.nll_loss_backward.default] = nll_loss_backward_by_mask
     table[aten.mm.default] = mm_padded
     table[aten.addmm.default] = addmm_padded
+    table[aten._unsafe_masked_index.default] = unsafe_masked_index
+    table[aten.index_add.default] = index_add
     return table

@@ -362,6 +362,12 @@ class FrozenGraph:
     main graph. Recomputed results are copied into the cached tensors when their layout is
     unchanged, so their addresses stay fixed (a CUDA graph reads them in place).
 
+    Never stale: every in-place write to a parameter or buffer raises its version counter (an
+    optimizer step, ``load_state_dict``, a write of the graph itself to a buffer, which
+    AOTAutograd counts twice), and the tensors of the last call are held, so that a tensor
+    replacing one of them cannot take its address with an equal counter. A counter that rose by
+    more than one only recomputes. Not seen: writes through ``.data`` (no version counter).
+
     Calling convention: boxed (one list of inputs), as AOTAutograd's compiled graphs.
     """
 
@@ -384,6 +390,8 @@ class FrozenGraph:
         self.checked = sorted(set(static_inputs if static_inputs is not None else split.weight_inputs)
                               | set(split.weight_inputs))
         self.key: list | None = None
+        #: the parameters and buffers the key was read from, held (see the class doc)
+        self.held: list = []
         self.values: list[torch.Tensor] = []
         self.refreshes = 0
         self._vouch_memo: tuple | None = None
@@ -426,7 +434,7 @@ class FrozenGraph:
         unchanged = key == self.key
         if not unchanged:
             self._refresh([args[i] for i in self.split.weight_inputs])
-            self.key = key
+            self.key, self.held = key, checked
         if unchanged and self._vouches_for(len(args)):
             self.inner.static_vouched = True  # read and reset by the runner's next call
         full = list(args) + self.values

@@ -364,9 +364,9 @@ def duplicate_constants(graph: Graph) -> None:
         new_nodes.append(node)
         if node.is_call or REGISTRY[node.op].kind != "constant":
             continue
-        readers = [u for u in users.get(node.output, []) if not u.is_call]
-        if node.output in graph.output_values():
-            readers = readers  # the original stays for the graph output
+        # each reader once (``z + z`` reads z twice: a second copy would have no reader left,
+        # and an unread constant stays in the graph as a step of its own)
+        readers = list(dict.fromkeys(u for u in users.get(node.output, []) if not u.is_call))
         for reader in readers[1:]:
             count += 1
             out = Value(name=f"{node.output.name}_c{count}", meta=node.output.meta)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from typing import Any
 
 import torch
@@ -31,9 +32,10 @@ from ..domain import Domain
 from ..ir.graph import Node, Value
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as PROMOTE
 
-from ..ir.ops import REDUCTIONS, REGISTRY, Unsupported, literal, triton_dtype
+from ..ir.ops import REDUCTIONS, REGISTRY, Unsupported, literal, number_operand, triton_dtype
 from ..schedulers import TWO_STAGE
 from ..schedulers.layout import KernelLayout, TensorAccess
+from .device_helpers import HEADER_ON_DEMAND, ON_DEMAND
 
 HEADER = '''\
 import triton
@@ -302,6 +304,7 @@ def tf_argmin_combine(v1, i1, v2, i2):
 
 '''
 
+
 #: Helpers defined in HEADER, which the loader turns into Triton functions.
 #: Helpers replaced under the interpreter (CPU tensors) by their host variant.
 HOST_VARIANTS = {"tf_maximum": "tf_maximum_host", "tf_minimum": "tf_minimum_host", "tf_fmax": "tf_fmax_host",
@@ -309,7 +312,12 @@ HOST_VARIANTS = {"tf_maximum": "tf_maximum_host", "tf_minimum": "tf_minimum_host
                  "tf_square_f16": "tf_square_host", "tf_square_bf16": "tf_square_host",
                  "tf_row_max": "tf_row_max_host", "tf_row_min": "tf_row_min_host",
                  "tf_row_sum2": "tf_row_sum2_host", "tf_row_sum3": "tf_row_sum3_host",
-                 "tf_exp_ftz": "tf_exp_ftz_host", "tf_div_by_number": "tf_div_by_number_host"}
+                 "tf_exp_ftz": "tf_exp_ftz_host", "tf_div_by_number": "tf_div_by_number_host",
+                 "tf_div_floor_half": "tf_div_floor_half_host",
+                 "tf_div_floor_half_by_one_element": "tf_div_floor_half_by_one_element_host",
+                 "tf_quotient_by_one_element": "tf_quotient_by_one_element_host",
+                 "tf_div_floor_by_number": "tf_div_floor_by_number_host", "tf_neg": "tf_neg_host",
+                 "tf_by_device": "tf_by_device_host"}
 
 HELPERS = tuple(HOST_VARIANTS) + tuple(sorted(set(HOST_VARIANTS.values()))) + (
            "tf_div_trunc_int", "tf_div_floor_int", "tf_remainder_int", "tf_fmod_int",
@@ -614,17 +622,19 @@ class _Writer:
         self.emit_node(node)
         return self.lookup(v)
 
-    def operand(self, x: Any, dtype: torch.dtype, common: torch.dtype | None = None) -> str | None:
+    def operand(self, x: Any, dtype: torch.dtype, common: torch.dtype | None = None,
+                numbers: str = "compute") -> str | None:
         """``x`` as an operand computed in ``dtype``. A tensor operand of another dtype is first
         cast to the op's ``common`` dtype, as PyTorch's TensorIterator does (an int32 operand
-        of an fp16 op is rounded to fp16 before the fp32 arithmetic)."""
+        of an fp16 op is rounded to fp16 before the fp32 arithmetic); a Python number is read
+        as the op's ``numbers`` rule says (:func:`torchfuse.ir.emit.number_operand`)."""
         if x is None:
             return None
         if isinstance(x, Value):
             if x.meta is None:
                 return f"tl.full([], {self.pname[x]}, {triton_dtype(dtype)})" if dtype != torch.bool else f"({self.pname[x]} != 0)"
             return self.cast_operand(*self.value(x), dtype, common)
-        return literal(x, dtype)
+        return number_operand(x, dtype, common, numbers)
 
     @staticmethod
     def cast_operand(var: str, dt: torch.dtype, dtype: torch.dtype, common: torch.dtype | None) -> str:
@@ -642,7 +652,8 @@ class _Writer:
         args = []
         for i, x in enumerate(node.inputs):
             if not (isinstance(x, Value) and x.meta is not None):
-                args.append(self.operand(x, compute, common))  # a literal or a runtime scalar
+                rule = opdef.numbers(i, node.attrs) if callable(opdef.numbers) else opdef.numbers
+                args.append(self.operand(x, compute, common, rule))  # a literal or a runtime scalar
                 continue
             var, dt = sub[x] if sub and x in sub else self.value(x)
             if opdef.promoted is None or i in opdef.promoted:
@@ -1708,6 +1719,9 @@ def generate(group, layout: KernelLayout, scheduler: str, exact_rounding: bool =
         kernels = [w.kernel_text(name)]
         stages = (name,)
         params = w.params()
-    text = HEADER + "\n\n" + "\n\n".join(kernels)
+    body = "\n\n".join(kernels)
+    if any(re.search(rf"\b{h}\(", body) for h in ON_DEMAND):
+        body = HEADER_ON_DEMAND + "\n\n" + body
+    text = HEADER + "\n\n" + body
     key = hashlib.sha256(text.encode()).hexdigest()
     return KernelSource(name=name, text=text, key=key, params=tuple(params), stages=stages)

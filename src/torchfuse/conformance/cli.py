@@ -7,6 +7,7 @@
                           [--time-budget SECONDS] [--sample-timeout SECONDS]
                           [--interpret-integer-division] [--out DIR] [--list]
     torchfuse conformance --merge DIR_OR_JSON... [--out DIR]
+    torchfuse conformance --compare TABLE_A TABLE_B [--out DIR]
 
 Without a GPU every kernel runs on CPU tensors through Triton's interpreter. Ops are run
 registry ops first (see :func:`torchfuse.conformance.catalog.priority`), so a time budget
@@ -14,6 +15,12 @@ covers the fusible ops before the rest; ops left when the budget is spent are li
 table as not run. The table is rewritten after every op, so an interrupted run keeps its
 results. Shards (``--shard 1/4`` ... ``4/4``, each with its own ``--out``) are combined with
 ``--merge``.
+
+On a GPU (``--device cuda``, the default when one is present) the reference is CUDA eager and
+the kernels are compiled; shards run side by side on one GPU (compilation is CPU work). A CUDA
+error that leaves the context unusable (a device-side assert) stops the run: the ops left are
+listed as not run, with the error. ``--compare`` lists every (op, dtype) whose verdict differs
+between two tables (a CPU and a GPU one), and the entries only one of them covers.
 """
 from __future__ import annotations
 
@@ -60,6 +67,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=DEFAULT_OUT, help=f"where table.json and table.md go (default {DEFAULT_OUT})")
     p.add_argument("--list", action="store_true", help="print the ops a run would cover, in order, and exit")
     p.add_argument("--merge", nargs="+", metavar="DIR_OR_JSON", help="combine shard tables into --out")
+    p.add_argument("--compare", nargs=2, metavar="DIR_OR_JSON",
+                   help="list the verdicts that differ between two tables (written to --out/differences.md "
+                        "when --out is given)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     return p
 
@@ -118,8 +128,42 @@ def run_op(case: catalog.OpCase, args, options, device: str, log=None) -> dict[s
 def _environment(device: str, options) -> dict:
     import triton
 
-    return {"torch": torch.__version__, "triton": triton.__version__, "device": device,
-            "mode": "Triton interpreter on CPU tensors" if options.interpret else "compiled Triton kernels"}
+    env = {"torch": torch.__version__, "triton": triton.__version__, "device": device,
+           "mode": "Triton interpreter on CPU tensors" if options.interpret else "compiled Triton kernels",
+           "commit": source_commit()}
+    if device.startswith("cuda"):
+        env["gpu"] = torch.cuda.get_device_name()
+    return env
+
+
+def source_commit() -> str | None:
+    """The git commit of the torchfuse source this process runs (``+`` appended when files
+    under ``src/`` differ from it), or ``None`` outside a git checkout."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[3]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
+                              text=True, timeout=10)
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src"], cwd=root, capture_output=True,
+                               text=True, timeout=10)
+        return head.stdout.strip() + ("+" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def cuda_failure(device: str) -> str | None:
+    """The CUDA error that makes the context unusable (a device-side assert), if one happened;
+    ``None`` on other devices or when the device still works."""
+    if not device.startswith("cuda"):
+        return None
+    try:
+        torch.cuda.synchronize()
+        return None
+    except RuntimeError as e:
+        return f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
 
 
 def _done(table: dict, out: Path) -> int:
@@ -132,6 +176,14 @@ def _done(table: dict, out: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     out = Path(args.out)
+    if args.compare:
+        tables = [report.read_json(Path(p) / "table.json" if Path(p).is_dir() else p) for p in args.compare]
+        text = report.differences(tables[0], tables[1], names=tuple(args.compare))
+        print(text, end="")
+        if "--out" in (argv if argv is not None else sys.argv[1:]):
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "differences.md").write_text(text)
+        return 0
     if args.merge:
         parts = []
         for item in args.merge:
@@ -174,7 +226,14 @@ def main(argv: list[str] | None = None) -> int:
             break
         if log:
             log(f"[{i + 1}/{len(cases)}] {case.name}")
-        table[case.name] = run_op(case, args, options, device, log)
+        row = run_op(case, args, options, device, log)
+        broken = cuda_failure(device)
+        if broken is not None:  # this op's verdicts cannot be trusted, nor can later ones run
+            not_run = [c.name for c in cases[i:]]
+            meta["stopped"] = f"{case.name}: {broken}"
+            print(f"torchfuse conformance: stopped at {case.name}: {broken}", file=sys.stderr)
+            break
+        table[case.name] = row
         meta.update(seconds=round(time.perf_counter() - t0, 1), not_run=[c.name for c in cases[i + 1:]])
         report.write(table, meta, out)
     meta.update(seconds=round(time.perf_counter() - t0, 1), not_run=not_run)

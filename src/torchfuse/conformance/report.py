@@ -48,6 +48,13 @@ def merge(parts: list[tuple[Table, dict]]) -> tuple[Table, dict]:
             table.setdefault(op, {}).update(row)
         not_run |= set(m.get("not_run", []))
         seconds += float(m.get("seconds", 0.0))
+    commits = [c for _, m in parts for c in (m.get("commits") or [m.get("commit")]) if c]
+    if commits:
+        meta["commits"] = list(dict.fromkeys(commits))
+    stopped = [s for _, m in parts for s in (m.get("stops") or [m.get("stopped")]) if s]
+    meta.pop("stopped", None)
+    if stopped:
+        meta["stops"] = stopped
     meta["not_run"] = sorted(not_run - set(table))
     meta["seconds"] = round(seconds, 1)
     meta["shards"] = [m.get("shard") for _, m in parts]
@@ -70,9 +77,16 @@ def to_markdown(table: Table, meta: dict) -> str:
     commands = meta.get("commands") or ([meta["command"]] if meta.get("command") else [])
     if commands:
         lines += ["Produced by:", "", "```", *commands, "```", ""]
-    env = ", ".join(f"{k} {meta[k]}" for k in ("torch", "triton", "device", "mode") if meta.get(k))
+    env = ", ".join(f"{k} {meta[k]}" for k in ("torch", "triton", "device", "gpu", "mode") if meta.get(k))
     if env:
         lines += [f"Environment: {env}.", ""]
+    commits = meta.get("commits") or ([meta["commit"]] if meta.get("commit") else [])
+    if commits:
+        lines += [f"torchfuse commit{'s' if len(commits) > 1 else ''} tested: "
+                  + ", ".join(f"`{c}`" for c in commits) + " (`+`: with changes under src/ not yet committed).", ""]
+    for stop in meta.get("stops") or ([meta["stopped"]] if meta.get("stopped") else []):
+        lines += [f"A run stopped at {_md(stop)} (a CUDA error leaves the context unusable); its later ops "
+                  "are listed as not run.", ""]
     lines += [
         f"Covered: {len(table)} OpInfo entries, {sum(c.values())} (op, dtype) pairs"
         + (f" in {meta['seconds']:.0f} s" if meta.get("seconds") else "")
@@ -91,7 +105,8 @@ def to_markdown(table: Table, meta: dict) -> str:
         "eager on a CPU rounds some fp16/bf16 intermediates that CUDA's kernels keep in fp32).",
         "`pass`: values match and a fusion group ran; `aten`: values match, everything ran through",
         "ATen (reasons below); `FAIL`: mismatch or an exception eager did not raise; `skip`: no",
-        "verdict (random results, timeouts, TorchDynamo alone already differing from eager); empty:",
+        "verdict (random results, timeouts, TorchDynamo alone or with AOTAutograd's `aot_eager` backend",
+        "already differing from eager); empty:",
         "the op does not support the dtype.", ""]
     lines.append("| op | " + " | ".join(cols) + " |")
     lines.append("| --- | " + " | ".join("---" for _ in cols) + " |")
@@ -111,6 +126,35 @@ def to_markdown(table: Table, meta: dict) -> str:
     lines += ["", "## Why ops ran through ATen", "",
               "Per (op, dtype) the most frequent ATen calls of its samples and why they were not fused.", ""]
     lines += [f"- {_md(reason)}: {', '.join(items)}" for reason, items in _grouped(table, "aten")] or ["None."]
+    return "\n".join(lines) + "\n"
+
+
+def differences(a: tuple[Table, dict], b: tuple[Table, dict], names: tuple[str, str] = ("A", "B")) -> str:
+    """Markdown listing every (op, dtype) whose status differs between tables ``a`` and ``b``
+    (each ``(table, meta)``), with both reasons, and the entries or dtypes only one covers."""
+    (ta, ma), (tb, mb) = a, b
+    label = [f"{n} ({m.get('device', '?')}{', ' + m['gpu'] if m.get('gpu') else ''})" for n, m in zip(names, (ma, mb))]
+    lines = [f"# Conformance differences: {label[0]} against {label[1]}", ""]
+    changed, only = [], []
+    for op in sorted(set(ta) | set(tb)):
+        ra, rb = ta.get(op), tb.get(op)
+        if ra is None or rb is None:
+            only.append(f"- `{op}`: only in {names[0] if rb is None else names[1]}")
+            continue
+        for dt in [d for d in DTYPE_NAMES if d in ra or d in rb] + sorted((set(ra) | set(rb)) - set(DTYPE_NAMES)):
+            va, vb = ra.get(dt), rb.get(dt)
+            if va is None or vb is None:
+                only.append(f"- `{op}` {dt}: only in {names[0] if vb is None else names[1]}")
+            elif va.status != vb.status:
+                changed.append(f"- `{op}` {dt}: {_CELL[va.status]} / {_CELL[vb.status]}"
+                               + (f"; {names[0]}: {_md(va.reason)}" if va.reason else "")
+                               + (f"; {names[1]}: {_md(vb.reason)}" if vb.reason else ""))
+    common = sum(1 for op in set(ta) & set(tb) for dt in set(ta[op]) & set(tb[op]))
+    lines += [f"{common} (op, dtype) pairs in both; {len(changed)} with another verdict; "
+              f"{len(only)} entries or dtypes in one table only.", "", "## Other verdicts", ""]
+    lines += changed or ["None."]
+    lines += ["", "## In one table only", ""]
+    lines += only or ["None."]
     return "\n".join(lines) + "\n"
 
 
@@ -148,4 +192,5 @@ def summary_line(table: Table) -> str:
             f"{c['fail']} fail, {c['skipped']} skipped")
 
 
-__all__ = ["Table", "counts", "merge", "read_json", "summary_line", "to_json", "to_markdown", "write"]
+__all__ = ["Table", "counts", "differences", "merge", "read_json", "summary_line", "to_json", "to_markdown",
+           "write"]

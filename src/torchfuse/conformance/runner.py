@@ -28,7 +28,9 @@ cannot trace whole (data-dependent output shapes, ``.item()``) go through ``torc
 with the torchfuse backend instead, graph breaks and all; so does a program whose values
 differ on make_fx's graph, and the mismatch counts only when it shows there too (make_fx traces
 below autograd, and an op that reads ``requires_grad`` while tracing can give another graph
-than TorchDynamo's). Samples on which eager raises are
+than TorchDynamo's), and a mismatch that ``torch.compile(backend="aot_eager")``, without
+torchfuse, shows as well is ``skipped`` as PyTorch's own (complex ``linalg.pinv`` under any
+dispatch mode, pytorch/pytorch#198118). Samples on which eager raises are
 run through ``torch.compile`` as well, which must raise the same exception type (unless
 TorchDynamo with its ``eager`` backend, without torchfuse, raises the same other type or does
 not raise either: then the sample is ``skipped``).
@@ -445,10 +447,14 @@ def run_sample(op: Callable, sample: Any, options: Options, rtol: float, atol: f
         with time_limit(seconds), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             outcome = _run(program, fn, options, rtol, atol, grad, seed)
-        failures = [str(w.message) for w in caught if str(w.message).startswith("torchfuse:")
-                    and "could not" in str(w.message)]
+        messages = [str(w.message) for w in caught if str(w.message).startswith("torchfuse:")]
+        # a graph AOTAutograd cannot trace (a data-dependent output shape) runs eagerly, by design
+        eager = [m for m in messages if "AOTAutograd could not trace" in m]
+        failures = [m for m in messages if "could not" in m and m not in eager]
         if failures and outcome.status in ("pass", "aten"):
             outcome = SampleOutcome("fail", failures[0].splitlines()[0][:300], outcome.aten_reasons, grad)
+        elif eager and outcome.status == "pass" and not outcome.aten_reasons:
+            outcome = SampleOutcome("aten", eager[0].splitlines()[0][len("torchfuse: "):][:300], [], grad)
     except SampleTimeout as e:
         outcome = SampleOutcome("skipped", f"timeout ({e})")
     outcome.seconds = time.perf_counter() - t0
@@ -530,6 +536,17 @@ def _run(program: Program, fn: Callable, options: Options, rtol: float, atol: fl
                 problem, by_reference, capture, via = None, second_by_reference, retry, "torch.compile"
     reasons = capture.aten_reasons()
     if problem is not None:
+        # torch.compile without torchfuse (AOTAutograd's own eager backend) differing too is
+        # PyTorch's bug, not torchfuse's: every graph runs under a dispatch mode there
+        try:
+            alone = _forward_and_grads(lambda ls: _aot_eager(fn, ls), program.copies(grad), grad, seed)
+        except SampleTimeout:
+            raise
+        except Exception:
+            alone = None
+        if alone is not None and judge(*alone)[0] is not None:
+            return SampleOutcome("skipped", f"torch.compile with backend='aot_eager' (no torchfuse) differs from "
+                                            f"eager too: {problem}", reasons, grad)
         return SampleOutcome("fail", problem, reasons, grad)
     if capture.fused():
         note = "; differs from eager, no farther than eager from float64" if by_reference else ""
@@ -567,6 +584,15 @@ def _check_raises(fn: Callable, leaves: list, options: Options, error: type) -> 
     if _dynamo_alone(fn, spare) is None:
         return SampleOutcome("skipped", f"TorchDynamo alone does not raise eager's {error.__name__} either")
     return SampleOutcome("fail", f"did not raise eager's {error.__name__}", capture.aten_reasons())
+
+
+def _aot_eager(fn: Callable, leaves: list) -> Any:
+    """``fn`` on ``leaves`` through ``torch.compile(backend="aot_eager")``: TorchDynamo and
+    AOTAutograd running the traced graph eagerly, without torchfuse."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    return torch.compile(fn, backend="aot_eager", dynamic=False)(*leaves)
 
 
 def _dynamo_alone(fn: Callable, leaves: list) -> BaseException | None:

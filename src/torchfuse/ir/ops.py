@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
-import re
 from typing import Any, Callable
 
 import torch
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as PROMOTE
 
+from .emit import (Unsupported, div_numbers, div_promotion, emit_div, emit_fmod, emit_remainder, fdiv,  # noqa: F401
+                   is_float, literal, number_operand, parse_div, triton_dtype)
 from .graph import Value
 
 aten = torch.ops.aten
@@ -40,10 +40,6 @@ INT_DTYPES = frozenset({torch.int8, torch.int16, torch.int32, torch.int64, torch
 ALL_DTYPES = FLOAT_DTYPES | INT_DTYPES | {torch.bool}
 #: dtypes a Triton kernel can load and store.
 KERNEL_DTYPES = ALL_DTYPES
-
-
-class Unsupported(Exception):
-    """This use of an op cannot be fused; the message says why. The op runs through ATen."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +65,9 @@ class OpDef:
             ``False`` for comparisons, which eager (CPU and CUDA) evaluates in the operands'
             common dtype: ``x_fp16 == 0.1`` compares with fp16(0.1), and an int32 operand of
             an fp16 comparison is first rounded to fp16.
+        numbers: how a Python number operand is read when the op computes fp16/bf16 tensors
+            in fp32 (:func:`torchfuse.ir.emit.number_operand`): ``"compute"``, ``"common"``
+            or ``"device"``, or ``(position, attrs) -> rule``.
     """
 
     name: str
@@ -82,6 +81,7 @@ class OpDef:
     domain: tuple[float, float] | None = None
     integer_division: bool = False
     opmath: bool = True
+    numbers: Any = "compute"
 
 
 REGISTRY: dict[str, OpDef] = {}
@@ -180,10 +180,6 @@ def _parse_alpha(args, kwargs):
 
 # ----------------------------------------------------------------------------- emission helpers
 
-def is_float(dtype: torch.dtype) -> bool:
-    return dtype.is_floating_point
-
-
 #: fp32 division by a literal power of two as a multiplication by its reciprocal (``fdiv``);
 #: False keeps the division (for measurements). As launched (multiply-add contraction off, the
 #: default), the compiler already makes that multiplication and the sm_90 binaries are the
@@ -191,50 +187,6 @@ def is_float(dtype: torch.dtype) -> bool:
 #: kernels of LayerNorm's and RMSNorm's backward at 1024 a row, which divide by the row length,
 #: went from 664 to 536 and 584 to 432 instructions a thread (``benchmarks/sass_count.py``).
 EXACT_RECIPROCALS = True
-
-
-def fdiv(x: str, y: str, dt: torch.dtype, number: bool = False) -> str:
-    """Float division rounded as IEEE 754 (and PyTorch) round it.
-
-    Triton's ``/`` on fp32 lowers to PTX ``div.full.f32`` (up to 2 ulp off, e.g.
-    ``4.6875 / 0.9375`` gives 5.0000005), so fp32 (and the fp32 compute of fp16/bf16) uses
-    ``tl.math.div_rn``; fp64's ``/`` is already ``div.rn.f64``.
-
-    In fp32, a literal divisor that is a power of two whose reciprocal is a normal number (a
-    mean's backward dividing by 1024) becomes a multiplication by that reciprocal: both are
-    the exact quotient rounded once, so the values are the same, without a division's
-    instructions and the call to its slow path.
-
-    With ``number`` (``x / 3.0``, an ATen division by a Python number), other literal divisors
-    go through ``tf_div_by_number``: on a GPU a multiplication by the reciprocal rounded to
-    ``dt``, as PyTorch's CUDA kernels compute it, on CPU tensors a division, as its CPU kernels
-    do; either way bitwise eager's on that device."""
-    d = _literal_value(y)
-    if d is not None and dt == torch.float32 and EXACT_RECIPROCALS and math.isfinite(d):
-        mant, exp = math.frexp(d)
-        if abs(mant) == 0.5 and -125 <= 1 - exp <= 127:  # 1 / d = 2**(1 - exp), a normal number
-            return f"({x} * {1.0 / d!r})"
-    if d is not None and number and dt in (torch.float32, torch.float64):
-        inv = (torch.ones((), dtype=dt) / torch.tensor(d, dtype=dt)).item()
-        return f"tf_div_by_number({x}, {y}, tl.full([], {_float_text(inv)}, {triton_dtype(dt)}))"
-    if dt == torch.float64:
-        return f"({x} / {y})"
-    return f"tl.math.div_rn({x}, {y})"
-
-
-def _literal_value(text: str) -> float | None:
-    """The value of a float literal as ``literal`` writes it for fp32 or fp64 (not infinities,
-    NaN or -0.0), else None."""
-    m = re.fullmatch(r"tl\.full\(\[\], (.*), tl\.float(?:32|64)\)", text)
-    try:
-        return float(m.group(1) if m else text)
-    except ValueError:
-        return None
-
-
-def _float_text(v: float) -> str:
-    """A Python float as Triton source (``float('inf')`` for infinities, ``float('nan')``)."""
-    return f"float('{v}')" if not math.isfinite(v) else repr(v)
 
 
 def libm(name: str) -> Callable:
@@ -253,12 +205,26 @@ def _emit_abs(a, dt, at):
 
 
 def _emit_neg(a, dt, at):
-    # Triton's unary minus computes 0 - x, which gives +0.0 for +0.0; times -1 flips the
-    # sign of every float (zeros and infinities included) exactly.
-    return f"({a[0]} * -1.0)" if is_float(dt) else f"(-{a[0]})"
+    # tf_neg: eager's negation on each device (a NaN's sign flipped on CPU tensors, a GPU's
+    # NaN from arithmetic on CUDA); Triton's unary minus computes 0 - x, +0.0 for +0.0
+    return f"tf_neg({a[0]})" if is_float(dt) else f"(-{a[0]})"
+
+
+def _alpha_times(a, dt, at, sign: int) -> str | None:
+    """``a[0] + sign * alpha * a[1]`` for float ``add``/``sub`` with an ``alpha``: one fused
+    multiply-add, as PyTorch's kernels compute ``a + alpha * b`` (CUDA's ``AddFunctor``
+    contracted by nvcc, the CPU's ``vec::fmadd``); alpha in fp32 on a GPU, rounded to fp16/bf16
+    tensors' dtype on CPU tensors (``alpha.to<scalar_t>()``). ``None`` without an alpha."""
+    alpha = at.get("alpha", 1)
+    if alpha == 1 or not is_float(dt):
+        return None
+    return f"libdevice.fma({a[1]}, {number_operand(sign * alpha, dt, at.get('common_dtype'), 'device')}, {a[0]})"
 
 
 def _emit_add(a, dt, at):
+    fused = _alpha_times(a, dt, at, 1)
+    if fused is not None:
+        return fused
     alpha = at.get("alpha", 1)
     b = a[1] if alpha == 1 else f"({a[1]} * {literal(alpha, dt)})"
     if dt == torch.bool:
@@ -267,6 +233,9 @@ def _emit_add(a, dt, at):
 
 
 def _emit_sub(a, dt, at):
+    fused = _alpha_times(a, dt, at, -1)
+    if fused is not None:
+        return fused
     alpha = at.get("alpha", 1)
     b = a[1] if alpha == 1 else f"({a[1]} * {literal(alpha, dt)})"
     return f"({a[0]} - {b})"
@@ -276,34 +245,6 @@ def _emit_mul(a, dt, at):
     if dt == torch.bool:
         return f"({a[0]} & {a[1]})"
     return f"({a[0]} * {a[1]})"
-
-
-def _emit_div(a, dt, at):
-    mode = at.get("rounding_mode")
-    x, y = a
-    if mode is None:
-        return fdiv(x, y, dt, number=True)  # a literal divisor here is a Python number
-    if mode == "trunc":
-        if is_float(dt):
-            return f"libdevice.trunc({fdiv(x, y, dt)})"
-        return f"tf_div_trunc_int({x}, {y})"
-    if mode == "floor":
-        if is_float(dt):
-            return f"tf_div_floor_float({x}, {y}, {dt != torch.float64})"
-        return f"tf_div_floor_int({x}, {y})"
-    raise Unsupported(f"rounding_mode {mode}")
-
-
-def _emit_remainder(a, dt, at):
-    if is_float(dt):
-        return f"tf_remainder_float({a[0]}, {a[1]})"
-    return f"tf_remainder_int({a[0]}, {a[1]})"
-
-
-def _emit_fmod(a, dt, at):
-    if is_float(dt):
-        return f"libdevice.fmod({a[0]}, {a[1]})"
-    return f"tf_fmod_int({a[0]}, {a[1]})"
 
 
 def _emit_pow(a, dt, at):
@@ -487,75 +428,15 @@ def _emit_trunc_like(name: str):
     return emit
 
 
-def literal(value: Any, dtype: torch.dtype) -> str:
-    """A Triton expression for the Python scalar ``value`` converted to ``dtype`` as PyTorch would.
-
-    The conversion is done here, with ``torch``, so that e.g. ``int8 + 1000`` wraps exactly
-    as eager does, and a float64 constant keeps its 53 bits.
-    """
-    if dtype == torch.bool:
-        return f"tl.full([], {1 if bool(value) else 0}, tl.int1)"
-    # convert from the scalar's own 64-bit type: torch.tensor(1.7) would first round to the
-    # default dtype (float32), and a float64 kernel would see 1.7000000476837158
-    if isinstance(value, (bool, numbers.Integral)):
-        source = torch.bool if isinstance(value, bool) else torch.int64
-    else:
-        source = torch.float64
-    v = torch.tensor(value, dtype=source).to(dtype).item()
-    if dtype.is_floating_point:
-        if v == 0 and math.copysign(1.0, v) < 0:
-            # Triton makes every constant equal to 0 a null (+0.0) value; negate one instead
-            # (bf16 negated in fp32: the interpreter keeps bf16 as 16-bit integers and would
-            # negate those, leaving +0)
-            if dtype == torch.bfloat16:
-                return "(-tl.full([], 0.0, tl.float32)).to(tl.bfloat16)"
-            return f"(-tl.full([], 0.0, {triton_dtype(dtype)}))"
-        if math.isnan(v):
-            text = "float('nan')"
-        elif math.isinf(v):
-            text = "float('inf')" if v > 0 else "float('-inf')"
-        else:
-            text = repr(float(v))
-        if dtype == torch.float64 or (dtype == torch.float32 and 0 < abs(v) < 2.0 ** -126):
-            # Triton makes a Python float below fp32's smallest normal number an fp64 constant,
-            # and ops that do not treat it as weak (tl.math.div_rn) then compute in fp64
-            return f"tl.full([], {text}, {triton_dtype(dtype)})"
-        if dtype == torch.bfloat16:  # exact: v is a bf16 value (the interpreter has no bf16 constants)
-            return f"tl.full([], {text}, tl.float32).to(tl.bfloat16)"
-        return text if dtype == torch.float32 else f"tl.full([], {text}, {triton_dtype(dtype)})"
-    v = int(v)
-    if dtype == torch.int64 and not (-(2**31) <= v < 2**31):
-        return f"tl.full([], {v}, tl.int64)"
-    return f"tl.full([], {v}, {triton_dtype(dtype)})"
-
-
-_TRITON_DTYPES = {
-    torch.float16: "tl.float16", torch.bfloat16: "tl.bfloat16", torch.float32: "tl.float32",
-    torch.float64: "tl.float64", torch.int8: "tl.int8", torch.int16: "tl.int16",
-    torch.int32: "tl.int32", torch.int64: "tl.int64", torch.uint8: "tl.uint8", torch.bool: "tl.int1",
-}
-
-
-def triton_dtype(dtype: torch.dtype) -> str:
-    """The ``tl`` dtype name for a torch dtype.
-
-    Raises:
-        Unsupported: the dtype has no Triton counterpart the compiler uses.
-    """
-    try:
-        return _TRITON_DTYPES[dtype]
-    except KeyError:
-        raise Unsupported(f"dtype {dtype}") from None
-
-
 # ----------------------------------------------------------------------------- pointwise ops
 
 def pointwise(name, overloads, emit, *, promotion=PROMOTE.DEFAULT, parse=None, nargs=1,
-              dtypes=ALL_DTYPES, domain=None, promoted=None, integer_division=False, opmath=True):
+              dtypes=ALL_DTYPES, domain=None, promoted=None, integer_division=False, opmath=True,
+              numbers="compute"):
     names = ("self", "other", "third")[:nargs]
     register(OpDef(name=name, kind="pointwise", aten=tuple(overloads), parse=parse or parse_operands(*names),
                    emit=emit, promotion=promotion, promoted=promoted, dtypes=frozenset(dtypes),
-                   domain=domain, integer_division=integer_division, opmath=opmath))
+                   domain=domain, integer_division=integer_division, opmath=opmath, numbers=numbers))
 
 
 FLOAT = FLOAT_DTYPES
@@ -602,33 +483,25 @@ pointwise("isinf", [aten.isinf.default], _emit_isinf, promotion=PROMOTE.ALWAYS_B
 pointwise("logical_not", [aten.logical_not.default], _emit_logical_not, promotion=PROMOTE.ALWAYS_BOOL)
 pointwise("bitwise_not", [aten.bitwise_not.default], _emit_bitwise_not, dtypes=INT_DTYPES | {torch.bool})
 
-pointwise("add", [aten.add.Tensor, aten.add.Scalar], _emit_add, nargs=2, parse=_parse_alpha)
-pointwise("sub", [aten.sub.Tensor, aten.sub.Scalar], _emit_sub, nargs=2, parse=_parse_alpha, dtypes=NUMERIC)
-pointwise("mul", [aten.mul.Tensor, aten.mul.Scalar], _emit_mul, nargs=2)
-
-
-def _parse_div(args, kwargs):
-    inputs = list(args[:2])
-    mode = args[2] if len(args) > 2 else kwargs.get("rounding_mode")
-    for x in inputs:
-        _scalar_ok(x)
-    return inputs, ({"rounding_mode": mode} if mode is not None else {})
-
-
-def _div_promotion(attrs):
-    return PROMOTE.DEFAULT if attrs.get("rounding_mode") else PROMOTE.INT_TO_FLOAT
+pointwise("add", [aten.add.Tensor, aten.add.Scalar], _emit_add, nargs=2, parse=_parse_alpha, numbers="device")
+pointwise("sub", [aten.sub.Tensor, aten.sub.Scalar], _emit_sub, nargs=2, parse=_parse_alpha, dtypes=NUMERIC,
+          numbers="device")
+# a number second is read in fp32 on both devices (CPU: iter.is_scalar(2)), a number first
+# is rounded to fp16/bf16 on CPU tensors
+pointwise("mul", [aten.mul.Tensor, aten.mul.Scalar], _emit_mul, nargs=2,
+          numbers=lambda i, at: "compute" if i == 1 else "device")
 
 
 pointwise("div", [aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode, aten.div.Scalar_mode],
-          _emit_div, nargs=2, parse=_parse_div, promotion=_div_promotion, dtypes=NUMERIC,
-          integer_division=True)
+          emit_div, nargs=2, parse=parse_div, promotion=div_promotion, dtypes=NUMERIC,
+          integer_division=True, numbers=div_numbers)
 pointwise("true_divide", [prims.div.default], lambda a, dt, at: (
     fdiv(a[0], a[1], dt) if is_float(dt) else f"tf_div_trunc_int({a[0]}, {a[1]})"),
     nargs=2, dtypes=NUMERIC, integer_division=True)
-pointwise("remainder", [aten.remainder.Tensor, aten.remainder.Scalar], _emit_remainder, nargs=2,
-          dtypes=NUMERIC, integer_division=True)
-pointwise("fmod", [aten.fmod.Tensor, aten.fmod.Scalar], _emit_fmod, nargs=2, dtypes=NUMERIC,
-          integer_division=True)
+pointwise("remainder", [aten.remainder.Tensor, aten.remainder.Scalar], emit_remainder, nargs=2,
+          dtypes=NUMERIC, integer_division=True, numbers="common")
+pointwise("fmod", [aten.fmod.Tensor, aten.fmod.Scalar], emit_fmod, nargs=2, dtypes=NUMERIC,
+          integer_division=True, numbers="common")
 
 
 def _parse_pow(args, kwargs):
@@ -647,7 +520,7 @@ def _parse_pow(args, kwargs):
 
 
 pointwise("pow", [aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar], _emit_pow, nargs=2, parse=_parse_pow,
-          promotion=PROMOTE.BOOL_TO_LONG, dtypes=FLOAT, domain=(0.1, 4))
+          promotion=PROMOTE.BOOL_TO_LONG, dtypes=FLOAT, domain=(0.1, 4), numbers="common")
 pointwise("maximum", [aten.maximum.default], _emit_maximum, nargs=2)
 pointwise("minimum", [aten.minimum.default], _emit_minimum, nargs=2)
 pointwise("fmax", [aten.fmax.default], _emit_fmax, nargs=2, dtypes=NUMERIC)
@@ -655,7 +528,7 @@ pointwise("fmin", [aten.fmin.default], _emit_fmin, nargs=2, dtypes=NUMERIC)
 pointwise("atan2", [aten.atan2.default], libm("atan2"), nargs=2, promotion=I2F, dtypes=FLOAT)
 pointwise("hypot", [aten.hypot.default], libm("hypot"), nargs=2, dtypes=FLOAT)
 pointwise("copysign", [aten.copysign.Tensor, aten.copysign.Scalar], libm("copysign"), nargs=2,
-          promotion=I2F, dtypes=FLOAT)
+          promotion=I2F, dtypes=FLOAT, numbers="common")
 for _name, _sym, _ovl in [("eq", "==", aten.eq), ("ne", "!=", aten.ne), ("lt", "<", aten.lt),
                           ("le", "<=", aten.le), ("gt", ">", aten.gt), ("ge", ">=", aten.ge)]:
     pointwise(_name, [_ovl.Tensor, _ovl.Scalar], _emit_cmp(_sym), nargs=2, promotion=PROMOTE.ALWAYS_BOOL,

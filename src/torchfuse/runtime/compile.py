@@ -153,16 +153,34 @@ def _bf16_cast_impl(original):
             if s == tl.bfloat16:
                 t = t.view(torch.bfloat16)
             out = t.to(to_torch[d])
-            out = out.view(torch.int16).numpy().view(np.uint16) if d == tl.bfloat16 else out.numpy()
+            if d == tl.bfloat16:
+                out = _bf16_keeping_nan_signs(t, out.view(torch.int16)).numpy().view(np.uint16)
+            else:
+                out = out.numpy()
             return TensorHandle(out, d)
         return original(self, src, dst_type)
 
     return cast_impl
 
 
+def _bf16_keeping_nan_signs(values, bits):
+    """``bits`` (int16 bf16 patterns of ``values`` converted by PyTorch) with each NaN of a
+    float ``values`` given its sign and leading payload bits, quieted, as an fp16 conversion
+    keeps them. PyTorch's CPU conversion makes every NaN 0xFFFF in its vector loop and 0x7FC0
+    in its scalar one, so only sign operations give a NaN a defined sign, and those (``-x``,
+    ``copysign``) flip or set the sign bit of the 16-bit value itself in eager's bf16 kernels."""
+    import torch
+
+    if not values.dtype.is_floating_point or values.dtype == torch.bfloat16 or not bool(values.isnan().any()):
+        return bits
+    kept = (values.float().view(torch.int32) >> 16).to(torch.int16) | 0x0040
+    return torch.where(values.isnan(), kept, bits)
+
+
 def _rounding_convert_float(original):
     """The interpreter's float conversion, except that fp32/fp64 -> bf16/fp16 rounds to
-    nearest even as GPUs and eager PyTorch do (the interpreter truncates bf16)."""
+    nearest even as GPUs and eager PyTorch do (the interpreter truncates bf16), a NaN keeping
+    its sign (:func:`_bf16_keeping_nan_signs`)."""
     import numpy as np
     import torch
     import triton.language as tl
@@ -173,8 +191,11 @@ def _rounding_convert_float(original):
     def convert(data, src, dst, rounding_mode):
         if src in wide and dst in narrow:
             values = np.frombuffer(np.ascontiguousarray(data).tobytes(), dtype=wide[src]).reshape(np.shape(data))
-            bits = torch.from_numpy(values.copy()).to(narrow[dst]).view(torch.int16).numpy()
-            return bits.view(np.uint16)
+            t = torch.from_numpy(values.copy())
+            bits = t.to(narrow[dst]).view(torch.int16)
+            if dst == tl.bfloat16:
+                bits = _bf16_keeping_nan_signs(t, bits)
+            return bits.numpy().view(np.uint16)
         return original(data, src, dst, rounding_mode)
 
     return convert
@@ -282,10 +303,12 @@ def load(source: KernelSource, store: SourceStore, interpret: bool) -> Kernel:
 
         module.libdevice = libdevice
         for name in HELPERS + source.stages:
-            obj = getattr(module, name)
-            module.__dict__[name] = InterpretedFunction(getattr(obj, "fn", obj))
+            obj = getattr(module, name, None)
+            if obj is not None:  # (helpers of HEADER_ON_DEMAND are there only when called)
+                module.__dict__[name] = InterpretedFunction(getattr(obj, "fn", obj))
         for name, host in HOST_VARIANTS.items():  # CPU tensors: PyTorch's CPU kernels' rules
-            module.__dict__[name] = module.__dict__[host]
+            if host in module.__dict__:
+                module.__dict__[name] = module.__dict__[host]
     kernel = Kernel(source, path, [getattr(module, n) for n in source.stages], interpret)
     with _lock:
         _loaded.setdefault(k, kernel)

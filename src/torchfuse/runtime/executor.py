@@ -13,6 +13,7 @@ code cannot be generated or compiled runs its ops through ATen, with one warning
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 import warnings
@@ -23,12 +24,13 @@ import torch
 
 from ..codegen.triton import can_split, generate, has_random, index_values, split_workspaces
 from ..config import Options
-from ..ir.graph import Graph, Node, Value, as_int, map_values, values_in
-from ..ir.ops import Unsupported
+from ..ir.graph import Graph, Node, Value, _collect_values, as_int, map_values, values_in
+from ..ir.ops import REGISTRY, Unsupported
 from ..schedulers import TWO_STAGE, LaunchConfig, layout as layout_mod, pointwise, reduction
 from ..segment import BATCHED_CAST, BATCHED_CAST_LATE, FusionGroup, Segmentation
 from .cache import SourceStore
 from .compile import Kernel, compile_all, launch_hooks_set, load, raw_stream
+from .fallback import first_call, writes_input
 from .progress import CompileProgress
 
 log = logging.getLogger("torchfuse.schedule")
@@ -834,9 +836,17 @@ def run_call(node: Node, env: list, slots: dict[Value, int], sym_values: dict | 
 class CompiledGraph:
     """The compiled form of one captured graph. Called with a list of inputs (boxed).
 
+    Fall back, never fail, at run time: the first call is guarded (:mod:`.fallback`): when it
+    raises before any step wrote to a graph input, it runs again as the traced graph through
+    ATen, as every later call does, with a warning naming a reproducer.
+
     Attributes:
         segmentation: the groups and calls it runs.
         stats: counters (kernels compiled and cached, fallbacks, compile seconds).
+        fx_graph: the ATen graph it was compiled from (``None`` when built without one).
+        write_reproducer: failure message -> path of a reproducer script, or ``None``.
+        traced: after a run-time failure on the first call, the boxed traced graph that runs
+            every call since; else ``None``.
     """
 
     _boxed_call = True
@@ -898,6 +908,12 @@ class CompiledGraph:
             elif step.reason in (BATCHED_CAST, BATCHED_CAST_LATE) or id(step) in batches:
                 self.steps.append(step)
                 self.runners.append(batches.get(id(step), _nothing))
+            elif not step.is_call and REGISTRY[step.op].kind in ("constant", "random"):
+                # a registry node outside any group: rebuilt from its metadata, as in a group's
+                # fallback (its ATen arguments name tensors read for metadata only, which
+                # liveness does not keep)
+                self.steps.append(step)
+                self.runners.append(functools.partial(_registry_runner, step, self.slots))
             else:
                 self.steps.append(step)
                 self.runners.append(_call_runner(step, self.slots))
@@ -921,6 +937,14 @@ class CompiledGraph:
         self.call_outputs = {self.slots[v] for v in values_in(graph.outputs)
                              if v not in inputs and v.producer is not None and v.producer.is_call}
         self.prepared: set = set()
+        self.fx_graph = None
+        self.write_reproducer = None
+        self.traced = None
+        self.called = False
+        #: where the first write to a graph input happens (a batched write at its batch's place)
+        graph_inputs = set(graph.inputs)
+        writes = [max(i, reads_at.get(i, i)) for i, st in enumerate(seg.steps) if writes_input(st, graph_inputs)]
+        self.first_input_write = min(writes, default=len(seg.steps))
 
     def _liveness(self, seg: Segmentation, reads_at: dict[int, int]) -> list[list[int]]:
         """Per step, the slots to free after it: those it is the last reader of (a batched
@@ -945,6 +969,10 @@ class CompiledGraph:
         return tuple(key)
 
     def __call__(self, args: list) -> Any:
+        if self.traced is not None:
+            return self.traced(args)
+        if not self.called:
+            return self._first_call(args)
         if self.cuda_index is None:
             return self._run(args)
         previous = torch.cuda._exchange_device(self.cuda_index)
@@ -953,7 +981,16 @@ class CompiledGraph:
         finally:
             torch.cuda._maybe_exchange_device(previous)
 
-    def _run(self, args: list) -> Any:
+    def _first_call(self, args: list) -> Any:
+        self.called = True
+        previous = torch.cuda._exchange_device(self.cuda_index) if self.cuda_index is not None else None
+        try:
+            return first_call(self, args)
+        finally:
+            if self.cuda_index is not None:
+                torch.cuda._maybe_exchange_device(previous)
+
+    def _run(self, args: list, progress: list | None = None) -> Any:
         env: list = [None] * self.n_slots
         env[: self.n_inputs] = args
         if isinstance(args, list):
@@ -970,10 +1007,18 @@ class CompiledGraph:
             seeds, address = draw_seeds(len(self.random_runners), self.random_device)
             for k, r in enumerate(self.random_runners):
                 r.seed = (seeds[2 * k: 2 * k + 1], address + 16 * k)
-        for run, dead in zip(self.runners, self.release):
-            run(env, sym_key, sym_values)
-            for s in dead:
-                env[s] = None
+        if progress is None:
+            for run, dead in zip(self.runners, self.release):
+                run(env, sym_key, sym_values)
+                for s in dead:
+                    env[s] = None
+        else:  # the first call: which step it is at (see _first_call)
+            for k, (run, dead) in enumerate(zip(self.runners, self.release)):
+                progress[0] = k
+                run(env, sym_key, sym_values)
+                for s in dead:
+                    env[s] = None
+            progress[0] = len(self.runners)
         for r in self.random_runners:  # the seeds die with the call (a CUDA graph pool holds no strays)
             r.seed = None
         for s in self.call_outputs:
@@ -1057,7 +1102,19 @@ def _dummy_spec(spec) -> torch.Tensor:
     return torch.empty(1, dtype=spec[2], device=spec[3])
 
 
+def _registry_runner(node: Node, slots: dict[Value, int], env: list, sym_key=None, sym_values=None) -> None:
+    run_registry_node_eagerly(node, env, slots, sym_values or {})
+
+
 def _step_reads(step) -> list[Value]:
+    """The values a step reads when it runs: a group's inputs; a call's arguments; a registry
+    node outside any group runs as its ATen call (:func:`_call_runner`), whose arguments may
+    name more tensors than its operands, except constants and random draws (rebuilt from their
+    metadata)."""
     if isinstance(step, FusionGroup):
         return list(step.inputs)
-    return step.input_values()
+    if step.is_call or REGISTRY[step.op].kind in ("constant", "random"):
+        return step.input_values()
+    found: list[Value] = []
+    _collect_values((step.args, step.kwargs), found)
+    return list(dict.fromkeys(step.input_values() + found))

@@ -22,8 +22,10 @@ def _wrap(fn):
         for a in args:
             if isinstance(a, tl.tensor):
                 datas.append(torch.from_numpy(np.ascontiguousarray(a.handle.data)))
-            else:
-                datas.append(a.value if isinstance(a, tl.constexpr) else a)
+            else:  # a number (a literal operand): a 0-dim tensor, as torch's functions take
+                value = a.value if isinstance(a, tl.constexpr) else a
+                datas.append(torch.tensor(value, dtype=torch.from_numpy(first.handle.data[:0]).dtype)
+                             if isinstance(value, (int, float)) else value)
         result = fn(*datas)
         out = result.numpy().astype(first.handle.data.dtype, copy=False)
         ttype = tl.block_type(first.dtype, list(out.shape)) if out.shape else first.dtype
@@ -31,6 +33,46 @@ def _wrap(fn):
 
     call.__name__ = getattr(fn, "__name__", "libdevice_fn")
     return call
+
+
+def fma(a, b, c) -> torch.Tensor:
+    """``a * b + c`` rounded once (IEEE 754 fusedMultiplyAdd), as ``libdevice.fma`` on a GPU and
+    the CPU's vector ``fmadd``; NumPy has no such operation. Numbers take the first tensor's
+    dtype (fp32 or fp64).
+
+    fp32: the product is exact in fp64 and the fp64 sum's rounding error exact (TwoSum); the sum
+    rounded to odd (nudged one fp64 ulp toward the error when it was inexact and even) then
+    rounds to fp32 as the exact value would (Boldo and Melquiond, "Emulation of FMA and
+    correctly rounded sums: proved algorithms using rounding to odd", 2008). fp64: exact
+    rational arithmetic per finite element. Non-finite operands give ``a * b + c``.
+    """
+    dtype = next(x.dtype for x in (a, b, c) if isinstance(x, torch.Tensor))
+    a, b, c = (x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=dtype) for x in (a, b, c))
+    a, b, c = torch.broadcast_tensors(a.to(dtype), b.to(dtype), c.to(dtype))
+    plain = a * b + c
+    if dtype == torch.float64:
+        from fractions import Fraction
+
+        out = plain.clone()
+        finite = (a.isfinite() & b.isfinite() & c.isfinite()).reshape(-1)
+        flat_a, flat_b, flat_c, flat_out = a.reshape(-1), b.reshape(-1), c.reshape(-1), out.view(-1)
+        for i in finite.nonzero().reshape(-1).tolist():
+            exact = Fraction(flat_a[i].item()) * Fraction(flat_b[i].item()) + Fraction(flat_c[i].item())
+            if exact != 0:  # (an exact zero keeps the sign the plain sum gives it)
+                try:
+                    flat_out[i] = float(exact)
+                except OverflowError:
+                    flat_out[i] = float("inf") if exact > 0 else float("-inf")
+        return out
+    p = a.double() * b.double()
+    wide_c = c.double()
+    s = p + wide_c
+    v = s - p
+    err = (p - (s - v)) + (wide_c - v)
+    even = (s.view(torch.int64) & 1) == 0
+    nudge = s.isfinite() & (err != 0) & even
+    s = torch.where(nudge, torch.nextafter(s, torch.where(err > 0, torch.inf, -torch.inf).double()), s)
+    return torch.where(p.isfinite() & wide_c.isfinite(), s.to(dtype), plain)
 
 
 _FUNCTIONS = {
@@ -41,7 +83,7 @@ _FUNCTIONS = {
     "acosh": torch.acosh, "atanh": torch.atanh, "erf": torch.erf, "erfc": torch.erfc,
     "erfinv": torch.erfinv, "lgamma": torch.lgamma, "floor": torch.floor, "ceil": torch.ceil,
     "trunc": torch.trunc, "nearbyint": torch.round, "pow": torch.pow, "atan2": torch.atan2,
-    "hypot": torch.hypot, "copysign": torch.copysign, "fmod": torch.fmod,
+    "hypot": torch.hypot, "copysign": torch.copysign, "fmod": torch.fmod, "fma": fma,
 }
 
 

@@ -1,0 +1,260 @@
+"""Eager's values where PyTorch's kernels round, read numbers and sign NaNs in their own ways,
+on the device the tensors are on (CPU tensors under the interpreter, CUDA tensors with a GPU):
+
+* division with a rounding mode of fp16/bf16 tensors (the quotient rounded to their dtype),
+  by tensors, one-element tensors and Python numbers;
+* Python numbers read in the tensors' dtype (``remainder``, ``fmod``, ``pow``'s exponent) or,
+  for ``add``/``sub``, rounded on CPU tensors only; ``alpha`` as one fused multiply-add;
+* negation and NaN signs, -0.0 constants (a negated Python zero);
+* ``_unsafe_masked_index`` with negative indices.
+
+Eager is the reference everywhere, compared bit for bit (signed zeros included; NaN compared
+by its sign, not its payload). Rows are 64 elements long, whole vectors of PyTorch's CPU
+kernels, whose scalar loop for a short row's last elements rounds some values differently
+(``alpha * b``, a bf16 NaN's sign); tests/test_semantics.py covers the rest of the rules.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from test_ops import (BF16, DEVICE, F16, F32, F64, assert_all_fused, assert_matches, dtype_id, make_sample,
+                      run_compiled, tensor)
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
+
+NAN, INF = float("nan"), float("inf")
+SHAPE = (4, 64)
+_INT = {2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def assert_same_bits(actual, expected, nan_signs: bool = False) -> None:
+    """Bitwise equal, except NaNs: NaN where eager has NaN, with eager's sign bit when
+    ``nan_signs`` (only sign operations define it: arithmetic gives the device's NaN, which
+    in bf16 on CPU tensors is 0xFFFF in PyTorch's vector loop and 0x7FC0 in its scalar one)."""
+    if isinstance(expected, (tuple, list)):
+        assert len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert_same_bits(a, e, nan_signs)
+        return
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape, (actual, expected)
+    if not expected.dtype.is_floating_point:
+        assert torch.equal(actual, expected), (actual, expected)
+        return
+    a, e = actual.detach().cpu().contiguous(), expected.detach().cpu().contiguous()
+    nan = e.isnan()
+    assert torch.equal(a.isnan(), nan), (a, e)
+    signs = a.signbit() != e.signbit()
+    if not nan_signs:
+        signs &= ~nan
+    assert not signs.any(), f"sign bits differ at {signs.nonzero()}"
+    bits = _INT[a.element_size()]
+    assert torch.equal(a.view(bits)[~nan], e.view(bits)[~nan]), (a, e)
+
+
+def check_bits(fn, *args, nan_signs: bool = False, **options):
+    expected = fn(*args)
+    actual, graphs = run_compiled(fn, *args, **options)
+    assert_same_bits(actual, expected, nan_signs)
+    assert_all_fused(graphs)
+
+
+def wide(dtype, seed, scale, **kw):
+    """Samples of ``dtype`` spread over +-``scale`` (quotients far from zero), with specials."""
+    x = make_sample(F64, seed, shape=SHAPE, **kw).cpu()
+    special = x.isnan() | x.isinf() | (x == 0)
+    return torch.where(special, x, x * scale).to(dtype).to(DEVICE)
+
+
+# ----------------------------------------------------------------------------- rounding modes
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=dtype_id)
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+def test_division_with_a_rounding_mode_rounds_as_eager(mode, dtype):
+    """``div(a, b, rounding_mode)``: fp16/bf16 quotients rounded to the tensors' dtype before
+    the truncation (both devices' kernels divide in ``scalar_t``), floor division's steps as
+    each device's ``div_floor_floating`` rounds them; by a one-element tensor (PyTorch's CPU
+    kernel computes in fp32 then) and by Python numbers (a multiplication by the reciprocal on
+    a GPU), a number as the dividend (read in the tensors' dtype)."""
+    a = make_sample(F64, 1, shape=(64, 64)).cpu()
+    a = torch.where(a.isfinite() & (a != 0), a * 60, a).to(dtype).to(DEVICE)  # quotients up to 2**10
+    b = make_sample(F64, 2, shape=(64, 64), nonzero=True).cpu()
+    b = torch.where(b.isfinite(), b * 3, b).to(dtype).to(DEVICE)
+    one = tensor([[0.7]]).to(dtype)
+
+    def fn(a, b, one):
+        return (torch.div(a, b, rounding_mode=mode), torch.div(a, one, rounding_mode=mode),
+                torch.div(a, 0.7, rounding_mode=mode), torch.div(a, -2.3, rounding_mode=mode),
+                torch.div(a, 1e-3, rounding_mode=mode), torch.div(a, 0.0, rounding_mode=mode),
+                torch.div(b.abs() + 1, a, rounding_mode=mode))
+
+    check_bits(fn, a, b, one)
+
+
+def test_floor_division_operator_by_a_number():
+    """``x // 0.1`` and ``x // 3`` (the operator's path: ``floor_divide``) in bf16."""
+    x = wide(BF16, 3, 40.0)
+    check_bits(lambda x: (x // 0.1, x // 3, x // -0.7, 5.5 // (x.abs() + 1)), x)
+
+
+# ----------------------------------------------------------------------------- numbers
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16, F64], ids=dtype_id)
+def test_remainder_and_fmod_read_a_number_in_the_tensors_dtype(dtype):
+    """``x % 1.7`` and ``fmod(x, 0.1)``: eager converts the number to fp16/bf16 before the
+    fp32 arithmetic (on a GPU too); where the result wraps, the fp32 number is off by the
+    difference times the quotient."""
+    x = wide(dtype, 4, 30.0)
+    fn = lambda x: (x % 1.7, torch.remainder(x, -2.3), torch.fmod(x, 0.1), torch.fmod(x, -1e-3), x % 3,
+                    torch.copysign(x, -1e-30))
+    check_bits(fn, x)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=dtype_id)
+def test_pow_reads_its_exponent_in_the_tensors_dtype(dtype):
+    """``x ** 2.7``: eager rounds an exponent it does not special-case to fp16/bf16 first
+    (``exp_scalar.to<scalar_t>()``); 2.7 in bf16 is 2.703125."""
+    x = make_sample(dtype, 5, shape=SHAPE, domain=(0.1, 6.0), specials=False)
+    check_bits(lambda x: (x ** 2.7, x ** 1.3, x ** -0.7, torch.pow(x, 0.3)), x)
+
+
+@pytest.mark.parametrize("dtype", [F32, F64, F16, BF16], ids=dtype_id)
+def test_alpha_is_one_fused_multiply_add(dtype):
+    """``add(a, b, alpha=s)`` is ``fma(b, s, a)``, rounded once: CUDA's ``AddFunctor`` as nvcc
+    contracts it, the CPU's vector ``fmadd`` (with ``s`` rounded to fp16/bf16 first there);
+    ``sub`` is ``add`` with ``-s``; a number operand with an alpha too."""
+    a, b = wide(dtype, 6, 50.0), wide(dtype, 7, 50.0)
+    fn = lambda a, b: (torch.add(a, b, alpha=0.3), torch.sub(a, b, alpha=-2.3), torch.add(a, b, alpha=49.0),
+                       torch.add(a, 2.5, alpha=0.3), torch.sub(a, 0.1, alpha=3.0))
+    check_bits(fn, a, b)
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=dtype_id)
+def test_numbers_added_to_half_tensors_follow_the_device(dtype):
+    """A Python float added to, subtracted from or subtracting fp16/bf16 tensors: rounded to
+    their dtype first on CPU tensors (``iter.scalar_value<scalar_t>``), an fp32 value on a GPU
+    (``opmath_gpu_kernel_with_scalars``); multiplications and divisions read fp32 on both."""
+    x = wide(dtype, 8, 20.0)
+    fn = lambda x: (x + 0.1, x - 1.7, 2.3 - x, x + 1e-3, x * 0.1, x / 0.7, (x + 0.1) * 3.3 - 0.7)
+    check_bits(fn, x)
+
+
+# ----------------------------------------------------------------------------- NaN signs, -0.0
+
+def _nans(dtype) -> torch.Tensor:
+    """Rows of NaNs of both signs (quiet and signalling payloads), infinities and zeros."""
+    bits = {F32: [0x7FC00000, -0x00400000, 0x7F800001, -0x007FFFFF, 0x7FC12345],
+            F64: [0x7FF8000000000000, -0x0008000000000000, 0x7FF0000000000001, -0x000FFFFFFFFFFFFF],
+            F16: [0x7E00, -0x0200, 0x7C01, -0x03FF, 0x7E15],
+            BF16: [0x7FC0, -0x0040, 0x7F81, -0x007F, 0x7FC5]}[dtype]
+    nan = torch.tensor(bits, dtype=_INT[torch.finfo(dtype).bits // 8]).view(dtype)
+    values = torch.cat([nan, torch.tensor([INF, -INF, 0.0, -0.0, 1.5, -2.0], dtype=dtype)])
+    return values.repeat(SHAPE[0] * SHAPE[1] // values.numel() + 1)[: SHAPE[0] * SHAPE[1]].reshape(SHAPE).to(DEVICE)
+
+
+@pytest.mark.parametrize("dtype", [F32, F64, F16, BF16], ids=dtype_id)
+def test_negation_gives_eagers_nan_sign(dtype):
+    """``-x`` of NaNs, zeros and infinities, bit for bit as eager but for NaN payloads: on CPU
+    tensors every sign flips (NaN's too: times -1 left a NaN's sign alone); on a GPU a NaN
+    comes out as the device's arithmetic makes it (not flipped). Alone, and between other ops
+    (the negation of a loaded value and of one computed in registers)."""
+    x = _nans(dtype)
+    check_bits(lambda x: (-x, torch.neg(torch.where(x != x, x, -x)), torch.where(x == x, -x, -x)), x, nan_signs=True)
+
+
+@pytest.mark.parametrize("dtype", [F32, F64, F16, BF16], ids=dtype_id)
+def test_a_negated_python_zero_keeps_its_sign(dtype):
+    """``torch.where(c, -s, s)`` with ``s = 0.0``: the -0.0 constant is built from its bit
+    pattern (a GPU's ``0 - 0.0`` for a negated constant is +0.0)."""
+    c = (make_sample(F32, 9, shape=SHAPE) > 0)
+    x = make_sample(dtype, 10, shape=SHAPE)
+    s = 0.0
+    fn = lambda c, x: (torch.where(c, -s, s).to(x.dtype) + x * 0, torch.where(c, x, -s), torch.full_like(x, -s),
+                       x.clamp(min=-s) * 0 - s)
+    check_bits(fn, c, x)
+
+
+# ----------------------------------------------------------------------------- indexing
+
+@pytest.mark.parametrize("dtype", [F32, BF16, torch.int64], ids=dtype_id)
+def test_masked_index_wraps_negative_indices(dtype):
+    """``aten._unsafe_masked_index`` (the decomposition of ``slice_scatter``, reflection-pad
+    gradients): where the mask is set, an index in ``[-size, 0)`` counts from the end, as
+    eager's ``clamp`` then ``_unsafe_index``; beyond the range it is clamped, as eager; where
+    the mask is clear, any index reads nothing (``fill``)."""
+    x = (make_sample(F32, 11, shape=(5, 7), specials=False) * 10).to(dtype)
+    rows = tensor([[-1], [-5], [2], [7], [0], [-7]])
+    cols = tensor([-2, 0, 6, -7, 9, 3, -1])
+    mask = tensor([[True], [True], [True], [False], [True], [True]]) & (cols < 8)
+    fn = lambda x, m, r, c: torch.ops.aten._unsafe_masked_index(x * 2, m, [r, c], -1) + 1
+    expected = fn(x, mask, rows, cols)
+    actual, _ = run_compiled(fn, x, mask, rows, cols)
+    assert_matches(actual, expected, exact=True)
+    one_dim = lambda x, m, i: torch.ops.aten._unsafe_masked_index(x[0], m, [i], 0.5).sin()
+    i32 = tensor([-1, -7, 3, 12, -3], dtype=torch.int32)
+    m = tensor([True, True, True, False, True])
+    actual, _ = run_compiled(one_dim, x.float(), m, i32)
+    assert_matches(actual, one_dim(x.float(), m, i32))
+
+
+# ----------------------------------------------------------------------------- the GPU side
+
+_GPU_PROBE = '''
+@triton.jit
+def probe(x_ptr, y_ptr, o_ptr, h_ptr, d_ptr, n, XBLOCK: tl.constexpr):
+    i = tl.arange(0, XBLOCK)
+    m = i < n
+    x = tl.load(x_ptr + i, mask=m, other=0)
+    y = tl.load(y_ptr + i, mask=m, other=1)
+    h = tl.load(h_ptr + i, mask=m, other=0).to(tl.float32)
+    d = tl.load(d_ptr + i, mask=m, other=0)
+    tl.store(o_ptr + i, tf_neg(x), mask=m)
+    tl.store(o_ptr + XBLOCK + i, tf_div_floor_half(h, y, tl.bfloat16), mask=m)
+    tl.store(o_ptr + 2 * XBLOCK + i, tf_div_floor_half_by_one_element(h, y, tl.float16), mask=m)
+    tl.store(o_ptr + 3 * XBLOCK + i, libdevice.trunc(tf_quotient_by_one_element(tl.math.div_rn(x, y), tl.bfloat16)), mask=m)
+    tl.store(o_ptr + 4 * XBLOCK + i, tf_div_floor_by_number(x, 1.7, tl.full([], 0.5882353, tl.float32), tl.float16, True), mask=m)
+    tl.store(o_ptr + 5 * XBLOCK + i, x + tf_by_device(0.1, 0.10009765625), mask=m)
+    tl.store(o_ptr + 6 * XBLOCK + i, libdevice.fma(y, tf_by_device(0.3, 0.30078125), x), mask=m)
+    tl.store(o_ptr + 7 * XBLOCK + i, tl.where(x > 0, NEGATIVE_ZERO_F32, x), mask=m)
+    tl.store(o_ptr + 8 * XBLOCK + i, tl.where(x > 0, NEGATIVE_ZERO_BF16, h.to(tl.bfloat16)).to(tl.float32), mask=m)
+    dd = tf_neg(d) + tl.where(d > 0, NEGATIVE_ZERO_F64, d)
+    tl.store(d_ptr + i, tf_div_floor_by_number(dd, tl.full([], 1.7, tl.float64), tl.full([], 0.5882352941176471,
+                                               tl.float64), tl.float64, False), mask=m)
+'''
+
+
+def test_device_helpers_compile_for_a_gpu(tmp_path):
+    """The GPU side of the device-dependent helpers (``HEADER_ON_DEMAND``), which CPU tensors
+    never run, and the -0.0 constants, compile for an H200 (sm_90; Triton compiles without
+    one) in every dtype form the emitters write them; the PTX holds fused multiply-adds and
+    the -0.0 constants' bit patterns. In a process of its own: under the interpreter Triton's
+    language module is patched."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("triton.backends.compiler")
+    from torchfuse.codegen.triton import HEADER, HEADER_ON_DEMAND
+    from torchfuse.ir.ops import literal
+
+    kernel = HEADER + "\n\n" + HEADER_ON_DEMAND + _GPU_PROBE.replace(
+        "NEGATIVE_ZERO_F32", literal(-0.0, F32)).replace("NEGATIVE_ZERO_BF16", literal(-0.0, BF16)).replace(
+        "NEGATIVE_ZERO_F64", literal(-0.0, F64))
+    (tmp_path / "gpu_probe.py").write_text(kernel)
+    (tmp_path / "compile_probe.py").write_text(
+        "import sys, triton\n"
+        "from triton.backends.compiler import GPUTarget\n"
+        "from triton.compiler import ASTSource\n"
+        "import gpu_probe\n"
+        "signature = {'x_ptr': '*fp32', 'y_ptr': '*fp32', 'o_ptr': '*fp32', 'h_ptr': '*bf16', 'd_ptr': '*fp64', 'n': 'i32'}\n"
+        "src = ASTSource(fn=gpu_probe.probe, signature=signature, constexprs={'XBLOCK': 128})\n"
+        "print(triton.compile(src, target=GPUTarget('cuda', 90, 32)).asm['ptx'])\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "TORCHFUSE_INTERPRET")}
+    env["PYTHONPATH"] = str(tmp_path)
+    done = subprocess.run([sys.executable, str(tmp_path / "compile_probe.py")], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=300)
+    if done.returncode != 0 and ("ptxas" in done.stderr and "not found" in done.stderr):
+        pytest.skip("no ptxas in this Triton")
+    assert done.returncode == 0, done.stderr[-3000:]
+    ptx = done.stdout
+    assert "fma.rn.f32" in ptx and "0f80000000" in ptx and "0d8000000000000000" in ptx
