@@ -66,9 +66,15 @@ def case_label(case: str) -> str:
 
 
 def _matrix(rows: list[Row], baseline: bool) -> tuple[list[str], list[str], dict]:
+    """Cases in first-seen order; backends in the order of the harness's table
+    (:data:`torchfuse.bench.backends.BACKENDS`), others after them."""
+    from .backends import BACKENDS
+
+    order = {name: i for i, name in enumerate(BACKENDS)}
     cases = list(dict.fromkeys(r.case for r in rows))
-    backends = [b for b in dict.fromkeys(r.backend for r in rows) if baseline or b != "eager"]
-    return cases, backends, {(r.case, r.backend): r for r in rows}
+    seen = list(dict.fromkeys(r.backend for r in rows))
+    backends = sorted(seen, key=lambda b: (order.get(b, len(order)), seen.index(b)))
+    return cases, [b for b in backends if baseline or b != "eager"], {(r.case, r.backend): r for r in rows}
 
 
 def write_group_chart(path: Path, key: tuple, rows: list[Row]) -> None:
