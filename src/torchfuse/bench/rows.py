@@ -132,13 +132,13 @@ def provenance(run: str | None, device: str, argv: list[str] | None = None, subc
         argv: the subcommand's arguments, recorded as its command line.
         subcommand: the ``torchfuse bench`` subcommand that measures.
     """
-    from .environment import _git_commit, _version, command_line, device_name
+    from .environment import command_line, device_name, git_commit, package_version
 
     now = datetime.datetime.now()
     command = command_line(([subcommand] if subcommand else []) + list(argv or [])) if argv is not None else None
     return Provenance(run=run or now.strftime("%Y%m%d-%H%M%S"), date=now.isoformat(timespec="seconds"),
-                      commit=_git_commit(), device=device_name(device), torch=_version("torch"),
-                      triton=_version("triton"), command=command)
+                      commit=git_commit(), device=device_name(device), torch=package_version("torch"),
+                      triton=package_version("triton"), command=command)
 
 
 def _clean(value: Any) -> Any:
