@@ -707,11 +707,11 @@ def check_program(program: Callable, inputs: list[torch.Tensor], bitwise: tuple 
     try:
         want = torch.autograd.grad([expected[k] for k in diff], [eager_in[i] for i in leaves], grads_out,
                                    allow_unused=True)
-    except RuntimeError as e:  # an op without a derivative (floor_divide): torchfuse must not have one either
+    except RuntimeError:  # no gradient in eager (floor_divide has no derivative; a saved input was
+        # updated in place since): torchfuse's backward must raise too
         with pytest.raises(RuntimeError):
             torch.autograd.grad([actual[k] for k in diff], [fused_in[i] for i in leaves], grads_out,
                                 allow_unused=True)
-        assert "not implemented" in str(e), e
         return
     got = torch.autograd.grad([actual[k] for k in diff], [fused_in[i] for i in leaves], grads_out,
                               allow_unused=True)
