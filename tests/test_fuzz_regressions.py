@@ -180,3 +180,4 @@ def test_an_input_saved_for_the_backward_then_updated_in_place():
     check_program(program, [make_input((1, 1), torch.float32, 'contiguous', seed=0, specials=True, grad=True),
                             make_input((1, 1), torch.float16, 'contiguous', seed=0, specials=True, grad=False)],
                   mutates=True)
+
