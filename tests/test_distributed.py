@@ -16,7 +16,7 @@ and buffers after the steps are compared with eager's in fp32.
   bucket should be smaller/equal to other buckets``); each model's weights span two buckets, so
   the DDPOptimizer splits its graph in two and torchfuse compiles both pieces.
 * FSDP2: each unit is compiled, then sharded (``fully_shard(torchfuse.compile(block))``), and
-  the sharded root is compiled too. FSDP2's hooks are excluded from TorchDynamo
+  for the transformer the sharded root is compiled too. FSDP2's hooks are excluded from TorchDynamo
   (``torch._dynamo.disable``, "skipping FSDP hooks"), so compiling only the root breaks the graph
   at every unit, and a unit whose forward is PyTorch's own (the ``nn.Sequential`` stages here)
   then runs uncompiled: compiling the units themselves is what fuses them.
@@ -125,7 +125,9 @@ def _loss(model_name: str, out, target):
 # ------------------------------------------------------------------ what each rank runs
 def _wrap(model: nn.Module, wrapper: str, compiled: bool) -> tuple[nn.Module, nn.Module]:
     """The model wrapped for training, and what to call (see the module's docstring); under
-    FSDP2 the units are the children with a weight over 4096 elements."""
+    FSDP2 the units are the children with a weight over 4096 elements, and the root is compiled
+    as well for the transformer (its embeddings, final norm and head), not for the convolutional
+    network (whose root holds only the head: the units alone, the shorter form)."""
     import torchfuse
 
     if wrapper == "ddp":
@@ -142,7 +144,8 @@ def _wrap(model: nn.Module, wrapper: str, compiled: bool) -> tuple[nn.Module, nn
                 setattr(model, name, child)
             fully_shard(child, mesh=mesh)
     model = fully_shard(model, mesh=mesh)
-    return model, torchfuse.compile(model, interpret=True) if compiled else model
+    compile_root = compiled and isinstance(model, TinyTransformer)
+    return model, torchfuse.compile(model, interpret=True) if compile_root else model
 
 
 @contextlib.contextmanager
@@ -300,9 +303,11 @@ def _run_ranks(target, folder: Path, *, timeout_s: float, deadline_s: float, gra
     for p in processes:
         p.start()
     end = time.monotonic() + deadline_s
-    while any(p.is_alive() for p in processes) and time.monotonic() < end:
-        multiprocessing.connection.wait([p.sentinel for p in processes if p.is_alive()],
-                                        timeout=end - time.monotonic())
+    while time.monotonic() < end:
+        alive = [p for p in processes if p.is_alive()]  # once: one may exit between two looks
+        if not alive:
+            break
+        multiprocessing.connection.wait([p.sentinel for p in alive], timeout=end - time.monotonic())
         if any(p.exitcode not in (None, 0) for p in processes):
             end = min(end, time.monotonic() + grace_s)
     killed = [rank for rank, p in enumerate(processes) if p.is_alive()]
