@@ -51,6 +51,7 @@ import json
 import multiprocessing
 import multiprocessing.connection
 import os
+import signal
 import statistics
 import sys
 import time
@@ -164,7 +165,7 @@ def _train(rank: int, case: dict, record: dict) -> None:
     autocast = case["precision"] == "bf16" and case["wrapper"] == "ddp"
     mark_step = BACKENDS[case["backend"]].mark_step
 
-    def step(i: int) -> float:
+    def step(i: int) -> torch.Tensor:
         g = torch.Generator().manual_seed(1000 * rank + i)
         tokens = torch.randint(0, vocab, (batch, sequence), generator=g).to(device)
         if mark_step:
@@ -240,21 +241,25 @@ def run_case(case: dict, folder: Path) -> list[dict]:
         old.unlink()
     context = multiprocessing.get_context("spawn")
     processes = [context.Process(target=_rank_main, args=(rank, case, str(folder))) for rank in range(case["world_size"])]
-    for p in processes:
-        p.start()
-    end = time.monotonic() + case["timeout"]
-    while time.monotonic() < end:
-        alive = [p for p in processes if p.is_alive()]  # once: one may exit between two looks
-        if not alive:
-            break
-        multiprocessing.connection.wait([p.sentinel for p in alive], timeout=end - time.monotonic())
-        if any(p.exitcode not in (None, 0) for p in processes):
-            end = min(end, time.monotonic() + 30)
+    try:
+        for p in processes:
+            p.start()
+        end = time.monotonic() + case["timeout"]
+        while time.monotonic() < end:
+            alive = [p for p in processes if p.is_alive()]  # once: one may exit between two looks
+            if not alive:
+                break
+            multiprocessing.connection.wait([p.sentinel for p in alive], timeout=end - time.monotonic())
+            if any(p.exitcode not in (None, 0) for p in processes):
+                end = min(end, time.monotonic() + 30)
+    finally:  # also when this script is stopped (SIGTERM from `timeout`): no rank outlives it
+        for p in processes:
+            if p.is_alive():
+                p.kill()
+            if p.pid is not None:
+                p.join(10)
     records = []
     for rank, p in enumerate(processes):
-        if p.is_alive():
-            p.kill()
-        p.join(10)
         path = folder / f"rank{rank}.json"
         record = json.loads(path.read_text()) if path.exists() else {}
         if p.exitcode is None or (p.exitcode and "error" not in record):
@@ -304,6 +309,12 @@ def _table(cases: dict) -> str:
     return "\n".join(lines)
 
 
+def _stop(signum, frame) -> None:
+    """SIGTERM (``timeout`` running out): leave through the ``finally`` that stops the ranks; the
+    cases finished so far are already in the results file."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--part", choices=sorted(PARTS), required=True)
@@ -335,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown backends {unknown}; known: {sorted(BACKENDS)}")
     os.environ.update(NCCL_ENVIRONMENT)  # inherited by every process started below
+    signal.signal(signal.SIGTERM, _stop)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "distributed.json"
