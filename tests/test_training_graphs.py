@@ -146,6 +146,17 @@ def test_outputs_held_across_steps_keep_their_values(pool):
         torch.testing.assert_close(out, model(x))
 
 
+def test_output_copier_copies_broadcast_tensors():
+    """The copier gives a broadcast output (stride 0) a dense copy with its values."""
+    expanded = torch.arange(3.0).reshape(3, 1).expand(3, 4)
+    sliced = torch.arange(24.0).reshape(4, 6)[:, ::2]
+    got = training_graphs.OutputCopier(None)([expanded, sliced, 7])
+    torch.testing.assert_close(got[0], expanded)
+    torch.testing.assert_close(got[1], sliced)
+    assert got[1].stride() == sliced.stride() and got[2] == 7
+    assert got[0].data_ptr() != expanded.data_ptr()
+
+
 @cpu_only
 def test_without_output_copies_the_pool_is_returned(pool):
     """``cudagraph_copy_outputs=False`` returns the pool's tensors (the trees' own semantics)."""

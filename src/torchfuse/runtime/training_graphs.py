@@ -119,6 +119,18 @@ def user_output_count() -> int | None:
     return int(n) if n is not None else None
 
 
+def _fresh_like(t: torch.Tensor) -> torch.Tensor:
+    """An uninitialized tensor for a copy of ``t``: ``t``'s strides where its elements do not
+    overlap; a broadcast output (a stride of 0, as the gradient of an expanded tensor can be)
+    gets dense strides instead, since nothing can be copied into overlapping elements."""
+    dims = sorted((st, n) for st, n in zip(t.stride(), t.size()) if n > 1)
+    # each dimension steps over the whole extent of the ones with smaller strides: no overlap
+    if all(st >= prev_st * prev_n for (prev_st, prev_n), (st, _) in zip(dims, dims[1:])) \
+            and all(st > 0 for st, _ in dims):
+        return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device)
+    return torch.empty_like(t, memory_format=torch.contiguous_format)
+
+
 class OutputCopier:
     """Copy chosen outputs of a replay out of the CUDA graph pool into fresh tensors, with one
     multi-tensor copy per dtype (``torch._foreach_copy_``), so that holding them across steps
@@ -141,7 +153,7 @@ class OutputCopier:
         outputs = list(outputs)
         for group in by_dtype.values():
             src = [outputs[i] for i in group]
-            dst = [torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device) for t in src]
+            dst = [_fresh_like(t) for t in src]
             torch._foreach_copy_(dst, src)
             for i, d in zip(group, dst):
                 outputs[i] = d
