@@ -132,6 +132,30 @@ def test_gradient_accumulation_matches_eager(pool, set_to_none):
 
 
 @cpu_only
+def test_parameters_that_move_stop_the_capture(pool):
+    """Parameters at new addresses every step (FSDP2 allocates its unsharded parameters again
+    each step): the graphs run uncaptured from the second step, with eager's values, and their
+    stats say why."""
+    eager, model = _mlp(), _mlp()
+    compiled = torchfuse.compile(model, mode="reduce-overhead", interpret=True)
+    for step in range(4):
+        x = torch.randn(5, 8, generator=torch.Generator().manual_seed(step))
+        for m, f in ((eager, eager), (model, compiled)):
+            f(x).square().mean().backward()
+            with torch.no_grad():
+                for p in m.parameters():
+                    p -= 0.1 * p.grad
+                    p.grad = None
+        for p in model.parameters():
+            p.data = p.data.clone()  # same values, new storage
+        for a, b in zip(eager.parameters(), model.parameters()):
+            torch.testing.assert_close(b, a)
+    assert pool.calls == [False, True]  # recorded once, for the first step only
+    fw, bw = backend.RECENT[-2:]
+    assert "new address" in fw.stats["cudagraph"] and "new address" in bw.stats["cudagraph"]
+
+
+@cpu_only
 def test_outputs_held_across_steps_keep_their_values(pool):
     """An output kept from an earlier step (``outputs.append(out)``) is not overwritten."""
     model = _mlp()

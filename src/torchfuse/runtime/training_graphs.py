@@ -53,10 +53,20 @@ class CaptureState:
             ``cudagraphs`` backend does), and when the forward is not captured neither is the
             backward.
         device_index: the CUDA device of the forward graph.
+        inputs_moved: an input read in place was at another address than in the call before
+            (checked in the first :data:`ADDRESS_CHECKED_CALLS` calls); from then on neither
+            graph is replayed.
     """
 
     forward_captured: bool = True
     device_index: int | None = None
+    inputs_moved: bool = False
+
+
+#: Calls of a captured graph whose inputs read in place are compared by address with the call
+#: before: a graph whose parameters move in its first calls (FSDP2 allocates the unsharded
+#: parameters again every step) would be recorded again on every call, slower than not at all.
+ADDRESS_CHECKED_CALLS = 3
 
 
 def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int]) -> str | None:
@@ -217,8 +227,22 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
                           + ("; gradients copied out of the pool" if backward and copier else "")
                           + ("; user-visible outputs copied out of the pool" if not backward and copier else ""))
 
+    addresses: tuple | None = None
+    checks_left = ADDRESS_CHECKED_CALLS
+    uncaptured = _running_backward(fn, device_index) if backward else fn
+
     def run(args: list) -> Any:
-        nonlocal replay
+        nonlocal replay, addresses, checks_left
+        if checks_left and not state.inputs_moved:
+            checks_left -= 1
+            now = tuple(args[i].data_ptr() if isinstance(args[i], torch.Tensor) else None for i in static)
+            if addresses is not None and now != addresses:
+                state.inputs_moved = True
+                log.info("%s: CUDA graph %s", name, _MOVED)
+            addresses = now
+        if state.inputs_moved:
+            stats["cudagraph"] = f"not captured: {_MOVED}"
+            return uncaptured(args)
         if replay is None:  # made from the first real inputs: the trees key graphs on their ints
             replay = cudagraphify(_clearing(fn), args, static, **settings)
         outputs = replay(args)
@@ -226,6 +250,11 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
 
     run._boxed_call = True
     return run
+
+
+_MOVED = ("an input read in place (a parameter) was at a new address in a later call, as FSDP2's "
+          "unsharded parameters are every step: recording the graph again on every call would cost "
+          "more than it saves, so it runs uncaptured from then on")
 
 
 def _clearing(fn: Callable) -> Callable:
