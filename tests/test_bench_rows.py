@@ -3,6 +3,7 @@ run appends, ``rows add``, and the charts and tables regenerated from rows (CPU 
 figures are synthetic or CPU timings, never checked as performance)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -169,3 +170,42 @@ def test_committed_rows_hold_the_current_tables_and_their_charts():
         assert (Path(out) / "index.md").read_text() == (path.parent / "charts" / "index.md").read_text()
         assert sorted(p.name for p in Path(out).glob("*.png")) == \
             sorted(p.name for p in (path.parent / "charts").glob("*.png"))
+
+
+def test_steps_table_shows_the_newest_wall_times_per_case_and_backend(tmp_path, capsys):
+    """``rows show --table steps`` prints a markdown table of the step suites' median step times
+    in one mode on one device: the newest row per cell, a failure as ``failed``, the fastest of a
+    line in bold, variants, other suites, modes and devices left out, and the runs behind it."""
+    from torchfuse.bench.tables import steps_table
+
+    rows = _synthetic_rows()
+    other = prov("other", "2026-12-02T10:00:00", "3333333")
+    rows += [other.row("hf", "hf/bert/64x128", mode="train-amp-bf16", precision="bf16", backend="eager", median_ms=1.0),
+             dataclasses.replace(other.row("timm", "timm/resnet50/128", mode="train-amp-fp16", precision="fp16",
+                                           backend="eager", median_ms=1.0), device="NVIDIA A100")]
+    table = steps_table(rows, mode="train-amp-fp16", device="NVIDIA H200")
+    assert table.splitlines() == [
+        "| ms a step | eager | torchfuse |",
+        "|---|---:|---:|",
+        "| bert 64x128 | 10.0 | **4.0** |",  # run new's 4.0, not run old's 9.0
+        "| gpt2 8x512 | **8.0** | failed |",  # the alt variant's 1.0 is not shown
+        "",
+        "NVIDIA H200, train-amp-fp16, torch 2.11.0, Triton 3.6.0; rows of run new (2222222, 2026-12-01).",
+    ]
+    path = tmp_path / "rows.jsonl"
+    append_rows(path, rows)
+    assert rows_mod.rows_main(["show", str(path), "--table", "steps"]) == 0
+    assert capsys.readouterr().out.strip() == table
+    assert rows_mod.rows_main(["show", str(path), "--table", "steps", "--mode", "infer-fp16"]) == 2
+    assert "no rows" in capsys.readouterr().err
+
+
+def test_readme_results_table_is_the_steps_table_of_the_committed_rows():
+    """The README's results table is what ``torchfuse bench rows show --table steps`` prints
+    from ``benchmarks/results/rows.jsonl`` (after new rows, paste its output there again)."""
+    from torchfuse.bench.tables import steps_table
+
+    table = steps_table(load_rows(ROOT / "benchmarks" / "results" / "rows.jsonl"))
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert table in readme
+    assert "python -m torchfuse.bench rows show --table steps" in readme

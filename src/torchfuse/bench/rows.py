@@ -297,7 +297,8 @@ def _fmt(v: Any) -> str:
 
 
 def rows_main(argv: list[str]) -> int:
-    """``torchfuse bench rows add SRC... [--to FILE]`` | ``rows show [FILE] [--suite S] [--all]``."""
+    """``torchfuse bench rows add SRC... [--to FILE]`` | ``rows show [FILE] [--suite S] [--all]``
+    | ``rows show --table steps [--mode M] [--device D]`` (:func:`torchfuse.bench.tables.steps_table`)."""
     p = argparse.ArgumentParser(prog="torchfuse bench rows", description="Add rows to the rows file, or show them.")
     sub = p.add_subparsers(dest="action", required=True)
     add = sub.add_parser("add", help="append the rows of SRC files that FILE does not hold yet")
@@ -308,6 +309,11 @@ def rows_main(argv: list[str]) -> int:
     show.add_argument("--suite", default=None)
     show.add_argument("--run", default=None)
     show.add_argument("--all", action="store_true", help="every row, not only the newest of each measurement")
+    show.add_argument("--table", choices=["steps"], default=None,
+                      help="print a results table as markdown instead: 'steps', wall ms a step per case and "
+                           "backend (the README's table)")
+    show.add_argument("--mode", default="train-amp-fp16", help="with --table: the mode (default %(default)s)")
+    show.add_argument("--device", default="NVIDIA H200", help="with --table: the device (default %(default)s)")
     args = p.parse_args(argv)
     try:
         if args.action == "add":
@@ -321,6 +327,15 @@ def rows_main(argv: list[str]) -> int:
     except ValueError as e:
         print(f"torchfuse bench rows: {e}", file=sys.stderr)
         return 2
+    if args.table == "steps":
+        from .tables import steps_table
+
+        try:
+            print(steps_table(rows, mode=args.mode, device=args.device))
+        except ValueError as e:
+            print(f"torchfuse bench rows: {e}", file=sys.stderr)
+            return 2
+        return 0
     rows = rows if args.all else current_rows(rows)
     columns = ["run", "suite", "case", "mode", "precision", "layout", "backend", "variant", "status", "median_ms",
                "device_ms", "speedup_vs_eager", "copy_fraction", "commit"]

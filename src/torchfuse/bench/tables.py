@@ -123,6 +123,49 @@ def group_table(key: tuple, rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+#: the suites of the step tables (``[tables.steps]`` in ``benchmarks/runs.toml``)
+STEP_SUITES = ("hf", "timm")
+
+
+def steps_table(rows: list[Row], mode: str = "train-amp-fp16", device: str = "NVIDIA H200") -> str:
+    """Markdown: the step table of ``mode`` on ``device``, wall milliseconds a step (median).
+
+    One line per case of the step suites (:data:`STEP_SUITES`), one column per backend as
+    shipped (no variant), in the harness's backend order; each cell is the newest row of that
+    measurement (:func:`~torchfuse.bench.rows.current_rows`), ``failed`` where it failed, the
+    fastest of a line in bold. A last line names the runs, commits, dates and versions behind
+    the cells. This is the results table of the README.
+
+    Raises:
+        ValueError: no row of ``mode`` on ``device``.
+    """
+    picked = [r for r in current_rows(rows) if r.suite in STEP_SUITES and r.mode == mode and r.device == device
+              and not r.variant and r.status in ("ok", "failed")]
+    if not picked:
+        raise ValueError(f"no rows of suites {', '.join(STEP_SUITES)} in mode {mode} on {device}")
+    cases, backends, by = _matrix(picked, baseline=True)
+
+    def cell(r: Row | None, fastest: float | None) -> str:
+        if r is None:
+            return "-"
+        if r.status != "ok" or r.median_ms is None:
+            return "failed"
+        text = f"{r.median_ms:.1f}"
+        return f"**{text}**" if r.median_ms == fastest else text
+
+    lines = ["| ms a step | " + " | ".join(backends) + " |", "|---|" + "---:|" * len(backends)]
+    for c in cases:
+        times = [by[(c, b)].median_ms for b in backends if (c, b) in by and by[(c, b)].status == "ok"
+                 and by[(c, b)].median_ms is not None]
+        fastest = min(times) if times else None
+        lines.append(f"| {case_label(c)} | " + " | ".join(cell(by.get((c, b)), fastest) for b in backends) + " |")
+    runs = sorted({(r.date[:10], r.run, r.commit or "?") for r in picked})
+    versions = sorted({f"torch {r.torch}, Triton {r.triton}" for r in picked})
+    lines += ["", f"{device}, {mode}, {'; '.join(versions)}; rows of "
+              + ", ".join(f"run {run} ({commit}, {date})" for date, run, commit in runs) + "."]
+    return "\n".join(lines)
+
+
 def write_current(rows: list[Row], out_dir: Path) -> list[Path]:
     """Write every group's chart (``<group>.png``) and ``index.md`` into ``out_dir``, removing
     charts of groups that have no rows any more; returns the paths written."""
