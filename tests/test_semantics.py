@@ -880,3 +880,38 @@ def test_layer_norm_eps_not_positive_gives_eager_values(eps):
     x = sample(F32, 74, shape=(4, 10))
     x[1] = 3.0
     check(lambda x: torch.nn.functional.layer_norm(x + 1, (10,), eps=eps), x)
+
+
+def test_pads_with_zero_and_negative_zero_stay_apart():
+    """Two pads of one tensor that differ only in a fill of 0.0 and -0.0 (equal as numbers,
+    different bits) are two pads, not one merged pad."""
+    x = tensor([[1.0, -2.0, 3.0], [0.5, 4.0, -1.5]])
+
+    def f(x):
+        y = x.sin()
+        return (torch.nn.functional.pad(y, (1, 1), value=0.0) * 2,
+                torch.nn.functional.pad(y, (1, 1), value=-0.0) * 2)
+
+    got = check(f, x, exact=True)
+    want = f(x)
+    for g, w in zip(got, want):
+        assert torch.equal(g.signbit(), w.signbit())
+
+
+def test_pads_with_a_complex_fill_are_merged_by_value():
+    """The pass that merges duplicate pads takes a complex fill value (``constant_pad_nd`` of
+    complex tensors): it merges equal ones and keeps the graph's values."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from torchfuse.graph_passes import merge_duplicate_pads
+
+    def f(x):
+        pad = [-1, 1, -1, 1]
+        return (torch.constant_pad_nd(x, pad, 2.0 + 0j) * 2, torch.constant_pad_nd(x, pad, 2.0 + 0j) * 3,
+                torch.constant_pad_nd(x, pad, 2.0 - 1j))
+
+    x = torch.randn(1, 2, 3, 3, dtype=torch.complex64)
+    gm = make_fx(f)(x)
+    assert merge_duplicate_pads(gm) == 1
+    gm.recompile()
+    assert_matches(gm(x), f(x), exact=True)

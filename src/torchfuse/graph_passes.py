@@ -151,7 +151,8 @@ def merge_duplicate_pads(gm: torch.fx.GraphModule) -> int:
     for n in calls_to(gm, (torch.ops.aten.constant_pad_nd.default,)):
         src, perm = _through_permutes(n.args[0])
         value = n.args[2] if len(n.args) > 2 else n.kwargs.get("value", 0)
-        key = (src, perm, tuple(n.args[1]), float(value))
+        # repr tells -0.0 from 0.0 (equal as numbers, different bits) and takes complex values
+        key = (src, perm, tuple(n.args[1]), repr(value))
         first = seen.setdefault(key, n)
         if first is n:
             continue
