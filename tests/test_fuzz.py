@@ -407,7 +407,7 @@ def programs(draw, max_steps: int = 7) -> Program:
 
     for _ in range(draw(st.integers(2, max_steps))):
         kind = draw(st.sampled_from(("unary", "binary", "binary", "number", "reduction", "layout", "cast", "normalize",
-                                     "pair", "index", "shared", "mutate")))
+                                     "pair", "index", "shared", "mutate", "pad")))
         a = draw(st.sampled_from(vals))
         expr, exact, finite = None, a.exact, a.finite
         signs, nan_signs = False, False
@@ -439,6 +439,16 @@ def programs(draw, max_steps: int = 7) -> Program:
                 b = draw(st.sampled_from(vals))
                 name = append(template.format(c, b.name), shared.exact and b.exact, False,
                               shared.signs and b.signs)
+                if name is not None:
+                    forced.append(name)
+            continue
+        if kind == "pad" and a.meta.dim() >= 1:
+            # two pads of one tensor whose fills may differ only in their bits (0.0 and -0.0)
+            widths = draw(st.sampled_from(("(1, 0)", "(0, 2)", "(1, 1)", "(-1, 1)")))
+            fill = draw(st.sampled_from(NUMBERS))
+            for value in (fill, -fill if isinstance(fill, float) else fill):
+                name = append(f"torch.nn.functional.pad({a.name}, {widths}, value={value!r})", a.exact,
+                              a.finite, a.signs, a.nan_signs)
                 if name is not None:
                     forced.append(name)
             continue
@@ -817,7 +827,8 @@ def test_generated_programs_cover_the_grammar():
                      ".reshape(", ".to(torch.int32)", ".to(torch.bfloat16)", "torch.floor(", "~",
                      " % ", "torch.fmod(", " // ", "rounding_mode='trunc'", "rounding_mode='floor'", " ** ",
                      "torch.copysign(", "alpha=", "-0.0", "1000", "_unsafe_masked_index(", "slice_scatter(",
-                     "select_scatter(", ".narrow(", "torch.zeros_like(", "torch.full_like(", ".add_(", ".copy_("]:
+                     "select_scatter(", ".narrow(", "torch.zeros_like(", "torch.full_like(", ".add_(", ".copy_(",
+                     "value=-0.0)"]:
         assert fragment in text, fragment
     # a number first (2.5 - x), indices below zero, one value read by several returned results
     assert re.search(r"= -?[0-9.]+ [-+*/%]", text) and re.search(r"tensor\(\[[^]]*-\d", text)
