@@ -102,6 +102,15 @@ def test_wrong_gradient_fails(op_db, monkeypatch):
     assert verdict.reason.startswith("gradient "), verdict.reason
 
 
+def test_graph_traced_with_the_leaves_requires_grad(op_db):
+    """``embedding_bag`` picks ``_embedding_bag_forward_only`` (no derivative) when no input
+    requires grad: the runner's graph must be traced as the leaves require grad, so that its
+    forward and gradients match eager's instead of raising."""
+    verdict = run(op_db, "nn.functional.embedding_bag", "float32", max_samples=1)["float32"]
+    assert verdict.status in ("pass", "aten"), verdict
+    assert verdict.backward, verdict
+
+
 def test_comparison_with_float64_reference():
     """Off eager by more than the tolerance passes only when no farther from float64 than eager."""
     exact = torch.tensor([0.9501953125, 1.0, -2.0], dtype=torch.float64)

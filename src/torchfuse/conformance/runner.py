@@ -27,8 +27,7 @@ that graph, as it does for a graph TorchDynamo captured. Programs ``make_fx`` or
 cannot trace whole (data-dependent output shapes, ``.item()``) go through ``torch.compile``
 with the torchfuse backend instead, graph breaks and all; so does a program whose values
 differ on make_fx's graph, and the mismatch counts only when it shows there too (make_fx traces
-below autograd, and an op that reads ``requires_grad`` while tracing can give another graph
-than TorchDynamo's), and a mismatch that ``torch.compile(backend="aot_eager")``, without
+below autograd, which is not always the graph TorchDynamo gives), and a mismatch that ``torch.compile(backend="aot_eager")``, without
 torchfuse, shows as well is ``skipped`` as PyTorch's own (complex ``linalg.pinv`` under any
 dispatch mode, pytorch/pytorch#198118). Samples on which eager raises are
 run through ``torch.compile`` as well, which must raise the same exception type (unless
@@ -252,7 +251,10 @@ def run_compiled(fn: Callable, args: list, options: Options) -> tuple[Any, bool]
         return tuple(x for x in flat if isinstance(x, torch.Tensor))
 
     try:
-        traced = [_copy_tensor(a, False) if isinstance(a, torch.Tensor) else a for a in args]
+        # the copies require grad where the leaves do: composite ops pick their graph by it
+        # (embedding_bag records ``_embedding_bag_forward_only``, which has no derivative,
+        # when no input requires grad), and that graph is then run on the leaves
+        traced = [_copy_tensor(a, a.requires_grad) if isinstance(a, torch.Tensor) else a for a in args]
         gm = make_fx(tensors_only)(*traced)
         compiled = backend.torchfuse_backend(gm, list(args), options=options)
     except SampleTimeout:
@@ -524,8 +526,7 @@ def _run(program: Program, fn: Callable, options: Options, rtol: float, atol: fl
 
     problem, by_reference = judge(actual, actual_grads)
     if problem is not None and via == "make_fx":
-        # make_fx traces below autograd with leaves that do not require grad, which is not
-        # always the graph TorchDynamo gives (ops that read requires_grad while tracing): a
+        # make_fx traces below autograd, which is not always the graph TorchDynamo gives: a
         # mismatch counts only when torch.compile, a user's path, shows it too
         retry = Capture()
         try:
