@@ -66,18 +66,24 @@ def test_writes_to_inputs_are_refused_unless_static():
 
 # ------------------------------------------------------------------ outputs and gradients (CPU)
 class _Pool:
-    """A stand-in for ``cudagraphify_impl``: every call after the first writes its outputs into
-    the buffers of the first (a replay's pool), so an output held across calls is overwritten."""
+    """A stand-in for ``cudagraphify_impl``: the first call is a warm-up whose outputs are fresh
+    tensors, as the trees' warm-up run is; every later call writes its outputs into the buffers
+    of the second (the recording's pool), so an output held across calls is overwritten and the
+    activations a backward reads in place are at other addresses after the warm-up."""
 
     def __init__(self):
         self.calls = []
 
     def __call__(self, fn, inputs, static, **settings):
         buffers: list = []
+        warmed_up = [False]
         self.calls.append(settings["is_backward"])
 
         def replay(args):
             outs = fn(list(args))
+            if not warmed_up[0]:
+                warmed_up[0] = True
+                return list(outs)
             if not buffers:
                 buffers.extend(o.clone() if isinstance(o, torch.Tensor) else o for o in outs)
             else:
@@ -186,6 +192,7 @@ def test_without_output_copies_the_pool_is_returned(pool):
     """``cudagraph_copy_outputs=False`` returns the pool's tensors (the trees' own semantics)."""
     model = _mlp()
     compiled = torchfuse.compile(model, mode="reduce-overhead", interpret=True, cudagraph_copy_outputs=False)
+    compiled(torch.randn(5, 8))  # the warm-up
     a = compiled(torch.randn(5, 8))
     b = compiled(torch.randn(5, 8))
     assert a.data_ptr() == b.data_ptr()

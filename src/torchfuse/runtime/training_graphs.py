@@ -63,9 +63,10 @@ class CaptureState:
     inputs_moved: bool = False
 
 
-#: Calls of a captured graph whose inputs read in place are compared by address with the call
-#: before: a graph whose parameters move in its first calls (FSDP2 allocates the unsharded
-#: parameters again every step) would be recorded again on every call, slower than not at all.
+#: Calls of a captured forward graph whose parameters and buffers are compared by address with
+#: the call before: a graph whose parameters move in its first calls (FSDP2 allocates the
+#: unsharded parameters again every step) would be recorded again on every call, slower than
+#: not at all; its backward then runs uncaptured too.
 ADDRESS_CHECKED_CALLS = 3
 
 
@@ -233,7 +234,9 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
 
     def run(args: list) -> Any:
         nonlocal replay, addresses, checks_left
-        if checks_left and not state.inputs_moved:
+        # a forward's inputs read in place are parameters and buffers; a backward's are saved
+        # activations, which move from the warm-up's allocations into the pool by design
+        if checks_left and not backward and not state.inputs_moved:
             checks_left -= 1
             now = tuple(args[i].data_ptr() if isinstance(args[i], torch.Tensor) else None for i in static)
             if addresses is not None and now != addresses:
