@@ -344,7 +344,7 @@ def test_negative_peak_memory_is_not_reported(tmp_path, monkeypatch):
 def test_sass_count_shows_the_flushed_exp_saving_instructions():
     """``benchmarks/sass_count.py`` compiles torchfuse's kernels for sm_90 on this machine (no
     GPU) and counts their instructions: log-softmax's forward row kernels have fewer with the
-    flush-to-zero summed exp (``codegen.triton.FLUSH_SUMMED_EXP``) than without, the first of
+    flush-to-zero summed exp (``Tuning.codegen.flush_summed_exp``) than without, the first of
     them three an element fewer (bf16 rows of 1024, one row on one warp: 32 elements a
     thread)."""
     import os
@@ -353,17 +353,17 @@ def test_sass_count_shows_the_flushed_exp_saving_instructions():
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "TORCHFUSE_INTERPRET": "1", "PYTHONPATH": str(root / "src")}
 
-    def counts(*extra):
+    def counts(tuning=""):
         done = subprocess.run([sys.executable, str(root / "benchmarks" / "sass_count.py"), "--ops", "log_softmax",
-                               "--shapes", "64x1024", *extra], capture_output=True, text=True, timeout=600, env=env,
-                              cwd=root)
+                               "--shapes", "64x1024"], capture_output=True, text=True, timeout=600,
+                              env={**env, "TORCHFUSE_TUNING": tuning}, cwd=root)
         assert done.returncode == 0, done.stderr[-3000:]
         found = [(int(n), int(r)) for n, r in re.findall(r"(\d+) instructions, (\d+) registers", done.stdout)]
         assert found, done.stdout
         return found
 
     flushed = counts()
-    plain = counts("--set", "codegen.triton.FLUSH_SUMMED_EXP=False")
+    plain = counts("codegen.flush_summed_exp=False")
     assert len(flushed) == len(plain)
     assert plain[0][0] - flushed[0][0] >= 3 * 32, (plain, flushed)
     assert all(f[0] <= p[0] for f, p in zip(flushed, plain)), (plain, flushed)

@@ -385,14 +385,13 @@ def epilogues(monkeypatch):
     eager's order) so that the rewritten graph runs, and the rewrite is allowed for fp32 and bf16.
     Yields the dtypes to test in (the first is the main one) and a list that collects the ATen
     targets of each graph the pass ran on, after it ran."""
-    from torchfuse import graph_passes
-
-    monkeypatch.setattr(graph_passes, "CONV_EPILOGUE_DEVICES", (DEVICE,))
+    # through the environment default of Options.tuning: every compile of the test takes it
+    monkeypatch.setenv("TORCHFUSE_TUNING", f"graph_passes.conv_epilogue_devices={DEVICE}")
     seen = []
     real = backend.conv_relu_epilogues
 
-    def spy(gm):
-        done = real(gm)
+    def spy(gm, *args):
+        done = real(gm, *args)
         seen.append([str(n.target) for n in gm.graph.nodes if n.op == "call_function"])
         return done
 
@@ -400,7 +399,8 @@ def epilogues(monkeypatch):
     if DEVICE != "cpu":
         yield (torch.float16, torch.bfloat16), seen
         return
-    monkeypatch.setattr(graph_passes, "CONV_EPILOGUE_DTYPES", (torch.float32, torch.bfloat16))
+    monkeypatch.setenv("TORCHFUSE_TUNING", f"graph_passes.conv_epilogue_devices={DEVICE}, "
+                                           "graph_passes.conv_epilogue_dtypes=float32,bfloat16")
     lib = torch.library.Library("aten", "IMPL")
     lib.impl("cudnn_convolution_relu", _ref_conv_relu, "CPU")
     lib.impl("cudnn_convolution_add_relu", _ref_conv_add_relu, "CPU")

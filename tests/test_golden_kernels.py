@@ -26,9 +26,9 @@ The corpus, one test (and one golden file) per part:
 
 The op cases are the op tests' own: a new spec there adds kernels here (regenerate the files).
 
-Kernels are planned as on an H200: the reduction and pointwise heuristics pick the
-configurations of a device of 132 multiprocessors (``conftest.use_gpu_launch_configs``) and
-cross-entropy takes its GPU decomposition (``decompose.NLL_BY_MASK_DEVICES``). Nothing runs:
+Kernels are planned as on an H200: the heuristics pick the configurations of a device of 132
+multiprocessors (``Options.launch_configs_for_sm_count``) and cross-entropy takes its GPU
+decomposition (``Tuning.decompose.nll_by_mask_devices``). Nothing runs:
 graphs are traced with fake tensors, and each compiled graph is planned for its traced sizes
 and strides (all a plan needs), so large shapes cost neither memory nor interpreter time.
 Kernels are generated, not loaded: no kernel cache is read or written.
@@ -58,9 +58,8 @@ import torch
 import torch.nn.functional as F
 
 import test_ops
-from conftest import use_gpu_launch_configs
-from torchfuse import backend, decompose
-from torchfuse.config import Options
+from torchfuse import backend
+from torchfuse.config import Options, Tuning
 from torchfuse.decompose import decomposition_table
 from torchfuse.runtime import executor
 from torchfuse.runtime.executor import GroupRunner
@@ -76,9 +75,15 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning"
 
 # ----------------------------------------------------------------------------- planning
 
+#: the GPU's cross-entropy form (the CPU takes it too: the corpus is traced on CPU tensors)
+TUNING = Tuning().replace("decompose.nll_by_mask_devices", ("cuda", "cpu"))
+
+
 def options(**overrides) -> Options:
-    """Every option given, none read from the environment: interpreter on, no cache, no dump."""
-    return Options(interpret=True, cache_dir=None, dump_dir=None, **overrides)
+    """Every option given, none read from the environment: interpreter on, no cache, no dump,
+    the launch configurations of an H200 and its cross-entropy form."""
+    return Options(interpret=True, cache_dir=None, dump_dir=None, launch_configs_for_sm_count=SM_COUNT,
+                   tuning=TUNING, **overrides)
 
 
 def plan_kernels(kernels: dict[str, tuple], case: str, before: list) -> None:
@@ -107,7 +112,7 @@ def compile_aten_graph(kernels: dict, case: str, fn: Callable, args: list, opts:
     traced = lambda *a: tuple(fn(*a))  # noqa: E731
     if decomposed:  # in-place ops become functional ones, as under AOTAutograd
         traced = torch.func.functionalize(traced, remove="mutations_and_views")
-    table = decomposition_table() if decomposed else None
+    table = decomposition_table(opts.tuning.decompose) if decomposed else None
     gm = make_fx(traced, decomposition_table=table, tracing_mode="fake")(*args)
     backend.compile_graph(gm, list(args), opts, name="inference")
     plan_kernels(kernels, case, before)
@@ -305,11 +310,9 @@ def differences(old: dict[str, dict], new: dict[str, dict]) -> list[str]:
 
 @pytest.fixture
 def h200_planning(monkeypatch):
-    """The heuristics of a GPU of SM_COUNT multiprocessors and the GPU's cross-entropy form;
-    planned kernels are generated but not loaded (nothing is written to a kernel cache, nor
-    imported: loading them is a third of the time, and the op tests run them)."""
-    use_gpu_launch_configs(monkeypatch.setattr, SM_COUNT)
-    monkeypatch.setattr(decompose, "NLL_BY_MASK_DEVICES", ("cuda", "cpu"))
+    """Planned kernels are generated but not loaded (nothing is written to a kernel cache, nor
+    imported: loading them is a third of the time, and the op tests run them). (The H200's
+    launch configurations and cross-entropy form come with :func:`options`.)"""
     monkeypatch.setattr(executor, "load", lambda source, store, interpret: types.SimpleNamespace(source=source))
 
 

@@ -6,6 +6,7 @@ import torch
 
 import torchfuse
 from test_ops import DEVICE
+from torchfuse.config import Tuning
 from torchfuse.graph_passes import dense_attention_masks, dense_last_dim
 
 
@@ -78,6 +79,10 @@ def test_pads_of_one_tensor_seen_through_permutes_are_merged():
     for a, b in zip(gm(g), want):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
     assert merge_duplicate_pads(gm) == 0
+
+
+#: the fused cross-entropy forward on the device the tests run on (on a GPU only by default)
+NLL_HERE = Tuning().replace("decompose.nll_by_mask_devices", (torch.device(DEVICE).type,))
 
 
 # ----------------------------------------------------------------------------- one-hot row sums
@@ -245,8 +250,6 @@ def test_one_hot_pick_applies_the_pointwise_work_to_the_picked_value(monkeypatch
     sign of zeros, a row that picks nothing), and eager's, bit for bit where ``h`` is arithmetic
     and casts, within an ulp where it has ``exp`` and ``log`` (the interpreter's differ from
     PyTorch's). The picked value sits at column ``p`` of a row of ordinary numbers."""
-    from torchfuse import graph_passes
-
     n = 8
     g = torch.Generator().manual_seed(5)
     v = (torch.randn(8, n, generator=g) * 4).to(dtype)
@@ -270,9 +273,8 @@ def test_one_hot_pick_applies_the_pointwise_work_to_the_picked_value(monkeypatch
     torch._dynamo.reset()
     got = torchfuse.compile(fn, dynamic=False)(v, p)
     assert rewrites.get("one_hot_picks") == 1
-    monkeypatch.setattr(graph_passes, "ONE_HOT_PICKS", False)
     torch._dynamo.reset()
-    _assert_bitwise_eager(got, torchfuse.compile(fn, dynamic=False)(v, p))
+    _assert_bitwise_eager(got, torchfuse.compile(fn, dynamic=False, tuning="graph_passes.one_hot_picks=False")(v, p))
     want = fn(v, p)
     if chain in ("shift_round", "scale_divide"):
         _assert_bitwise_eager(got, want)
@@ -359,18 +361,14 @@ def test_sum_of_a_log_softmax_over_another_dim_is_kept(rewrites):
 @pytest.mark.parametrize("persistent_max", [8192, 1024])
 def test_cross_entropy_rewrites_follow_the_row_length(rewrites, persistent_max):
     """Rows of 2048 classes: reduced persistently (the default limit of 8192 elements), the two
-    rewrites are not made (slower there on an H200, ``graph_passes.PICKS_MAX_PERSISTENT_ROW``);
+    rewrites are not made (slower there on an H200, ``Tuning.graph_passes.picks_max_persistent_row``);
     reduced in a loop (``persistent_max_elements=1024``), both are. The loss equals eager's
     within a bf16 rounding either way."""
     x = (torch.randn(6, 2048) * 3).to(DEVICE, torch.bfloat16)
     t = torch.tensor([5, 2047, 0, -100, 77, 1024], device=DEVICE)
     fn = lambda x, t: torch.nn.functional.cross_entropy(x, t, label_smoothing=0.1, reduction="none")
-    from torchfuse import decompose
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(decompose, "NLL_BY_MASK_DEVICES", (torch.device(DEVICE).type,))
-        torch._dynamo.reset()
-        got = torchfuse.compile(fn, dynamic=False, persistent_max_elements=persistent_max)(x, t)
+    torch._dynamo.reset()
+    got = torchfuse.compile(fn, dynamic=False, persistent_max_elements=persistent_max, tuning=NLL_HERE)(x, t)
     torch.testing.assert_close(got, fn(x, t), rtol=2 * torch.finfo(torch.bfloat16).eps, atol=1e-6)
     rewritten = 1 if persistent_max < 2048 else 0
     assert (rewrites.get("one_hot_picks", 0), rewrites.get("log_softmax_sums", 0)) == (rewritten, rewritten)
@@ -416,26 +414,23 @@ def test_explain_lists_the_cross_entropy_rewrites_with_their_option(monkeypatch)
     """``explain`` names both rewrites and the option that turns them off; with
     ``cross_entropy_rewrites=False`` neither is made and the loss is the same within a bf16
     rounding."""
-    from torchfuse import decompose
-
-    monkeypatch.setattr(decompose, "NLL_BY_MASK_DEVICES", (torch.device(DEVICE).type,))
     x = (torch.randn(8, 100) * 3).to(DEVICE, torch.bfloat16)
     t = torch.randint(0, 100, (8,), device=DEVICE)
     fn = lambda x, t: torch.nn.functional.cross_entropy(x, t, label_smoothing=0.1)
     torch._dynamo.reset()
     with torch.no_grad():
-        text = torchfuse.explain(fn, x, t).summary()
+        text = torchfuse.explain(fn, x, t, tuning=NLL_HERE).summary()
     assert ("log_softmax_sums x1 (option cross_entropy_rewrites), one_hot_picks x1 (option cross_entropy_rewrites)"
             in text), text
     assert ", 2 graph rewrite(s), " in text.splitlines()[0], text  # the headline counts them
     torch._dynamo.reset()
     with torch.no_grad():
-        off = torchfuse.explain(fn, x, t, cross_entropy_rewrites=False).summary()
+        off = torchfuse.explain(fn, x, t, cross_entropy_rewrites=False, tuning=NLL_HERE).summary()
     assert "one_hot_picks" not in off and "log_softmax_sums" not in off and "graph rewrite" not in off, off
     torch._dynamo.reset()
-    a = torchfuse.compile(fn, dynamic=False)(x, t)
+    a = torchfuse.compile(fn, dynamic=False, tuning=NLL_HERE)(x, t)
     torch._dynamo.reset()
-    b = torchfuse.compile(fn, dynamic=False, cross_entropy_rewrites=False)(x, t)
+    b = torchfuse.compile(fn, dynamic=False, cross_entropy_rewrites=False, tuning=NLL_HERE)(x, t)
     torch.testing.assert_close(a, b, rtol=2 * torch.finfo(torch.bfloat16).eps, atol=0)
     torch.testing.assert_close(a, fn(x, t), rtol=2 * torch.finfo(torch.bfloat16).eps, atol=0)
 
@@ -452,7 +447,6 @@ def test_cross_entropy_backward_of_looped_rows_has_no_row_sum(monkeypatch, rewri
 
     monkeypatch.setattr(graph_passes, "ONE_HOT_SUMS", False)  # this module's fixture turns it on
     monkeypatch.setattr(graph_passes, "LOOPED_ONE_HOT_SUMS", True)  # off by default (mixed on an H200)
-    monkeypatch.setattr(decompose, "NLL_BY_MASK_DEVICES", (torch.device(DEVICE).type,))
     x0 = torch.randn(6, 2048, device=DEVICE) * 3
     t = torch.tensor([5, 2047, 0, -100, 77, 1024], device=DEVICE)
     fn = lambda x: torch.nn.functional.cross_entropy(x * 2, t, label_smoothing=0.1)
@@ -463,7 +457,8 @@ def test_cross_entropy_backward_of_looped_rows_has_no_row_sum(monkeypatch, rewri
         return loss.detach(), torch.autograd.grad(loss, x)[0]
 
     torch._dynamo.reset()
-    got = loss_and_grad(torchfuse.compile(fn, dynamic=False, persistent_max_elements=persistent_max), x0)
+    got = loss_and_grad(torchfuse.compile(fn, dynamic=False, persistent_max_elements=persistent_max,
+                                          tuning=NLL_HERE), x0)
     want = loss_and_grad(fn, x0)
     ref = loss_and_grad(lambda x: fn(x.double()), x0)
     for g_, w_, r_ in zip(got, want, ref):

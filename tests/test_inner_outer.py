@@ -13,8 +13,12 @@ import torch.nn.functional as F
 
 import torchfuse
 import torchfuse.backend as backend
+from torchfuse.config import Tuning
 from torchfuse.schedulers import RuntimeLayout, KernelLayout, cdiv, next_power_of_2, reduction
-from conftest import DEVICE, use_gpu_launch_configs
+from conftest import DEVICE
+
+#: on a GPU: keep the heuristic's grid (no refit to the compiled kernel's occupancy)
+NO_FIT = Tuning().replace("inner_outer.fit", False)
 
 
 def _ln(x, w, b):
@@ -82,9 +86,7 @@ def test_inner_outer_with_gpu_launch_configurations(monkeypatch):
     """The GPU heuristic's configuration (whole rows, 16 elements a thread, two programs per
     multiprocessor) under the interpreter, on a 4-multiprocessor device: 8 programs of 4 warps
     over 51 blocks of 4 rows, the last block partial."""
-    use_gpu_launch_configs(monkeypatch.setattr, 4)
-    monkeypatch.setattr(reduction, "INNER_OUTER_FIT", False)  # on a GPU: keep the heuristic's grid
-    _check_gradients(_ln, (203, 300), torch.bfloat16)
+    _check_gradients(_ln, (203, 300), torch.bfloat16, launch_configs_for_sm_count=4, tuning=NO_FIT)
     configs = [p.config for s in backend.RECENT[-1].steps if hasattr(s, "plans") for p in s.plans.values()]
     (cfg,) = [c for c in configs if c.scheduler == "reduction.inner_outer"]
     assert (cfg.split, cfg.stages[0].XBLOCK, cfg.stages[0].RBLOCK, cfg.stages[0].num_warps) == (8, 4, 512, 4), cfg
@@ -122,7 +124,8 @@ def test_inner_outer_configurations_cover_rows_and_columns(x, r, interpret):
     main, finish = cfg.stages
     blocks = cdiv(x, main.XBLOCK)
     assert main.RBLOCK == next_power_of_2(r) and cfg.split == main.grid[0] <= blocks
-    assert main.XBLOCK * main.RBLOCK <= (1 << 16 if interpret else reduction.TILE_ELEMENTS) or main.XBLOCK == 1
+    assert main.XBLOCK * main.RBLOCK <= (1 << 16 if interpret else Tuning().persistent.tile_elements) \
+        or main.XBLOCK == 1
     assert finish.XBLOCK >= cfg.split and finish.grid[0] * finish.RBLOCK >= r
     assert (finish.grid[0] - 1) * finish.RBLOCK < r
 
@@ -146,9 +149,7 @@ def test_grid_fitted_to_resident_programs_keeps_values(monkeypatch):
     gradients."""
     import types
 
-    use_gpu_launch_configs(monkeypatch.setattr, 4)
-    monkeypatch.setattr(reduction, "INNER_OUTER_FIT", False)  # on a GPU: no refit before this test's own
-    fn = torchfuse.compile(_ln, dynamic=False)
+    fn = torchfuse.compile(_ln, dynamic=False, launch_configs_for_sm_count=4, tuning=NO_FIT)  # no refit before its own
     x = torch.randn(403, 300, device=DEVICE, requires_grad=True)
     w, b = torch.randn(300, device=DEVICE, requires_grad=True), torch.randn(300, device=DEVICE, requires_grad=True)
     dy = torch.randn(403, 300, device=DEVICE)

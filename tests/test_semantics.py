@@ -544,16 +544,15 @@ def test_cross_entropy_gradient_matches_eager_without_scatter(kwargs):
 # ----------------------------------------------------------------------------- cross-entropy forward by mask
 #
 # decompose.nll_loss_forward_by_mask replaces nll_loss_forward over (N, C) rows on CUDA; the tests
-# below add the test's device to NLL_BY_MASK_DEVICES so that the CPU runs it too. On a CPU the
+# below add the test's device to Tuning.decompose.nll_by_mask_devices (through the environment
+# default of Options.tuning, so that every compile of the test takes it) so that the CPU runs it too. On a CPU the
 # range check (_assert_async) raises RuntimeError at once where eager's kernel raises IndexError.
 
 CE_TARGETS = [4, 2, 9, 3, 0, 2, 2, 5, 0, 7, 4, 2]
 
 
 def _nll_by_mask_here(monkeypatch) -> None:
-    from torchfuse import decompose
-
-    monkeypatch.setattr(decompose, "NLL_BY_MASK_DEVICES", (torch.device(DEVICE).type,))
+    monkeypatch.setenv("TORCHFUSE_TUNING", f"decompose.nll_by_mask_devices={torch.device(DEVICE).type}")
 
 
 def _ce_inputs(dtype, seed: int, n_classes: int = 10):
@@ -805,7 +804,7 @@ def test_cross_entropy_by_mask_target_out_of_range_raises_runtime_error(monkeypa
 
 def test_nll_loss_forward_by_mask_declines_what_eager_rejects_or_other_devices(monkeypatch):
     """The decomposition returns ``NotImplemented`` (make_fx then records PyTorch's op, with
-    its checks and errors) off NLL_BY_MASK_DEVICES, and for what PyTorch's kernel would
+    its checks and errors) off its devices, and for what PyTorch's kernel would
     reject or it does not cover: other ranks, int32 targets, a batch size mismatch, weights
     of another dtype or size."""
     from torchfuse import decompose
@@ -813,12 +812,11 @@ def test_nll_loss_forward_by_mask_declines_what_eager_rejects_or_other_devices(m
     meta = lambda *shape, dtype=F32: torch.empty(*shape, dtype=dtype, device="meta")
     x, t, w = meta(6, 10), meta(6, dtype=I64), meta(10)
     assert decompose.nll_loss_forward_by_mask(x, t, None, 1, -100) is NotImplemented  # meta is not listed
-    monkeypatch.setattr(decompose, "NLL_BY_MASK_DEVICES", ("meta",))
-    out, total = decompose.nll_loss_forward_by_mask(x, t, w, 1, -100)
+    out, total = decompose.nll_loss_forward_by_mask(x, t, w, 1, -100, devices=("meta",))
     assert out.shape == total.shape == () and out.dtype == total.dtype == F32
     for args in [(meta(2, 6, 10), meta(2, 6, dtype=I64), None), (x, meta(6, dtype=I32), None),
                  (x, meta(5, dtype=I64), None), (x, t, meta(10, dtype=F64)), (x, t, meta(9))]:
-        assert decompose.nll_loss_forward_by_mask(*args, 1, -100) is NotImplemented
+        assert decompose.nll_loss_forward_by_mask(*args, 1, -100, devices=("meta",)) is NotImplemented
 
 
 @pytest.mark.parametrize("bias", [True, False])
@@ -827,10 +825,11 @@ def test_misaligned_half_precision_matmuls_are_padded_with_eager_values(monkeypa
     zero-padded operands (forward and both gradients; on for CUDA, forced here on the test's
     device): the loss and gradients equal eager's to bf16 matmul precision, and the graphs
     pad each misaligned product."""
-    from torchfuse import backend, decompose
+    from torchfuse import backend
+    from torchfuse.config import Tuning
 
-    monkeypatch.setattr(decompose, "MM_PAD_DEVICES", (torch.device(DEVICE).type,))
-    monkeypatch.setattr(decompose, "MM_PAD_MIN_MACS", 1)
+    tuning = Tuning().replace("decompose.mm_pad_devices", (torch.device(DEVICE).type,)).replace(
+        "decompose.mm_pad_min_macs", 1)
     g = torch.Generator().manual_seed(76)
     x = torch.randn(12, 20, generator=g).to(DEVICE, BF16)
     w = torch.randn(37, 20, generator=g).to(DEVICE, BF16)
@@ -844,7 +843,7 @@ def test_misaligned_half_precision_matmuls_are_padded_with_eager_values(monkeypa
     torch._dynamo.reset()
     got_in = [a.clone().requires_grad_() for a in args]
     want_in = [a.clone().requires_grad_() for a in args]
-    got = torchfuse.compile(fn, dynamic=False)(*got_in)
+    got = torchfuse.compile(fn, dynamic=False, tuning=tuning)(*got_in)
     want = fn(*want_in)
     torch.testing.assert_close(got, want, rtol=1e-2, atol=1e-2)
     for a, e in zip(torch.autograd.grad(got, got_in), torch.autograd.grad(want, want_in)):
@@ -858,9 +857,10 @@ def test_misaligned_half_precision_matmuls_are_padded_with_eager_values(monkeypa
 
 def test_aligned_or_small_matmuls_are_not_padded():
     from torchfuse import decompose
+    from torchfuse.config import DecomposeTuning
 
     a, b = torch.empty(64, 64, dtype=BF16, device="meta"), torch.empty(64, 37, dtype=BF16, device="meta")
-    assert decompose._mm_padding(a, b) is None  # small, and the meta device is not padded
+    assert decompose._mm_padding(a, b, DecomposeTuning()) is None  # small, and the meta device is not padded
     assert decompose.mm_padded(a, b) is NotImplemented
 
 

@@ -98,7 +98,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Opti
 
     if name == "inference" and options.conv_epilogues:
         # before hoisting, so that the summed biases of a frozen graph are hoisted
-        _aten_rewrite(gm, "conv_relu_epilogues", conv_relu_epilogues)
+        _aten_rewrite(gm, "conv_relu_epilogues", conv_relu_epilogues, options.tuning.graph_passes)
     if options.freeze and name == "inference" and static_inputs:
         frozen = _compile_frozen(gm, example_inputs, options, static_inputs)
         if frozen is not None:
@@ -109,8 +109,10 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Opti
         if options.cross_entropy_rewrites:
             _aten_rewrite(gm, "one_hot_sums", one_hot_sums, options.persistent_max_elements)
             # log_softmax_sums first: a log-softmax it no longer reads lets one_hot_picks reach x - max
-            _aten_rewrite(gm, "log_softmax_sums", log_softmax_sums, options.persistent_max_elements)
-            _aten_rewrite(gm, "one_hot_picks", one_hot_picks, options.persistent_max_elements)
+            _aten_rewrite(gm, "log_softmax_sums", log_softmax_sums, options.persistent_max_elements,
+                          options.tuning.graph_passes)
+            _aten_rewrite(gm, "one_hot_picks", one_hot_picks, options.persistent_max_elements,
+                          options.tuning.graph_passes)
         else:
             one_hot_sums(gm)  # graph_passes.ONE_HOT_SUMS: every row (off by default)
         graph = graph_from_fx(gm, options)
@@ -321,7 +323,7 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
         bw_compiler=functools.partial(compile_graph, options=opts, name="backward", capture=capture),
         inference_compiler=functools.partial(compile_graph, options=opts, name="inference"),
         partition_fn=min_cut_rematerialization_partition,
-        decompositions=decomposition_table(),
+        decompositions=decomposition_table(opts.tuning.decompose),
         # writes to inputs that need no gradient (BatchNorm's running statistics and batch
         # counter) stay in the graph as ``copy_`` calls, which the runtime batches into one
         # multi-tensor copy (and CUDA graphs capture), instead of one copy per buffer after

@@ -30,7 +30,7 @@ Passes on the ATen-level graphs AOTAutograd produces, before they are analysed:
   ``x - max`` per row, so its row kernel runs two reduction steps instead of three (a looped
   kernel over vocabulary-sized rows reads each row twice instead of three times) and computes
   the log-probabilities of no element. Applied to rows of at most
-  ``PICKS_MAX_PERSISTENT_ROW`` elements and rows longer than ``Options.persistent_max_elements``
+  ``Tuning.graph_passes.picks_max_persistent_row`` elements and rows longer than ``Options.persistent_max_elements``
   (reduced in a loop), where that measured faster; switched off together by
   ``Options(cross_entropy_rewrites=False)``.
 """
@@ -41,6 +41,8 @@ import logging
 
 import torch
 import torch.fx
+
+from .config import GraphPassTuning
 
 log = logging.getLogger("torchfuse.fusion")
 
@@ -426,28 +428,10 @@ def one_hot_sums(gm: torch.fx.GraphModule, persistent_max: int | None = None) ->
     return finish(gm, done, "row sums through a one-hot comparison replaced by per-row values")
 
 
-#: Whether :func:`one_hot_picks` and :func:`log_softmax_sums` rewrite (switches for
-#: measurements: ``benchmarks/sweep_picks.py``).
-ONE_HOT_PICKS = True
-LOG_SOFTMAX_SUMS = True
-#: Both rewrite rows of at most this many elements, and rows longer than the persistent
-#: scheduler's limit (``Options.persistent_max_elements``), which are reduced in a loop that
-#: reads the row once per reduction step. Measured on an H200 (runs BB to BD,
-#: ``benchmarks/sweep_picks.py``, cross-entropy's forward, device us before -> after):
-#: * rows of 1024: 39.5 -> 37.5 (bf16, label smoothing), 36.3 -> 33.8 (bf16), 47.2 -> 43.6 and
-#:   42.3 -> 40.2 (fp32);
-#: * looped rows: bf16 4096 x 50257 525.8 -> 422.7 and 504.8 -> 356.9, 2048 x 128256 819.8 ->
-#:   346.0; fp32 4096 x 50257 1059.8 -> 617.9 (one pass over the row fewer);
-#: * persistent rows of 3072 to 8192 lost up to 16% (fp32 8192 x 8192 98.5 -> 114.2; bf16
-#:   16384 x 4096 76.9 -> 84.4), with the sums reduced together or apart; why is not known
-#:   (the rewritten kernel does less work per element), so those rows keep the eager form.
-PICKS_MAX_PERSISTENT_ROW = 1024
-
-
-def _rewrites_row(n: int, persistent_max: int) -> bool:
-    """Whether the cross-entropy forward rewrites apply to rows of ``n`` elements (see
-    ``PICKS_MAX_PERSISTENT_ROW``)."""
-    return n <= PICKS_MAX_PERSISTENT_ROW or n > persistent_max
+def _rewrites_row(n: int, persistent_max: int, max_row: int) -> bool:
+    """Whether the cross-entropy forward rewrites apply to rows of ``n`` elements: rows of at
+    most ``max_row`` (``Tuning.graph_passes.picks_max_persistent_row``) and looped rows."""
+    return n <= max_row or n > persistent_max
 
 
 #: Ops a one-hot pick moves through: one operand varies along the row, the others do not. Each
@@ -465,7 +449,7 @@ def _is_zero(x) -> bool:
             and isinstance(x.args[0], (int, float)) and x.args[0] == 0)
 
 
-def _row_sums(gm: torch.fx.GraphModule, persistent_max: int):
+def _row_sums(gm: torch.fx.GraphModule, persistent_max: int, max_row: int):
     """``(sum, summed node, its value, keepdim)`` for each ``aten.sum`` in ``gm`` over exactly
     the last dimension of a floating-point tensor whose size there is static and a row length
     the cross-entropy rewrites take (``_rewrites_row``)."""
@@ -476,7 +460,7 @@ def _row_sums(gm: torch.fx.GraphModule, persistent_max: int):
         if (isinstance(src, torch.fx.Node) and isinstance(out, torch.Tensor) and isinstance(sv, torch.Tensor)
                 and sv.dim() > 0 and isinstance(dims, (list, tuple)) and len(dims) == 1
                 and dims[0] % sv.dim() == sv.dim() - 1 and isinstance(sv.shape[-1], int) and sv.shape[-1] >= 1
-                and sv.dtype.is_floating_point and _rewrites_row(sv.shape[-1], persistent_max)):
+                and sv.dtype.is_floating_point and _rewrites_row(sv.shape[-1], persistent_max, max_row)):
             yield s, src, sv, _arg(s, 2, "keepdim", False)
 
 
@@ -504,7 +488,8 @@ def _pick_chain(y: torch.fx.Node):
     return x, chain[::-1]
 
 
-def one_hot_picks(gm: torch.fx.GraphModule, persistent_max: int = 8192) -> int:
+def one_hot_picks(gm: torch.fx.GraphModule, persistent_max: int = 8192,
+                  tuning: GraphPassTuning = GraphPassTuning()) -> int:
     """Move the pointwise work of a one-hot pick from every element of the row to the picked one.
 
     ``sum(where(arange(n) == p, h(v), 0), -1)``, with ``p`` constant along the last dimension
@@ -524,18 +509,19 @@ def one_hot_picks(gm: torch.fx.GraphModule, persistent_max: int = 8192) -> int:
     Args:
         gm: an ATen-level graph whose nodes carry ``meta["val"]``; changed in place.
         persistent_max: the persistent scheduler's longest row (elements); rows are rewritten
-            as ``PICKS_MAX_PERSISTENT_ROW`` says.
+            as ``tuning.picks_max_persistent_row`` says.
+        tuning: ``one_hot_picks`` off: nothing is rewritten.
 
     Returns:
         The number of sums rewritten.
     """
     from torch._guards import detect_fake_mode
 
-    if not ONE_HOT_PICKS:
+    if not tuning.one_hot_picks:
         return 0
     done = 0
     graph = gm.graph
-    for s, w, sv, keepdim in _row_sums(gm, persistent_max):
+    for s, w, sv, keepdim in _row_sums(gm, persistent_max, tuning.picks_max_persistent_row):
         if not (_call_of(w, aten.where.self) and len(w.users) == 1
                 and len(w.args) == 3 and _is_zero(w.args[2])):
             continue
@@ -591,7 +577,8 @@ def _log_softmax_parts(lp: torch.fx.Node):
     return shifted, lse
 
 
-def log_softmax_sums(gm: torch.fx.GraphModule, persistent_max: int = 8192) -> int:
+def log_softmax_sums(gm: torch.fx.GraphModule, persistent_max: int = 8192,
+                     tuning: GraphPassTuning = GraphPassTuning()) -> int:
     """Replace a row sum of a log-softmax by ``sum(x - max) - n * lse``.
 
     Label smoothing sums the log-probabilities of every class: ``sum(lp, -1)`` with ``lp =
@@ -611,18 +598,19 @@ def log_softmax_sums(gm: torch.fx.GraphModule, persistent_max: int = 8192) -> in
     Args:
         gm: an ATen-level graph whose nodes carry ``meta["val"]``; changed in place.
         persistent_max: the persistent scheduler's longest row (elements); rows are rewritten
-            as ``PICKS_MAX_PERSISTENT_ROW`` says.
+            as ``tuning.picks_max_persistent_row`` says.
+        tuning: ``log_softmax_sums`` off: nothing is rewritten.
 
     Returns:
         The number of sums replaced.
     """
     from torch._guards import detect_fake_mode
 
-    if not LOG_SOFTMAX_SUMS:
+    if not tuning.log_softmax_sums:
         return 0
     done = 0
     graph = gm.graph
-    for s, lp, sv, keepdim in _row_sums(gm, persistent_max):
+    for s, lp, sv, keepdim in _row_sums(gm, persistent_max, tuning.picks_max_persistent_row):
         if s.kwargs.get("dtype") not in (None, sv.dtype):
             continue  # a wider sum of the rounded log-probabilities: eager's value is that sum
         parts = _log_softmax_parts(lp)
@@ -637,19 +625,6 @@ def log_softmax_sums(gm: torch.fx.GraphModule, persistent_max: int = 8192) -> in
             _replace_sum(s, call, r, keepdim, lp)
         done += 1
     return finish(gm, done, "row sums of a log-softmax taken from its shifted input")
-
-
-#: Device types and dtypes where :func:`conv_relu_epilogues` gives ReLU-ended convolutions to
-#: cuDNN's fused epilogue. Measured on an H200 (run AW, ``benchmarks/conv_epilogue.py``, fp16
-#: channels-last, ResNet-50's 20 convolution shapes at batch 1 and 8, device us in a CUDA
-#: graph): at batch 1 ``cudnn_convolution_relu`` took -0.6 to 0.6 us more than the convolution
-#: alone, the convolution plus torchfuse's fused bias-and-ReLU kernel 1.3 to 1.7 us more; with a
-#: shortcut (``cudnn_convolution_add_relu``) -0.4 to 1.2 against 3.7 to 5.0. Batch 8: -0.2 to
-#: 2.4 against 1.4 to 6.4, and 0.1 to 5.3 against 4.1 to 19.9. Run AX: fp16 at batch 32 and bf16
-#: at batch 1 the same, except one case that no ResNet runs (the 7x7 stem with a residual add at
-#: batch 32: 211 us against 121).
-CONV_EPILOGUE_DEVICES = ("cuda",)
-CONV_EPILOGUE_DTYPES = (torch.float16, torch.bfloat16)
 
 
 def _same(a, b) -> bool:
@@ -690,8 +665,7 @@ def _fusable_conv(n, shape, devices, dtypes) -> bool:
             and xv.dtype == wv.dtype == v.dtype and _same(v.shape, shape))
 
 
-def conv_relu_epilogues(gm: torch.fx.GraphModule, devices: tuple[str, ...] | None = None,
-                        dtypes: tuple[torch.dtype, ...] | None = None) -> int:
+def conv_relu_epilogues(gm: torch.fx.GraphModule, tuning: GraphPassTuning = GraphPassTuning()) -> int:
     """Give each ``relu(conv(x, w) + bias [+ z])`` of an inference graph to cuDNN as one call
     with a fused epilogue: ``aten.cudnn_convolution_relu`` or ``aten.cudnn_convolution_add_relu``.
 
@@ -710,19 +684,19 @@ def conv_relu_epilogues(gm: torch.fx.GraphModule, devices: tuple[str, ...] | Non
     separate kernel). A convolution whose intermediate results are read elsewhere is left alone.
 
     Only for inference graphs: the cuDNN calls have no derivative formula. Only on
-    ``CONV_EPILOGUE_DEVICES`` in ``CONV_EPILOGUE_DTYPES`` unless ``devices``/``dtypes`` say
-    otherwise, and only with cuDNN enabled on CUDA.
+    ``tuning.conv_epilogue_devices`` in ``tuning.conv_epilogue_dtypes``, and only with cuDNN
+    enabled on CUDA.
 
     Args:
         gm: an ATen-level inference graph whose nodes carry ``meta["val"]``; changed in place.
+        tuning: the devices and dtypes it rewrites.
 
     Returns:
         The number of ReLUs replaced.
     """
     from torch._guards import detect_fake_mode
 
-    devices = CONV_EPILOGUE_DEVICES if devices is None else devices
-    dtypes = CONV_EPILOGUE_DTYPES if dtypes is None else dtypes
+    devices, dtypes = tuning.conv_epilogue_devices, tuning.conv_epilogue_dtypes
     if "cuda" in devices and not (torch.backends.cudnn.is_available() and torch.backends.cudnn.enabled):
         devices = tuple(d for d in devices if d != "cuda")
     if not devices:

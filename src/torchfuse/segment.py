@@ -34,7 +34,6 @@ from .ir.from_fx import eliminate_dead_code
 from .ir.graph import Graph, Node, Value, is_one, map_values, sizes_equal
 from .ir.ops import REDUCTIONS, REGISTRY
 from .schedulers import next_power_of_2
-from .schedulers.reduction import INNER_OUTER_MAX_ROW
 
 log = logging.getLogger("torchfuse.fusion")
 
@@ -206,8 +205,9 @@ class _Units:
             return False
         k = math.prod(kept)
         r = math.prod(red) if all(isinstance(s, int) for s in red) else None
-        r_min = SPLIT_REDUCED_MIN_OUTER if _reduces_outer(merged, dom) else SPLIT_REDUCED_MIN
-        if k > SPLIT_KEPT_MAX or (r is not None and r < r_min):
+        t = self.options.tuning.segment
+        r_min = t.split_reduced_min_outer if _reduces_outer(merged, dom) else t.split_reduced_min
+        if k > t.split_kept_max or (r is not None and r < r_min):
             return False
         from .codegen.triton import can_split
 
@@ -222,27 +222,6 @@ class _Units:
                 if not isinstance(d, str) and can_split(group(part, d)):
                     return True
         return False
-
-
-#: A reduction group with at most this many kept elements (all sizes static) and at least
-#: SPLIT_REDUCED_MIN reduced ones (or a symbolic reduced extent) is kept splittable.
-#: 2048 kept elements at 1-4 per program is under 16 programs per SM on an H100/H200-class
-#: GPU (132 SMs); 32768 reduced elements is where a single program's loop takes longer than
-#: a split's second pass (measured with benchmarks/norms.py, BatchNorm channels-last).
-SPLIT_KEPT_MAX = 2048
-SPLIT_REDUCED_MIN = 32768
-#: The same threshold for outer reductions (the unit-stride dim is kept: channels-last
-#: BatchNorm statistics). Fused whole, such a group runs ``kept / XBLOCK`` programs whose
-#: tiles narrow to 8 columns (16-byte row segments) to fill the GPU. ResNet-50 training at
-#: batch 128 on an H200 spent about 100 us per BatchNorm forward at 14 x 14 and 7 x 7
-#: (6272 to 25088 reduced elements per channel, 256 to 2048 channels) in such kernels,
-#: about 3x Inductor's split statistics plus pointwise normalization. Splitting costs two
-#: more launches per group (the combine stage and the separate pointwise kernel), and a
-#: training step that launches about 900 kernels is bound by the host's launch rate: from
-#: 2048 reduced elements (7 x 7 too) the step's device time fell from 24.3 to 20.0 ms but its
-#: wall time rose from 25.4 to 31.8 ms, the GPU idle for 11.7 ms of it (run V,
-#: ``benchmarks/profile_step.py --model timm:resnet50 --batch 128``).
-SPLIT_REDUCED_MIN_OUTER = 16384
 
 
 def _reduces_outer(nodes: Sequence[Node], dom) -> bool:
@@ -484,7 +463,7 @@ def finalize(units: _Units) -> Segmentation:
         _to_call(n)
     for test, reason in ((_is_input_cast, BATCHED_CAST), (_is_output_cast, BATCHED_CAST_LATE)):
         casts = [cur for cur in final if test(cur, units)]
-        if len(casts) >= CAST_BATCH_MIN:
+        if len(casts) >= units.options.tuning.segment.cast_batch_min:
             for cur in casts:
                 final.remove(cur)
                 for view in cur[:-1]:  # a returned cast's views (see _is_output_cast)
@@ -704,7 +683,7 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
     one step); the part's reductions all plain sums of values that span the domain, and its
     outputs those sums or values computed from them; a common input spanning every dim (the
     read the pair saves); a static row length (a size TorchDynamo made dynamic is not known
-    here) of at most ``reduction.INNER_OUTER_MAX_ROW`` elements (4096: longer rows ran slower
+    here) of at most ``Tuning.inner_outer.max_row`` elements (4096: longer rows ran slower
     paired on an H200) and ``persistent_max_elements``. Groups with random numbers or
     ``arange`` are left alone. Among the row groups that qualify, a part pairs with the one
     that shares the most full-size inputs with it (``_shared_reads``); one row group takes
@@ -715,7 +694,7 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
     """
     if not options.inner_outer:
         return groups
-    limit = min(options.persistent_max_elements, INNER_OUTER_MAX_ROW)
+    limit = min(options.persistent_max_elements, options.tuning.inner_outer.max_row)
     cols = [g for g in groups if _column_candidate(g)]
     if not cols:
         return groups
@@ -793,11 +772,6 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
         g.id = i
     return out
 
-
-#: A graph with at least this many stand-alone casts of its inputs (or of values it only
-#: returns) runs them as one multi-tensor copy (``torch._foreach_copy_``) instead of one
-#: kernel launch each.
-CAST_BATCH_MIN = 2
 
 #: Reasons such casts carry as call nodes; the executor batches the calls of each reason:
 #: casts of graph inputs at the first one's place (under autocast: every weight's cast to
@@ -992,10 +966,6 @@ def _partition(graph: Graph, options: Options) -> _Units:
     return units
 
 
-#: Longest pointwise chain a reduction group recomputes instead of reading (ops).
-REMAT_MAX_OPS = 24
-
-
 def rematerialize(units: _Units) -> int:
     """Let groups recompute pointwise values they would read from a group across a reduction.
 
@@ -1084,7 +1054,7 @@ def _pointwise_chain(units: _Units, v: Value):
         if p.is_call or REGISTRY[p.op].kind not in ("pointwise", "layout", "constant"):
             return None
         nodes.add(p)
-        if len(nodes) > REMAT_MAX_OPS:
+        if len(nodes) > units.options.tuning.segment.remat_max_ops:
             return None
         stack.extend(x for x in p.inputs if isinstance(x, Value))
     return sorted(nodes, key=units.index.get), leaves

@@ -33,6 +33,7 @@ from ..ir.graph import Node, Value
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as PROMOTE
 
 from ..ir.ops import REDUCTIONS, REGISTRY, Unsupported, literal, number_operand, triton_dtype
+from ..config import Tuning
 from ..schedulers import TWO_STAGE
 from ..schedulers.layout import KernelLayout, TensorAccess
 from .device_helpers import HEADER_ON_DEMAND, ON_DEMAND
@@ -325,40 +326,7 @@ HELPERS = tuple(HOST_VARIANTS) + tuple(sorted(set(HOST_VARIANTS.values()))) + (
            "tf_max_combine", "tf_min_combine", "tf_argmax_combine", "tf_argmin_combine",
            "tf_sum2_combine", "tf_sum3_combine")
 
-#: Persistent row sums that do not depend on each other are reduced together, up to three at a
-#: time (``tf_row_sum2``/``tf_row_sum3``); False reduces each alone (for measurements).
-BATCH_ROW_SUMS = True
-#: Pointwise kernels load an input that every element reads at one address (a 0-d tensor, or
-#: one broadcast along every dim) as a one-element block; False loads it as a block of the
-#: kernel's shape (for measurements).
-SCALAR_LOADS = True
-#: Kernels take two more integers, ``xfull`` and ``rfull``: 1 when the first (or only) stage's
-#: XBLOCK divides the kept extent (every block of rows or elements is full), and when its
-#: RBLOCK divides the reduced extent (a persistent row is exactly RBLOCK long; a loop from 0
-#: takes full blocks); the second stage of a two-stage kernel ignores them.
-#: Triton compiles an integer argument equal to 1 as a constant, so the masks or-ed with them
-#: (``_Writer.emit_x_block``, ``_Writer.r_prologue``) fold away with the selects that keep
-#: masked lanes out of reductions and the predicates of loads and stores; the source stays
-#: the same for every size, so a new batch size reuses compiled kernels. Compiled for sm_90 as
-#: launched (``benchmarks/sass_count.py``), bf16 LayerNorm's forward row kernel at 4096 a row
-#: went from 576 to 504 instructions a thread (with multiply-add contraction on, as the script
-#: first compiled: 528 to 456, and its backward's inner-outer kernel 688 to 608). On an
-#: H200 (run BL, ``benchmarks/norms.py --alt codegen.triton.ALL_TRUE_MASKS=False``, device us,
-#: off -> on), cross-entropy's forward took 69.5 -> 58.3 (bf16 16384 x 4096), 75.9 -> 61.9 (bf16
-#: 8192 x 8192), 78.0 -> 69.0 (fp32 16384 x 4096) and its fp32 backward 145.2 -> 131.3; its bf16
-#: backward was slower, 79.1 -> 86.0 and 41.7 -> 44.5 (32768 x 1024), for a reason not found (the
-#: binary has fewer instructions and the same registers). Other row kernels moved by under 5%.
-ALL_TRUE_MASKS = True
 _FIRST_STAGE = ("single", "partial", "inner_outer")
-#: An fp32 ``exp(u - max(u))`` whose only readers are row sums in its kernel (a log-softmax's
-#: or cross-entropy's normalizer) flushes results below 2**-126 to zero
-#: (``tf_exp_ftz``; ``_Writer.flushable_exp``): the row's largest term is exp(0) = 1, so a
-#: sum of terms each below 2**-126 moves it only past 2**103 terms. The sum is the same as
-#: with tl.exp, in three fewer instructions an element (sm_90: bf16 cross-entropy's forward
-#: row kernel at 4096 a row, 600 to 504 instructions a thread; log-softmax's 464 to 368). On an
-#: H200 both changes together took bf16 cross-entropy's forward at 16384 x 4096 from 76.7 to
-#: 58.8 us (run BK), the masks alone from 69.5 to 58.3 (run BL).
-FLUSH_SUMMED_EXP = True
 #: Looped row reductions fold sums over ``x - max(x)`` (of their exponentials, of the
 #: differences themselves, or of a masked selection of the differences: a log-softmax's
 #: normalizer, a label-smoothing sum, a picked log-probability) into the loop that finds the
@@ -373,28 +341,6 @@ FLUSH_SUMMED_EXP = True
 #: smoothing (618 to 430). The exchange between warps every block costs more than the second
 #: read of the row saves.
 ONLINE_SUMS = False
-#: A pointwise op over a row kernel's tile whose tile-shaped operands are all selects on one
-#: condition between per-row values (``where(c, a, b)``, ``c`` varying along the row, ``a``
-#: and ``b`` not) is computed on both per-row branches and selected once
-#: (``_Writer.select_operands``): ``f(where(c, a, b), z) == where(c, f(a, z), f(b, z))`` lane
-#: by lane, with the same roundings, so the values are bitwise those of the tile-wide form.
-#: Cross-entropy's backward is such a chain: ``where(arange == target, -g, 0)``, plus a
-#: per-row term, rounded to bf16, widened to fp32; its row kernel then does one compare and
-#: one select an element, not adds and conversions too (sm_90 as launched, bf16, instructions
-#: a thread: 816 to 720 at 1024 a row, 824 to 736 at 4096). False computes every op over the
-#: whole tile (for measurements).
-SINK_SELECTS = True
-#: A persistent row kernel first loads the tiles its row reductions read, then computes the
-#: per-row values that need no reduction (a loss scale divided by a count, a gradient's sign),
-#: then the rest (``_Writer.row_prelude``). Emitted where first read, cross-entropy's backward
-#: compared each element with the target, then divided the loss scale (a division whose
-#: slow path is a call, which the compilers do not move code across), then selected: sm_90 kept
-#: the 32 compare results of a thread in registers across the call (``P2R``), and its bf16 row
-#: kernel at 1024 a row took 720 instructions a thread; with the prelude, 632 (4096 a row: 736
-#: to 640). In inner-outer kernels the per-row values (RMSNorm's saved rstd) then load before
-#: the row sums: its bf16 backward at 1024 a row went from 106 to 96 registers. False emits
-#: every value where it is first read (for measurements).
-ROW_PRELUDE = True
 #: Software-pipelining stages of the loop of a split reduction's first kernel (0: a plain
 #: ``range``, Triton's default). Two stages were mixed on an H200 (run BM, channels-last
 #: BatchNorm 64x256x56x56, partial kernels, device us, 0 -> 2): bf16 forward 42.6 -> 48.0 and
@@ -437,7 +383,9 @@ def convert(expr: str, src: torch.dtype, dst: torch.dtype) -> str:
 
 
 class _Writer:
-    def __init__(self, group, layout: KernelLayout, scheduler: str, exact_rounding: bool, mode: str = "single"):
+    def __init__(self, group, layout: KernelLayout, scheduler: str, exact_rounding: bool, mode: str = "single",
+                 tuning: Tuning = Tuning()):
+        self.tuning = tuning
         self.mode = mode  # "single", or the "partial" / "finish" kernel of a split reduction
         self.r_limit = "rnumel"
         self.g = group
@@ -487,7 +435,7 @@ class _Writer:
         self._online_maxes: set = set()
         self._online_max: dict = {}
         #: tile variables that are ``tl.where(cond, a, b)`` with per-row ``a`` and ``b``:
-        #: variable -> (cond, a, b) (``SINK_SELECTS``)
+        #: variable -> (cond, a, b) (``Tuning.codegen.sink_selects``)
         self.selects: dict[str, tuple[str, str, str]] = {}
         self._per_element: dict[Value, bool] = {}
         self.workspaces = [(n, comp, dt) for n in workspace_nodes(group) for comp, dt in workspace_components(n)]
@@ -607,7 +555,7 @@ class _Writer:
         node = self.producer_of.get(v)
         if node is None:  # a group input: load it
             var = self.fresh("ld")
-            if not self.reduce and SCALAR_LOADS and self.is_scalar_access(v):
+            if not self.reduce and self.tuning.pointwise.scalar_loads and self.is_scalar_access(v):
                 # one element for the whole kernel (a 0-d loss scale): a one-element block,
                 # so that what is computed from it alone runs once a thread, not once an
                 # element (a 0-d load behaves differently under the interpreter)
@@ -683,9 +631,9 @@ class _Writer:
     def select_operands(self, node: Node):
         """``(cond, a, b)`` when pointwise ``node`` varies along the row and every operand that
         does is a select ``where(cond, ., .)`` between per-row values on one ``cond`` (see
-        ``SINK_SELECTS``): ``a`` and ``b`` map those operands to their branches as
+        ``Tuning.codegen.sink_selects``): ``a`` and ``b`` map those operands to their branches as
         ``(variable, dtype)``. Else None."""
-        if not (SINK_SELECTS and self.reduce and self.per_element(node.output)):
+        if not (self.tuning.codegen.sink_selects and self.reduce and self.per_element(node.output)):
             return None
         cond, a, b = None, {}, {}
         for x in node.inputs:
@@ -739,7 +687,7 @@ class _Writer:
             if isinstance(x, Value) and x.meta is not None:
                 self.value(x)
         sel = self.select_operands(node)
-        if sel is not None:  # computed on the per-row branches, selected once (SINK_SELECTS)
+        if sel is not None:  # computed on the per-row branches, selected once (sink_selects)
             cond, branches = sel[0], []
             for sub in sel[1:]:
                 expr = expression(self.args_of(node, compute, sub))
@@ -754,7 +702,7 @@ class _Writer:
         var = self.fresh()
         self.emit(f"{var} = {expression(args)}")
         self.define(out, var, final)
-        if (SINK_SELECTS and node.op == "where" and self.reduce and self.per_element(node.inputs[0])
+        if (self.tuning.codegen.sink_selects and node.op == "where" and self.reduce and self.per_element(node.inputs[0])
                 and not any(isinstance(x, Value) and x.meta is not None and self.per_element(x)
                             for x in node.inputs[1:])):
             # a select between per-row values: its branches, for the ops that read it
@@ -858,14 +806,15 @@ class _Writer:
         return u, pm
 
     def flushable_exp(self, node: Node) -> bool:
-        """Whether exp ``node`` may flush results below 2**-126 to zero (``FLUSH_SUMMED_EXP``):
+        """Whether exp ``node`` may flush results below 2**-126 to zero
+        (``Tuning.codegen.flush_summed_exp``):
         its argument is ``u - m`` with ``m`` a row max of ``u`` in this kernel (or that max with
         an infinite one replaced by 0, as logsumexp's decomposition guards it), and it is read
         only by row sums in this kernel (not written, not read by anything else). A row's max
         term is then exp(0) = 1, and terms below 2**-126 leave such a sum unchanged. A row of
         -inf or NaN values gives NaN arguments, which both forms keep; with the guard, a row of
         -inf gives exact zeros and one with +inf an infinite or NaN sum either way."""
-        if not FLUSH_SUMMED_EXP or not self.reduce or node.output in self.g.outputs:
+        if not self.tuning.codegen.flush_summed_exp or not self.reduce or node.output in self.g.outputs:
             return False
         shift = self._max_shift(node.inputs[0], guarded=True)
         if shift is None or shift[1] in self.outer:
@@ -1036,13 +985,13 @@ class _Writer:
         return res
 
     def sum_batches(self) -> dict[Node, list[Node]]:
-        """Persistent row sums reduced together (``BATCH_ROW_SUMS``): per batch, its first node
+        """Persistent row sums reduced together (``Tuning.codegen.batch_row_sums``): per batch, its first node
         in graph order mapped to its members (two or three fp32-accumulated sums at one
         dependency level, so none reads another's result; column sums of an inner-outer group
         excluded). Computed once per kernel."""
         if self._sum_batches is None:
             self._sum_batches = {}
-            if BATCH_ROW_SUMS:
+            if self.tuning.codegen.batch_row_sums:
                 lv = self.levels()
                 by_level: dict[int, list[Node]] = {}
                 for n in self.reduction_nodes():
@@ -1059,11 +1008,11 @@ class _Writer:
 
     def persistent_order(self) -> list[Node]:
         """The reductions a persistent kernel emits (an inner-outer group's column sums
-        excepted), in graph order, or with ``BATCH_ROW_SUMS`` by dependency level first: a
+        excepted), in graph order, or with ``batch_row_sums`` by dependency level first: a
         batch of sums is emitted where its first member is, and every reduction its members
         read is at a lower level, so already emitted."""
         nodes = [n for n in self.reduction_nodes() if n not in self.outer]
-        if not BATCH_ROW_SUMS:
+        if not self.tuning.codegen.batch_row_sums:
             return nodes
         lv = self.levels()
         return sorted(nodes, key=lambda n: lv[n])  # stable: graph order within a level
@@ -1324,12 +1273,12 @@ class _Writer:
         reduction kernels).
 
         The mask of a kernel's first (or only) stage is or-ed with ``xfull == 1``
-        (``ALL_TRUE_MASKS``): the caller passes 1 when every block of that stage is full, which
+        (``Tuning.codegen.all_true_masks``): the caller passes 1 when every block of that stage is full, which
         Triton compiles as a constant, and the mask and every select and predicate built on it
         fold away."""
         self.emit(f"xoffset = {pid} * XBLOCK")
         self.emit(f"xindex = xoffset + tl.arange(0, XBLOCK){'[:, None]' if self.reduce else ''}")
-        full = ALL_TRUE_MASKS and self.mode in _FIRST_STAGE
+        full = self.tuning.codegen.all_true_masks and self.mode in _FIRST_STAGE
         if full:
             self.emit("# xfull, rfull: 1 when every block is full; Triton then compiles them as constants and")
             self.emit("# the masks, with the selects and predicates built on them, fold away (ALL_TRUE_MASKS)")
@@ -1357,12 +1306,11 @@ class _Writer:
         accs: dict = {}
         for n in outer:
             self.emit_loop_init(n, accs)
-        from ..schedulers.reduction import INNER_OUTER_STAGES
-        pid = self.open_row_block_loop(INNER_OUTER_STAGES)
+        pid = self.open_row_block_loop(self.tuning.inner_outer.stages)
         self.scopes.append({})
         self.emit_x_block(pid)
         self.r_prologue("0")
-        if ROW_PRELUDE:
+        if self.tuning.codegen.row_prelude:
             self.row_prelude()
         for node in self.persistent_order():
             self.emit_persistent_reduction(node)
@@ -1506,7 +1454,7 @@ class _Writer:
         if self.layout.index64:
             ridx = f"({ridx}).to(tl.int64)"
         self.emit(f"rindex = {ridx}")
-        if ALL_TRUE_MASKS and self.mode in _FIRST_STAGE and self.r_limit == "rnumel" and (
+        if self.tuning.codegen.all_true_masks and self.mode in _FIRST_STAGE and self.r_limit == "rnumel" and (
                 offset == "0" or getattr(self, "loop_start", None) == "0"):
             # blocks from 0 to rnumel: ``rfull`` is 1 when RBLOCK divides rnumel (see emit_x_block)
             self.emit("rmask = (rindex < rnumel) | (rfull == 1)")
@@ -1518,7 +1466,7 @@ class _Writer:
 
     def row_prelude(self) -> None:
         """Emit the loads of the tiles that the row reductions read, then the per-row values
-        that depend on no reduction (see ``ROW_PRELUDE``), in graph order. (Tiles read only
+        that depend on no reduction (``Tuning.codegen.row_prelude``), in graph order. (Tiles read only
         after a reduction are loaded there: loaded first they stay live across it, sm_90 gave
         LayerNorm's forward 79 registers instead of 56.)"""
         memo: dict = {}
@@ -1543,7 +1491,7 @@ class _Writer:
 
     def write_persistent(self) -> None:
         self.r_prologue("0")
-        if ROW_PRELUDE:
+        if self.tuning.codegen.row_prelude:
             self.row_prelude()
         for node in self.persistent_order():
             self.emit_persistent_reduction(node)
@@ -1691,7 +1639,8 @@ def can_split(group) -> bool:
     return True
 
 
-def generate(group, layout: KernelLayout, scheduler: str, exact_rounding: bool = True) -> KernelSource:
+def generate(group, layout: KernelLayout, scheduler: str, exact_rounding: bool = True,
+             tuning: Tuning = Tuning()) -> KernelSource:
     """Generate the Triton module for ``group`` under ``layout``.
 
     Args:
@@ -1701,6 +1650,8 @@ def generate(group, layout: KernelLayout, scheduler: str, exact_rounding: bool =
             ``reduction.split`` or ``reduction.inner_outer`` (the last two: two kernels,
             ``<name>_partial`` then ``<name>``).
         exact_rounding: round intermediates to their eager dtype (see ``Options``).
+        tuning: the forms of code to write (``codegen`` section, and the sections of the
+            schedulers whose kernel bodies read one).
 
     Raises:
         Unsupported: an op or dtype combination has no Triton emission; the group runs
@@ -1709,13 +1660,13 @@ def generate(group, layout: KernelLayout, scheduler: str, exact_rounding: bool =
     name = _kernel_name(group)
     if scheduler in TWO_STAGE:
         modes = ("partial", "finish") if scheduler == "reduction.split" else ("inner_outer", "inner_outer_finish")
-        first = _Writer(group, layout, scheduler, exact_rounding, mode=modes[0])
-        second = _Writer(group, layout, scheduler, exact_rounding, mode=modes[1])
+        first = _Writer(group, layout, scheduler, exact_rounding, mode=modes[0], tuning=tuning)
+        second = _Writer(group, layout, scheduler, exact_rounding, mode=modes[1], tuning=tuning)
         kernels = [first.kernel_text(name + "_partial"), second.kernel_text(name)]
         stages = (name + "_partial", name)
         params = first.params()
     else:
-        w = _Writer(group, layout, scheduler, exact_rounding)
+        w = _Writer(group, layout, scheduler, exact_rounding, tuning=tuning)
         kernels = [w.kernel_text(name)]
         stages = (name,)
         params = w.params()

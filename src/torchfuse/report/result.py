@@ -284,12 +284,18 @@ class KernelReport:
         key: SHA-256 of ``text`` (the cache key).
         stages: the kernel functions launched in order.
         text: the generated Python/Triton module.
+        scheduler: the scheduler whose kernel it is (``reduction.persistent`` ...).
+        tuning: the tuning it was built with, one ``section.field = value`` line per field of
+            the sections its scheduler and code writer read, then every other field changed
+            from its default (changed ones marked).
     """
 
     name: str
     key: str
     stages: list[str]
     text: str
+    scheduler: str = ""
+    tuning: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass

@@ -186,6 +186,9 @@ def format_summary(result: ExplainResult) -> str:
         lines.append("  nothing was captured: TorchDynamo ran the whole call eagerly, without a graph to compile "
                      "(torch._dynamo.explain gives its reasons; for example, a BatchNorm with momentum=None "
                      "reads its batch counter as a Python float)")
+    changed = sorted({line for k in result.kernels for line in k.tuning if line.endswith("(changed)")})
+    if changed:  # the tuning the kernels were built with, where it differs from the defaults
+        lines.append("  tuning changed from the defaults: " + "; ".join(c[:-len("  (changed)")] for c in changed))
     stages = result.stage_seconds()
     if stages:
         lines.append("  compile time per stage: " + ", ".join(f"{k} {v:.3f} s" for k, v in stages.items()))

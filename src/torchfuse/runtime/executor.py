@@ -134,9 +134,18 @@ class GroupRunner:
         self.workspace_dtypes = split_workspaces(group) if self.splittable or group.outer else []
         #: set by CompiledGraph when it makes the group's device current around every call
         self.device_guarded = False
+        #: multiprocessors the heuristics plan for (``Options.launch_configs_for_sm_count``, else
+        #: the device's own) and whether they pick the interpreter's blocks
         self.sm_count = 0
+        self.interpret_blocks = options.interpret and not options.launch_configs_for_sm_count
         if group.outputs and group.outputs[0].meta.device.type == "cuda" and torch.cuda.is_available():
             self.sm_count = torch.cuda.get_device_properties(group.outputs[0].meta.device).multi_processor_count
+
+    @property
+    def planned_sm_count(self) -> int:
+        """The multiprocessors the heuristics plan for: ``Options.launch_configs_for_sm_count``,
+        else the device's (0 when unknown)."""
+        return self.options.launch_configs_for_sm_count or self.sm_count
 
     # -- planning
     def make_plan(self, sym_values: dict, in_shapes, in_strides, compile_now: bool = True) -> KernelPlan:
@@ -159,19 +168,20 @@ class GroupRunner:
                                                   len(sizes)))
         ref = self._reference(tensors, sizes)
         rt = layout_mod.analyze(sizes, dom.reduced, tensor_strides, ref)
+        tuning, sm = self.options.tuning, self.planned_sm_count
         if g.outer:
-            config = reduction.inner_outer(rt, self.options.interpret, self.sm_count)
+            config = reduction.inner_outer(rt, self.interpret_blocks, sm, tuning=tuning)
         elif dom.reduced:
-            config = reduction.heuristic(rt, self.options.persistent_max_elements, self.options.interpret,
-                                         self.sm_count, self.splittable, self.writes_rows, self.tile_inputs)
+            config = reduction.heuristic(rt, self.options.persistent_max_elements, self.interpret_blocks, sm,
+                                         self.splittable, self.writes_rows, self.tile_inputs, tuning=tuning)
         else:
-            config = pointwise.heuristic(rt, self.options.interpret, self.sm_count)
+            config = pointwise.heuristic(rt, self.interpret_blocks, sm, tuning=tuning)
         nbytes = sum(_numel(s) * v.meta.dtype.itemsize for v, s in zip(tensors, in_shapes))
         nbytes += sum(_numel(spec[0]) * spec[2].itemsize for spec in out_specs)
         scalars = list(rt.x_sizes) + list(rt.r_sizes)
         for st in rt.strides:
             scalars += list(st)
-        # xfull, rfull: 1 when every block of the first stage is full (codegen ALL_TRUE_MASKS)
+        # xfull, rfull: 1 when every block of the first stage is full (``Tuning.codegen.all_true_masks``)
         st = config.stages[0]
         scalars += [rt.xnumel, rt.rnumel, int(rt.xnumel > 0 and rt.xnumel % st.XBLOCK == 0),
                     int(rt.rnumel > 0 and rt.rnumel % st.RBLOCK == 0)]
@@ -221,7 +231,7 @@ class GroupRunner:
         except Exception as e:  # an optimization only: the heuristic's grid stays
             log.info("%s: inner-outer grid not fitted (%s: %s)", self.group.name, type(e).__name__, e)
             return c
-        new = reduction.inner_outer(plan.rt, False, self.sm_count, resident=resident)
+        new = reduction.inner_outer(plan.rt, False, self.planned_sm_count, resident=resident, tuning=self.options.tuning)
         plan.config = new  # (its reason names the residency even when the grid stays)
         if new.split != c.split:
             plan.scalars[-2] = new.split
@@ -248,7 +258,7 @@ class GroupRunner:
         src = self.sources.get(key)
         if src is None:
             t0 = time.perf_counter()
-            src = generate(self.group, layout, config.scheduler, self.options.exact_rounding)
+            src = generate(self.group, layout, config.scheduler, self.options.exact_rounding, self.options.tuning)
             self.stats["codegen_seconds"] += time.perf_counter() - t0
             if self.sources:  # not this group's first kernel: the loops or the scheduler changed
                 recompile_log.info("%s: new kernel %s (%s; %s)", self.group.name, src.name, config.scheduler,
@@ -1040,7 +1050,8 @@ class CompiledGraph:
         jobs = []
         runners = []
         todo = [step for step in self.steps if isinstance(step, GroupRunner) and not step.failed]
-        progress = CompileProgress(self.name, len(todo), self.options.progress)
+        progress = CompileProgress(self.name, len(todo), self.options.progress,
+                                   delay=self.options.tuning.runtime.progress_delay_seconds)
         for step in todo:
             g = step.group
             try:
@@ -1068,7 +1079,7 @@ class CompiledGraph:
                 if plan.workspaces:
                     ws = [torch.empty(1, dtype=dt, device=plan.out_specs[0][3]) for dt in step.workspace_dtypes]
                 c = plan.config
-                if c.scheduler == "reduction.inner_outer" and reduction.INNER_OUTER_FIT:
+                if c.scheduler == "reduction.inner_outer" and self.options.tuning.inner_outer.fit:
                     c = step.fit_inner_outer(plan, dummies + outs + ws, not self.options.exact_rounding)
                 seed = [torch.zeros(2, dtype=torch.int64, device=outs[0].device)] if step.random else []
                 for i, st in enumerate(c.stages):

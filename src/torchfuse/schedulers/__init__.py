@@ -80,6 +80,17 @@ class LaunchConfig:
 TWO_STAGE = ("reduction.split", "reduction.inner_outer")
 
 
+#: The tuning sections each scheduler's heuristic and kernel body read (``explain`` shows them).
+TUNING_SECTIONS = {"pointwise": ("pointwise", "codegen"), "reduction.persistent": ("persistent", "outer", "codegen"),
+                   "reduction.loop": ("looped", "outer", "codegen"), "reduction.split": ("split", "looped", "codegen"),
+                   "reduction.inner_outer": ("inner_outer", "persistent", "codegen")}
+
+
+def tuning_sections(scheduler: str) -> tuple[str, ...]:
+    """The :class:`~torchfuse.config.Tuning` sections that scheduler ``scheduler`` reads."""
+    return TUNING_SECTIONS.get(scheduler, ())
+
+
 def single(scheduler: str, grid: int, XBLOCK: int, RBLOCK: int, num_warps: int, reason: str) -> LaunchConfig:
     """A one-launch configuration."""
     return LaunchConfig(scheduler, (Stage((grid,), XBLOCK, RBLOCK, num_warps),), reason=reason)

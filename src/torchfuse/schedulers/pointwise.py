@@ -9,7 +9,7 @@ Heuristic (run time), in elements per thread:
   1024 x 8 warps 86%.
 * Small tensors (batch-1 inference: 50K to 1M elements, a few hundred KiB) are bound by
   latency, not bandwidth: they need many threads in flight, each with little work. Elements
-  per thread grow with the size, one per :data:`SMALL_THREADS_PER_SM` x multiprocessors
+  per thread grow with the size, one per ``Tuning.pointwise.small_threads_per_sm`` x multiprocessors
   elements, rounded down to a power of two, up to 16. Measured on an H200
   (benchmarks/results/2026-11-30-h200-run-ac/, fp16 channels-last bias + hardswish, gating and
   bias + relu kernels from 47K to 1M elements, device time from CUDA-graph replays): at 47K to
@@ -22,45 +22,34 @@ Under the interpreter each program is a NumPy evaluation, so blocks are as large
 """
 from __future__ import annotations
 
+from ..config import Tuning
 from . import LaunchConfig, RuntimeLayout, cdiv, next_power_of_2, plural, single
 
-#: Elements per program for large pointwise kernels (see module docstring).
-LARGE_BLOCK = 1024
-LARGE_WARPS = 2
-INTERPRET_BLOCK = 1 << 16
-#: Elements per multiprocessor per unit of elements-per-thread: a tensor of fewer than
-#: ``2 * SMALL_THREADS_PER_SM * sm_count`` elements runs one element a thread (H200: 132
-#: multiprocessors, 194K elements). Fitted to run AC's sweep: 131K elements ran best at one
-#: a thread and 200K at two, so the unit lies between 66K and 100K elements; 750K ran best at
-#: four and 0.8M at eight, so it lies between 94K and 100K: 736 x 132 = 97K.
-SMALL_THREADS_PER_SM = 736
-#: (elements per program, warps) by elements per thread, below the large configuration's 16.
-SMALL_CONFIGS = {1: (256, 8), 2: (512, 8), 4: (512, 4), 8: (2048, 8)}
-
-
-def heuristic(rt: RuntimeLayout, interpret: bool, sm_count: int = 0) -> LaunchConfig:
+def heuristic(rt: RuntimeLayout, interpret: bool, sm_count: int = 0, tuning: Tuning = Tuning()) -> LaunchConfig:
     """Pick the launch configuration of a pointwise kernel for ``rt``'s sizes.
 
     Args:
         rt: the kernel's runtime layout (``rt.xnumel`` elements).
         interpret: whether the kernel runs under Triton's interpreter.
         sm_count: multiprocessors of the device, 0 when unknown.
+        tuning: its ``pointwise`` section is read.
     """
+    t = tuning.pointwise
     n = max(rt.xnumel, 1)
     if interpret:
-        block = min(next_power_of_2(n), INTERPRET_BLOCK)
+        block = min(next_power_of_2(n), t.interpret_block)
         return single("pointwise", cdiv(n, block), block, 1, 1, "interpreter: largest block")
     if sm_count:
-        per = max(n // (SMALL_THREADS_PER_SM * sm_count), 1)
+        per = max(n // (t.small_threads_per_sm * sm_count), 1)
         ept = 1 << (per.bit_length() - 1)  # a power of two, rounded down
         if ept < 16:
-            block, warps = SMALL_CONFIGS[ept]
+            block, warps = next((b, w) for e, b, w in t.small_configs if e == ept)
             block = min(block, max(128, next_power_of_2(n)))
             warps = min(warps, block // 32)
             return single("pointwise", cdiv(n, block), block, 1, warps,
                           f"{n} elements on {sm_count} multiprocessors: latency-bound, {block} per program, "
                           f"{plural(warps, 'warp')}")
-    block = min(LARGE_BLOCK, max(128, next_power_of_2(n)))
-    warps = LARGE_WARPS if block >= 512 else 1
+    block = min(t.large_block, max(128, next_power_of_2(n)))
+    warps = t.large_warps if block >= 512 else 1
     return single("pointwise", cdiv(n, block), block, 1, warps,
                   f"{n} elements: {block} per program, {plural(warps, 'warp')}")
