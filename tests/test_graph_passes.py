@@ -85,111 +85,7 @@ def test_pads_of_one_tensor_seen_through_permutes_are_merged():
 NLL_HERE = Tuning().replace("decompose.nll_by_mask_devices", (torch.device(DEVICE).type,))
 
 
-# ----------------------------------------------------------------------------- one-hot row sums
-
-@pytest.fixture(autouse=True)
-def _one_hot_sums_on(monkeypatch):
-    """The one-hot rewrite is off by default (``graph_passes.ONE_HOT_SUMS``); these tests turn
-    it on."""
-    from torchfuse import graph_passes
-
-    monkeypatch.setattr(graph_passes, "ONE_HOT_SUMS", True)
-
-
-def _reductions(graph_name: str) -> list[str]:
-    """Reduction ops of the last compiled graph called ``graph_name``."""
-    from torchfuse import backend
-    from torchfuse.ir.ops import REGISTRY
-
-    graph = [g for g in backend.RECENT if g.name == graph_name][-1]
-    return [n.op for g in graph.segmentation.groups for n in g.nodes if REGISTRY[n.op].kind == "reduction"]
-
-
-ONE_HOT_VALUES = [1.5, float("nan"), float("inf"), -float("inf"), -0.0, 0.0, -2.25, 3.0]
-ONE_HOT_INDEX = [3, 0, 7, 2, 5, -1, 8, 1 << 40]  # -1, 8 and 2**40 select nothing among 8 classes
-
-
-@pytest.mark.parametrize("form", ["plain", "masked", "cast", "keepdim", "int32_index", "two_classes",
-                                  "negative_zero_elsewhere"])
-def test_one_hot_sum_is_the_selected_value(form):
-    """``sum(where(arange(n) == p & k, v, 0), -1)`` with ``p``, ``k`` and ``v`` constant along
-    the summed dim is rewritten to the selected value (no reduction is left), and equals
-    eager's sum bit for bit: NaN and infinities at the selected class, ``-0.0`` summed to
-    ``+0.0``, indices out of range (negative, ``n``, beyond 32 bits) selecting nothing."""
-    v = torch.tensor(ONE_HOT_VALUES, device=DEVICE)
-    p = torch.tensor(ONE_HOT_INDEX, device=DEVICE)
-    k = torch.tensor([True, True, True, False, True, True, True, True], device=DEVICE)
-    n = 2 if form == "two_classes" else 8
-    if form == "two_classes":
-        p = torch.tensor([0, 1, -1, 2, 0, 1, 0, 1], device=DEVICE)
-
-    def fn(v, p, k):
-        index = p.to(torch.int32) if form == "int32_index" else p
-        if form == "int32_index":
-            index = torch.where((p >= 0) & (p < n), p, -1).to(torch.int32)
-        hit = torch.arange(n, device=v.device, dtype=index.dtype) == index[:, None]
-        if form == "masked":
-            hit = hit & k[:, None]
-        if form == "cast":
-            return torch.where(hit, (v * 2).to(torch.bfloat16)[:, None], 0).float().sum(-1)
-        if form == "negative_zero_elsewhere":  # every sum of -0.0 terms is +0.0, as eager's
-            return torch.where(hit, v[:, None] * 2, torch.tensor(-0.0, device=v.device)).sum(-1)
-        return torch.where(hit, v[:, None] * 2, 0).sum(-1, keepdim=form == "keepdim")
-
-    torch._dynamo.reset()
-    got = torchfuse.compile(fn, dynamic=False)(v, p, k)
-    want = fn(v, p, k)
-    assert got.dtype == want.dtype and got.shape == want.shape
-    assert torch.equal(got.isnan(), want.isnan())
-    same = ~want.isnan()
-    assert torch.equal(got[same], want[same])
-    assert torch.equal(got[same].signbit(), want[same].signbit()), (got, want)
-    assert _reductions("inference") == []
-
-
-def test_sum_over_values_that_vary_along_the_row_is_kept():
-    """When the selected value depends on the class (a log-probability picked by target), the
-    pass does not apply: the sum stays and the result is eager's."""
-    x = torch.randn(6, 8, device=DEVICE)
-    p = torch.tensor([3, 0, 7, -1, 5, 2], device=DEVICE)
-
-    def fn(x, p):
-        hit = torch.arange(8, device=x.device) == p[:, None]
-        return torch.where(hit, x * 2, 0).sum(-1)
-
-    torch._dynamo.reset()
-    got = torchfuse.compile(fn, dynamic=False)(x, p)
-    torch.testing.assert_close(got, fn(x, p), rtol=0, atol=0)
-    assert _reductions("inference") == ["sum"]
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_row_sum_through_one_hot_with_a_per_row_term(dtype):
-    """A row that holds one value at the target class and another everywhere else (label
-    smoothing's gradient: ``where(arange(n) == p, a, 0) + b``) sums to ``a + b + (n - 1) * b``
-    per row, without a reduction: as close to an fp64 sum as eager's, within eager's rounding,
-    with infinities and NaN where eager has them."""
-    n = 1000
-    a = torch.tensor([1.5, -3.0, float("inf"), 2.0, 0.25, 7.0], device=DEVICE).to(dtype)
-    b = torch.tensor([0.1, 1e-3, 0.5, float("nan"), -0.3, 3.3e-5], device=DEVICE).to(dtype)
-    p = torch.tensor([3, 0, 999, 5, -100, 1000], device=DEVICE)
-
-    def row(a, b, p):
-        hit = torch.arange(n, device=a.device) == p[:, None]
-        return torch.where(hit, a[:, None] * 2, 0) + b[:, None].expand(-1, n)
-
-    fn = lambda a, b, p: row(a, b, p).float().sum(-1)
-    torch._dynamo.reset()
-    got = torchfuse.compile(fn, dynamic=False)(a, b, p)
-    want = fn(a, b, p)
-    ref = row(a, b, p).double().sum(-1)  # the exact sum of the rows eager sums
-    assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf())
-    ok = want.isfinite()
-    torch.testing.assert_close(got[ok], want[ok], rtol=1e-5, atol=0)
-    err, eager_err = (got[ok].double() - ref[ok]).abs(), (want[ok].double() - ref[ok]).abs()
-    assert (err <= eager_err + 1e-7 * ref[ok].abs()).all(), (got, want, ref)
-    assert _reductions("inference") == []
-
+# ----------------------------------------------------------------------------- scalars
 
 def test_scalar_read_by_two_groups_is_computed_in_each():
     """A one-element result (``-a / b`` of two 0-d inputs) read at two places that merge one
@@ -220,7 +116,7 @@ def rewrites(monkeypatch):
     from torchfuse import backend, graph_passes
 
     made: dict[str, int] = {}
-    for name in ("one_hot_picks", "log_softmax_sums", "one_hot_sums"):
+    for name in ("one_hot_picks", "log_softmax_sums"):
         def spy(gm, *args, _real=getattr(graph_passes, name), _name=name):
             done = _real(gm, *args)
             made[_name] = made.get(_name, 0) + done
@@ -433,41 +329,3 @@ def test_explain_lists_the_cross_entropy_rewrites_with_their_option(monkeypatch)
     b = torchfuse.compile(fn, dynamic=False, cross_entropy_rewrites=False, tuning=NLL_HERE)(x, t)
     torch.testing.assert_close(a, b, rtol=2 * torch.finfo(torch.bfloat16).eps, atol=0)
     torch.testing.assert_close(a, fn(x, t), rtol=2 * torch.finfo(torch.bfloat16).eps, atol=0)
-
-
-@pytest.mark.parametrize("persistent_max", [8192, 1024])
-def test_cross_entropy_backward_of_looped_rows_has_no_row_sum(monkeypatch, rewrites, persistent_max):
-    """Training on rows of 2048 classes: reduced in a loop (``persistent_max_elements=1024``),
-    the backward's row sum of the one-hot gradient becomes per-row arithmetic
-    (``one_hot_sums`` with ``LOOPED_ONE_HOT_SUMS``) and the kernel over the logits is pointwise
-    (the mean's count over the rows stays a reduction of its own); persistent (the default
-    limit), the row sum stays (``ONE_HOT_SUMS`` is off). Loss and
-    gradient as close to an fp64 reference as eager's, within a rounding."""
-    from torchfuse import decompose, graph_passes
-
-    monkeypatch.setattr(graph_passes, "ONE_HOT_SUMS", False)  # this module's fixture turns it on
-    monkeypatch.setattr(graph_passes, "LOOPED_ONE_HOT_SUMS", True)  # off by default (mixed on an H200)
-    x0 = torch.randn(6, 2048, device=DEVICE) * 3
-    t = torch.tensor([5, 2047, 0, -100, 77, 1024], device=DEVICE)
-    fn = lambda x: torch.nn.functional.cross_entropy(x * 2, t, label_smoothing=0.1)
-
-    def loss_and_grad(f, x):
-        x = x.detach().clone().requires_grad_(True)
-        loss = f(x)
-        return loss.detach(), torch.autograd.grad(loss, x)[0]
-
-    torch._dynamo.reset()
-    got = loss_and_grad(torchfuse.compile(fn, dynamic=False, persistent_max_elements=persistent_max,
-                                          tuning=NLL_HERE), x0)
-    want = loss_and_grad(fn, x0)
-    ref = loss_and_grad(lambda x: fn(x.double()), x0)
-    for g_, w_, r_ in zip(got, want, ref):
-        torch.testing.assert_close(g_, w_, rtol=1e-5, atol=1e-7)
-        assert ((g_.double() - r_).abs() <= (w_.double() - r_).abs() + 1e-6 * r_.abs() + 1e-9).all()
-    looped = persistent_max < 2048
-    assert rewrites.get("one_hot_sums", 0) == (1 if looped else 0)
-    from torchfuse import backend
-
-    graph = [g for g in backend.RECENT if g.name == "backward"][-1]
-    over_classes = [g for g in graph.segmentation.groups if 2048 in g.domain.sizes]
-    assert over_classes and all(bool(g.domain.reduced) != looped for g in over_classes), [str(g) for g in over_classes]

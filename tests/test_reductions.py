@@ -614,7 +614,7 @@ def test_batch_norm_statistics_over_mid_sized_columns_stay_splittable(layout, dt
     _assert_as_close_as_eager(fn, params, grads, dy)
 
 
-# ----------------------------------------------------------------------------- online sums in loops
+# ----------------------------------------------------------------------------- looped sums over x - max
 
 def _online_rows(dtype, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(8, n) rows of ``dtype`` with the cases a running max meets, and a selection mask: row 0
@@ -646,22 +646,14 @@ def _online_fn(x, pick):
     return d.exp().sum(1), d.sum(1), torch.where(pick, d, 0).sum(1)
 
 
-@pytest.mark.parametrize("online", [True, False], ids=["online", "two_loops"])
 @pytest.mark.parametrize("dtype", [F32, BF16, F64], ids=dtype_id)
 @pytest.mark.parametrize("shape,options", [((8, 300), {"persistent_max_elements": 64}), ((8, 16384 + 1500), {})],
                          ids=["steps_of_64", "long_rows"])
-def test_looped_sums_over_x_minus_max_fold_into_the_max_loop(online, dtype, shape, options, monkeypatch):
+def test_looped_sums_over_x_minus_max(dtype, shape, options):
     """Looped rows: ``sum(exp(x - max))``, ``sum(x - max)`` and ``sum(where(c, x - max, 0))``
-    are accumulated in the loop that finds the max, the running sums rescaled as the row's
-    running max grows (``codegen.ONLINE_SUMS``, off by default): one loop over the row instead
-    of two. Values as
-    eager's (NaN and infinities where eager has them: a row of -inf gives NaN, a +inf logit NaN
-    except in a selection that does not reach it, which is -inf), within fp32 rounding of the
-    rescaled sums."""
-    from torchfuse.codegen import triton as codegen
-    from torchfuse.schedulers import reduction
-
-    monkeypatch.setattr(codegen, "ONLINE_SUMS", online)
+    in two loops (the max, then the sums). Values as eager's (NaN and infinities where eager
+    has them: a row of -inf gives NaN, a +inf logit NaN except in a selection that does not
+    reach it, which is -inf), within fp32 rounding."""
     if "persistent_max_elements" in options:  # steps of 64 under the interpreter too: 5 a row
         options = {**options, "tuning": Tuning().replace("looped.interpret_rblock", 64)}
     x, pick = _online_rows(dtype, shape[1])
@@ -674,24 +666,7 @@ def test_looped_sums_over_x_minus_max_fold_into_the_max_loop(online, dtype, shap
         torch.testing.assert_close(got[ok], exp[ok], rtol=2e-5, atol=1e-5)
     assert "reduction.loop" in schedulers_used(graphs), schedulers_used(graphs)
     loops = "\n".join(_kernel_sources(graphs)).count("for roffset in range(")
-    assert loops == (1 if online else 2), loops
-
-
-def test_looped_softmax_writes_in_a_second_loop(monkeypatch):
-    """A looped softmax and log-softmax with ``ONLINE_SUMS`` (off by default): the max and the
-    sum of exponentials in one loop, the outputs in a second (three loops without); values as
-    eager's."""
-    from torchfuse.codegen import triton as codegen
-    from torchfuse.schedulers import reduction
-
-    monkeypatch.setattr(codegen, "ONLINE_SUMS", True)
-    x, _ = _online_rows(F32, 300)
-    f = lambda x: (torch.softmax(x, 1), torch.log_softmax(x, 1))
-    actual, graphs = run_compiled(f, x, persistent_max_elements=64,
-                                  tuning=Tuning().replace("looped.interpret_rblock", 64))
-    assert_matches(actual, f(x))
-    loops = [t.count("for roffset in range(") for t in _kernel_sources(graphs)]
-    assert loops and all(n == 2 for n in loops), loops
+    assert loops == 2, loops
 
 
 # ----------------------------------------------------------------------------- full blocks, summed exp

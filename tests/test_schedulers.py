@@ -1,6 +1,6 @@
 """Every reduction kernel shape computes the same values: each test forces one scheduler
-(persistent, persistent over a grid-stride loop of rows, looped, split) on groups with several
-reductions, NaNs and ties, and compares with eager."""
+(persistent, looped, split) on groups with several reductions, NaNs and ties, and compares
+with eager."""
 from __future__ import annotations
 
 import pytest
@@ -24,9 +24,6 @@ def force(kind: str):
         if kind == "persistent":
             rb = next_power_of_2(max(r, 1))
             return single("reduction.persistent", cdiv(x, 2), 2, rb, 4, "forced")
-        if kind == "persistent_rows":
-            rb = next_power_of_2(max(r, 1))
-            return single("reduction.persistent_rows", 3, 2, rb, 4, "forced: 3 programs loop over row blocks")
         if kind == "loop":
             return single("reduction.loop", cdiv(x, 2), 2, 16, 4, "forced")
         assert splittable, "the group should be splittable"
@@ -49,7 +46,7 @@ CASES = {
 
 # softmax and LayerNorm reduce twice in a row (the second reduction reads the first): they
 # never split, so "split" pairs only with the single-level cases
-PAIRS = [(k, c) for k in ("persistent", "persistent_rows", "loop", "split") for c in CASES
+PAIRS = [(k, c) for k in ("persistent", "loop", "split") for c in CASES
          if k != "split" or CASES[c][1]]
 
 

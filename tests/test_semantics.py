@@ -736,53 +736,6 @@ def test_cross_entropy_by_mask_gradients_through_aot_autograd(monkeypatch, case)
     assert "aten.nll_loss_forward.default" not in _call_targets([forward])
 
 
-@pytest.mark.parametrize("dtype", [F32, BF16], ids=dtype_id)
-@pytest.mark.parametrize("case", ["mean", "sum", "none", "ignore_index", "all_ignored_mean", "label_smoothing",
-                                  "ignore_smoothing"])
-def test_cross_entropy_backward_has_no_row_reduction(monkeypatch, case, dtype):
-    """Without class weights, the loss gradient varies along a row only through the one-hot
-    comparison with the target (label smoothing adds a per-row term), so the log-softmax
-    backward's row sum is arithmetic on per-row values (``graph_passes.one_hot_sums``): the
-    training backward runs without a reduction over the classes, and its gradient is eager's (as close to fp64),
-    also where every target is ignored (the mean is NaN, the gradient 0)."""
-    from torchfuse import backend, graph_passes
-    from torchfuse.ir.ops import REGISTRY
-
-    _nll_by_mask_here(monkeypatch)
-    monkeypatch.setattr(graph_passes, "ONE_HOT_SUMS", True)  # off by default (slower on a GPU)
-    kwargs = dict(CE_CASES[case])
-    x, t, _ = _ce_inputs(dtype, 81)
-    x[0, 4] = 2.0
-    if kwargs.pop("all_ignored", False):
-        t = torch.full_like(t, kwargs["ignore_index"])
-    scale = torch.arange(1.0, 13.0, device=DEVICE, dtype=dtype)
-
-    def fn(x, t):
-        loss = torch.nn.functional.cross_entropy(x * 2, t, **kwargs)
-        return loss if loss.dim() == 0 else (loss * scale.to(loss.dtype)).sum()
-
-    def grad(f, x):
-        x = x.detach().clone().requires_grad_(True)
-        return torch.autograd.grad(f(x, t), x)[0]
-
-    torch._dynamo.reset()
-    got = grad(torch.compile(fn, backend="torchfuse", dynamic=False), x)
-    want = grad(fn, x)
-    ref = grad(lambda x, t: fn(x.double(), t), x)
-    # bf16: at the target class the gradient is p - 1/12 (cancellation), where one rounding of
-    # the operands moves the result by more than 2 eps of its own size: the tolerance is one
-    # rounding of the largest gradient, and the error against fp64 at most eager's
-    eps = torch.finfo(dtype).eps
-    torch.testing.assert_close(got, want, rtol=1e-5, atol=eps * float(want.abs().max()) if dtype == BF16 else 1e-6)
-    got, want = got.double(), want.double()
-    assert ((got - ref).abs() <= (want - ref).abs() + eps * ref.abs() + 1e-6).all(), (got, want, ref)
-    backward = [g for g in backend.RECENT if g.name == "backward"][-1]
-    # over the classes (the smoothed mean counts the rows kept: a sum over 12 rows)
-    row_sums = [n.op for g in backward.segmentation.groups for n in g.nodes
-                if REGISTRY[n.op].kind == "reduction" and tuple(n.inputs[0].meta.shape) == tuple(x.shape)]
-    assert row_sums == [], row_sums
-
-
 @pytest.mark.skipif(DEVICE != "cpu", reason="a device-side assert on CUDA leaves the context unusable")
 def test_cross_entropy_by_mask_target_out_of_range_raises_runtime_error(monkeypatch):
     """With the decomposition on the CPU, a target outside [0, C) that is not ignore_index

@@ -24,7 +24,7 @@ from .config import Options
 from .decompose import decomposition_table
 from .ir.from_fx import CPU_REASON as _CPU_REASON
 from .graph_passes import (conv_relu_epilogues, dense_attention_masks, log_softmax_sums, merge_duplicate_pads,
-                           one_hot_picks, one_hot_sums)
+                           one_hot_picks)
 
 log = logging.getLogger("torchfuse.fusion")
 
@@ -107,14 +107,11 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Opti
     try:
         merge_duplicate_pads(gm)
         if options.cross_entropy_rewrites:
-            _aten_rewrite(gm, "one_hot_sums", one_hot_sums, options.persistent_max_elements)
             # log_softmax_sums first: a log-softmax it no longer reads lets one_hot_picks reach x - max
             _aten_rewrite(gm, "log_softmax_sums", log_softmax_sums, options.persistent_max_elements,
                           options.tuning.graph_passes)
             _aten_rewrite(gm, "one_hot_picks", one_hot_picks, options.persistent_max_elements,
                           options.tuning.graph_passes)
-        else:
-            one_hot_sums(gm)  # graph_passes.ONE_HOT_SUMS: every row (off by default)
         graph = graph_from_fx(gm, options)
         t1 = time.perf_counter()
         seg = segment(graph, options)

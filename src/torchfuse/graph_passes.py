@@ -22,9 +22,6 @@ Passes on the ATen-level graphs AOTAutograd produces, before they are analysed:
   padded once as ``G`` and once as ``permute(permute(G))``, which AOTAutograd's
   common-subexpression pass does not recognise as one value: two copies of a tensor of
   ``tokens x vocabulary`` elements per step (GPT-2 at 8 x 512 in bf16: 412 MB each).
-* :func:`one_hot_sums` (off by default, see ``ONE_HOT_SUMS``): a row sum of values that vary
-  along the row only through a one-hot comparison (cross-entropy's backward) is arithmetic
-  on two per-row values, without a reduction.
 * :func:`one_hot_picks` and :func:`log_softmax_sums`: cross-entropy's forward picks the
   target's log-probability and (with label smoothing) sums every class's; both are taken from
   ``x - max`` per row, so its row kernel runs two reduction steps instead of three (a looped
@@ -169,21 +166,6 @@ def merge_duplicate_pads(gm: torch.fx.GraphModule) -> int:
 
 
 aten = torch.ops.aten
-#: Whether :func:`one_hot_sums` rewrites. Off by default: measured on an H200 (runs AR and AS,
-#: ``benchmarks/sweep_rows.py --sweep onehot``, bf16 device us), the rewrite makes
-#: cross-entropy's backward a flat pointwise kernel that is slower than the row kernel with its
-#: sum: 16384 x 4096 117 against 79, 8192 x 8192 117 against 87, 32768 x 1024 60 against 45.
-#: (Before one-element inputs were loaded once a thread, ``codegen.SCALAR_LOADS``, it took 289,
-#: 290 and 148.) A flat kernel still recomputes the per-row terms for every element and finds
-#: each element's row by a division by a run-time size, where the row kernel computes them once
-#: per row of its 2-D tile; the rewrite pays once pointwise kernels tile rows that way.
-ONE_HOT_SUMS = False
-#: Whether :func:`one_hot_sums` rewrites rows longer than the persistent limit (with option
-#: ``cross_entropy_rewrites``), where the row kernel loops over each row twice. Off: measured
-#: on an H200 (run BF, ``benchmarks/sweep_picks.py --backward``, backward device us, row kernel
-#: -> pointwise kernel) it was mixed: bf16 4096 x 50257 441 -> 554 and 346 -> 482, bf16 2048 x
-#: 128256 557 -> 438 and 451 -> 415, fp32 4096 x 50257 578 -> 554 and 571 -> 510.
-LOOPED_ONE_HOT_SUMS = False
 _SUMS = (aten.sum.dim_IntList,)
 
 
@@ -260,49 +242,6 @@ def _is_one_hot_compare(node, n) -> torch.fx.Node | None:
     return None
 
 
-def _through_one_hot(src: torch.fx.Node, n: int):
-    """``(compare, p, nodes, bases)`` when ``src`` varies along its last dimension only through
-    one one-hot comparison ``compare`` (``arange(n) == p``): ``nodes`` are the pointwise ops
-    between the comparison and ``src`` (``src`` included), in graph order, and every other
-    operand of theirs broadcasts along the last dimension, or is such a value expanded along
-    it (``bases`` maps those ``expand`` calls to the unexpanded value). None otherwise."""
-    from .ir import ops
-
-    kinds: dict = {}
-    bases: dict = {}
-    found: list = []
-
-    def kind(x) -> str | None:
-        if not isinstance(x, torch.fx.Node):
-            return "unit" if isinstance(x, (int, float, bool)) else None
-        if x in kinds:
-            return kinds[x]
-        k = None
-        p = _is_one_hot_compare(x, n)
-        if p is not None:
-            if not found or found[0][0] is x:
-                found[:] = [(x, p)]
-                k = "compare"
-        elif _unit_last(x):
-            k = "unit"
-        elif _call_of(x, aten.expand.default) and kind(x.args[0]) == "unit":
-            k = "unit"  # a per-row value broadcast along the row: the pointwise ops read it unexpanded
-            bases[x] = bases.get(x.args[0], x.args[0])
-        elif x.op == "call_function" and getattr(ops.lookup(x.target), "kind", None) == "pointwise":
-            operands = [kind(a) for a in x.all_input_nodes] + [kind(a) for a in (*x.args, *x.kwargs.values())
-                                                               if isinstance(a, (int, float, bool))]
-            if operands and None not in operands:
-                k = "row"
-        kinds[x] = k
-        return k
-
-    if kind(src) != "row" or not found:
-        return None
-    order = {node: i for i, node in enumerate(src.graph.nodes)}
-    nodes = sorted((x for x, k in kinds.items() if k == "row"), key=order.get)
-    return found[0][0], found[0][1], nodes, bases
-
-
 def _erase_unused(nodes) -> None:
     """Erase those of ``nodes`` (pure ATen calls) that nothing reads any more, and then
     their arguments that nothing reads, recursively."""
@@ -342,90 +281,6 @@ def _replace_sum(s: torch.fx.Node, call, r: torch.fx.Node, keepdim: bool, *dead:
         r = call(aten._to_copy.default, r, dtype=out.dtype)
     s.replace_all_uses_with(r)
     _erase_unused([s, *dead])
-
-
-def one_hot_sums(gm: torch.fx.GraphModule, persistent_max: int | None = None) -> int:
-    """Replace each sum over the last dimension of values that vary along it only through a
-    one-hot comparison by arithmetic on two per-row values.
-
-    Let ``x = f(arange(n) == p, u...)`` with ``f`` pointwise, and ``p`` (integer) and every
-    ``u`` constant along the last dimension (of static size ``n``). Each row of ``x`` holds
-    ``hit = f(True, u...)`` at class ``p`` (when ``0 <= p < n``) and ``miss = f(False, u...)``
-    everywhere else, so ``sum(x, -1)`` is ``hit + (n - 1) * miss`` where ``p`` is in range and
-    ``n * miss`` where it is not, computed in fp32 at least and rounded once to the sum's
-    dtype; adding 0 turns ``-0.0`` into ``+0.0``, as a sum that starts from zero does. When
-    ``miss`` is 0 (a one-hot selection: ``where(arange(n) == p, v, 0)``) this equals the sum
-    bit for bit, NaN and infinities included. Otherwise it differs from a sum's rounding by
-    computing ``(n - 1) * miss`` with one rounding where the sum makes up to ``n - 1``: never
-    less accurate against an exact sum.
-
-    This is the shape of cross-entropy's backward: ``decompose.nll_loss_backward_by_mask``
-    gives the log-softmax backward a one-hot gradient, plus a per-row term under label
-    smoothing, whose row sum (``_log_softmax_backward_data``: ``g - exp(out) * sum(g)``)
-    made the backward a row reduction; after the rewrite it is one pointwise kernel over the
-    logits. That kernel is slower than the persistent row kernel (see ``ONE_HOT_SUMS``), but
-    rows longer than the persistent limit are reduced in a loop that reads each row once for
-    the sum and again for the gradient; there the pointwise kernel reads it once
-    (``LOOPED_ONE_HOT_SUMS``).
-
-    Args:
-        gm: an ATen-level graph whose nodes carry ``meta["val"]`` (AOTAutograd's); changed in
-            place.
-        persistent_max: the persistent scheduler's longest row (elements): longer rows are
-            rewritten when ``LOOPED_ONE_HOT_SUMS`` (every row when ``ONE_HOT_SUMS``); None:
-            only with ``ONE_HOT_SUMS``.
-
-    Returns:
-        The number of sums replaced.
-    """
-    from torch._guards import detect_fake_mode
-
-    if not ONE_HOT_SUMS and (persistent_max is None or not LOOPED_ONE_HOT_SUMS):
-        return 0
-    done = 0
-    graph = gm.graph
-    for s in calls_to(gm, _SUMS):
-        out = _val(s)
-        src = s.args[0]
-        dims, keepdim = _arg(s, 1, "dim"), _arg(s, 2, "keepdim", False)
-        sv = _val(src)
-        if (not isinstance(out, torch.Tensor) or not isinstance(sv, torch.Tensor) or sv.dim() == 0
-                or not isinstance(dims, (list, tuple)) or len(dims) != 1 or dims[0] % sv.dim() != sv.dim() - 1
-                or not isinstance(sv.shape[-1], int) or sv.shape[-1] < 2
-                or not sv.dtype.is_floating_point or s.kwargs.get("dtype") not in (None, sv.dtype)):
-            continue
-        n = sv.shape[-1]
-        if not ONE_HOT_SUMS and n <= persistent_max:
-            continue
-        found = _through_one_hot(src, n)
-        if found is None:
-            continue
-        compare, p, nodes, bases = found
-        fake = detect_fake_mode([_val(x) for x in (s, src, p)])
-        if fake is None:
-            continue
-
-        call = functools.partial(_call_with_val, graph, fake)
-
-        with graph.inserting_before(s):
-            per_row = []
-            for compare_as in (aten.eq.Tensor, aten.ne.Tensor):  # p == p: the hit; p != p: a miss
-                env = {compare: call(compare_as, p, p), **bases}
-                for x in nodes:
-                    env[x] = call(x.target, *torch.fx.node.map_arg(x.args, lambda a: env.get(a, a)),
-                                  **torch.fx.node.map_arg(x.kwargs, lambda a: env.get(a, a)))
-                value = env[src]
-                if sv.itemsize < 4:
-                    value = call(aten._to_copy.default, value, dtype=torch.float32)
-                per_row.append(value)
-            hit, miss = per_row
-            in_range = _in_range(call, p, n)
-            r = call(aten.where.self, in_range, call(aten.add.Tensor, hit, call(aten.mul.Tensor, miss, n - 1)),
-                     call(aten.mul.Tensor, miss, n))
-            r = call(aten.add.Tensor, r, 0.0)
-            _replace_sum(s, call, r, keepdim, src)
-        done += 1
-    return finish(gm, done, "row sums through a one-hot comparison replaced by per-row values")
 
 
 def _rewrites_row(n: int, persistent_max: int, max_row: int) -> bool:

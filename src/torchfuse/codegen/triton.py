@@ -327,27 +327,6 @@ HELPERS = tuple(HOST_VARIANTS) + tuple(sorted(set(HOST_VARIANTS.values()))) + (
            "tf_sum2_combine", "tf_sum3_combine")
 
 _FIRST_STAGE = ("single", "partial", "inner_outer")
-#: Looped row reductions fold sums over ``x - max(x)`` (of their exponentials, of the
-#: differences themselves, or of a masked selection of the differences: a log-softmax's
-#: normalizer, a label-smoothing sum, a picked log-probability) into the loop that finds the
-#: max. Each row keeps a running max that rescales its running sums when it grows (the online
-#: normalizer of Milakov and Gimelshein, "Online normalizer calculation for softmax", 2018), so
-#: the row is read once instead of twice. False keeps one loop per dependency level (for
-#: measurements). Off by default: on an H200 (runs BG and BH, ``benchmarks/sweep_picks.py
-#: --toggle online``, cross-entropy's forward, device us two loops -> one) a first form with a
-#: running max per lane (an ``exp`` per element to rescale) took bf16 4096 x 50257 from 422 to
-#: 1313; this form, one running max a row (a tree reduction per block), from 426 to 661 and
-#: 360 to 437 (bf16 8192 x 32000: 358 to 820), faster only on fp32 4096 x 50257 without label
-#: smoothing (618 to 430). The exchange between warps every block costs more than the second
-#: read of the row saves.
-ONLINE_SUMS = False
-#: Software-pipelining stages of the loop of a split reduction's first kernel (0: a plain
-#: ``range``, Triton's default). Two stages were mixed on an H200 (run BM, channels-last
-#: BatchNorm 64x256x56x56, partial kernels, device us, 0 -> 2): bf16 forward 42.6 -> 48.0 and
-#: backward 58.2 -> 62.5, fp32 forward 66.0 -> 61.1 and backward 103.4 -> 101.7.
-SPLIT_PARTIAL_STAGES = 0
-
-
 @dataclasses.dataclass(frozen=True)
 class KernelSource:
     """A generated kernel.
@@ -429,11 +408,6 @@ class _Writer:
         self._sum_batches: dict | None = None
         self._batched: set = set()
         self._levels: dict | None = None
-        #: looped sums folded into their max's loop (``online_sums``), and the finished row
-        #: max of each max node that has such sums
-        self._online: dict | None = None
-        self._online_maxes: set = set()
-        self._online_max: dict = {}
         #: tile variables that are ``tl.where(cond, a, b)`` with per-row ``a`` and ``b``:
         #: variable -> (cond, a, b) (``Tuning.codegen.sink_selects``)
         self.selects: dict[str, tuple[str, str, str]] = {}
@@ -824,108 +798,11 @@ class _Writer:
             n.op in REDUCTIONS and REDUCTIONS[n.op].combine == "sum" and not REDUCTIONS[n.op].mean
             and n not in self.outer for n in readers)
 
-    def _online_form(self, s: Node):
-        """``(max node, kind, condition)`` when reduction ``s`` is a sum of ``exp(u - m)``
-        (kind "exp"), ``u - m`` ("shifted") or ``where(c, u - m, 0)`` ("select", ``c`` reading
-        no reduction), with ``m = max(u)`` a row max of the same ``u`` and every value in its
-        accumulator's floating dtype; else None."""
-        info = REDUCTIONS[s.op]
-        if info.combine != "sum" or info.mean or s in self.outer:
-            return None
-        e = s.inputs[0]
-        pe = self.producer_of.get(e)
-        kind, cond, d = "shifted", None, e
-        if pe is not None and pe.op == "exp":
-            kind, d = "exp", pe.inputs[0]
-        elif pe is not None and pe.op == "where" and self._is_zero(pe.inputs[2]) \
-                and isinstance(pe.inputs[0], Value) and not self.deps(pe.inputs[0], {}):
-            kind, cond, d = "select", pe.inputs[0], pe.inputs[1]
-        shift = self._max_shift(d)
-        if shift is None:
-            return None
-        u, pm = shift
-        acc = self._acc_of(pm)
-        if (not acc.is_floating_point or self._acc_of(s) != acc or u.meta is None or u.meta.dtype != acc
-                or d.meta.dtype != acc or e.meta.dtype != acc or self.deps(e, {}) != {pm}):
-            return None
-        return pm, kind, cond
-
     def _is_zero(self, v) -> bool:
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return v == 0
         p = self.producer_of.get(v) if isinstance(v, Value) else None
         return p is not None and p.op == "scalar_tensor" and p.attrs.get("value") == 0
-
-    def online_sums(self) -> dict:
-        """The sums a looped kernel folds into their max's loop (``ONLINE_SUMS``): every
-        reduction at dependency level 2, when each is of a ``_online_form`` (so one pass over
-        the row fewer: the max and the sums in one loop, then a loop for the values written
-        along the row, if any). Maps each sum to its ``(max node, kind, condition)``. Computed
-        once per kernel."""
-        if self._online is None:
-            self._online = {}
-            lv = self.levels()
-            if ONLINE_SUMS and self.loop and self.mode == "single" and max(lv.values(), default=0) == 2:
-                forms = {n: self._online_form(n) for n in self.reduction_nodes() if lv[n] == 2}
-                if all(forms.values()):
-                    self._online = forms
-                    self._online_maxes = {pm for pm, _, _ in forms.values()}
-        return self._online
-
-    def has_online_sums(self, node: Node) -> bool:
-        """Whether max ``node`` has sums folded into its loop (``online_sums``)."""
-        self.online_sums()
-        return node in self._online_maxes
-
-    def emit_online_accumulate(self, node: Node, accs: dict) -> None:
-        """One loop step of max ``node`` and the sums folded into its loop. The running max is
-        one per row: this block's row max (a tree reduction) raises it to ``m1``, and each sum
-        is rescaled from the old max to ``m1`` with one factor per row (an ``exp`` per row, not
-        per element) before it takes this block's terms relative to ``m1``. While a row's max is
-        -inf its "safe" max is 0 (the exponential sum stays 0, the shifted sums -inf); a select
-        sum with no term yet is not rescaled (``0 * inf`` would be NaN)."""
-        v, acc = self.reduce_input(node)
-        a = accs[node]
-        ninf = "float('-inf')"
-        exp = "libdevice.exp" if acc == torch.float64 else "tl.exp"  # as the exp op's emitter
-        self.emit(f"{a}_x = tl.where(xrmask, {v}, {ninf})")
-        self.emit(f"{a}_m1 = tf_max_combine({a}, {self.max_nan(f'{a}_x', 'max', acc)})")
-        self.emit(f"{a}_s0 = tl.where({a} == {ninf}, 0.0, {a})")
-        self.emit(f"{a}_s1 = tl.where({a}_m1 == {ninf}, 0.0, {a}_m1)")
-        self.emit(f"{a}_same = {a}_s0 == {a}_s1")
-        for s, (pm, kind, cond) in self.online_sums().items():
-            if pm is not node:
-                continue
-            b = accs[s]
-            if kind == "exp":
-                self.emit(f"{b} = {b} * tl.where({a}_same, 1.0, tl.where({a} == {ninf}, 0.0, {exp}({a}_s0 - {a}_s1)))"
-                          f" + tl.where(xrmask, {exp}({a}_x - {a}_s1), 0.0)")
-            elif kind == "shifted":
-                # every lane had a term at each earlier step: as many as the step number (at the
-                # first, 0 * (0 - inf) is NaN, which a +inf in the row makes the sum anyway)
-                k = f"(((roffset - {self.loop_start}) // RBLOCK) * 1.0)"
-                self.emit(f"{b} = {b} + tl.where({a}_same, 0.0, {k} * ({a}_s0 - {a}_s1))"
-                          f" + tl.where(xrmask, {a}_x - {a}_s1, 0.0)")
-            else:
-                c, cdt = self.value(cond)
-                hit = f"(xrmask & {convert(c, cdt, torch.bool)})"
-                self.emit(f"{b} = {b} + tl.where({a}_same | ({b}_n == 0.0), 0.0, {b}_n * ({a}_s0 - {a}_s1))"
-                          f" + tl.where({hit}, {a}_x - {a}_s1, 0.0)")
-                self.emit(f"{b}_n = {b}_n + tl.where({hit}, 1.0, 0.0)")
-        self.emit(f"{a} = {a}_m1")
-
-    def emit_online_finish(self, s: Node, accs: dict) -> None:
-        """Sum ``s``'s lanes (all relative to the row's final max ``M``). A row of -inf gives
-        NaN, as ``x - max`` does there (-inf - -inf); a select sum with no term gives 0."""
-        pm, kind, _ = self.online_sums()[s]
-        b = accs[s]
-        acc = self._acc_of(s)
-        big_m = self._online_max[pm]
-        res = self.fresh("red")
-        any_term = f"(tl.sum({b}_n, 1)[:, None] > 0.0)" if kind == "select" else "(rnumel > 0)"
-        self.emit(f"{res} = tl.sum({b}, 1)[:, None]")
-        self.emit(f"{res} = tl.where(({big_m} == float('-inf')) & {any_term}, float('nan'), {res})")
-        self.finish_reduction(s, {"value": (res, acc)})
 
     def reduce_input(self, node: Node) -> tuple[str, torch.dtype]:
         info = REDUCTIONS[node.op]
@@ -1085,11 +962,6 @@ class _Writer:
             self.define(out, final, out.meta.dtype, outer=True)
 
     def emit_loop_accumulate(self, node: Node, accs: dict) -> None:
-        if node in self.online_sums():
-            return  # with its max (emit_online_accumulate)
-        if self.has_online_sums(node):
-            self.emit_online_accumulate(node, accs)
-            return
         info = REDUCTIONS[node.op]
         c = info.combine
         v, acc = self.reduce_input(node)
@@ -1136,13 +1008,7 @@ class _Writer:
         acc = self._acc_of(node)
         tdt = triton_dtype(acc)
         shape = "[XBLOCK, RBLOCK]"
-        if node in self.online_sums():  # the running sum (and a select sum's count of terms)
-            self.emit(f"{a} = tl.zeros({shape}, {tdt})")
-            if self.online_sums()[node][1] == "select":
-                self.emit(f"{a}_n = tl.zeros({shape}, tl.float32)")
-        elif self.has_online_sums(node):  # one running max a row
-            self.emit(f"{a} = tl.full([XBLOCK, 1], {self.identity(c, acc)}, {tdt})")
-        elif c == "welford":
+        if c == "welford":
             for part in ("mean", "m2"):
                 self.emit(f"{a}_{part} = tl.zeros({shape}, {tdt})")
         elif c in ("argmax", "argmin"):
@@ -1174,9 +1040,6 @@ class _Writer:
                   f".to({tdt}) + tl.zeros([XBLOCK, RBLOCK], {tdt})")
 
     def emit_loop_finish(self, node: Node, accs: dict) -> None:
-        if node in self.online_sums():
-            self.emit_online_finish(node, accs)
-            return
         info = REDUCTIONS[node.op]
         c = info.combine
         a = accs[node]
@@ -1189,9 +1052,7 @@ class _Writer:
             self.emit(f"{res} = tl.reduce({a}, 1, tf_prod_combine)[:, None]")
             self.finish_reduction(node, {"value": (res, acc)})
         elif c in ("max", "min"):
-            best = a if self.has_online_sums(node) else self.max_nan(a, c, acc)  # (online: one a row)
-            self._online_max[node] = best
-            self.finish_reduction(node, {"value": (best, acc)})
+            self.finish_reduction(node, {"value": (self.max_nan(a, c, acc), acc)})
         elif c in ("any", "all"):
             fn = "tl.max" if c == "any" else "tl.min"
             self.emit(f"{res} = ({fn}({a}, 1) != 0)[:, None]")
@@ -1240,10 +1101,6 @@ class _Writer:
             self.write_inner_outer_finish()
             return self._function(name)
         pid = "tl.program_id(0).to(tl.int64)" if self.layout.index64 else "tl.program_id(0)"
-        if self.scheduler == "reduction.persistent_rows":
-            # a grid-stride loop over row blocks: each program handles several, and Triton's
-            # software pipelining loads the next block while the current one is reduced
-            pid = self.open_row_block_loop(stages=2)
         self.emit_x_block(pid)
         if not self.reduce:
             for out in self.g.outputs:
@@ -1381,10 +1238,7 @@ class _Writer:
         accs: dict = {}
         for n in reds:
             self.emit_loop_init(n, accs)
-        if self.mode == "partial" and SPLIT_PARTIAL_STAGES:
-            self.emit(f"for roffset in tl.range({start}, {end}, RBLOCK, num_stages={SPLIT_PARTIAL_STAGES}):")
-        else:
-            self.emit(f"for roffset in range({start}, {end}, RBLOCK):")
+        self.emit(f"for roffset in range({start}, {end}, RBLOCK):")
         self.indent += 1
         self.scopes.append({})
         # the loop's first offset: the step number gives Welford's count (emit_loop_accumulate)
@@ -1499,9 +1353,7 @@ class _Writer:
             self.store(out)
 
     def write_loops(self) -> None:
-        lv = dict(self.levels())
-        for n in self.online_sums():  # folded into their max's loop
-            lv[n] = 1
+        lv = self.levels()
         depth = max(lv.values(), default=0)
         memo: dict = {}
         out_pass: dict[Value, int] = {}

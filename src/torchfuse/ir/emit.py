@@ -141,7 +141,7 @@ def _literal_value(text: str) -> float | None:
 # ----------------------------------------------------------------------------- division
 
 def fdiv(x: str, y: str, dt: torch.dtype, number: bool = False) -> str:
-    """Float division rounded as IEEE 754 (and PyTorch) round it (``ops.EXACT_RECIPROCALS``).
+    """Float division rounded as IEEE 754 (and PyTorch) round it.
 
     Triton's ``/`` on fp32 lowers to PTX ``div.full.f32`` (up to 2 ulp off, e.g.
     ``4.6875 / 0.9375`` gives 5.0000005), so fp32 (and the fp32 compute of fp16/bf16) uses
@@ -156,10 +156,8 @@ def fdiv(x: str, y: str, dt: torch.dtype, number: bool = False) -> str:
     go through ``tf_div_by_number``: on a GPU a multiplication by the reciprocal rounded to
     ``dt``, as PyTorch's CUDA kernels compute it, on CPU tensors a division, as its CPU kernels
     do; either way bitwise eager's on that device."""
-    from . import ops  # its EXACT_RECIPROCALS, read per call (a measurement switch)
-
     d = _literal_value(y)
-    if d is not None and dt == torch.float32 and ops.EXACT_RECIPROCALS and math.isfinite(d):
+    if d is not None and dt == torch.float32 and math.isfinite(d):
         mant, exp = math.frexp(d)
         if abs(mant) == 0.5 and -125 <= 1 - exp <= 127:  # 1 / d = 2**(1 - exp), a normal number
             return f"({x} * {1.0 / d!r})"

@@ -180,15 +180,6 @@ def _parse_alpha(args, kwargs):
 
 # ----------------------------------------------------------------------------- emission helpers
 
-#: fp32 division by a literal power of two as a multiplication by its reciprocal (``fdiv``);
-#: False keeps the division (for measurements). As launched (multiply-add contraction off, the
-#: default), the compiler already makes that multiplication and the sm_90 binaries are the
-#: same; with contraction on (``exact_rounding=False``) it did not, and the bf16 inner-outer
-#: kernels of LayerNorm's and RMSNorm's backward at 1024 a row, which divide by the row length,
-#: went from 664 to 536 and 584 to 432 instructions a thread (``benchmarks/sass_count.py``).
-EXACT_RECIPROCALS = True
-
-
 def libm(name: str) -> Callable:
     """Emit ``libdevice.<name>`` (double or single precision chosen by Triton from the dtype)."""
     return lambda a, dt, at: f"libdevice.{name}({', '.join(a)})"

@@ -358,7 +358,7 @@ class GroupRunner:
                 if all(b is not None for b in binaries):
                     plan.direct[spec] = [(*b, st.grid[0], st.grid[1] if len(st.grid) > 1 else 1, st.XBLOCK, st.RBLOCK)
                                          for b, st in zip(binaries, c.stages)]
-                    if (FAST_LAUNCH and sym_key not in self.fast and not self.scalar_in
+                    if (sym_key not in self.fast and not self.scalar_in
                             and self.plans.get(sym_key) is plan):
                         try:
                             self.fast[sym_key] = self._fast_launcher(plan, spec, plan.direct[spec])
@@ -438,9 +438,6 @@ class GroupRunner:
 
 
 _NO_RANGE = contextlib.nullcontext()
-#: generated per-group launch functions (``GroupRunner._fast_launcher``); off: every launch
-#: goes through the general path
-FAST_LAUNCH = True
 #: ``torch.autograd.profiler``, whose ``_is_profiler_enabled`` each launch reads
 _PROFILER = torch.autograd.profiler
 

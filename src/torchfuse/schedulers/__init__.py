@@ -35,8 +35,7 @@ class LaunchConfig:
     """Launch configuration of one group call.
 
     Attributes:
-        scheduler: ``pointwise``, ``reduction.persistent``, ``reduction.persistent_rows``,
-            ``reduction.loop``, ``reduction.split`` (the reduced extent cut into ``split``
+        scheduler: ``pointwise``, ``reduction.persistent``, ``reduction.loop``, ``reduction.split`` (the reduced extent cut into ``split``
             chunks of ``rchunk`` elements reduced by separate programs into a workspace, then
             combined by a second kernel) or ``reduction.inner_outer`` (``split`` programs
             loop over blocks of rows and write per-column partials; a second kernel sums them).

@@ -36,13 +36,6 @@ from __future__ import annotations
 from ..config import Tuning
 from . import LaunchConfig, RuntimeLayout, Stage, cdiv, next_power_of_2, plural, single
 
-#: Persistent inner reductions with many row blocks loop over them in fewer programs
-#: (``reduction.persistent_rows``), so that loads of the next rows overlap the current
-#: reduction; programs per multiprocessor for that grid.
-ROWS_LOOP = False
-ROWS_PROGRAMS_PER_SM = 4
-
-
 def _warps(elements: int, t) -> int:
     return max(1, min(8, next_power_of_2(elements // t.persistent.elements_per_thread) // 32 or 1))
 
@@ -86,11 +79,6 @@ def heuristic(rt: RuntimeLayout, persistent_max: int, interpret: bool, sm_count:
                 xb = min(xb, t.persistent.writing_rows_xblock) if writes_rows else 1
                 w = xb
             blocks = cdiv(x, xb)
-            if ROWS_LOOP and sm_count and blocks > 2 * ROWS_PROGRAMS_PER_SM * sm_count:
-                grid = ROWS_PROGRAMS_PER_SM * sm_count
-                return single("reduction.persistent_rows", grid, xb, rpow, w,
-                              f"inner, {r} reduced elements fit: {grid} programs loop over {blocks} blocks of "
-                              f"{plural(xb, 'row')} x {rpow}, {plural(w, 'warp')}")
             return single("reduction.persistent", blocks, xb, rpow, w,
                           f"inner, {r} reduced elements fit: persistent, {plural(xb, 'row')} x {rpow}, "
                           f"{plural(w, 'warp')}")
