@@ -4,7 +4,7 @@ Takes Python values and Triton expressions (strings); returns Triton expressions
 :mod:`torchfuse.ir.ops` (each op's ``emit``) and by the code generator (operands, constants).
 
 Where PyTorch computes differently on a GPU and on CPU tensors, the text calls a helper of the
-kernel header (``torchfuse.codegen.triton.HEADER``) whose ``_host`` variant replaces it when
+helper library (:mod:`torchfuse.codegen.helpers`) whose ``_host`` variant replaces it when
 kernels run on CPU tensors through the interpreter, so one kernel source serves both devices:
 ``tf_by_device(gpu, host)`` picks a constant, the division helpers pick a formula.
 

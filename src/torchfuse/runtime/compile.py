@@ -16,7 +16,8 @@ import threading
 import types
 from typing import Any, Callable, Sequence
 
-from ..codegen.triton import HELPERS, HOST_VARIANTS, KernelSource
+from ..codegen.helpers import HELPERS, HOST_VARIANTS
+from ..codegen.triton import KernelSource
 from .cache import SourceStore
 
 log = logging.getLogger("torchfuse.cache")
@@ -304,7 +305,7 @@ def load(source: KernelSource, store: SourceStore, interpret: bool) -> Kernel:
         module.libdevice = libdevice
         for name in HELPERS + source.stages:
             obj = getattr(module, name, None)
-            if obj is not None:  # (helpers of HEADER_ON_DEMAND are there only when called)
+            if obj is not None:  # (the helpers on demand are there only when called)
                 module.__dict__[name] = InterpretedFunction(getattr(obj, "fn", obj))
         for name, host in HOST_VARIANTS.items():  # CPU tensors: PyTorch's CPU kernels' rules
             if host in module.__dict__:
