@@ -140,7 +140,7 @@ PICK_P = [0, 1, 2, 3, 4, 5, 6, -1]  # the last row picks nothing
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("chain", ["shift_round", "scale_divide", "exp_log_neg", "keepdim"])
-def test_one_hot_pick_applies_the_pointwise_work_to_the_picked_value(monkeypatch, rewrites, chain, dtype):
+def test_one_hot_pick_applies_the_pointwise_work_to_the_picked_value(rewrites, chain, dtype):
     """``sum(where(arange(n) == p, h(v), 0), -1)`` becomes ``h`` of the picked ``v``, made once:
     bit for bit the values of the same graph compiled without the rewrite (NaN, infinities, the
     sign of zeros, a row that picks nothing), and eager's, bit for bit where ``h`` is arithmetic
@@ -306,7 +306,7 @@ def test_log_softmax_sum_into_a_wider_dtype_is_kept(rewrites, dtype, wider):
     assert rewrites.get("log_softmax_sums", 0) == 0
 
 
-def test_explain_lists_the_cross_entropy_rewrites_with_their_option(monkeypatch):
+def test_explain_lists_the_cross_entropy_rewrites_with_their_option():
     """``explain`` names both rewrites and the option that turns them off; with
     ``cross_entropy_rewrites=False`` neither is made and the loss is the same within a bf16
     rounding."""

@@ -531,7 +531,7 @@ def test_unused_empty_input_causes_no_recompiles():
 
 
 @pytest.mark.parametrize("scale", [3.0, 0.0, -0.0, float("inf"), float("nan")])
-def test_zero_dim_input_of_a_pointwise_kernel_is_loaded_once_a_thread(monkeypatch, scale):
+def test_zero_dim_input_of_a_pointwise_kernel_is_loaded_once_a_thread(scale):
     """A 0-d input of a pointwise kernel is loaded as a one-element block
     (``Tuning.pointwise.scalar_loads``), so the division computed from it alone runs once a thread;
     values equal eager's, signs of zero, infinities and NaN included, in fp32 and bf16."""

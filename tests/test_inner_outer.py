@@ -1,6 +1,6 @@
-"""The inner-outer reduction (``reduction.inner_outer``): a row reduction and the column sums
-over the same rows in one kernel, as in LayerNorm's and RMSNorm's backward (input gradient by
-rows; weight and bias gradients by columns). Values and gradients are compared with an fp64
+"""The inner-outer reduction (``reduction.inner_outer``, :mod:`torchfuse.schedulers.inner_outer`):
+a row reduction and the column sums over the same rows in one kernel, as in LayerNorm's and
+RMSNorm's backward (input gradient by rows; weight and bias gradients by columns). Values and gradients are compared with an fp64
 reference, against eager's own error."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import torch.nn.functional as F
 import torchfuse
 import torchfuse.backend as backend
 from torchfuse.config import Tuning
-from torchfuse.schedulers import RuntimeLayout, KernelLayout, cdiv, next_power_of_2, reduction
+from torchfuse.schedulers import GroupTraits, KernelLayout, RuntimeLayout, Target, cdiv, inner_outer, next_power_of_2
 from conftest import DEVICE
 
 #: on a GPU: keep the heuristic's grid (no refit to the compiled kernel's occupancy)
@@ -82,7 +82,7 @@ def test_norm_backward_runs_as_one_inner_outer_kernel(norm, shape, dtype):
     assert "reduction.inner_outer" in _schedulers()
 
 
-def test_inner_outer_with_gpu_launch_configurations(monkeypatch):
+def test_inner_outer_with_gpu_launch_configurations():
     """The GPU heuristic's configuration (whole rows, 16 elements a thread, two programs per
     multiprocessor) under the interpreter, on a 4-multiprocessor device: 8 programs of 4 warps
     over 51 blocks of 4 rows, the last block partial."""
@@ -120,7 +120,7 @@ def _layout(x: int, r: int) -> RuntimeLayout:
 @pytest.mark.parametrize("r", [2, 100, 768, 4096, 8192])
 @pytest.mark.parametrize("interpret", [False, True])
 def test_inner_outer_configurations_cover_rows_and_columns(x, r, interpret):
-    cfg = reduction.inner_outer(_layout(x, r), interpret, sm_count=132)
+    cfg = inner_outer.SCHEDULER.heuristic(_layout(x, r), GroupTraits(), Tuning(), Target(sm_count=132, interpret=interpret))
     main, finish = cfg.stages
     blocks = cdiv(x, main.XBLOCK)
     assert main.RBLOCK == next_power_of_2(r) and cfg.split == main.grid[0] <= blocks
@@ -133,12 +133,12 @@ def test_inner_outer_configurations_cover_rows_and_columns(x, r, interpret):
 def test_resident_programs_follow_cuda_occupancy_rules():
     """Expected values worked by hand from CUDA's rules (registers per warp rounded up to 256,
     65536 a multiprocessor; 2048 threads; 228 KiB of shared memory, 1 KiB reserved a program)."""
-    assert reduction.resident_programs(128, 0, 8) == 2  # 4096 registers a warp: 16 warps
-    assert reduction.resident_programs(80, 0, 8) == 3  # 2560 a warp: 25 warps
-    assert reduction.resident_programs(33, 0, 8) == 6  # 1056 -> 1280 a warp: 51 warps
-    assert reduction.resident_programs(32, 0, 8) == 8  # 64 warps by registers; threads: 8 programs
-    assert reduction.resident_programs(32, 100 * 1024, 8) == 2  # 101 KiB a program
-    assert reduction.resident_programs(255, 0, 16) == 1  # not even one: still one
+    assert inner_outer.resident_programs(128, 0, 8) == 2  # 4096 registers a warp: 16 warps
+    assert inner_outer.resident_programs(80, 0, 8) == 3  # 2560 a warp: 25 warps
+    assert inner_outer.resident_programs(33, 0, 8) == 6  # 1056 -> 1280 a warp: 51 warps
+    assert inner_outer.resident_programs(32, 0, 8) == 8  # 64 warps by registers; threads: 8 programs
+    assert inner_outer.resident_programs(32, 100 * 1024, 8) == 2  # 101 KiB a program
+    assert inner_outer.resident_programs(255, 0, 16) == 1  # not even one: still one
 
 
 def test_grid_fitted_to_resident_programs_keeps_values(monkeypatch):

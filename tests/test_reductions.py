@@ -673,7 +673,7 @@ def test_looped_sums_over_x_minus_max(dtype, shape, options):
 
 @pytest.mark.parametrize("rows,cols", [(64, 1024), (63, 1024), (64, 1000), (5, 300)],
                          ids=["full", "partial_rows", "partial_row_block", "both_partial"])
-def test_full_block_flags_follow_the_launch(rows, cols, monkeypatch):
+def test_full_block_flags_follow_the_launch(rows, cols):
     """Every kernel gets ``xfull``/``rfull`` = 1 exactly when its first stage's blocks are all
     full (XBLOCK divides the kept extent, RBLOCK the reduced one), under the launch
     configurations a GPU of 132 multiprocessors gets; the masks or-ed with them appear in the
@@ -756,7 +756,7 @@ def test_exp_only_summed_after_a_max_shift_may_flush(dtype):
 
 
 @pytest.mark.parametrize("dtype", [F64, F32], ids=dtype_id)
-def test_looped_welford_step_weight_keeps_the_accumulator_dtype(dtype, monkeypatch):
+def test_looped_welford_step_weight_keeps_the_accumulator_dtype(dtype):
     """The looped Welford update weighs each step by 1 / (step + 1) in the accumulator's dtype:
     computed in fp32 it cost fp64 variances over long rows seven digits (3e-9 off eager on
     rows of 10000 around 3). Against eager's variance, to fp64 rounding (fp32: its own)."""
@@ -780,7 +780,7 @@ def _row_kernel_lines(graphs, name_part: str) -> list[str]:
 
 
 @pytest.mark.parametrize("dtype", [F32, BF16, F16], ids=dtype_id)
-def test_ops_on_selects_between_row_values_run_per_row(dtype, monkeypatch):
+def test_ops_on_selects_between_row_values_run_per_row(dtype):
     """Cross-entropy's backward (label smoothing, an ignored target) with ops on
     ``where(arange == target, a, b)`` computed on the per-row branches and selected once
     (``Tuning.codegen.sink_selects``), its tile loads and per-row divisions emitted before the

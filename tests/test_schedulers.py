@@ -9,7 +9,9 @@ import torch
 import torchfuse
 import torchfuse.backend as backend
 from torchfuse.config import Tuning
-from torchfuse.schedulers import LaunchConfig, Stage, cdiv, next_power_of_2, reduction, single
+from torchfuse import schedulers
+from torchfuse.schedulers import (GroupTraits, LaunchConfig, Stage, Target, cdiv, looped, next_power_of_2, persistent,
+                                  pointwise, single)
 from conftest import DEVICE
 
 #: the launch configurations of an H200 (132 multiprocessors), also under the interpreter
@@ -18,8 +20,9 @@ T = Tuning()
 
 
 def force(kind: str):
-    def heuristic(rt, persistent_max, interpret, sm_count=0, splittable=False, writes_rows=False, tile_inputs=2,
-                  tuning=None):
+    """A stand-in for the registry's ``choose`` that picks the ``kind`` configuration."""
+    def choose(candidates, rt, traits, tuning, target):
+        splittable = schedulers.split.SCHEDULER in candidates
         x, r = max(rt.xnumel, 1), rt.rnumel
         if kind == "persistent":
             rb = next_power_of_2(max(r, 1))
@@ -33,7 +36,7 @@ def force(kind: str):
         return LaunchConfig("reduction.split", (Stage((cdiv(x, 2), split), 2, 16, 4),
                                                 Stage((cdiv(x, 2),), 2, next_power_of_2(split), 4)),
                             split=split, rchunk=rchunk, reason="forced")
-    return heuristic
+    return choose
 
 
 CASES = {
@@ -53,22 +56,35 @@ PAIRS = [(k, c) for k in ("persistent", "loop", "split") for c in CASES
 @pytest.mark.parametrize("kind, case", PAIRS)
 def test_scheduler_shapes_match_eager(monkeypatch, kind, case):
     fn, splittable = CASES[case]
-    monkeypatch.setattr(reduction, "heuristic", force(kind))
+    monkeypatch.setattr(schedulers, "choose", force(kind))
     x = torch.randn(7, 50, device=DEVICE)
     x[2, 5] = float("nan")
     x[4, :] = 1.5  # ties everywhere in one row
     out = torchfuse.compile(fn)(x)
     torch.testing.assert_close(out, fn(x), equal_nan=True)
-    schedulers = {next(iter(s.plans.values())).config.scheduler
-                  for s in backend.RECENT[-1].steps if hasattr(s, "plans") and s.plans}
-    assert schedulers == {f"reduction.{kind}"}
+    used = {next(iter(s.plans.values())).config.scheduler
+            for s in backend.RECENT[-1].steps if hasattr(s, "plans") and s.plans}
+    assert used == {f"reduction.{kind}"}
 
 
 def _layout(x: int, r: int, inner: bool):
-    """A stand-in for a call's loop layout: what the reduction heuristic reads."""
+    """A stand-in for a call's loop layout: what the reduction heuristics read."""
     from types import SimpleNamespace
 
     return SimpleNamespace(xnumel=x, rnumel=r, r_inner=inner, layout=SimpleNamespace(n_x=1, n_r=1))
+
+
+#: the reduction schedulers in the registry's order, without and with the split one
+UNSPLIT = [persistent.SCHEDULER, looped.SCHEDULER]
+SPLITTABLE = [schedulers.split.SCHEDULER] + UNSPLIT
+
+
+def reduction_config(rt, persistent_max: int, sm_count: int, splittable: bool = False, writes_rows: bool = False,
+                     tile_inputs: int = 2) -> LaunchConfig:
+    """The configuration the registry picks for a reduction group on a GPU of ``sm_count``
+    multiprocessors."""
+    return schedulers.choose(SPLITTABLE if splittable else UNSPLIT, rt, GroupTraits(writes_rows, tile_inputs), T,
+                             Target(sm_count=sm_count, persistent_max=persistent_max))
 
 
 @pytest.mark.parametrize("x, r", [(72, 784), (120, 784), (240, 196), (960, 49), (1280, 1)])
@@ -77,14 +93,14 @@ def test_narrow_outer_reductions_fill_the_gpu(x, r):
     channels-last image at batch 1) gets narrower tiles and so more programs: at least as many
     as the GPU has multiprocessors, or tiles of the narrowest width."""
     sm = 132
-    cfg = reduction.heuristic(_layout(x, r, inner=False), 1 << 14, interpret=False, sm_count=sm)
+    cfg = reduction_config(_layout(x, r, inner=False), 1 << 14, sm_count=sm)
     st = cfg.stages[0]
     assert st.grid[0] == cdiv(x, st.XBLOCK)
     assert st.grid[0] >= sm or st.XBLOCK == T.outer.min_xblock, cfg
     covered = st.RBLOCK if cfg.scheduler == "reduction.persistent" else r
     assert covered >= r and st.XBLOCK * st.RBLOCK <= 2 * T.persistent.tile_elements, cfg
     # wide outer reductions keep the wide tile
-    wide = reduction.heuristic(_layout(128 * sm, 64, inner=False), 1 << 14, interpret=False, sm_count=sm)
+    wide = reduction_config(_layout(128 * sm, 64, inner=False), 1 << 14, sm_count=sm)
     assert wide.stages[0].XBLOCK == T.outer.xblock
 
 
@@ -97,8 +113,7 @@ def test_rows_of_about_1024_run_one_warp_a_row(r, rows, warps, writes_rows):
     tile of ``tile_elements`` elements at ``elements_per_thread`` a thread."""
     if writes_rows and r in (768, 1024):
         rows = warps = T.persistent.writing_rows_xblock
-    cfg = reduction.heuristic(_layout(32768, r, inner=True), 1 << 14, interpret=False, sm_count=132,
-                              writes_rows=writes_rows)
+    cfg = reduction_config(_layout(32768, r, inner=True), 1 << 14, sm_count=132, writes_rows=writes_rows)
     st = cfg.stages[0]
     assert cfg.scheduler == "reduction.persistent", cfg
     assert (st.XBLOCK, st.num_warps) == (rows, warps), cfg
@@ -106,13 +121,12 @@ def test_rows_of_about_1024_run_one_warp_a_row(r, rows, warps, writes_rows):
     # the reason counts in English: "1 row x 1024, 1 warp", "2 rows x 1024, 2 warps"
     assert f"{rows} row{'s' if rows > 1 else ''} x" in cfg.reason and \
         f"{warps} warp{'s' if warps > 1 else ''}" in cfg.reason and "1 warps" not in cfg.reason, cfg.reason
-    one = reduction.heuristic(_layout(1, r, inner=True), 1 << 14, interpret=False, sm_count=132,
-                              writes_rows=writes_rows)
+    one = reduction_config(_layout(1, r, inner=True), 1 << 14, sm_count=132, writes_rows=writes_rows)
     assert one.stages[0].XBLOCK == 1 and one.stages[0].grid[0] == 1, one  # a single row: no empty half
 
 
 @pytest.mark.parametrize("writing_rows", [1, 2])
-def test_rows_of_1024_that_write_whole_rows_run_writing_rows_xblock_a_program(writing_rows, monkeypatch):
+def test_rows_of_1024_that_write_whole_rows_run_writing_rows_xblock_a_program(writing_rows):
     """Under the GPU's launch configurations, a bf16 softmax over rows of 1000 (it writes whole
     rows of 16-bit elements) runs ``persistent.writing_rows_xblock`` rows a program on as many
     warps (1, and 2, the earlier choice); an fp32 softmax and a bf16 row sum (per-row results
@@ -130,7 +144,7 @@ def test_rows_of_1024_that_write_whole_rows_run_writing_rows_xblock_a_program(wr
         assert [(c.XBLOCK, c.stages[0].num_warps) for c in configs] == [(rows, rows)], configs
 
 
-def test_narrow_outer_tiles_match_eager(monkeypatch):
+def test_narrow_outer_tiles_match_eager():
     """The narrow tiles the GPU heuristic picks for a channels-last mean over H*W (hard-swish
     written out as well, so the group cannot split) give eager's values when run."""
 
@@ -171,9 +185,7 @@ def test_small_pointwise_choice_is_near_the_measured_best(case):
     there (the large-tensor configuration, 1024 x 2 warps, took up to twice as long)."""
     from types import SimpleNamespace
 
-    from torchfuse.schedulers import pointwise
-
-    cfg = pointwise.heuristic(SimpleNamespace(xnumel=case["xnumel"]), interpret=False, sm_count=132)
+    cfg = pointwise.SCHEDULER.heuristic(SimpleNamespace(xnumel=case["xnumel"]), GroupTraits(), T, Target(sm_count=132))
     st = cfg.stages[0]
     best = min(us for kind, *_, us in case["candidates"] if kind == "runtime")
     assert _measured(case, st.XBLOCK, 1, st.num_warps) <= 1.10 * best, (cfg, best)
@@ -183,8 +195,7 @@ def test_small_pointwise_choice_is_near_the_measured_best(case):
                          ids=lambda c: c["case"])
 def test_small_outer_reduction_choice_is_near_the_measured_best(case):
     """The same for the squeeze-excitation means (outer persistent reductions) of the sweep."""
-    cfg = reduction.heuristic(_layout(case["xnumel"], case["rnumel"], inner=False), 1 << 14, interpret=False,
-                              sm_count=132)
+    cfg = reduction_config(_layout(case["xnumel"], case["rnumel"], inner=False), 1 << 14, sm_count=132)
     st = cfg.stages[0]
     best = min(us for kind, *_, us in case["candidates"] if kind == "runtime")
     assert _measured(case, st.XBLOCK, st.RBLOCK, st.num_warps) <= 1.10 * best, (cfg, best)
@@ -197,15 +208,13 @@ def test_pointwise_configuration_covers_the_tensor(n, sm):
     warp per 32 elements."""
     from types import SimpleNamespace
 
-    from torchfuse.schedulers import pointwise
-
-    st = pointwise.heuristic(SimpleNamespace(xnumel=n), interpret=False, sm_count=sm).stages[0]
+    st = pointwise.SCHEDULER.heuristic(SimpleNamespace(xnumel=n), GroupTraits(), T, Target(sm_count=sm)).stages[0]
     assert st.XBLOCK & (st.XBLOCK - 1) == 0
     assert st.grid[0] * st.XBLOCK >= n > (st.grid[0] - 1) * st.XBLOCK
     assert 1 <= st.num_warps <= max(1, st.XBLOCK // 32)
 
 
-def test_small_pointwise_blocks_match_eager(monkeypatch):
+def test_small_pointwise_blocks_match_eager():
     """The GPU's small-tensor blocks (256 elements a program here) give eager's values for a
     channels-last bias + hard-swish and a squeeze-excitation gate when run."""
 
@@ -225,7 +234,7 @@ def test_small_pointwise_blocks_match_eager(monkeypatch):
 def test_looped_outer_reductions_keep_16_byte_rows():
     """A narrow outer reduction too long to stay in registers streams its rows: its tile keeps
     8 columns (16 bytes of fp16 a row) however few programs that gives."""
-    cfg = reduction.heuristic(_layout(100, 1 << 20, inner=False), 1 << 14, interpret=False, sm_count=132)
+    cfg = reduction_config(_layout(100, 1 << 20, inner=False), 1 << 14, sm_count=132)
     assert cfg.scheduler == "reduction.loop" and cfg.stages[0].XBLOCK == T.outer.min_xblock_loop, cfg
 
 
@@ -240,7 +249,7 @@ GPU_CONFIG_CASES = {
 
 
 @pytest.mark.parametrize("case", list(GPU_CONFIG_CASES))
-def test_gpu_launch_configurations_match_eager(monkeypatch, case):
+def test_gpu_launch_configurations_match_eager(case):
     """Every kernel launched with the configuration the GPU heuristics pick for an H200 (132
     multiprocessors: many programs, masked tails, narrow tiles) gives eager's values and
     gradients under the interpreter. ``--gpu-launch-configs 132`` does this for any test."""
@@ -258,7 +267,7 @@ def test_gpu_launch_configurations_match_eager(monkeypatch, case):
     assert blocks and max(blocks) <= 2048, blocks  # GPU-sized blocks, not the interpreter's
 
 
-def test_split_column_reductions_of_one_tensor_take_longer_steps(monkeypatch):
+def test_split_column_reductions_of_one_tensor_take_longer_steps():
     """A split column reduction takes ``split.outer_rblock_one_input`` rows a step when its
     group reads one tensor along the reduced dims (BatchNorm's forward statistics),
     ``split.outer_rblock`` when it reads more (its backward's sums). Checked on the configurations the heuristic picks
@@ -266,8 +275,8 @@ def test_split_column_reductions_of_one_tensor_take_longer_steps(monkeypatch):
     configurations, whose values match eager's."""
     sm = 132
     for inputs, rows in ((1, T.split.outer_rblock_one_input), (2, T.split.outer_rblock)):
-        cfg = reduction.heuristic(_layout(256, 200704, inner=False), 1 << 14, interpret=False, sm_count=sm,
-                                  splittable=True, tile_inputs=inputs)
+        cfg = reduction_config(_layout(256, 200704, inner=False), 1 << 14, sm_count=sm, splittable=True,
+                               tile_inputs=inputs)
         assert cfg.scheduler == "reduction.split" and cfg.stages[0].RBLOCK == rows, cfg
     assert T.split.outer_rblock_one_input != T.split.outer_rblock
 

@@ -209,7 +209,7 @@ class _Units:
         r_min = t.split_reduced_min_outer if _reduces_outer(merged, dom) else t.split_reduced_min
         if k > t.split_kept_max or (r is not None and r < r_min):
             return False
-        from .codegen.triton import can_split
+        from .schedulers.split import can_split
 
         def group(nodes, d):
             return types.SimpleNamespace(nodes=nodes, domain=d, outputs=self.outputs_of(nodes))

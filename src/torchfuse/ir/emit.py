@@ -57,6 +57,15 @@ def triton_dtype(dtype: torch.dtype) -> str:
         raise Unsupported(f"dtype {dtype}") from None
 
 
+def convert(expr: str, src: torch.dtype, dst: torch.dtype) -> str:
+    """Triton expression converting ``expr`` from ``src`` to ``dst`` as PyTorch casts."""
+    if src == dst:
+        return expr
+    if dst == torch.bool:
+        return f"({expr} != 0)"
+    return f"{expr}.to({triton_dtype(dst)})"
+
+
 #: -0.0 of each float dtype as the integer with only its sign bit set (bitcast): Triton makes
 #: a float constant equal to 0 a null (+0.0) value, and negating +0.0 gives +0.0 on a GPU
 #: (its unary minus is ``0 - x``)

@@ -22,11 +22,13 @@ from typing import Any
 import sympy
 import torch
 
-from ..codegen.triton import can_split, generate, has_random, index_values, split_workspaces
+from .. import schedulers
+from ..codegen.reductions import workspace_dtypes
+from ..codegen.triton import generate, has_random, index_values
 from ..config import Options
 from ..ir.graph import Graph, Node, Value, _collect_values, as_int, map_values, values_in
 from ..ir.ops import REGISTRY, Unsupported
-from ..schedulers import TWO_STAGE, LaunchConfig, layout as layout_mod, pointwise, reduction
+from ..schedulers import GroupTraits, LaunchConfig, Target, inner_outer, layout as layout_mod
 from ..segment import BATCHED_CAST, BATCHED_CAST_LATE, FusionGroup, Segmentation
 from .cache import SourceStore
 from .compile import Kernel, compile_all, launch_hooks_set, load, raw_stream
@@ -118,20 +120,17 @@ class GroupRunner:
         self.reproducer: str | None = None
         self.fallback_nodes = group.nodes
         self.slots = slots
-        self.splittable = bool(group.domain.reduced) and can_split(group)
-        #: a reduction group that writes whole rows of 16-bit elements, not only per-row results
-        #: (reduction.heuristic)
-        self.writes_rows = bool(group.domain.reduced) and any(
-            group.domain.varies_along_reduced(v) and v.meta.dtype.itemsize == 2 for v in group.outputs)
-        #: tensors read along the reduced dims (reduction.heuristic: a split column reduction's
-        #: rows a step)
-        self.tile_inputs = sum(1 for v in group.inputs if v.meta is not None and group.domain.reduced
-                               and group.domain.varies_along_reduced(v))
+        #: the schedulers whose structural check accepts the group, in the registry's order
+        #: (their heuristics are asked in that order at every new plan), and what the
+        #: heuristics read of the group
+        self.schedulers = schedulers.candidates(group)
+        self.traits = GroupTraits.of(group)
         self.random = has_random(group)
         #: the current call's seed, set by CompiledGraph: ``(tensor, address)`` of one int64 in
         #: device memory (None: draw one per launch)
         self.seed: tuple[torch.Tensor, int] | None = None
-        self.workspace_dtypes = split_workspaces(group) if self.splittable or group.outer else []
+        two_stage = any(s.stages == 2 for s in self.schedulers)
+        self.workspace_dtypes = workspace_dtypes(group) if two_stage else []
         #: set by CompiledGraph when it makes the group's device current around every call
         self.device_guarded = False
         #: multiprocessors the heuristics plan for (``Options.launch_configs_for_sm_count``, else
@@ -146,6 +145,11 @@ class GroupRunner:
         """The multiprocessors the heuristics plan for: ``Options.launch_configs_for_sm_count``,
         else the device's (0 when unknown)."""
         return self.options.launch_configs_for_sm_count or self.sm_count
+
+    def target(self) -> Target:
+        """What the heuristics plan this group's launches for."""
+        return Target(sm_count=self.planned_sm_count, interpret=self.interpret_blocks,
+                      persistent_max=self.options.persistent_max_elements)
 
     # -- planning
     def make_plan(self, sym_values: dict, in_shapes, in_strides, compile_now: bool = True) -> KernelPlan:
@@ -168,14 +172,7 @@ class GroupRunner:
                                                   len(sizes)))
         ref = self._reference(tensors, sizes)
         rt = layout_mod.analyze(sizes, dom.reduced, tensor_strides, ref)
-        tuning, sm = self.options.tuning, self.planned_sm_count
-        if g.outer:
-            config = reduction.inner_outer(rt, self.interpret_blocks, sm, tuning=tuning)
-        elif dom.reduced:
-            config = reduction.heuristic(rt, self.options.persistent_max_elements, self.interpret_blocks, sm,
-                                         self.splittable, self.writes_rows, self.tile_inputs, tuning=tuning)
-        else:
-            config = pointwise.heuristic(rt, self.interpret_blocks, sm, tuning=tuning)
+        config = schedulers.choose(self.schedulers, rt, self.traits, self.options.tuning, self.target())
         nbytes = sum(_numel(s) * v.meta.dtype.itemsize for v, s in zip(tensors, in_shapes))
         nbytes += sum(_numel(spec[0]) * spec[2].itemsize for spec in out_specs)
         scalars = list(rt.x_sizes) + list(rt.r_sizes)
@@ -185,7 +182,8 @@ class GroupRunner:
         st = config.stages[0]
         scalars += [rt.xnumel, rt.rnumel, int(rt.xnumel > 0 and rt.xnumel % st.XBLOCK == 0),
                     int(rt.rnumel > 0 and rt.rnumel % st.RBLOCK == 0)]
-        if config.scheduler in TWO_STAGE:
+        two_stage = len(config.stages) == 2
+        if two_stage:
             scalars += [config.split, config.rchunk]
         # no rows: nothing to launch, except column sums over no rows, which are written (the
         # sum of nothing, then the group's epilogue) by an inner-outer pair's kernels
@@ -195,10 +193,9 @@ class GroupRunner:
                           self.device_guarded)
         plan.xnumel = rt.xnumel
         plan.rt = rt
-        if config.scheduler in TWO_STAGE and out_specs:
+        if two_stage and out_specs:
             alloc = plan.allocs[0][0]  # same device as the outputs
-            # one partial per chunk and kept element (split), or per program and column
-            n = config.split * (rt.xnumel if config.scheduler == "reduction.split" else rt.rnumel)
+            n = schedulers.by_name(config.scheduler).workspace_elements(config, rt)
             plan.workspaces = [(alloc, (n,), (1,), dt) for dt in self.workspace_dtypes]
         if log.isEnabledFor(logging.INFO):
             extent = (f"{rt.xnumel} elements" if config.scheduler == "pointwise"
@@ -209,13 +206,10 @@ class GroupRunner:
 
     def fit_inner_outer(self, plan: KernelPlan, pointer_args: list, fp_fusion: bool) -> LaunchConfig:
         """Size a ``reduction.inner_outer`` plan's grid to the programs of its compiled first
-        kernel that fit on a multiprocessor (``reduction.resident_programs``): each program
-        loops over row blocks, so a grid larger than what fits runs in two waves and one
-        smaller leaves the multiprocessors part empty (on an H200, RMSNorm's kernel fits 3 a
-        multiprocessor and LayerNorm's 2; benchmarks/NOTES.md, runs AJ and AK). Compiles the first
-        kernel now (Triton caches it for the launches) with ``pointer_args`` (inputs, outputs
-        and workspaces, or stand-ins of their dtypes) and the plan's scalars; keeps the plan
-        when that fails. Returns the plan's configuration."""
+        kernel that fit on a multiprocessor (:func:`torchfuse.schedulers.inner_outer.fitted`).
+        Compiles the first kernel now (Triton caches it for the launches) with
+        ``pointer_args`` (inputs, outputs and workspaces, or stand-ins of their dtypes) and
+        the plan's scalars; keeps the plan when that fails. Returns the plan's configuration."""
         c = plan.config
         st = c.stages[0]
         try:
@@ -223,19 +217,14 @@ class GroupRunner:
                                           st.num_warps, fp_fusion)
             compiled._init_handles()
             props = torch.cuda.get_device_properties(plan.out_specs[0][3])
-            resident = reduction.resident_programs(
-                compiled.n_regs, compiled.metadata.shared, st.num_warps,
-                getattr(props, "regs_per_multiprocessor", 65536),
-                getattr(props, "shared_memory_per_multiprocessor", 233472),
-                getattr(props, "max_threads_per_multi_processor", 2048))
+            new = inner_outer.fitted(plan.rt, compiled, props, st.num_warps, self.options.tuning, self.target())
         except Exception as e:  # an optimization only: the heuristic's grid stays
             log.info("%s: inner-outer grid not fitted (%s: %s)", self.group.name, type(e).__name__, e)
             return c
-        new = reduction.inner_outer(plan.rt, False, self.planned_sm_count, resident=resident, tuning=self.options.tuning)
         plan.config = new  # (its reason names the residency even when the grid stays)
         if new.split != c.split:
             plan.scalars[-2] = new.split
-            n = new.split * plan.rt.rnumel
+            n = inner_outer.SCHEDULER.workspace_elements(new, plan.rt)
             plan.workspaces = [(alloc, (n,), stride, dt) for alloc, _, stride, dt in plan.workspaces]
         log.info("%s: %s (%d registers a thread)", self.group.name, plan.config.reason, compiled.n_regs)
         return plan.config
