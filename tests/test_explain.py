@@ -362,12 +362,12 @@ def _run_reproducer(path: str) -> subprocess.CompletedProcess:
 
 
 def test_kernel_failure_writes_a_reproducer_that_runs(monkeypatch, tmp_path):
-    import torchfuse.runtime.executor as executor
+    import torchfuse.runtime.group as group_runtime
 
     def broken(group, *args, **kwargs):
         raise ValueError("codegen failure forced by the test")
 
-    monkeypatch.setattr(executor, "generate", broken)
+    monkeypatch.setattr(group_runtime, "generate", broken)
 
     def f(x, w):
         return torch.nn.functional.softmax(x @ w, dim=-1) * 2

@@ -7,11 +7,11 @@ passes, in order:
 
 1. :mod:`.rewrites`: constants and one-element results copied into each reader, casts moved
    across reshapes, so that they fuse;
-2. :mod:`.partition`: nodes merged into their producers' groups, then siblings over one
+2. :mod:`.fuse`: nodes merged into their producers' groups, then siblings over one
    domain (every merge keeps a :class:`~torchfuse.domain.Domain` and an acyclic order);
 3. :mod:`.remat`: pointwise chains a group would read across a reduction recomputed by the
    reader where that moves fewer bytes (then partitioned again);
-4. :mod:`.finalize`: layout-only groups back to ATen views, each group's inputs, outputs and
+4. :mod:`.steps`: layout-only groups back to ATen views, each group's inputs, outputs and
    domain, batched casts, row and column reductions paired for the inner-outer scheduler
    (:mod:`.inner_outer`), and the steps ordered.
 
@@ -23,12 +23,12 @@ from __future__ import annotations
 from ..config import Options
 from ..ir.from_fx import eliminate_dead_code
 from ..ir.graph import Graph
-from .finalize import BATCHED_CAST, BATCHED_CAST_LATE, finalize  # noqa: F401
+from .fuse import partition
 from .groups import FusionGroup, Segmentation, is_fusible  # noqa: F401
 from .inner_outer import pair_inner_outer  # noqa: F401
-from .partition import partition
 from .remat import rematerialize
 from .rewrites import cast_inputs_after_reshapes, duplicate_constants, duplicate_scalars, sink_casts_below_reshapes
+from .steps import BATCHED_CAST, BATCHED_CAST_LATE, finalize  # noqa: F401
 
 
 def segment(graph: Graph, options: Options) -> Segmentation:

@@ -1,6 +1,6 @@
 """Rematerialization: groups recompute pointwise values they would read across a reduction.
 
-Takes a partition (:class:`~torchfuse.segment.partition.Units`); rewrites its graph in place
+Takes a partition (:class:`~torchfuse.segment.fuse.Units`); rewrites its graph in place
 (copies of pointwise chains inserted for their readers) and returns how many values it
 rematerialized; the caller partitions again. Invariant: the graph computes the same values;
 a value is recomputed only when that moves no more bytes than reading it.
@@ -12,7 +12,7 @@ import logging
 from ..ir.graph import Node, Value
 from ..ir.ops import REGISTRY
 from .groups import has_reduction, is_fusible
-from .partition import Units
+from .fuse import Units
 from .rewrites import rewire, twin
 
 log = logging.getLogger("torchfuse.fusion")

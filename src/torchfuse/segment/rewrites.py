@@ -138,7 +138,7 @@ def sink_casts_below_reshapes(graph: Graph) -> int:
         cast = twin(node, lambda x, old=v, new=base: new if x is old else x, [cast_val])
         # the reshape now writes the cast's old result: its readers, and the graph's outputs,
         # are unchanged (a returned result that became a view of an intermediate is made a
-        # tensor of its own at run time: ``runtime.executor._no_view``)
+        # tensor of its own at run time: ``runtime.calls._no_view``)
         view = twin(r, lambda x, old=base, new=cast_val: new if x is old else x, [out])
         new_nodes[-1:] = [cast, view]
     if moved:

@@ -1,6 +1,6 @@
 """Finalization: from a partition to the ordered steps of a :class:`Segmentation`.
 
-Takes a :class:`~torchfuse.segment.partition.Units`; returns the
+Takes a :class:`~torchfuse.segment.fuse.Units`; returns the
 :class:`~torchfuse.segment.groups.Segmentation`. Layout-only groups become ATen views (they
 move no data); layout ops whose results leave their group are taken out of it (a view must
 stay a view of its base); each group's inputs, outputs and domain are computed;
@@ -19,7 +19,7 @@ from ..ir.graph import Graph, Node, Value, map_values
 from ..ir.ops import REGISTRY
 from .groups import FusionGroup, Segmentation, computes, is_fusible
 from .inner_outer import pair_inner_outer
-from .partition import Units
+from .fuse import Units
 from .rewrites import rewire
 
 log = logging.getLogger("torchfuse.fusion")
