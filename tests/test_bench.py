@@ -341,51 +341,55 @@ def test_negative_peak_memory_is_not_reported(tmp_path, monkeypatch):
     assert "not measured" in row["info"]["peak_memory"] and "12 MiB" in row["info"]["peak_memory"]
 
 
-def test_sass_count_shows_the_flushed_exp_saving_instructions():
-    """``benchmarks/sass_count.py`` compiles torchfuse's kernels for sm_90 on this machine (no
+def test_sass_count_shows_the_flushed_exp_saving_instructions(tmp_path):
+    """``torchfuse bench sass`` compiles torchfuse's kernels for sm_90 on this machine (no
     GPU) and counts their instructions: log-softmax's forward row kernels have fewer with the
     flush-to-zero summed exp (``Tuning.codegen.flush_summed_exp``) than without, the first of
     them three an element fewer (bf16 rows of 1024, one row on one warp: 32 elements a
-    thread)."""
+    thread). The counts printed and the rows appended agree."""
     import os
     import re
 
-    root = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "TORCHFUSE_INTERPRET": "1", "PYTHONPATH": str(root / "src")}
+    from torchfuse.bench.rows import load_rows
 
-    def counts(tuning=""):
-        done = subprocess.run([sys.executable, str(root / "benchmarks" / "sass_count.py"), "--ops", "log_softmax",
-                               "--shapes", "64x1024"], capture_output=True, text=True, timeout=600,
-                              env={**env, "TORCHFUSE_TUNING": tuning}, cwd=root)
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root / "src")}
+
+    def counts(name, *extra, tuning=""):
+        rows = tmp_path / f"{name}.jsonl"
+        done = subprocess.run([sys.executable, "-m", "torchfuse.bench", "sass", "--ops", "log_softmax",
+                               "--shapes", "64x1024", "--rows", str(rows), *extra], capture_output=True, text=True,
+                              timeout=600, env={**env, "TORCHFUSE_TUNING": tuning}, cwd=root)
         assert done.returncode == 0, done.stderr[-3000:]
         found = [(int(n), int(r)) for n, r in re.findall(r"(\d+) instructions, (\d+) registers", done.stdout)]
         assert found, done.stdout
+        recorded = load_rows(rows, suite="sass")
+        assert [(r.extra["instructions"], r.extra["registers"]) for r in recorded] == found
+        assert all(r.case == "norms/log_softmax/64x1024" and r.precision == "bf16" for r in recorded)
         return found
 
-    flushed = counts()
-    plain = counts("codegen.flush_summed_exp=False")
+    flushed = counts("flushed")
+    plain = counts("plain", tuning="codegen.flush_summed_exp=False")
     assert len(flushed) == len(plain)
     assert plain[0][0] - flushed[0][0] >= 3 * 32, (plain, flushed)
     assert all(f[0] <= p[0] for f, p in zip(flushed, plain)), (plain, flushed)
 
 
 def test_sass_count_compiles_kernels_as_they_are_launched(monkeypatch):
-    """``sass_count.py`` records each launch with its multiply-add contraction setting and
-    compiles with it: off under torchfuse's default exact rounding, on with
+    """``torchfuse bench sass`` records each launch with its multiply-add contraction setting
+    and compiles with it: off under torchfuse's default exact rounding, on with
     ``exact_rounding=False``; a second case does not wrap the recorder twice."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import sass_count
-
     import torchfuse
+    from torchfuse.bench import sass
     from torchfuse.runtime import compile as rc
 
     monkeypatch.setattr(rc.Kernel, "launch", rc.Kernel.launch)  # restored after the test
     x = torch.randn(8, 64)
     for exact in (True, False, True):
         launches: list = []
-        sass_count._record(launches)
+        sass._record(launches)
         torch._dynamo.reset()
         torchfuse.compile(lambda t: torch.softmax(t, -1), dynamic=False, interpret=True, exact_rounding=exact)(x)
         assert launches and all(rec[-1] is (not exact) for rec in launches), launches
-        spec = sass_count.spec_of(*launches[0][1:])
+        spec = sass.spec_of(*launches[0][1:])
         assert spec["fp_fusion"] is (not exact)

@@ -197,3 +197,21 @@ def test_the_programs_own_error_propagates_and_the_graph_stays_compiled():
     graph = backend.RECENT[-1]
     assert graph.traced is None
     assert_matches(compiled(logits, good), fn(logits, good))
+
+
+def test_a_graph_aotautograd_rejects_runs_eagerly():
+    """``x // y`` with ``y`` requiring grad: AOTAutograd cannot trace the joint graph (floor
+    division has no derivative) and raised at the first call; the graph now runs eagerly, with a
+    warning: the forward gives eager's values and the backward raises eager's error."""
+    x, y = make_sample(F32, 12, specials=False) + 5, make_sample(F32, 13, specials=False)
+    y.requires_grad_(True)
+    fn = lambda x, y: ((y // x).sin(), y / x)
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        got = torchfuse.compile(fn, dynamic=False)(x, y)
+    assert any("AOTAutograd rejected this graph" in str(w.message) for w in records)
+    assert_matches(got, fn(x, y))
+    with pytest.raises(RuntimeError, match="floor_divide"):
+        got[0].sum().backward()
+    with pytest.raises(RuntimeError, match="floor_divide"):
+        fn(x, y)[0].sum().backward()

@@ -165,3 +165,38 @@ def test_an_input_updated_by_a_zero_dim_tensor_of_another_dtype():
                             make_input((), torch.int8, 'strided', seed=1, specials=False, grad=False),
                             make_input((), torch.float64, 'offset', seed=334, specials=False, grad=False)],
                   mutates=True)
+
+
+def test_an_input_saved_for_the_backward_then_updated_in_place():
+    """``clamp(min=x1)`` saves ``x1`` for its gradient, then ``x1.add_(2)``: eager's forward
+    runs and its backward raises (a saved tensor was modified in place); AOTAutograd raises
+    while tracing, so the graph runs eagerly and behaves the same (``--fuzz-examples 5000
+    --fuzz-seed 7``)."""
+    def program(x0, x1):
+        v0 = x0.clamp(min=x1)
+        x1.add_(2)
+        return (v0,)
+
+    check_program(program, [make_input((1, 1), torch.float32, 'contiguous', seed=0, specials=True, grad=True),
+                            make_input((1, 1), torch.float16, 'contiguous', seed=0, specials=True, grad=False)],
+                  mutates=True)
+
+
+
+def test_an_input_updated_by_a_tensor_that_requires_grad():
+    """``x1.mul_(x0)`` with ``x0`` requiring grad: eager differentiates ``x0.abs()``, while
+    AOTAutograd's min-cut partitioner saves ``x1`` for the backward and its copy back then
+    changes ``x1``'s version, so the backward raises, with ``aot_eager`` as with torchfuse
+    (PyTorch's; the fuzzer's check accepts it only where ``aot_eager`` fails too). Found with
+    ``--fuzz-examples 5000 --fuzz-seed 7``."""
+    def program(x0, x1):
+        v0 = x0.abs()
+        x1.mul_(x0)
+        return (v0,)
+
+    inputs = [make_input((1, 1), torch.float32, 'contiguous', seed=0, specials=True, grad=True),
+              make_input((1, 1), torch.float16, 'contiguous', seed=0, specials=True, grad=False)]
+    check_program(program, inputs, bitwise=(0,), nan_signs=(), mutates=True)
+    from test_fuzz import _aot_eager_backward_raises
+
+    assert _aot_eager_backward_raises(program, inputs, [0], [0], [torch.ones(1, 1)])

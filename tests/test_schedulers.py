@@ -161,11 +161,15 @@ def test_narrow_outer_tiles_match_eager():
 
 
 def _sweep(run: str) -> list[dict]:
-    import json
+    """The cases of a committed sweep of batch-1 kernels' launch configurations: the rows of
+    run ``run`` of ``torchfuse bench sweep-launch small`` in benchmarks/results/rows.jsonl."""
     import pathlib
 
-    path = pathlib.Path(__file__).parents[1] / "benchmarks" / "results" / run / "sweep_small.json"
-    return json.loads(path.read_text())
+    from torchfuse.bench.launch_sweeps import small_sweep_cases
+    from torchfuse.bench.rows import load_rows
+
+    path = pathlib.Path(__file__).parents[1] / "benchmarks" / "results" / "rows.jsonl"
+    return small_sweep_cases(load_rows(path, run=run, suite="sweep-launch"))
 
 
 def _measured(case: dict, xb: int, rb: int, w: int) -> float:
@@ -178,7 +182,7 @@ def _measured(case: dict, xb: int, rb: int, w: int) -> float:
     raise KeyError((case["case"], xb, rb, w))
 
 
-@pytest.mark.parametrize("case", _sweep("2026-11-30-h200-run-ac"), ids=lambda c: c["case"])
+@pytest.mark.parametrize("case", _sweep("AC"), ids=lambda c: c["case"])
 def test_small_pointwise_choice_is_near_the_measured_best(case):
     """On the H200's 132 multiprocessors, the pointwise heuristic's launch configuration for
     each batch-1 kernel of the committed sweep is within 10% of the fastest candidate measured
@@ -191,7 +195,7 @@ def test_small_pointwise_choice_is_near_the_measured_best(case):
     assert _measured(case, st.XBLOCK, 1, st.num_warps) <= 1.10 * best, (cfg, best)
 
 
-@pytest.mark.parametrize("case", [c for c in _sweep("2026-11-30-h200-run-ad") if c["scheduler"] != "pointwise"],
+@pytest.mark.parametrize("case", [c for c in _sweep("AD") if c["scheduler"] != "pointwise"],
                          ids=lambda c: c["case"])
 def test_small_outer_reduction_choice_is_near_the_measured_best(case):
     """The same for the squeeze-excitation means (outer persistent reductions) of the sweep."""

@@ -333,9 +333,10 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
         if isinstance(e, torch._dynamo.exc.TorchDynamoException):
             raise  # TorchDynamo's own signals (restart the analysis, a graph break), not failures
         first = (str(e).splitlines() or [""])[0][:300]
-        warnings.warn(f"torchfuse: AOTAutograd could not trace this graph ({type(e).__name__}: {first}); "
-                      "it runs eagerly, unfused", RuntimeWarning, stacklevel=2)
+        warnings.warn(f"torchfuse: AOTAutograd rejected this graph ({type(e).__name__}: {first}); it runs "
+                      "eagerly, unfused", RuntimeWarning, stacklevel=2)
         log.info("AOTAutograd failure", exc_info=True)
+        _record_unfused("captured", gm, None, f"AOTAutograd: {type(e).__name__}: {first}", None, 0.0, 0.0)
         return gm
 
 

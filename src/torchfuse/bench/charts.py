@@ -37,8 +37,10 @@ def _case_label(r: Result) -> str:
     return f"{r.model} {r.size}"
 
 
-def _plot(path: Path, title: str, labels: list[str], series: dict[str, list], failed: dict[str, list[bool]],
-          ylabel: str, reference_line: float, reference_label: str) -> None:
+def plot_bars(path: Path, title: str, labels: list[str], series: dict[str, list], failed: dict[str, list[bool]],
+              ylabel: str, reference_line: float, reference_label: str) -> None:
+    """Write a grouped bar chart to ``path`` (PNG): a group per label, a bar per series
+    (``None``: no bar), an ``x`` where ``failed`` says so, a dashed line at ``reference_line``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -119,13 +121,13 @@ def write_charts(out_dir: Path, results: list[Result], device_labels: dict[str, 
         layout = ", channels-last" if channels_last else ""
         labels, series, failed = _series(rows, lambda r: r.speedup_vs_eager, with_geomean=True)
         path = Path(out_dir) / "charts" / chart_name(key)
-        _plot(path, f"{suite} - {mode}{layout} - speedup over eager\n{label}", labels, series, failed,
+        plot_bars(path, f"{suite} - {mode}{layout} - speedup over eager\n{label}", labels, series, failed,
               "speedup over eager (x)", 1.0, "eager")
         written.append(path)
         if has_bandwidth_chart(rows):
             labels, series, failed = _series(rows, lambda r: r.copy_fraction, with_geomean=False, with_baseline=True)
             path = Path(out_dir) / "charts" / chart_name(key).replace(".png", "-bandwidth.png")
-            _plot(path, f"{suite} - {mode}{layout} - fraction of device-copy bandwidth\n{label}", labels, series,
+            plot_bars(path, f"{suite} - {mode}{layout} - fraction of device-copy bandwidth\n{label}", labels, series,
                   failed, "achieved / copy bandwidth", 1.0, "device copy")
             written.append(path)
     return written

@@ -2,11 +2,12 @@
 
 ::
 
-    torchfuse bench [--suite S,...] [--mode M,...] [--backends B,...] [--only PATTERN,...]
+    torchfuse bench [run] [--suite S,...] [--mode M,...] [--backends B,...] [--only PATTERN,...]
                     [--shard I/N] [--time-budget SECONDS] [--quick] [--channels-last]
                     [--cold-start] [--no-accuracy] [--tf32] [--device cuda|cpu] [--out DIR]
     torchfuse bench list  [same selection options]     what a run would measure
     torchfuse bench merge DIR_OR_RUN_FILE... [--out DIR]   combine runs into one report
+    torchfuse bench SUBCOMMAND ...                         see :data:`SUBCOMMANDS`
 """
 from __future__ import annotations
 
@@ -22,10 +23,8 @@ from pathlib import Path
 from ..cli import parse_shard as _shard
 from .backends import BACKENDS, parse_backends, running_backends
 from .modes import DEFAULT_MODES, MODES, parse_modes
+from .rows import add_row_arguments
 from .suites import SUITES, select, suite_cases
-
-COPY_BYTES = {"cuda": 512 * 2**20, "cpu": 16 * 2**20}
-
 
 def _suites(text: str) -> tuple[str, ...]:
     names = tuple(SUITES) if text == "all" else tuple(s.strip() for s in text.split(",") if s.strip())
@@ -82,6 +81,7 @@ def run_parser() -> argparse.ArgumentParser:
     out = p.add_argument_group("output")
     out.add_argument("--out", type=Path, default=None, help="results directory (default benchmarks/results/<date>-<gpu>)")
     out.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    add_row_arguments(p)
     return p
 
 
@@ -160,6 +160,7 @@ def run_main(argv: list[str]) -> int:
 def _run(args: argparse.Namespace, argv: list[str], device: str, items: list) -> int:
     from .environment import default_output_dir, run_metadata
     from .report import terminal_report, write_reports
+    from .rows import rows_from_results, save_rows
     from .runner import run_all
     from .timing import copy_bandwidth
 
@@ -171,7 +172,7 @@ def _run(args: argparse.Namespace, argv: list[str], device: str, items: list) ->
     meta["settings"]["modes"] = list(args.mode) if args.mode else None
     meta["settings"]["only"] = args.only
     meta["settings"]["shard"] = list(args.shard) if args.shard else None
-    meta["copy_gbps"] = copy_bandwidth(device, COPY_BYTES[device]) if any(c.suite == "micro" for c, _ in items) else None
+    meta["copy_gbps"] = copy_bandwidth(device) if any(c.suite == "micro" for c, _ in items) else None
     running = running_backends(settings.backends, device, {MODES[mode].training for _, mode in items})
     skipped = [n for n in settings.backends if n not in running]
     print(f"torchfuse bench: {len(items)} case(s) x {len(running)} backend(s) on {meta['device_label']}"
@@ -183,6 +184,7 @@ def _run(args: argparse.Namespace, argv: list[str], device: str, items: list) ->
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     paths = write_reports(out_dir)
+    save_rows(args, device, rows_from_results(results, meta, args.run_name), args.quick)
     labels = {meta["device_name"]: meta["device_label"]}
     print(terminal_report(results, labels))
     print(f"\nsummary: {paths['summary']}\njson: {paths['json']}\ncsv: {paths['csv']}")
@@ -241,16 +243,36 @@ def merge_main(argv: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "merge":
-        return merge_main(argv[1:])
-    if argv and argv[0] == "list":
-        return list_main(argv[1:])
-    if argv and argv[0] == "first-call":
-        from .coldstart import first_call_main
+#: ``torchfuse bench SUBCOMMAND ...`` -> (module, function, what it does); without a
+#: subcommand (or with ``run``) the suites run
+SUBCOMMANDS = {
+    "run": (".cli", "run_main", "the suites micro, hf, timm, seed: training and inference steps (the default)"),
+    "list": (".cli", "list_main", "what a run of the suites would measure"),
+    "merge": (".cli", "merge_main", "combine result directories of the suites into one report"),
+    "first-call": (".coldstart", "first_call_main", "one first call in a fresh process (--cold-start's child)"),
+    "norms": (".norms", "main", "the norm table: normalizations, softmax, cross-entropy against a device copy"),
+    "sweep-launch": (".launch_sweeps", "main", "one fusion group's kernel under other launch configurations"),
+    "profile": (".profiles", "main", "one training step or inference call, kernel by kernel"),
+    "host": (".host", "main", "host time per call, per launch and per CUDA-graph replay"),
+    "conv-epilogue": (".conv_epilogue", "main", "cuDNN's fused convolution epilogues against torchfuse's"),
+    "sass": (".sass", "main", "instructions and registers of the norm table's kernels compiled for sm_90"),
+    "run-named": (".named_runs", "main", "a named GPU run of benchmarks/runs.toml, results under --out"),
+    "rows": (".rows", "rows_main", "add rows to the rows file, or show them"),
+    "charts": (".tables", "main", "regenerate the current charts and tables from the rows"),
+}
 
-        return first_call_main(argv[1:])
-    if argv and argv[0] == "run":
-        argv = argv[1:]
+
+def main(argv: list[str] | None = None) -> int:
+    import importlib
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("-h", "--help"):
+        print("torchfuse bench [SUBCOMMAND] ...\n\nsubcommands:\n"
+              + "\n".join(f"  {name:14s} {what}" for name, (_, _, what) in SUBCOMMANDS.items())
+              + "\n\nwithout a subcommand the suites run; the options of a run follow:\n")
+        run_parser().print_help()
+        return 0
+    if argv and argv[0] in SUBCOMMANDS:
+        module, function, _ = SUBCOMMANDS[argv[0]]
+        return getattr(importlib.import_module(module, __package__), function)(argv[1:])
     return run_main(argv)

@@ -40,7 +40,9 @@ def default_output_dir(device: str, quick: bool, today: datetime.date | None = N
     return Path("benchmarks") / "results" / f"{today.isoformat()}-{slug(device_name(device))}{suffix}"
 
 
-def _version(package: str) -> str | None:
+def package_version(package: str) -> str | None:
+    """The installed version of ``package`` (its ``__version__`` when not installed as a
+    distribution), or ``None``."""
     try:
         return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
@@ -48,7 +50,7 @@ def _version(package: str) -> str | None:
         return getattr(module, "__version__", None)
 
 
-def _git_commit() -> str | None:
+def git_commit() -> str | None:
     """The commit of the torchfuse checkout the harness runs from, if it is one."""
     import torchfuse
 
@@ -64,9 +66,9 @@ def versions() -> dict:
     """Python, packages, CUDA and cuDNN versions, and the torchfuse commit."""
     import torchfuse
 
-    out = {"python": platform.python_version(), "torchfuse": torchfuse.__version__, "torchfuse_commit": _git_commit()}
+    out = {"python": platform.python_version(), "torchfuse": torchfuse.__version__, "torchfuse_commit": git_commit()}
     for p in PACKAGES:
-        out[p] = _version(p)
+        out[p] = package_version(p)
     out["cuda"] = torch.version.cuda
     out["cudnn"] = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
     return out

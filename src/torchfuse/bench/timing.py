@@ -1,11 +1,22 @@
-"""Timing: step times, interleaved rounds, memory, kernel launches, copy bandwidth.
+"""Timing: the one timer and the one copy-bandwidth measurement every benchmark uses.
 
-On CUDA each step is bracketed by CUDA events (``torch.cuda.Event(enable_timing=True)``),
-so the time is the device's wall time from the step's first to its last queued work, with
-no synchronization between the steps of a round; on a CPU, ``time.perf_counter``. Backends
-are timed in rounds, each round running every backend in turn (in an order rotated each
-round), so slow drifts of clocks and temperature hit all backends alike. The reported time is
-the median over every timed step.
+Every device time of the harness comes from CUDA events (``torch.cuda.Event(enable_timing=True)``)
+through :func:`time_steps`: each call of a step is bracketed by two events, so the time is the
+device's wall time from the step's first to its last queued work, with no synchronization
+between the steps of a round; on a CPU, ``time.perf_counter``. Built on it:
+
+* :func:`time_interleaved`: backends timed in rounds, each round running every backend in turn
+  (in an order rotated each round), so slow drifts of clocks and temperature hit all backends
+  alike; the reported time is the median over every timed step;
+* :func:`median_ms`: one callable, warmed up, median of back-to-back calls;
+* :func:`graph_us`: device microseconds of one call inside a CUDA graph of many calls (no host
+  time: what a kernel costs inside a captured model);
+* :func:`copy_bandwidth`: a ``Tensor.copy_`` of a large buffer, the ceiling every memory-bound
+  kernel is judged against.
+
+Two further clocks measure what events cannot: :func:`host_us_per_call` (the host's wall
+time per call, for launch overheads) and the profiler's device intervals
+(:func:`profile_step`, :func:`kernel_times`: kernels, launches and busy device time).
 """
 from __future__ import annotations
 
@@ -168,14 +179,98 @@ def busy_time(intervals: list[tuple[float, float]]) -> float:
     return total
 
 
-def copy_bandwidth(device: str, nbytes: int, repeats: int = 20) -> float:
+def median_ms(fn: Callable[[], object], iters: int, device: str = "cuda", warmup: int = 3) -> float:
+    """Median milliseconds of ``fn()`` over ``iters`` back-to-back calls after ``warmup`` calls
+    (:func:`time_steps`: no synchronization between calls, so host overhead shorter than the
+    device work is hidden, as in a real program)."""
+    for _ in range(warmup):
+        fn()
+    synchronize(device)
+    return statistics.median(time_steps(fn, iters, device))
+
+
+def graph_us(fn: Callable[[], object], reps: int = 20, iters: int = 10) -> float:
+    """Median device microseconds of one ``fn()``: a CUDA graph of ``reps`` back-to-back calls,
+    replayed ``iters`` times, each replay timed by :func:`time_steps` (CUDA only).
+
+    Raises:
+        RuntimeError: ``fn`` cannot be captured in a CUDA graph (PyTorch's error).
+    """
+    fn()
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()  # warm up on a side stream, as torch.cuda.graphs asks
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(reps):
+            fn()
+    for _ in range(3):
+        graph.replay()
+    torch.cuda.synchronize()
+    return statistics.median(ms * 1e3 / reps for ms in time_steps(graph.replay, iters, "cuda"))
+
+
+def host_us_per_call(fn: Callable[[], object], calls: int, device: str = "cuda", warmup: int = 20) -> float:
+    """Microseconds of host wall time per call of ``fn()`` over ``calls`` back-to-back calls,
+    synchronized once before and once after (``time.perf_counter``). When the device work of
+    a call is shorter than its host work, this is the host's cost of the call."""
+    for _ in range(warmup):
+        fn()
+    synchronize(device)
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    synchronize(device)
+    return (time.perf_counter() - t0) / calls * 1e6
+
+
+def kernel_times(fn: Callable[[], object], iters: int = 10) -> tuple[float, float, dict[str, float]]:
+    """Device time of ``fn()`` by kernel, from ``torch.profiler`` (host time excluded; CUDA only).
+
+    Returns:
+        ``(device_ms, events, per_kernel_us)``: the summed durations of the kernels, copies
+        and fills of one call in milliseconds, their number per call, and microseconds per
+        call of each kernel name (names cut at 80 characters).
+    """
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(iters):
+            fn()
+        torch.cuda.synchronize()
+    events = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
+    per_name: dict[str, float] = {}
+    for e in events:
+        us = getattr(e, "device_time", None) or e.cuda_time
+        per_name[e.name[:80]] = per_name.get(e.name[:80], 0.0) + us / iters
+    return sum(per_name.values()) / 1e3, len(events) / iters, {k: round(v, 1) for k, v in per_name.items()}
+
+
+#: bytes of the reference copy: large enough to reach peak bandwidth on a GPU (1 GiB moved)
+COPY_BYTES = {"cuda": 512 * 2**20, "cpu": 16 * 2**20}
+
+
+def copy_bandwidth(device: str, nbytes: int | None = None, repeats: int = 20,
+                   timer: Callable[[Callable[[], object]], float] | None = None) -> float:
     """Achieved bandwidth of a device copy, GB/s (bytes read plus bytes written, 1e9 B/s).
 
-    The measure the micro suite's bandwidths are divided by: a ``Tensor.copy_`` of
-    ``nbytes`` bytes, timed like a step, median of ``repeats``.
+    The ceiling every memory-bound figure is divided by: a ``Tensor.copy_`` of ``nbytes``
+    bytes (default :data:`COPY_BYTES` of the device), median of ``repeats`` calls timed by
+    :func:`time_steps`, or by ``timer`` (``fn -> milliseconds``, e.g. ``triton.testing.do_bench``)
+    when given.
     """
+    nbytes = nbytes or COPY_BYTES["cuda" if str(device).startswith("cuda") else "cpu"]
     src = torch.empty(nbytes, dtype=torch.uint8, device=device).fill_(1)
     dst = torch.empty_like(src)
     dst.copy_(src)
-    times = time_steps(lambda: dst.copy_(src), repeats, device)
-    return 2 * nbytes / (statistics.median(times) * 1e-3) / 1e9
+    if timer is not None:
+        ms = timer(lambda: dst.copy_(src))
+    else:
+        ms = statistics.median(time_steps(lambda: dst.copy_(src), repeats, str(torch.device(device).type)))
+    return 2 * nbytes / (ms * 1e-3) / 1e9

@@ -105,8 +105,12 @@ def run_op(case: catalog.OpCase, args, options, device: str, log=None) -> dict[s
             continue
         rtol, atol = catalog.tolerance(info, dtype, device)
         for k, sample in enumerate(samples):
-            outcomes.append(runner.run_sample(info.op, sample, options, rtol, atol, backward=grad, seed=seed + k,
-                                              seconds=args.sample_timeout))
+            try:
+                outcomes.append(runner.run_sample(info.op, sample, options, rtol, atol, backward=grad, seed=seed + k,
+                                                  seconds=args.sample_timeout))
+            except Exception as e:  # the harness itself (a sample it cannot copy): no verdict, the run goes on
+                outcomes.append(runner.SampleOutcome("skipped", f"the harness failed: {type(e).__name__}: "
+                                                                f"{str(e).splitlines()[0][:200] if str(e) else ''}"))
         if dtype == error_dtype and args.max_error_samples > 0 and info.error_inputs_func is not None:
             try:
                 errors = list(info.error_inputs(device))

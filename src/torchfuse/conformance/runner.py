@@ -92,7 +92,11 @@ class SampleOutcome:
 
 def _copy_tensor(t: torch.Tensor, requires_grad: bool) -> torch.Tensor:
     """A copy with its own storage and exactly ``t``'s sizes, strides and storage offset
-    (so non-contiguous, expanded and offset inputs stay what the sample made them)."""
+    (so non-contiguous, expanded and offset inputs stay what the sample made them); a sparse
+    or otherwise non-strided tensor, which has no storage to copy, is cloned."""
+    if t.layout != torch.strided:
+        out = t.detach().clone()
+        return out.requires_grad_(True) if requires_grad else out
     with torch.no_grad():
         storage = t.detach().untyped_storage().clone()
         out = torch.empty(0, dtype=t.dtype, device=t.device)

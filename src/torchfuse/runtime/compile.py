@@ -125,10 +125,12 @@ def launch_hooks_set() -> bool:
 
 
 def raw_stream(device_index: int) -> int:
-    """The current CUDA stream of ``device_index``, as the integer handle Triton's launcher takes."""
+    """The current CUDA stream of ``device_index``, as the integer handle Triton's launcher takes;
+    0 for a negative index (no device: ``torchfuse bench host runtime`` times the launch paths
+    with stub binaries on a CPU)."""
     import torch
 
-    return torch._C._cuda_getCurrentRawStream(device_index)
+    return torch._C._cuda_getCurrentRawStream(device_index) if device_index >= 0 else 0
 
 
 _stdlib_wrappers: dict = {}

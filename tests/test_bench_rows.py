@@ -1,0 +1,171 @@
+"""Results as rows: appending, reading, the newest row of each measurement, the rows a suite
+run appends, ``rows add``, and the charts and tables regenerated from rows (CPU only; the
+figures are synthetic or CPU timings, never checked as performance)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from torchfuse.bench import rows as rows_mod
+from torchfuse.bench.rows import Provenance, append_rows, current_rows, load_rows, row_to_json
+from torchfuse.bench.tables import chart_groups, group_name, write_current
+
+ROOT = Path(__file__).resolve().parents[1]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def prov(run: str, date: str, commit: str = "abc1234") -> Provenance:
+    return Provenance(run=run, date=date, commit=commit, device="NVIDIA H200", torch="2.11.0", triton="3.6.0",
+                      command="python -m torchfuse.bench ...")
+
+
+def test_rows_round_trip_leaving_defaults_out(tmp_path):
+    """Rows appended twice read back in order with every field; lines carry the provenance
+    fields always and the others only where they differ from their defaults; a key that is not
+    a field lands in ``extra``; a line that is not a row names its file and line."""
+    p = prov("BN", "2026-12-01T10:00:00")
+    written = [p.row("norms", "norms/softmax/64x128", mode="fwd", precision="bf16", backend="torchfuse",
+                     median_ms=0.0123456789, copy_fraction=0.93, extra={"bytes": 4096, "per_kernel_us": {"k": 1.5}}),
+               p.row("norms", "norms/softmax/64x128", mode="bwd", backend="eager", status="failed", error="boom")]
+    path = tmp_path / "rows.jsonl"
+    assert append_rows(path, written[:1]) == 1 and append_rows(path, written[1:]) == 1
+    lines = path.read_text().splitlines()
+    first = json.loads(lines[0])
+    assert set(rows_mod.REQUIRED) <= set(first) and "variant" not in first and "layout" not in first
+    got = load_rows(path)
+    assert [r.mode for r in got] == ["fwd", "bwd"]
+    assert got[0].median_ms == pytest.approx(0.0123457) and got[0].extra == {"bytes": 4096, "per_kernel_us": {"k": 1.5}}
+    assert got[1].status == "failed" and got[1].error == "boom" and got[1].variant == ""
+    assert load_rows(path, mode="bwd") == [got[1]]
+    with open(path, "a") as f:
+        f.write(json.dumps({**first, "new_figure": 3}) + "\n{not json\n")
+    with pytest.raises(ValueError, match=r"rows.jsonl:4"):
+        load_rows(path)
+    lines = path.read_text().splitlines()[:3]
+    path.write_text("\n".join(lines) + "\n")
+    assert load_rows(path)[2].extra["new_figure"] == 3
+    assert load_rows(tmp_path / "missing.jsonl") == []
+
+
+def test_current_rows_keep_the_newest_of_each_measurement():
+    """Per (suite, case, mode, precision, layout, backend, variant, device) the row with the
+    latest date wins (the later line on a tie); keys keep their first order."""
+    old, new = prov("A", "2026-11-30T10:00:00"), prov("B", "2026-12-01T10:00:00")
+    rows = [new.row("hf", "hf/bert/64x128", backend="eager", median_ms=2.0),
+            old.row("hf", "hf/bert/64x128", backend="torchfuse", median_ms=9.0),
+            old.row("hf", "hf/bert/64x128", backend="eager", median_ms=1.0),
+            new.row("hf", "hf/bert/64x128", backend="torchfuse", median_ms=3.0),
+            new.row("hf", "hf/bert/64x128", backend="torchfuse", variant="alt", median_ms=4.0),
+            new.row("hf", "hf/bert/64x128", backend="torchfuse", median_ms=5.0)]
+    current = current_rows(rows)
+    assert [(r.backend, r.variant, r.median_ms) for r in current] == [("eager", "", 2.0), ("torchfuse", "", 5.0),
+                                                                       ("torchfuse", "alt", 4.0)]
+
+
+def test_a_suite_run_appends_one_row_per_result(tmp_path):
+    """``torchfuse bench --rows FILE`` appends a row per result of the run, with its figures,
+    run name and provenance; a CPU run appends none without ``--rows``."""
+    from torchfuse.bench.__main__ import main
+
+    rows_file = tmp_path / "rows.jsonl"
+    args = ["--quick", "--device", "cpu", "--no-progress", "--warmup", "0", "--rounds", "1", "--suite", "micro",
+            "--only", "softmax", "--mode", "infer-fp32", "--backends", "eager,torchfuse"]
+    assert main(args + ["--out", str(tmp_path / "a"), "--rows", str(rows_file), "--run-name", "check"]) == 0
+    results = json.loads((tmp_path / "a" / "results.json").read_text())["results"]
+    rows = load_rows(rows_file)
+    assert len(rows) == len(results) == 2
+    for row, result in zip(rows, results):
+        assert (row.run, row.suite, row.case, row.mode, row.backend) == ("check", "micro", result["case"], "infer-fp32",
+                                                                          result["backend"])
+        assert row.median_ms == pytest.approx(result["median_ms"], rel=1e-5)
+        assert row.device == "CPU" and row.torch and row.command.startswith("python -m torchfuse.bench")
+        assert row.extra["bytes_moved"] == result["bytes_moved"]
+    assert rows[1].speedup_vs_eager == pytest.approx(rows[0].median_ms / rows[1].median_ms, rel=1e-4)
+    assert main(args + ["--out", str(tmp_path / "b")]) == 0
+    assert len(load_rows(rows_file)) == 2 and not list(tmp_path.glob("b/*.jsonl"))
+
+
+def test_rows_add_appends_only_rows_not_there(tmp_path, capsys):
+    p = prov("X", "2026-12-01T10:00:00")
+    target, source = tmp_path / "rows.jsonl", tmp_path / "out.jsonl"
+    append_rows(target, [p.row("micro", "micro/softmax/64x32", backend="eager", median_ms=1.0)])
+    append_rows(source, [p.row("micro", "micro/softmax/64x32", backend="eager", median_ms=1.0),
+                         p.row("micro", "micro/softmax/64x32", backend="torchfuse", median_ms=0.5)])
+    assert rows_mod.rows_main(["add", str(source), "--to", str(target)]) == 0
+    assert rows_mod.rows_main(["add", str(source), "--to", str(target)]) == 0
+    assert [r.backend for r in load_rows(target)] == ["eager", "torchfuse"]
+    assert "0 new row(s)" in capsys.readouterr().out
+
+
+def _synthetic_rows() -> list:
+    old, new = prov("old", "2026-11-30T10:00:00", "1111111"), prov("new", "2026-12-01T10:00:00", "2222222")
+    rows = []
+    for run, eager_ms, fused_ms in ((old, 10.0, 9.0), (new, 10.0, 4.0)):
+        rows += [run.row("hf", "hf/bert/64x128", mode="train-amp-fp16", precision="fp16", backend="eager",
+                         median_ms=eager_ms, speedup_vs_eager=1.0),
+                 run.row("hf", "hf/bert/64x128", mode="train-amp-fp16", precision="fp16", backend="torchfuse",
+                         median_ms=fused_ms, speedup_vs_eager=eager_ms / fused_ms)]
+    rows += [new.row("hf", "hf/gpt2/8x512", mode="train-amp-fp16", precision="fp16", backend="eager", median_ms=8.0,
+                     speedup_vs_eager=1.0),
+             new.row("hf", "hf/gpt2/8x512", mode="train-amp-fp16", precision="fp16", backend="torchfuse",
+                     status="failed", error="boom"),
+             new.row("hf", "hf/gpt2/8x512", mode="train-amp-fp16", precision="fp16", backend="torchfuse",
+                     variant="alt", median_ms=1.0, speedup_vs_eager=8.0),
+             new.row("norms", "norms/softmax/16384x4096", mode="fwd", precision="bf16", backend="torchfuse",
+                     device_ms=0.0666, copy_fraction=0.95),
+             new.row("norms", "norms/softmax/16384x4096", mode="fwd", precision="bf16", backend="eager",
+                     device_ms=0.2129, copy_fraction=0.30),
+             new.row("host", "host/replay/x/1", backend="torchfuse", extra={"per_call_ms": 0.3})]
+    return rows
+
+
+def test_charts_and_tables_are_regenerated_from_the_newest_rows(tmp_path):
+    """``write_current`` draws a chart per (suite, mode, precision, layout, device) of the
+    charted suites from the newest row of each measurement, variants and uncharted suites left
+    out; the tables show those rows' figures (a failure as FAIL) and name their runs; a chart
+    whose group has no rows any more is removed."""
+    rows = _synthetic_rows()
+    groups = chart_groups(rows)
+    assert set(groups) == {("hf", "train-amp-fp16", "fp16", "", "NVIDIA H200"),
+                           ("norms", "fwd", "bf16", "", "NVIDIA H200")}
+    stale = tmp_path / "timm-gone.png"
+    stale.write_bytes(PNG_MAGIC)
+    written = write_current(rows, tmp_path)
+    charts = sorted(p.name for p in written if p.suffix == ".png")
+    assert charts == ["hf-train-amp-fp16-nvidia-h200.png", "norms-fwd-bf16-nvidia-h200.png"]
+    assert all((tmp_path / c).read_bytes()[:8] == PNG_MAGIC for c in charts) and not stale.exists()
+    index = (tmp_path / "index.md").read_text()
+    assert "| bert 64x128 | 10.000 ms | 2.50x |" in index  # the newer run's 10 / 4, not the older 10 / 9
+    assert "| gpt2 8x512 | 8.000 ms | FAIL |" in index and "8.00x" not in index
+    assert "| geomean |  | 2.50x |" in index
+    assert "| softmax 16384x4096 | 30% (212.9 us) | 95% (66.6 us) |" in index
+    assert "new (2222222, 2026-12-01)" in index and "old (" not in index
+    assert group_name(("timm", "infer-fp16", "fp16", "channels-last", "NVIDIA H200")) == \
+        "timm-infer-fp16-channels-last-nvidia-h200"
+
+
+def test_committed_rows_hold_the_current_tables_and_their_charts():
+    """The repository's rows file parses, every row names its run and commit, the migrated
+    tables are there (training steps with the T5 rerun, the norm table of runs BN and BO,
+    inference of runs AX and AY, host replay of run BA, the 2026-11-30 report), and the
+    committed ``charts/index.md`` is what ``torchfuse bench charts`` makes of the rows."""
+    path = ROOT / "benchmarks" / "results" / "rows.jsonl"
+    rows = load_rows(path)
+    assert rows and all(r.run and r.commit and r.date and r.device for r in rows)
+    runs = {(r.run, r.suite) for r in rows}
+    for expected in [("training-steps", "hf"), ("training-steps", "timm"), ("training-steps-t5-rerun", "hf"),
+                     ("BN", "norms"), ("BO", "norms"), ("AX", "timm"), ("AY", "timm"), ("BA", "host"),
+                     ("H", "micro"), ("K", "timm")]:
+        assert expected in runs, expected
+    bn = [r for r in rows if r.run == "BN" and r.variant == ""]
+    assert len({(r.case, r.precision, r.mode) for r in bn}) == 84  # the whole table: 42 cases x 2 directions
+    assert all(row_to_json(r) == line for r, line in zip(rows, path.read_text().splitlines()))
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as out:
+        write_current(rows, Path(out))
+        assert (Path(out) / "index.md").read_text() == (path.parent / "charts" / "index.md").read_text()
+        assert sorted(p.name for p in Path(out).glob("*.png")) == \
+            sorted(p.name for p in (path.parent / "charts").glob("*.png"))
