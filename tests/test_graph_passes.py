@@ -1,4 +1,4 @@
-"""Rewrites of TorchDynamo's graph before AOTAutograd (:mod:`torchfuse.graph_passes`)."""
+"""Graph rewrites before the IR (:mod:`torchfuse.passes`) and their order (:mod:`torchfuse.pipeline`)."""
 from __future__ import annotations
 
 import pytest
@@ -7,7 +7,7 @@ import torch
 import torchfuse
 from test_ops import DEVICE
 from torchfuse.config import Tuning
-from torchfuse.graph_passes import dense_attention_masks, dense_last_dim
+from torchfuse.passes.fx import dense_attention_masks, dense_last_dim
 
 
 @pytest.mark.parametrize("shape,expand", [((2, 1, 1, 8), (2, 1, 8, 8)), ((2, 1, 1, 8), (2, 3, 8, 8)),
@@ -61,7 +61,7 @@ def test_pads_of_one_tensor_seen_through_permutes_are_merged():
     or value stays. Outputs equal the unmerged graph's."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from torchfuse.graph_passes import merge_duplicate_pads
+    from torchfuse.passes.aten import merge_duplicate_pads
 
     aten = torch.ops.aten
 
@@ -113,15 +113,15 @@ def test_scalar_read_by_two_groups_is_computed_in_each():
 def rewrites(monkeypatch):
     """Counts of the rewrites :func:`one_hot_picks` and :func:`log_softmax_sums` made in the
     graphs compiled while the test runs, by pass name."""
-    from torchfuse import backend, graph_passes
+    from torchfuse.passes import cross_entropy
 
     made: dict[str, int] = {}
     for name in ("one_hot_picks", "log_softmax_sums"):
-        def spy(gm, *args, _real=getattr(graph_passes, name), _name=name):
+        def spy(gm, *args, _real=getattr(cross_entropy, name), _name=name):
             done = _real(gm, *args)
             made[_name] = made.get(_name, 0) + done
             return done
-        monkeypatch.setattr(backend, name, spy)
+        monkeypatch.setattr(cross_entropy, name, spy)
     return made
 
 
@@ -329,3 +329,71 @@ def test_explain_lists_the_cross_entropy_rewrites_with_their_option():
     b = torchfuse.compile(fn, dynamic=False, cross_entropy_rewrites=False, tuning=NLL_HERE)(x, t)
     torch.testing.assert_close(a, b, rtol=2 * torch.finfo(torch.bfloat16).eps, atol=0)
     torch.testing.assert_close(a, fn(x, t), rtol=2 * torch.finfo(torch.bfloat16).eps, atol=0)
+
+
+# ----------------------------------------------------------------------------- the pipeline's order
+
+def test_run_passes_runs_in_order_counts_and_guards():
+    """:func:`torchfuse.pipeline.run_passes`: the passes that apply run in the listed order;
+    a guarded pass's rewrites are added to the counts under its name, and its failure warns and
+    the rest run; an unguarded pass's failure propagates."""
+    from torchfuse import Options
+    from torchfuse.pipeline import GraphPass, PassContext, run_passes
+
+    gm = torch.fx.symbolic_trace(lambda x: x + 1)
+    order = []
+
+    def make(name, result, applies=True, guarded=True):
+        def run(graph_module, options):
+            order.append(name)
+            if isinstance(result, Exception):
+                raise result
+            return result
+        return GraphPass(name, run, lambda context: applies, guarded)
+
+    counts = {"b": 1}
+    passes = (make("a", 2), make("skipped", 5, applies=False), make("b", 3), make("c", ValueError("broken")),
+              make("d", 0), make("e", 7, guarded=False))
+    with pytest.warns(RuntimeWarning, match="graph pass c failed"):
+        run_passes(passes, gm, PassContext(Options(), "forward"), counts)
+    assert order == ["a", "b", "c", "d", "e"] and counts == {"a": 2, "b": 4}
+    with pytest.raises(ValueError, match="unguarded"):
+        run_passes((make("f", ValueError("unguarded"), guarded=False),), gm, PassContext(Options(), "forward"), {})
+
+
+@pytest.mark.parametrize("options, grad, names", [
+    ({}, True, ["dense_attention_masks", "channels_last_convolutions"]),
+    ({"channels_last_training": False}, True, ["dense_attention_masks"]),
+    ({}, False, ["dense_attention_masks"]),
+    ({"cudagraphs": True}, False, ["dense_attention_masks", "channels_last_convolutions"]),
+    ({"freeze": True}, False, ["dense_attention_masks", "fold_conv_batchnorm", "conv_bias_epilogues",
+                               "channels_last_convolutions"]),
+    ({"freeze": True, "channels_last_training": False}, True, ["dense_attention_masks"]),
+])
+def test_fx_passes_that_apply(options, grad, names):
+    """Which FX-level passes run on a captured graph: freezing's only under ``freeze`` with
+    gradients off, channels-last for training graphs, frozen graphs and CUDA-graph inference."""
+    from torchfuse import Options
+    from torchfuse.pipeline import FX_PASSES, PassContext
+
+    context = PassContext(Options(**options), "captured", grad)
+    assert [p.name for p in FX_PASSES if p.applies(context)] == names
+
+
+def test_aten_passes_that_apply():
+    """cuDNN's epilogues before freezing on inference graphs only; the cross-entropy rewrites
+    after merging pads, log-softmax sums first, both off with ``cross_entropy_rewrites=False``."""
+    from torchfuse import Options
+    from torchfuse.pipeline import ATEN_PASSES, ATEN_PASSES_BEFORE_FREEZING, PassContext, describe
+
+    def names(passes, graph, **options):
+        return [p.name for p in passes if p.applies(PassContext(Options(**options), graph))]
+
+    assert names(ATEN_PASSES_BEFORE_FREEZING, "inference") == ["conv_relu_epilogues"]
+    assert names(ATEN_PASSES_BEFORE_FREEZING, "forward") == []
+    assert names(ATEN_PASSES_BEFORE_FREEZING, "inference", conv_epilogues=False) == []
+    assert names(ATEN_PASSES, "backward") == ["merge_duplicate_pads", "log_softmax_sums", "one_hot_picks"]
+    assert names(ATEN_PASSES, "forward", cross_entropy_rewrites=False) == ["merge_duplicate_pads"]
+    text = describe()
+    assert (text.index("FX level") < text.index("fold_conv_batchnorm") < text.index("AOTAutograd")
+            < text.index("conv_relu_epilogues") < text.index("one_hot_picks") < text.index("IR level"))

@@ -687,7 +687,7 @@ def test_cross_entropy_forward_is_one_row_kernel_without_full_size_writes(monkey
     assert all(math.prod(s) <= n for s in written), written
     assert "arange" in [n.op for n in rows.nodes]  # class indices from the loop index, not loaded
     assert _call_targets(graphs) == ["aten._assert_async.msg"]
-    # graph_passes.log_softmax_sums and one_hot_picks: no element's log-probability is computed;
+    # passes.cross_entropy.log_softmax_sums and one_hot_picks: no element's log-probability is computed;
     # the log-sum-exp meets only per-row values (the picked x - max, the sum of x - max)
     lse = [n.output for n in rows.nodes if n.op == "log"]
     after, full = set(lse), []
@@ -804,7 +804,7 @@ def test_misaligned_half_precision_matmuls_are_padded_with_eager_values(monkeypa
     graphs = {cg.name: cg for cg in backend.RECENT[-2:]}
     pads = {name: sum("constant_pad_nd" in str(c.target) for c in cg.segmentation.calls) for name, cg in graphs.items()}
     # K=20 and N=37 are misaligned; the backward pads the loss gradient once for both of its
-    # products (``graph_passes.merge_duplicate_pads``)
+    # products (``passes.aten.merge_duplicate_pads``)
     assert pads["forward"] >= 2 and pads["backward"] >= 1, pads
 
 

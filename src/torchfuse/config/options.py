@@ -163,13 +163,13 @@ class Options:
             convolution plus per-channel biases (and at most one residual tensor of the output's
             shape, dtype and strides) as one cuDNN call with a fused epilogue
             (``cudnn_convolution_relu``/``cudnn_convolution_add_relu``), fp16 and bf16 on CUDA;
-            see :func:`torchfuse.graph_passes.conv_relu_epilogues`. On by default.
+            see :func:`torchfuse.passes.aten.conv_relu_epilogues`. On by default.
         cross_entropy_rewrites: take cross-entropy's picked log-probability and its
             label-smoothing sum from ``x - max`` per row (one reduction step fewer; the
             smoothing sum rounded once rather than per element), on rows of at most 1024
             classes and rows longer than ``persistent_max_elements``; see
-            :func:`torchfuse.graph_passes.one_hot_picks` and
-            :func:`torchfuse.graph_passes.log_softmax_sums`. On by default.
+            :func:`torchfuse.passes.cross_entropy.one_hot_picks` and
+            :func:`torchfuse.passes.cross_entropy.log_softmax_sums`. On by default.
         interpret_integer_division: fuse integer division and remainder on CPU tensors too.
             Off by default because eager raises ZeroDivisionError there and a kernel cannot;
             tests turn it on to exercise those kernels under the interpreter.

@@ -144,8 +144,9 @@ class SplitTuning:
             programs per multiprocessor...
         outer_programs: ...into about this many programs per multiprocessor.
         outer_xblock: columns of the partial stage of a split outer reduction.
-        outer_rblock: rows a step of that stage (``benchmarks/sweep_split.py`` and
-            ``sweep_norms.py`` on an H200, NOTES.md: 64 x 16 with 4 warps best or within 3%
+        outer_rblock: rows a step of that stage (``torchfuse bench sweep-launch split`` and
+            ``torchfuse bench norms --sweep split-norms`` on an H200, NOTES.md: 64 x 16 with
+            4 warps best or within 3%
             on every normalization case).
         outer_warps: warps of that stage.
         outer_rblock_one_input: rows a step when the group reads one tensor along the reduced
@@ -166,7 +167,7 @@ class SplitTuning:
 class InnerOuterTuning:
     """The inner-outer scheduler (:mod:`torchfuse.schedulers.inner_outer`): a row reduction
     paired with column sums over the same rows (a normalization's backward). Values from runs
-    AG, AH, AJ and AK on an H200 (``benchmarks/sweep_inner_outer.py``, NOTES.md).
+    AG, AH, AJ and AK on an H200 (``torchfuse bench norms --sweep inner-outer-all``, NOTES.md).
 
     Attributes:
         programs_per_sm: programs a multiprocessor before the first kernel is compiled.
@@ -207,7 +208,7 @@ class InnerOuterTuning:
 class CodegenTuning:
     """Forms of generated code (:mod:`torchfuse.codegen`). Each switch is on by default; off
     gives the plain form, for measurements (instruction counts from
-    ``benchmarks/sass_count.py``, device times from runs BJ to BN, NOTES.md).
+    ``torchfuse bench sass``, device times from runs BJ to BN, NOTES.md).
 
     Attributes:
         all_true_masks: kernels take ``xfull``/``rfull`` (1 when every block of the first
@@ -240,7 +241,7 @@ class SegmentTuning:
         split_kept_max: a reduction group with at most this many kept elements (static)...
         split_reduced_min: ...and at least this many reduced ones (inner) is kept splittable:
             a producer or consumer merging into it would stop it from splitting across the GPU
-            (``benchmarks/norms.py``, BatchNorm channels-last, NOTES.md).
+            (``torchfuse bench norms``, BatchNorm channels-last, NOTES.md).
         split_reduced_min_outer: the same for outer reductions; from 2048 reduced elements a
             ResNet-50 training step became bound by the host's launch rate (run V, NOTES.md).
         cast_batch_min: a graph with at least this many stand-alone casts of its inputs (or of
@@ -262,16 +263,24 @@ class GraphPassTuning:
 
     Attributes:
         one_hot_picks: cross-entropy's picked log-probability taken from ``x - max``
-            (:func:`~torchfuse.passes.aten.one_hot_picks`; with
+            (:func:`~torchfuse.passes.cross_entropy.one_hot_picks`; with
             ``Options.cross_entropy_rewrites``).
         log_softmax_sums: its label-smoothing sum taken from ``x - max``
-            (:func:`~torchfuse.passes.aten.log_softmax_sums`).
+            (:func:`~torchfuse.passes.cross_entropy.log_softmax_sums`).
         picks_max_persistent_row: both rewrite rows of at most this many elements and rows
             longer than ``Options.persistent_max_elements`` (runs BB to BD, NOTES.md:
             persistent rows of 3072 to 8192 lost up to 16%).
         conv_epilogue_devices: device types where ReLU-ended convolutions go to cuDNN's fused
             epilogue (:func:`~torchfuse.passes.aten.conv_relu_epilogues`; runs AW, AX).
         conv_epilogue_dtypes: the dtypes where they do.
+        attention_mask_devices: device types where attention masks are made dense in their last
+            dimension (:func:`~torchfuse.passes.fx.dense_attention_masks`; PyTorch's CPU
+            kernels take any stride).
+        channels_last_devices: device types where 2-D half-precision convolutions run
+            channels-last (:func:`~torchfuse.freezing.channels_last_convolutions`; cuDNN's fast
+            layout on tensor cores).
+        conv_bias_epilogue_devices: device types where a frozen graph's convolution biases move
+            into the following fusion group (:func:`~torchfuse.freezing.conv_bias_epilogues`).
     """
 
     one_hot_picks: bool = True
@@ -279,6 +288,9 @@ class GraphPassTuning:
     picks_max_persistent_row: int = 1024
     conv_epilogue_devices: tuple[str, ...] = ("cuda",)
     conv_epilogue_dtypes: tuple[torch.dtype, ...] = (torch.float16, torch.bfloat16)
+    attention_mask_devices: tuple[str, ...] = ("cuda",)
+    channels_last_devices: tuple[str, ...] = ("cuda",)
+    conv_bias_epilogue_devices: tuple[str, ...] = ("cuda",)
 
 
 @dataclasses.dataclass(frozen=True)
