@@ -397,11 +397,13 @@ class ExplainResult:
         return next((k for k in self.kernels if k.key == key), None)
 
     # -- text, JSON, HTML
-    def summary(self) -> str:
-        """A readable multi-line summary (what :func:`torchfuse.explain` prints)."""
+    def summary(self, tuning: bool = False) -> str:
+        """A readable multi-line summary (what :func:`torchfuse.explain` prints); with
+        ``tuning``, followed by the tuning each kernel was built with (``torchfuse explain
+        --tuning``)."""
         from .summary import format_summary
 
-        return format_summary(self)
+        return format_summary(self, tuning=tuning)
 
     def __str__(self) -> str:
         return self.summary()

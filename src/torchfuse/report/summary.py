@@ -162,8 +162,19 @@ def call_time_text(result: ExplainResult) -> str:
             "(AOTAutograd and torchfuse; TorchDynamo's tracing not counted)")
 
 
-def format_summary(result: ExplainResult) -> str:
-    """The whole result as text."""
+def format_tuning(result: ExplainResult) -> str:
+    """The tuning each generated kernel was built with: per kernel (name and scheduler), one
+    ``section.field = value`` line per field of the sections its scheduler and the code writer
+    read, then every other field changed from its default (marked ``(changed)``)."""
+    lines = ["tuning per kernel:" + ("" if result.kernels else " no kernel was generated")]
+    for k in result.kernels:
+        lines.append(f"  {k.name} ({k.scheduler or '?'}):")
+        lines += [f"    {line}" for line in k.tuning]
+    return "\n".join(lines)
+
+
+def format_summary(result: ExplainResult, tuning: bool = False) -> str:
+    """The whole result as text; with ``tuning``, followed by :func:`format_tuning`."""
     env = result.environment
     breaks = len(result.graph_breaks)
     idle = len(result.aten_calls) - len(result.aten_work)  # views and constants: no data moves
@@ -209,4 +220,6 @@ def format_summary(result: ExplainResult) -> str:
         lines.append(f"timing: not available ({t.note})")
     for w in result.warnings:
         lines.append(f"warning: {w}")
+    if tuning:
+        lines.append(format_tuning(result))
     return "\n".join(lines)
