@@ -93,21 +93,17 @@ def test_hostile_values_through_reductions(dtype):
 
 
 @pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
-def test_gpu_row_max_combine_propagates_nan(dtype, monkeypatch):
+def test_gpu_row_max_combine_propagates_nan(dtype):
     """The GPU's single-reduction row max/min (``tf_row_max``: ``tl.reduce`` with a NaN-aware
     combine) run under the interpreter in place of its two-reduction host variant: amax, amin,
-    argmax, softmax and logsumexp on rows with NaN, infinities and rows of -inf equal eager."""
-    from torchfuse.runtime import compile as kcompile
-
-    gpu_forms = {k: v for k, v in kcompile.HOST_VARIANTS.items() if not k.startswith("tf_row_")}
-    monkeypatch.setattr(kcompile, "HOST_VARIANTS", gpu_forms)
-    monkeypatch.setattr(kcompile, "_loaded", {})
+    argmax, softmax and logsumexp on rows with NaN, infinities and rows of -inf equal eager
+    (``Tuning.runtime.interpreter_gpu_helpers``)."""
     x = hostile(dtype, shape=(3, 9), seed=5)
     rows = torch.full((2, 5), -INF, dtype=dtype, device=DEVICE)
     rows[1, 2] = 1.0
     fn = lambda x, r: (x.amax(1), x.amin(1), x.argmax(1), torch.softmax(r, 1), r.amax(1), torch.logsumexp(x, 1),
                        (x * 2).amax(1) - 1)
-    check(fn, x, rows)
+    check(fn, x, rows, tuning="runtime.interpreter_gpu_helpers=tf_row_*")
 
 
 @pytest.mark.parametrize("dtype", [I8, I32, I64, U8], ids=str)

@@ -248,17 +248,12 @@ def test_paired_groups_of_other_shapes_match_eager(case):
 
 
 @pytest.mark.parametrize("norm,shape", [("layer_norm", (37, 100)), ("ln_gelu_residual", (45, 96))])
-def test_row_sums_of_layer_norm_backward_in_gpu_form(norm, shape, monkeypatch):
+def test_row_sums_of_layer_norm_backward_in_gpu_form(norm, shape):
     """LayerNorm's backward reduces its two row sums (of ``dy * w`` and ``dy * w * xhat``) as
     one tuple inside the inner-outer kernel; here in the GPU's form (``tf_row_sum2``'s tuple
-    reduction) under the interpreter, in place of its host variant. Gradients as in
-    :func:`_check_gradients`."""
-    from torchfuse.runtime import compile as kcompile
-
-    monkeypatch.setattr(kcompile, "HOST_VARIANTS", {k: v for k, v in kcompile.HOST_VARIANTS.items()
-                                                    if not k.startswith("tf_row_sum")})
-    monkeypatch.setattr(kcompile, "_loaded", {})
-    _check_gradients(NORMS[norm], shape, torch.float32)
+    reduction) under the interpreter, in place of its host variant
+    (``Tuning.runtime.interpreter_gpu_helpers``). Gradients as in :func:`_check_gradients`."""
+    _check_gradients(NORMS[norm], shape, torch.float32, tuning="runtime.interpreter_gpu_helpers=tf_row_sum*")
     sources = [p.kernel.source.text for cg in backend.RECENT[-2:] for s in cg.steps if hasattr(s, "plans")
                for p in s.plans.values() if p.kernel is not None and p.config.scheduler == "reduction.inner_outer"]
     assert sources and all("= tf_row_sum2(" in t for t in sources), sources

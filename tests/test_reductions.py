@@ -248,17 +248,12 @@ def _kernel_sources(graphs) -> list[str]:
 
 @pytest.mark.parametrize("gpu_form", [False, True], ids=["host", "gpu"])
 @pytest.mark.parametrize("dtype", [F32, BF16], ids=dtype_id)
-def test_sibling_row_sums_are_reduced_together(dtype, gpu_form, monkeypatch):
+def test_sibling_row_sums_are_reduced_together(dtype, gpu_form):
     """Persistent row sums that do not read each other are reduced as one tuple (two or three
     at a time: ``tf_row_sum2``/``tf_row_sum3``); sums that read an earlier sum, a max, and an
     integer sum are not. ``gpu_form`` runs the GPU's tuple reduction under the interpreter in
-    place of its host variant. Values as eager's."""
-    from torchfuse.runtime import compile as kcompile
-
-    if gpu_form:
-        monkeypatch.setattr(kcompile, "HOST_VARIANTS", {k: v for k, v in kcompile.HOST_VARIANTS.items()
-                                                        if not k.startswith("tf_row_sum")})
-        monkeypatch.setattr(kcompile, "_loaded", {})
+    place of its host variant (``Tuning.runtime.interpreter_gpu_helpers``). Values as eager's."""
+    options = {"tuning": "runtime.interpreter_gpu_helpers=tf_row_sum*"} if gpu_form else {}
     x = make_sample(dtype, 21, specials=False, shape=(6, 40))
     y = make_sample(dtype, 22, specials=False, shape=(6, 40))
     i = (x * 4).to(I32)
@@ -268,13 +263,17 @@ def test_sibling_row_sums_are_reduced_together(dtype, gpu_form, monkeypatch):
         e = (x.abs() * a.abs() + b.abs()).sum(1)  # reads the first level's sums (no cancellation)
         return a, b * 2, c + d, e, x.amax(1), i.sum(1), (x.abs() * (c - d).abs()).sum(1), torch.softmax(x, 1)
 
-    actual, graphs = run_compiled(f, x, y, i)
+    actual, graphs = run_compiled(f, x, y, i, **options)
     assert_matches(actual, f(x, y, i))
     assert_all_fused(graphs)
     text = "\n".join(_kernel_sources(graphs))
     # first level: four sums as two pairs (the max and the integer sum alone); second level:
     # the sum reading a and b, the one reading c - d and softmax's sum, as one triple
     assert (text.count("= tf_row_sum2("), text.count("= tf_row_sum3(")) == (2, 1), text
+    interpreted = [p.kernel.fns[0] for p in _plans(graphs) if p.kernel.interpret]
+    if interpreted:  # which form of the helper the kernels' module calls
+        forms = {fn.fn.__globals__["tf_row_sum2"].fn.__name__ for fn in interpreted}
+        assert forms == {"tf_row_sum2" if gpu_form else "tf_row_sum2_host"}, forms
 
 
 @pytest.mark.parametrize("schedule", ["persistent", "loop_many_steps", "split"])

@@ -1,6 +1,6 @@
-"""Every reduction kernel shape computes the same values: each test forces one scheduler
-(persistent, looped, split) on groups with several reductions, NaNs and ties, and compares
-with eager."""
+"""Every reduction kernel shape computes the same values: each test steers the registry's
+heuristics to one scheduler (persistent, looped, split) through Options and Tuning, on groups
+with several reductions, NaNs and ties, and compares with eager."""
 from __future__ import annotations
 
 import pytest
@@ -10,8 +10,7 @@ import torchfuse
 import torchfuse.backend as backend
 from torchfuse.config import Tuning
 from torchfuse import schedulers
-from torchfuse.schedulers import (GroupTraits, LaunchConfig, Stage, Target, cdiv, looped, next_power_of_2, persistent,
-                                  pointwise, single)
+from torchfuse.schedulers import GroupTraits, LaunchConfig, Target, cdiv, looped, persistent, pointwise, single
 from conftest import DEVICE
 
 #: the launch configurations of an H200 (132 multiprocessors), also under the interpreter
@@ -19,24 +18,16 @@ H200 = {"launch_configs_for_sm_count": 132}
 T = Tuning()
 
 
-def force(kind: str):
-    """A stand-in for the registry's ``choose`` that picks the ``kind`` configuration."""
-    def choose(candidates, rt, traits, tuning, target):
-        splittable = schedulers.split.SCHEDULER in candidates
-        x, r = max(rt.xnumel, 1), rt.rnumel
-        if kind == "persistent":
-            rb = next_power_of_2(max(r, 1))
-            return single("reduction.persistent", cdiv(x, 2), 2, rb, 4, "forced")
-        if kind == "loop":
-            return single("reduction.loop", cdiv(x, 2), 2, 16, 4, "forced")
-        assert splittable, "the group should be splittable"
-        split = 3
-        rchunk = cdiv(cdiv(r, split), 16) * 16
-        split = cdiv(r, rchunk)
-        return LaunchConfig("reduction.split", (Stage((cdiv(x, 2), split), 2, 16, 4),
-                                                Stage((cdiv(x, 2),), 2, next_power_of_2(split), 4)),
-                            split=split, rchunk=rchunk, reason="forced")
-    return choose
+def forcing(kind: str) -> dict:
+    """Options under which the registry's own heuristics pick the ``kind`` scheduler for the
+    7 x 50 inputs of :data:`CASES` (rows of 50, or columns of 7), with several programs and,
+    looped, several steps a row."""
+    if kind == "persistent":  # reduced extents up to 64 in registers, tiles of 128 elements
+        return {"persistent_max_elements": 64, "tuning": "persistent.interpret_tile=128"}
+    if kind == "loop":  # longer than the persistent limit: 16 elements a step
+        return {"persistent_max_elements": 4, "tuning": "looped.interpret_rblock=16"}
+    # split: the GPU's heuristic (fewer kept elements than multiprocessors) from 32 reduced elements
+    return {"launch_configs_for_sm_count": 132, "tuning": "split.min_r=32"}
 
 
 CASES = {
@@ -54,13 +45,12 @@ PAIRS = [(k, c) for k in ("persistent", "loop", "split") for c in CASES
 
 
 @pytest.mark.parametrize("kind, case", PAIRS)
-def test_scheduler_shapes_match_eager(monkeypatch, kind, case):
+def test_scheduler_shapes_match_eager(kind, case):
     fn, splittable = CASES[case]
-    monkeypatch.setattr(schedulers, "choose", force(kind))
     x = torch.randn(7, 50, device=DEVICE)
     x[2, 5] = float("nan")
     x[4, :] = 1.5  # ties everywhere in one row
-    out = torchfuse.compile(fn)(x)
+    out = torchfuse.compile(fn, **forcing(kind))(x)
     torch.testing.assert_close(out, fn(x), equal_nan=True)
     used = {next(iter(s.plans.values())).config.scheduler
             for s in backend.RECENT[-1].steps if hasattr(s, "plans") and s.plans}

@@ -318,9 +318,15 @@ class RuntimeTuning:
     Attributes:
         progress_delay_seconds: a graph's kernels show a progress bar once generating and
             compiling them has taken this long (seconds).
+        interpreter_gpu_helpers: Triton helpers that keep their GPU form under the interpreter
+            instead of their host twin (:data:`torchfuse.codegen.helpers.HOST_VARIANTS`): names,
+            or prefixes ending in ``*`` (``tf_row_*``). Tests run the GPU forms (a row max in one
+            NaN-aware ``tl.reduce``, tuple row sums) on CPU tensors with it; a host twin follows
+            PyTorch's CPU kernels or is faster in the interpreter.
     """
 
     progress_delay_seconds: float = 2.0
+    interpreter_gpu_helpers: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,7 +22,7 @@ from .cache import SourceStore
 
 log = logging.getLogger("torchfuse.cache")
 
-_loaded: dict[tuple[str, bool], "Kernel"] = {}
+_loaded: dict[tuple[str, bool, tuple[str, ...]], "Kernel"] = {}
 _lock = threading.Lock()
 
 
@@ -278,19 +278,30 @@ class interpreter_stdlib:
         return False
 
 
-def load(source: KernelSource, store: SourceStore, interpret: bool) -> Kernel:
-    """Import ``source`` (once per process and mode) and return its kernel.
+def _named(name: str, patterns: tuple[str, ...]) -> bool:
+    """``name`` is one of ``patterns`` or starts with one ending in ``*``."""
+    return any(name == p or (p.endswith("*") and name.startswith(p[:-1])) for p in patterns)
+
+
+def load(source: KernelSource, store: SourceStore, interpret: bool, gpu_helpers: tuple[str, ...] = ()) -> Kernel:
+    """Import ``source`` (once per process, mode and ``gpu_helpers``) and return its kernel.
+
+    Under the interpreter each helper of :data:`~torchfuse.codegen.helpers.HOST_VARIANTS` runs
+    as its host twin, except those named in ``gpu_helpers`` (names, or prefixes ending in
+    ``*``: ``Tuning.runtime.interpreter_gpu_helpers``).
 
     Raises:
         SyntaxError, NameError, ImportError: the generated module is broken (a compiler bug);
             the caller runs the group through ATen and warns.
     """
-    k = (source.key, interpret)
+    k = (source.key, interpret, tuple(gpu_helpers) if interpret else ())
     with _lock:
         if k in _loaded:
             return _loaded[k]
     path = store.path_for(source.key, source.text)
     modname = f"torchfuse_kernel_{source.key[:24]}_{'i' if interpret else 'j'}"
+    if k[2]:  # another module for the same source with other helper forms
+        modname += f"_{abs(hash(k[2])):x}"
     # The module runs from the text whose hash is its key, never from what the file or a
     # bytecode cache beside it holds now; linecache serves that same text to
     # ``inspect.getsource``, which @triton.jit reads (mtime None: never invalidated).
@@ -310,7 +321,7 @@ def load(source: KernelSource, store: SourceStore, interpret: bool) -> Kernel:
             if obj is not None:  # (the helpers on demand are there only when called)
                 module.__dict__[name] = InterpretedFunction(getattr(obj, "fn", obj))
         for name, host in HOST_VARIANTS.items():  # CPU tensors: PyTorch's CPU kernels' rules
-            if host in module.__dict__:
+            if host in module.__dict__ and not _named(name, gpu_helpers):
                 module.__dict__[name] = module.__dict__[host]
     kernel = Kernel(source, path, [getattr(module, n) for n in source.stages], interpret)
     with _lock:

@@ -234,7 +234,7 @@ class GroupRunner:
             if self.options.dump_dir:
                 _dump(self.options.dump_dir, f"{src.name}_{src.key[:12]}.py", src.text)
         before = self.store.misses
-        kernel = load(src, self.store, self.options.interpret)
+        kernel = load(src, self.store, self.options.interpret, self.options.tuning.runtime.interpreter_gpu_helpers)
         self.stats["kernels_compiled" if self.store.misses > before else "kernels_cached"] += 1
         return kernel
 
