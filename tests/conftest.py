@@ -50,17 +50,10 @@ def pytest_addoption(parser):
                          "two commits)")
 
 
-#: the environment default of ``Options.launch_configs_for_sm_count``
+#: the environment default of ``Options.launch_configs_for_sm_count`` (documented in
+#: :mod:`torchfuse.config.options`): scripts set it, or pass the option, to plan every kernel
+#: with a GPU's launch configurations under the interpreter
 LAUNCH_CONFIGS_ENV = "TORCHFUSE_LAUNCH_CONFIGS_FOR_SM_COUNT"
-
-
-def use_gpu_launch_configs(setattr_, sm: int) -> None:
-    """Plan every kernel of the process with the launch configurations of a GPU of ``sm``
-    multiprocessors, by making ``sm`` the environment default of
-    ``Options.launch_configs_for_sm_count`` (options made afterwards take it). For scripts
-    that imported this helper (``benchmarks/sass_count.py``); tests pass the option itself.
-    ``setattr_`` is ignored (kept for those callers)."""
-    os.environ[LAUNCH_CONFIGS_ENV] = str(int(sm))
 
 
 def pytest_configure(config):

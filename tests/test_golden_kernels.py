@@ -17,7 +17,7 @@ The corpus, one test (and one golden file) per part:
 * ``ops_reductions``: every case of ``test_reductions.test_reduction_dtypes`` (each registry
   reduction over its dtypes), at its shape (persistent) and at 4 rows of 65536 (split);
 * ``norms_4096x3072`` and ``norms_8192x32768``: the normalization table's graphs
-  (``benchmarks/norms.py``; copied here so that editing the benchmark leaves the corpus as
+  (``torchfuse bench norms``; copied here so that editing the benchmark leaves the corpus as
   it is): LayerNorm, RMSNorm, softmax, log-softmax and cross-entropy over rows, and
   channels-last BatchNorm, in fp32, bf16 and fp16, inference and training (forward and
   backward). Rows of 3072 are persistent, with inner-outer backward kernels; rows of 32768
@@ -210,7 +210,7 @@ def _batch_norm(x, w, b, rm, rv):
 
 
 #: the normalization table's graphs over rows: name -> (function, whether it takes weights
-#: (how many), whether it takes class targets), as benchmarks/norms.py builds them
+#: (how many), whether it takes class targets), as torchfuse.bench.norms builds them
 ROW_OPS = {"layer_norm": (_layer_norm, 2, False), "rms_norm": (_rms_norm, 1, False), "softmax": (_softmax, 0, False),
            "log_softmax": (_log_softmax, 0, False), "cross_entropy": (_cross_entropy, 0, True)}
 NORM_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
