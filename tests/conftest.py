@@ -41,7 +41,8 @@ def pytest_addoption(parser):
     group.addoption("--gpu-launch-configs", type=int, default=0, metavar="SM_COUNT",
                     help="under the interpreter, launch every kernel with the configuration the GPU heuristics "
                          "pick for a device of SM_COUNT multiprocessors (e.g. 132, an H200) instead of the "
-                         "interpreter's largest blocks: many programs, masked tails, narrow tiles")
+                         "interpreter's largest blocks: many programs, masked tails, narrow tiles (sets the "
+                         "default of Options.launch_configs_for_sm_count)")
     group.addoption("--update-golden", action="store_true",
                     help="tests/test_golden_kernels.py: rewrite tests/golden/*.json from the kernels generated now")
     group.addoption("--golden-sources", default=None, metavar="DIR",
@@ -49,27 +50,13 @@ def pytest_addoption(parser):
                          "two commits)")
 
 
-_ORIGINAL_HEURISTICS: dict = {}
-
-
-def use_gpu_launch_configs(setattr_, sm: int) -> None:
-    """Make the pointwise and reduction heuristics pick what they would on a GPU of ``sm``
-    multiprocessors even under the interpreter. ``setattr_``: ``monkeypatch.setattr`` for one
-    test, ``setattr`` for the whole run."""
-    from torchfuse.schedulers import pointwise, reduction
-
-    # the unpatched heuristics, also when ``--gpu-launch-configs`` patched them for the run
-    originals = _ORIGINAL_HEURISTICS.setdefault("all", (pointwise.heuristic, reduction.heuristic,
-                                                         reduction.inner_outer))
-    pw, red, io = originals
-    setattr_(pointwise, "heuristic", lambda rt, interpret, sm_count=0: pw(rt, False, sm))
-    setattr_(reduction, "heuristic", lambda rt, persistent_max, interpret, sm_count=0, splittable=False,
-             writes_rows=False, tile_inputs=2: red(rt, persistent_max, False, sm, splittable, writes_rows,
-                                                   tile_inputs))
-    setattr_(reduction, "inner_outer", lambda rt, interpret, sm_count=0, resident=0: io(rt, False, sm, resident))
+#: the environment default of ``Options.launch_configs_for_sm_count`` (documented in
+#: :mod:`torchfuse.config.options`): scripts set it, or pass the option, to plan every kernel
+#: with a GPU's launch configurations under the interpreter
+LAUNCH_CONFIGS_ENV = "TORCHFUSE_LAUNCH_CONFIGS_FOR_SM_COUNT"
 
 
 def pytest_configure(config):
     sm = config.getoption("--gpu-launch-configs")
-    if sm and DEVICE == "cpu":
-        use_gpu_launch_configs(setattr, sm)
+    if sm and DEVICE == "cpu":  # a thin wrapper over Options.launch_configs_for_sm_count
+        os.environ[LAUNCH_CONFIGS_ENV] = str(sm)

@@ -344,7 +344,7 @@ def test_negative_peak_memory_is_not_reported(tmp_path, monkeypatch):
 def test_sass_count_shows_the_flushed_exp_saving_instructions(tmp_path):
     """``torchfuse bench sass`` compiles torchfuse's kernels for sm_90 on this machine (no
     GPU) and counts their instructions: log-softmax's forward row kernels have fewer with the
-    flush-to-zero summed exp (``codegen.triton.FLUSH_SUMMED_EXP``) than without, the first of
+    flush-to-zero summed exp (``Tuning.codegen.flush_summed_exp``) than without, the first of
     them three an element fewer (bf16 rows of 1024, one row on one warp: 32 elements a
     thread). The counts printed and the rows appended agree."""
     import os
@@ -369,7 +369,7 @@ def test_sass_count_shows_the_flushed_exp_saving_instructions(tmp_path):
         return found
 
     flushed = counts("flushed")
-    plain = counts("plain", "--set", "codegen.triton.FLUSH_SUMMED_EXP=False")
+    plain = counts("plain", "--set", "codegen.flush_summed_exp=False")
     assert len(flushed) == len(plain)
     assert plain[0][0] - flushed[0][0] >= 3 * 32, (plain, flushed)
     assert all(f[0] <= p[0] for f, p in zip(flushed, plain)), (plain, flushed)

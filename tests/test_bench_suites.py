@@ -29,7 +29,7 @@ def test_norms_rows_on_a_cpu(tmp_path):
     ratios of the rows' own times, the variant's overrides recorded; the table written."""
     rows_file = tmp_path / "rows.jsonl"
     status = main(["norms", "--quick", "--device", "cpu", "--ops", "softmax,cross_entropy", "--dtypes", "float32",
-                   "--backends", "eager,torchfuse", "--alt", "schedulers.reduction.TILE_ELEMENTS=1024",
+                   "--backends", "eager,torchfuse", "--alt", "persistent.tile_elements=1024",
                    "--rows", str(rows_file), "--run-name", "cpu", "--out", str(tmp_path / "md")])
     assert status == 0
     rows = load_rows(rows_file)
@@ -44,15 +44,16 @@ def test_norms_rows_on_a_cpu(tmp_path):
         assert r.extra["bytes"] == want_bytes[(r.case.split("/")[1], r.mode)]
         eager = next(e for e in rows if (e.case, e.mode, e.backend) == (r.case, r.mode, "eager"))
         assert r.speedup_vs_eager == pytest.approx(eager.median_ms / r.median_ms, rel=1e-4)
-        assert r.extra.get("overrides") == (["schedulers.reduction.TILE_ELEMENTS=1024"] if r.variant else None)
+        assert r.extra.get("overrides") == (["persistent.tile_elements=1024"] if r.variant else None)
     assert all(r.extra["schedule"] for r in rows if r.backend == "torchfuse")
     table = (tmp_path / "md" / "norms.md").read_text()
     assert "| softmax 64x128 fp32 | fwd |" in table and "alt: call us, of copy" in table
 
 
 def test_norms_sweeps_name_tunables_that_exist():
-    """Every override of every named sweep parses: it names an Options field or a constant that
-    exists (a sweep left behind by a renamed or deleted tunable fails here)."""
+    """Every override of every named sweep parses: it names an Options field or a Tuning field
+    that exists, with a value of its type (a sweep left behind by a renamed or deleted tunable
+    fails here)."""
     from torchfuse.bench.norm_sweeps import SWEEPS
     from torchfuse.bench.norms import OPS
     from torchfuse.bench.variants import parse_override
@@ -78,26 +79,35 @@ def test_norms_sweep_runs_its_variants(tmp_path):
 
 
 def test_norms_refuses_bad_overrides(capsys):
-    for bad in ("schedulers.reduction.NO_SUCH=1", "no_such_option=1", "schedulers.reduction.TILE_ELEMENTS=x y"):
+    for bad in ("persistent.no_such=1", "no_such_option=1", "persistent.tile_elements=x y",
+                "schedulers.reduction.TILE_ELEMENTS=4096"):
         with pytest.raises(SystemExit):
             main(["norms", "--quick", "--device", "cpu", "--alt", bad])
         assert "error" in capsys.readouterr().err
 
 
-def test_variants_set_options_and_tunables_and_restore_them():
-    """``options_with``: Options fields from ``NAME=VALUE``; ``SECTION.NAME=VALUE`` sets the
-    module constant, and ``restoring_tunables`` puts it back."""
-    from torchfuse.bench.variants import options_with, parse_override, restoring_tunables
-    from torchfuse.schedulers import reduction
+def test_variants_set_options_and_tuning_fields():
+    """``options_with``: Options fields from ``NAME=VALUE``, Tuning fields from
+    ``SECTION.FIELD=VALUE`` (converted to the field's type, applied in order, on top of the
+    given or default tuning); nothing outside the returned options changes."""
+    from torchfuse import Options
+    from torchfuse.bench.variants import options_with, parse_override
+    from torchfuse.config.tuning import Tuning
 
-    before = reduction.TILE_ELEMENTS
-    with restoring_tunables(["schedulers.reduction.TILE_ELEMENTS=123"]):
-        options = options_with(["schedulers.reduction.TILE_ELEMENTS=123", "inner_outer=False"], freeze=True)
-        assert reduction.TILE_ELEMENTS == 123
-    assert reduction.TILE_ELEMENTS == before
+    options = options_with(["persistent.tile_elements=123", "inner_outer=False", "codegen.sink_selects=False",
+                            "persistent.tile_elements=256"], freeze=True)
     assert options.inner_outer is False and options.freeze is True
-    assert parse_override("codegen.triton.SINK_SELECTS=False") == ("codegen.triton", "SINK_SELECTS", False)
-    for bad in ("x", "=1", "inner_outer=maybe", "nosuchmodule.X=1"):
+    assert options.tuning.persistent.tile_elements == 256 and options.tuning.codegen.sink_selects is False
+    assert options.tuning.changed() == {"persistent.tile_elements": 256, "codegen.sink_selects": False}
+    assert Options().tuning == Tuning() and options_with([]).tuning == Tuning()
+    base = Tuning().replace("outer.xblock", 32)
+    assert options_with(["outer.rblock=8"], tuning=base).tuning.changed() == {"outer.xblock": 32, "outer.rblock": 8}
+    assert parse_override("codegen.sink_selects=False") == ("tuning", "codegen.sink_selects", False)
+    assert parse_override("graph_passes.conv_epilogue_devices=cuda,cpu") == (
+        "tuning", "graph_passes.conv_epilogue_devices", ("cuda", "cpu"))
+    assert parse_override("max_group_ops=64") == ("option", "max_group_ops", 64)
+    for bad in ("x", "=1", "inner_outer=maybe", "nosection.field=1", "persistent.tile_elements=many",
+                "codegen.triton.SINK_SELECTS=False"):
         with pytest.raises(ValueError):
             parse_override(bad)
 

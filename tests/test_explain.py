@@ -362,12 +362,12 @@ def _run_reproducer(path: str) -> subprocess.CompletedProcess:
 
 
 def test_kernel_failure_writes_a_reproducer_that_runs(monkeypatch, tmp_path):
-    import torchfuse.runtime.executor as executor
+    import torchfuse.runtime.group as group_runtime
 
     def broken(group, *args, **kwargs):
         raise ValueError("codegen failure forced by the test")
 
-    monkeypatch.setattr(executor, "generate", broken)
+    monkeypatch.setattr(group_runtime, "generate", broken)
 
     def f(x, w):
         return torch.nn.functional.softmax(x @ w, dim=-1) * 2
@@ -417,21 +417,13 @@ def test_graph_failure_writes_a_reproducer(monkeypatch, tmp_path):
     assert "('tensor', (3, 5), (5, 1), 'float32'," in text
 
 
-def test_explain_lists_the_rewrites_of_the_captured_graph(monkeypatch):
+def test_explain_lists_the_rewrites_of_the_captured_graph():
     """A training graph whose half-precision convolutions run channels-last (on for CUDA,
     forced here on the test's device) says so per graph; a graph with nothing rewritten has
     no such line."""
-    from torchfuse import freezing
-
-    real = freezing.channels_last_convolutions
-
-    def channels_last_convolutions(gm, devices=("cuda",)):
-        return real(gm, devices=(DEVICE,))
-
-    monkeypatch.setattr(freezing, "channels_last_convolutions", channels_last_convolutions)
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Conv2d(4, 4, 3)).to(DEVICE, torch.bfloat16)
     x = torch.randn(2, 3, 10, 10, device=DEVICE, dtype=torch.bfloat16, requires_grad=True)
-    result = torchfuse.explain(model, x, verbose=False)
+    result = torchfuse.explain(model, x, verbose=False, tuning=f"graph_passes.channels_last_devices={DEVICE}")
     assert result.captures[0].rewrites == {"channels_last_convolutions": 2}, result.captures[0].rewrites
     assert "rewrites of the captured graph: channels_last_convolutions x2" in result.summary()
     again = type(result).from_dict(result.to_dict())

@@ -58,11 +58,42 @@ def test_file_function_in_training_explains_forward_and_backward(tmp_path, capsy
     (["hf:bert", "--option", "no_such_option=1"], "unknown torchfuse option"),
     (["hf:bert", "--option", "max_group_ops=yes"], "expected int"),
     (["hf:bert", "--mode", "fastest"], "unknown mode"),
+    (["hf:bert", "--set", "persistent.no_such_field=1"], "unknown tuning field"),
+    (["hf:bert", "--set", "persistent.tile_elements=many"], "is not a int"),
 ])
 def test_unusable_arguments_exit_2_with_the_reason(argv, message, capsys, tmp_path):
     assert torchfuse_main(["explain", *argv, "--quick", "-o", str(tmp_path / "x")]) == 2
     assert message in capsys.readouterr().err
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_tuning_flag_prints_the_tuning_each_kernel_was_built_with(tmp_path, capsys):
+    """``--tuning``: after the summary, each kernel with the fields of the Tuning sections its
+    scheduler and the code writer read, a field changed by ``--set`` marked; without it only
+    the changed field is named. The values match the tuning the kernels were compiled with."""
+    script = tmp_path / "rows.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+
+        def build():
+            torch.manual_seed(0)
+            return (lambda x: torch.softmax(x * 2, -1)), (torch.randn(8, 64),)
+    """))
+    prefix = tmp_path / "rows"
+    argv = ["explain", f"{script}:build", "--device", DEVICE, "--set", "persistent.tile_elements=2048", "-o"]
+    assert torchfuse_main([*argv, str(prefix), "--tuning"]) == 0
+    printed = capsys.readouterr().out
+    result = ExplainResult.load(str(prefix) + ".json")
+    rows = [k for k in result.kernels if k.scheduler == "reduction.persistent"]
+    assert len(rows) == 1, [(k.name, k.scheduler) for k in result.kernels]
+    block = printed[printed.index("tuning per kernel:"):]
+    assert f"  {rows[0].name} (reduction.persistent):\n    persistent.tile_elements = 2048  (changed)\n" in block, block
+    assert "    persistent.one_warp_row = 1024\n" in block and "    codegen.all_true_masks = True\n" in block, block
+    assert "pointwise.large_block" not in block  # a section the persistent scheduler does not read
+    assert torchfuse_main([*argv, str(tmp_path / "plain")]) == 0
+    plain = capsys.readouterr().out
+    assert "tuning per kernel:" not in plain
+    assert "tuning changed from the defaults: persistent.tile_elements = 2048" in plain, plain
 
 
 def test_parsers():

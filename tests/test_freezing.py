@@ -266,27 +266,22 @@ def test_channels_last_convolutions_keep_values_and_output_layout():
     torch.testing.assert_close(got, want, rtol=3e-2, atol=3e-2)
 
 
-def test_training_convolutions_run_channels_last_with_eager_gradients(monkeypatch):
+def test_training_convolutions_run_channels_last_with_eager_gradients():
     """Training graphs under autocast convert their convolutions to channels-last (on for
     CUDA; forced here on the test's device): gradients and running statistics match eager."""
-    from torchfuse import freezing
-
-    rewritten = []
-    real = freezing.channels_last_convolutions
-    monkeypatch.setattr(freezing, "channels_last_convolutions",
-                        lambda gm, devices=("cuda",): rewritten.append(real(gm, devices=(DEVICE,))) or rewritten[-1])
     torch.manual_seed(0)
     model = _conv_bn_net().to(DEVICE).train()
     ref = _conv_bn_net().to(DEVICE).train()
     ref.load_state_dict(model.state_dict())
     x = torch.randn(4, 3, 12, 12, device=DEVICE)
-    compiled = torchfuse.compile(model, dynamic=False)
+    compiled = torchfuse.compile(model, dynamic=False, tuning=f"graph_passes.channels_last_devices={DEVICE}")
     for m in (compiled, ref):
         with torch.autocast(DEVICE, torch.bfloat16):
             out = m(x)
         assert out.is_contiguous()
         out.float().square().mean().backward()
-    assert rewritten and rewritten[0] >= 2, rewritten
+    rewritten = torchfuse.backend.LAST_REWRITES.get("channels_last_convolutions", 0)
+    assert rewritten >= 2, torchfuse.backend.LAST_REWRITES
     for (name, p), q in zip(model.named_parameters(), ref.parameters()):
         # bf16 convolutions summed in another layout's order: a few bf16 ulps
         torch.testing.assert_close(p.grad, q.grad, rtol=5e-2, atol=5e-3, msg=name)
@@ -341,17 +336,11 @@ def test_conv_bias_of_an_unbatched_convolution_stays():
     assert moved == [0]
 
 
-def test_unfrozen_inference_under_cuda_graphs_runs_convolutions_channels_last(monkeypatch):
+def test_unfrozen_inference_under_cuda_graphs_runs_convolutions_channels_last():
     """``mode="reduce-overhead"`` without ``freeze``: half-precision convolutions of inference
     graphs are converted to channels-last (weights in every call; on for CUDA, forced here on
     the test's device), outputs keep eager's layout and values; with the option off they are
     left alone."""
-    from torchfuse import freezing
-
-    rewritten = []
-    real = freezing.channels_last_convolutions
-    monkeypatch.setattr(freezing, "channels_last_convolutions",
-                        lambda gm, devices=("cuda",): rewritten.append(real(gm, devices=(DEVICE,))) or rewritten[-1])
     torch.manual_seed(0)
     model = _conv_bn_net().to(DEVICE, torch.bfloat16).eval()
     x = torch.randn(2, 3, 12, 12, device=DEVICE, dtype=torch.bfloat16)
@@ -359,15 +348,16 @@ def test_unfrozen_inference_under_cuda_graphs_runs_convolutions_channels_last(mo
         want = model(x)
         for enabled in (True, False):
             torch._dynamo.reset()
-            rewritten.clear()
-            got = torchfuse.compile(model, mode="reduce-overhead", dynamic=False, channels_last_inference=enabled)(x)
+            got = torchfuse.compile(model, mode="reduce-overhead", dynamic=False, channels_last_inference=enabled,
+                                    tuning=f"graph_passes.channels_last_devices={DEVICE}")(x)
             assert got.is_contiguous() == want.is_contiguous()
             # bf16 convolutions summed in another layout's order: a few bf16 ulps
             torch.testing.assert_close(got, want, rtol=5e-2, atol=5e-2)
-            assert (bool(rewritten) and rewritten[0] >= 2) == enabled, rewritten
+            rewritten = torchfuse.backend.LAST_REWRITES.get("channels_last_convolutions", 0)
+            assert (rewritten >= 2) == enabled, torchfuse.backend.LAST_REWRITES
 
 
-# --- ReLU-ended convolutions on cuDNN's fused epilogue (graph_passes.conv_relu_epilogues) ---
+# --- ReLU-ended convolutions on cuDNN's fused epilogue (passes.aten.conv_relu_epilogues) ---
 
 def _ref_conv_relu(x, w, bias, stride, padding, dilation, groups):
     return torch.relu(torch.nn.functional.conv2d(x, w, bias, stride, padding, dilation, groups))
@@ -385,22 +375,24 @@ def epilogues(monkeypatch):
     eager's order) so that the rewritten graph runs, and the rewrite is allowed for fp32 and bf16.
     Yields the dtypes to test in (the first is the main one) and a list that collects the ATen
     targets of each graph the pass ran on, after it ran."""
-    from torchfuse import graph_passes
+    # through the environment default of Options.tuning: every compile of the test takes it
+    monkeypatch.setenv("TORCHFUSE_TUNING", f"graph_passes.conv_epilogue_devices={DEVICE}")
+    from torchfuse.passes import aten as aten_passes
 
-    monkeypatch.setattr(graph_passes, "CONV_EPILOGUE_DEVICES", (DEVICE,))
     seen = []
-    real = backend.conv_relu_epilogues
+    real = aten_passes.conv_relu_epilogues
 
-    def spy(gm):
-        done = real(gm)
+    def spy(gm, *args):  # watches the graph after the pass (tuning as the pipeline passes it)
+        done = real(gm, *args)
         seen.append([str(n.target) for n in gm.graph.nodes if n.op == "call_function"])
         return done
 
-    monkeypatch.setattr(backend, "conv_relu_epilogues", spy)
+    monkeypatch.setattr(aten_passes, "conv_relu_epilogues", spy)
     if DEVICE != "cpu":
         yield (torch.float16, torch.bfloat16), seen
         return
-    monkeypatch.setattr(graph_passes, "CONV_EPILOGUE_DTYPES", (torch.float32, torch.bfloat16))
+    monkeypatch.setenv("TORCHFUSE_TUNING", f"graph_passes.conv_epilogue_devices={DEVICE}, "
+                                           "graph_passes.conv_epilogue_dtypes=float32,bfloat16")
     lib = torch.library.Library("aten", "IMPL")
     lib.impl("cudnn_convolution_relu", _ref_conv_relu, "CPU")
     lib.impl("cudnn_convolution_add_relu", _ref_conv_add_relu, "CPU")

@@ -17,7 +17,7 @@ The corpus, one test (and one golden file) per part:
 * ``ops_reductions``: every case of ``test_reductions.test_reduction_dtypes`` (each registry
   reduction over its dtypes), at its shape (persistent) and at 4 rows of 65536 (split);
 * ``norms_4096x3072`` and ``norms_8192x32768``: the normalization table's graphs
-  (``benchmarks/norms.py``; copied here so that editing the benchmark leaves the corpus as
+  (``torchfuse bench norms``; copied here so that editing the benchmark leaves the corpus as
   it is): LayerNorm, RMSNorm, softmax, log-softmax and cross-entropy over rows, and
   channels-last BatchNorm, in fp32, bf16 and fp16, inference and training (forward and
   backward). Rows of 3072 are persistent, with inner-outer backward kernels; rows of 32768
@@ -26,9 +26,9 @@ The corpus, one test (and one golden file) per part:
 
 The op cases are the op tests' own: a new spec there adds kernels here (regenerate the files).
 
-Kernels are planned as on an H200: the reduction and pointwise heuristics pick the
-configurations of a device of 132 multiprocessors (``conftest.use_gpu_launch_configs``) and
-cross-entropy takes its GPU decomposition (``decompose.NLL_BY_MASK_DEVICES``). Nothing runs:
+Kernels are planned as on an H200: the heuristics pick the configurations of a device of 132
+multiprocessors (``Options.launch_configs_for_sm_count``) and cross-entropy takes its GPU
+decomposition (``Tuning.decompose.nll_by_mask_devices``). Nothing runs:
 graphs are traced with fake tensors, and each compiled graph is planned for its traced sizes
 and strides (all a plan needs), so large shapes cost neither memory nor interpreter time.
 Kernels are generated, not loaded: no kernel cache is read or written.
@@ -58,11 +58,10 @@ import torch
 import torch.nn.functional as F
 
 import test_ops
-from conftest import use_gpu_launch_configs
-from torchfuse import backend, decompose
-from torchfuse.config import Options
+from torchfuse import backend
+from torchfuse.config import Options, Tuning
 from torchfuse.decompose import decomposition_table
-from torchfuse.runtime import executor
+from torchfuse.runtime import group
 from torchfuse.runtime.executor import GroupRunner
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -76,9 +75,15 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning"
 
 # ----------------------------------------------------------------------------- planning
 
+#: the GPU's cross-entropy form (the CPU takes it too: the corpus is traced on CPU tensors)
+TUNING = Tuning().replace("decompose.nll_by_mask_devices", ("cuda", "cpu"))
+
+
 def options(**overrides) -> Options:
-    """Every option given, none read from the environment: interpreter on, no cache, no dump."""
-    return Options(interpret=True, cache_dir=None, dump_dir=None, **overrides)
+    """Every option given, none read from the environment: interpreter on, no cache, no dump,
+    the launch configurations of an H200 and its cross-entropy form."""
+    return Options(interpret=True, cache_dir=None, dump_dir=None, launch_configs_for_sm_count=SM_COUNT,
+                   tuning=TUNING, **overrides)
 
 
 def plan_kernels(kernels: dict[str, tuple], case: str, before: list) -> None:
@@ -107,7 +112,7 @@ def compile_aten_graph(kernels: dict, case: str, fn: Callable, args: list, opts:
     traced = lambda *a: tuple(fn(*a))  # noqa: E731
     if decomposed:  # in-place ops become functional ones, as under AOTAutograd
         traced = torch.func.functionalize(traced, remove="mutations_and_views")
-    table = decomposition_table() if decomposed else None
+    table = decomposition_table(opts.tuning.decompose) if decomposed else None
     gm = make_fx(traced, decomposition_table=table, tracing_mode="fake")(*args)
     backend.compile_graph(gm, list(args), opts, name="inference")
     plan_kernels(kernels, case, before)
@@ -205,7 +210,7 @@ def _batch_norm(x, w, b, rm, rv):
 
 
 #: the normalization table's graphs over rows: name -> (function, whether it takes weights
-#: (how many), whether it takes class targets), as benchmarks/norms.py builds them
+#: (how many), whether it takes class targets), as torchfuse.bench.norms builds them
 ROW_OPS = {"layer_norm": (_layer_norm, 2, False), "rms_norm": (_rms_norm, 1, False), "softmax": (_softmax, 0, False),
            "log_softmax": (_log_softmax, 0, False), "cross_entropy": (_cross_entropy, 0, True)}
 NORM_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
@@ -305,12 +310,10 @@ def differences(old: dict[str, dict], new: dict[str, dict]) -> list[str]:
 
 @pytest.fixture
 def h200_planning(monkeypatch):
-    """The heuristics of a GPU of SM_COUNT multiprocessors and the GPU's cross-entropy form;
-    planned kernels are generated but not loaded (nothing is written to a kernel cache, nor
-    imported: loading them is a third of the time, and the op tests run them)."""
-    use_gpu_launch_configs(monkeypatch.setattr, SM_COUNT)
-    monkeypatch.setattr(decompose, "NLL_BY_MASK_DEVICES", ("cuda", "cpu"))
-    monkeypatch.setattr(executor, "load", lambda source, store, interpret: types.SimpleNamespace(source=source))
+    """Planned kernels are generated but not loaded (nothing is written to a kernel cache, nor
+    imported: loading them is a third of the time, and the op tests run them). (The H200's
+    launch configurations and cross-entropy form come with :func:`options`.)"""
+    monkeypatch.setattr(group, "load", lambda source, *how: types.SimpleNamespace(source=source))
 
 
 @pytest.mark.parametrize("part", list(PARTS))

@@ -1,4 +1,4 @@
-"""Rewrites of TorchDynamo's graph before AOTAutograd (:mod:`torchfuse.graph_passes`)."""
+"""Graph rewrites before the IR (:mod:`torchfuse.passes`) and their order (:mod:`torchfuse.pipeline`)."""
 from __future__ import annotations
 
 import pytest
@@ -6,7 +6,8 @@ import torch
 
 import torchfuse
 from test_ops import DEVICE
-from torchfuse.graph_passes import dense_attention_masks, dense_last_dim
+from torchfuse.config import Tuning
+from torchfuse.passes.fx import dense_attention_masks, dense_last_dim
 
 
 @pytest.mark.parametrize("shape,expand", [((2, 1, 1, 8), (2, 1, 8, 8)), ((2, 1, 1, 8), (2, 3, 8, 8)),
@@ -60,7 +61,7 @@ def test_pads_of_one_tensor_seen_through_permutes_are_merged():
     or value stays. Outputs equal the unmerged graph's."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from torchfuse.graph_passes import merge_duplicate_pads
+    from torchfuse.passes.aten import merge_duplicate_pads
 
     aten = torch.ops.aten
 
@@ -80,111 +81,11 @@ def test_pads_of_one_tensor_seen_through_permutes_are_merged():
     assert merge_duplicate_pads(gm) == 0
 
 
-# ----------------------------------------------------------------------------- one-hot row sums
-
-@pytest.fixture(autouse=True)
-def _one_hot_sums_on(monkeypatch):
-    """The one-hot rewrite is off by default (``graph_passes.ONE_HOT_SUMS``); these tests turn
-    it on."""
-    from torchfuse import graph_passes
-
-    monkeypatch.setattr(graph_passes, "ONE_HOT_SUMS", True)
+#: the fused cross-entropy forward on the device the tests run on (on a GPU only by default)
+NLL_HERE = Tuning().replace("decompose.nll_by_mask_devices", (torch.device(DEVICE).type,))
 
 
-def _reductions(graph_name: str) -> list[str]:
-    """Reduction ops of the last compiled graph called ``graph_name``."""
-    from torchfuse import backend
-    from torchfuse.ir.ops import REGISTRY
-
-    graph = [g for g in backend.RECENT if g.name == graph_name][-1]
-    return [n.op for g in graph.segmentation.groups for n in g.nodes if REGISTRY[n.op].kind == "reduction"]
-
-
-ONE_HOT_VALUES = [1.5, float("nan"), float("inf"), -float("inf"), -0.0, 0.0, -2.25, 3.0]
-ONE_HOT_INDEX = [3, 0, 7, 2, 5, -1, 8, 1 << 40]  # -1, 8 and 2**40 select nothing among 8 classes
-
-
-@pytest.mark.parametrize("form", ["plain", "masked", "cast", "keepdim", "int32_index", "two_classes",
-                                  "negative_zero_elsewhere"])
-def test_one_hot_sum_is_the_selected_value(form):
-    """``sum(where(arange(n) == p & k, v, 0), -1)`` with ``p``, ``k`` and ``v`` constant along
-    the summed dim is rewritten to the selected value (no reduction is left), and equals
-    eager's sum bit for bit: NaN and infinities at the selected class, ``-0.0`` summed to
-    ``+0.0``, indices out of range (negative, ``n``, beyond 32 bits) selecting nothing."""
-    v = torch.tensor(ONE_HOT_VALUES, device=DEVICE)
-    p = torch.tensor(ONE_HOT_INDEX, device=DEVICE)
-    k = torch.tensor([True, True, True, False, True, True, True, True], device=DEVICE)
-    n = 2 if form == "two_classes" else 8
-    if form == "two_classes":
-        p = torch.tensor([0, 1, -1, 2, 0, 1, 0, 1], device=DEVICE)
-
-    def fn(v, p, k):
-        index = p.to(torch.int32) if form == "int32_index" else p
-        if form == "int32_index":
-            index = torch.where((p >= 0) & (p < n), p, -1).to(torch.int32)
-        hit = torch.arange(n, device=v.device, dtype=index.dtype) == index[:, None]
-        if form == "masked":
-            hit = hit & k[:, None]
-        if form == "cast":
-            return torch.where(hit, (v * 2).to(torch.bfloat16)[:, None], 0).float().sum(-1)
-        if form == "negative_zero_elsewhere":  # every sum of -0.0 terms is +0.0, as eager's
-            return torch.where(hit, v[:, None] * 2, torch.tensor(-0.0, device=v.device)).sum(-1)
-        return torch.where(hit, v[:, None] * 2, 0).sum(-1, keepdim=form == "keepdim")
-
-    torch._dynamo.reset()
-    got = torchfuse.compile(fn, dynamic=False)(v, p, k)
-    want = fn(v, p, k)
-    assert got.dtype == want.dtype and got.shape == want.shape
-    assert torch.equal(got.isnan(), want.isnan())
-    same = ~want.isnan()
-    assert torch.equal(got[same], want[same])
-    assert torch.equal(got[same].signbit(), want[same].signbit()), (got, want)
-    assert _reductions("inference") == []
-
-
-def test_sum_over_values_that_vary_along_the_row_is_kept():
-    """When the selected value depends on the class (a log-probability picked by target), the
-    pass does not apply: the sum stays and the result is eager's."""
-    x = torch.randn(6, 8, device=DEVICE)
-    p = torch.tensor([3, 0, 7, -1, 5, 2], device=DEVICE)
-
-    def fn(x, p):
-        hit = torch.arange(8, device=x.device) == p[:, None]
-        return torch.where(hit, x * 2, 0).sum(-1)
-
-    torch._dynamo.reset()
-    got = torchfuse.compile(fn, dynamic=False)(x, p)
-    torch.testing.assert_close(got, fn(x, p), rtol=0, atol=0)
-    assert _reductions("inference") == ["sum"]
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_row_sum_through_one_hot_with_a_per_row_term(dtype):
-    """A row that holds one value at the target class and another everywhere else (label
-    smoothing's gradient: ``where(arange(n) == p, a, 0) + b``) sums to ``a + b + (n - 1) * b``
-    per row, without a reduction: as close to an fp64 sum as eager's, within eager's rounding,
-    with infinities and NaN where eager has them."""
-    n = 1000
-    a = torch.tensor([1.5, -3.0, float("inf"), 2.0, 0.25, 7.0], device=DEVICE).to(dtype)
-    b = torch.tensor([0.1, 1e-3, 0.5, float("nan"), -0.3, 3.3e-5], device=DEVICE).to(dtype)
-    p = torch.tensor([3, 0, 999, 5, -100, 1000], device=DEVICE)
-
-    def row(a, b, p):
-        hit = torch.arange(n, device=a.device) == p[:, None]
-        return torch.where(hit, a[:, None] * 2, 0) + b[:, None].expand(-1, n)
-
-    fn = lambda a, b, p: row(a, b, p).float().sum(-1)
-    torch._dynamo.reset()
-    got = torchfuse.compile(fn, dynamic=False)(a, b, p)
-    want = fn(a, b, p)
-    ref = row(a, b, p).double().sum(-1)  # the exact sum of the rows eager sums
-    assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf())
-    ok = want.isfinite()
-    torch.testing.assert_close(got[ok], want[ok], rtol=1e-5, atol=0)
-    err, eager_err = (got[ok].double() - ref[ok]).abs(), (want[ok].double() - ref[ok]).abs()
-    assert (err <= eager_err + 1e-7 * ref[ok].abs()).all(), (got, want, ref)
-    assert _reductions("inference") == []
-
+# ----------------------------------------------------------------------------- scalars
 
 def test_scalar_read_by_two_groups_is_computed_in_each():
     """A one-element result (``-a / b`` of two 0-d inputs) read at two places that merge one
@@ -212,15 +113,15 @@ def test_scalar_read_by_two_groups_is_computed_in_each():
 def rewrites(monkeypatch):
     """Counts of the rewrites :func:`one_hot_picks` and :func:`log_softmax_sums` made in the
     graphs compiled while the test runs, by pass name."""
-    from torchfuse import backend, graph_passes
+    from torchfuse.passes import cross_entropy
 
     made: dict[str, int] = {}
-    for name in ("one_hot_picks", "log_softmax_sums", "one_hot_sums"):
-        def spy(gm, *args, _real=getattr(graph_passes, name), _name=name):
+    for name in ("one_hot_picks", "log_softmax_sums"):
+        def spy(gm, *args, _real=getattr(cross_entropy, name), _name=name):
             done = _real(gm, *args)
             made[_name] = made.get(_name, 0) + done
             return done
-        monkeypatch.setattr(backend, name, spy)
+        monkeypatch.setattr(cross_entropy, name, spy)
     return made
 
 
@@ -239,14 +140,12 @@ PICK_P = [0, 1, 2, 3, 4, 5, 6, -1]  # the last row picks nothing
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("chain", ["shift_round", "scale_divide", "exp_log_neg", "keepdim"])
-def test_one_hot_pick_applies_the_pointwise_work_to_the_picked_value(monkeypatch, rewrites, chain, dtype):
+def test_one_hot_pick_applies_the_pointwise_work_to_the_picked_value(rewrites, chain, dtype):
     """``sum(where(arange(n) == p, h(v), 0), -1)`` becomes ``h`` of the picked ``v``, made once:
     bit for bit the values of the same graph compiled without the rewrite (NaN, infinities, the
     sign of zeros, a row that picks nothing), and eager's, bit for bit where ``h`` is arithmetic
     and casts, within an ulp where it has ``exp`` and ``log`` (the interpreter's differ from
     PyTorch's). The picked value sits at column ``p`` of a row of ordinary numbers."""
-    from torchfuse import graph_passes
-
     n = 8
     g = torch.Generator().manual_seed(5)
     v = (torch.randn(8, n, generator=g) * 4).to(dtype)
@@ -270,9 +169,8 @@ def test_one_hot_pick_applies_the_pointwise_work_to_the_picked_value(monkeypatch
     torch._dynamo.reset()
     got = torchfuse.compile(fn, dynamic=False)(v, p)
     assert rewrites.get("one_hot_picks") == 1
-    monkeypatch.setattr(graph_passes, "ONE_HOT_PICKS", False)
     torch._dynamo.reset()
-    _assert_bitwise_eager(got, torchfuse.compile(fn, dynamic=False)(v, p))
+    _assert_bitwise_eager(got, torchfuse.compile(fn, dynamic=False, tuning="graph_passes.one_hot_picks=False")(v, p))
     want = fn(v, p)
     if chain in ("shift_round", "scale_divide"):
         _assert_bitwise_eager(got, want)
@@ -359,18 +257,14 @@ def test_sum_of_a_log_softmax_over_another_dim_is_kept(rewrites):
 @pytest.mark.parametrize("persistent_max", [8192, 1024])
 def test_cross_entropy_rewrites_follow_the_row_length(rewrites, persistent_max):
     """Rows of 2048 classes: reduced persistently (the default limit of 8192 elements), the two
-    rewrites are not made (slower there on an H200, ``graph_passes.PICKS_MAX_PERSISTENT_ROW``);
+    rewrites are not made (slower there on an H200, ``Tuning.graph_passes.picks_max_persistent_row``);
     reduced in a loop (``persistent_max_elements=1024``), both are. The loss equals eager's
     within a bf16 rounding either way."""
     x = (torch.randn(6, 2048) * 3).to(DEVICE, torch.bfloat16)
     t = torch.tensor([5, 2047, 0, -100, 77, 1024], device=DEVICE)
     fn = lambda x, t: torch.nn.functional.cross_entropy(x, t, label_smoothing=0.1, reduction="none")
-    from torchfuse import decompose
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(decompose, "NLL_BY_MASK_DEVICES", (torch.device(DEVICE).type,))
-        torch._dynamo.reset()
-        got = torchfuse.compile(fn, dynamic=False, persistent_max_elements=persistent_max)(x, t)
+    torch._dynamo.reset()
+    got = torchfuse.compile(fn, dynamic=False, persistent_max_elements=persistent_max, tuning=NLL_HERE)(x, t)
     torch.testing.assert_close(got, fn(x, t), rtol=2 * torch.finfo(torch.bfloat16).eps, atol=1e-6)
     rewritten = 1 if persistent_max < 2048 else 0
     assert (rewrites.get("one_hot_picks", 0), rewrites.get("log_softmax_sums", 0)) == (rewritten, rewritten)
@@ -412,67 +306,94 @@ def test_log_softmax_sum_into_a_wider_dtype_is_kept(rewrites, dtype, wider):
     assert rewrites.get("log_softmax_sums", 0) == 0
 
 
-def test_explain_lists_the_cross_entropy_rewrites_with_their_option(monkeypatch):
+def test_explain_lists_the_cross_entropy_rewrites_with_their_option():
     """``explain`` names both rewrites and the option that turns them off; with
     ``cross_entropy_rewrites=False`` neither is made and the loss is the same within a bf16
     rounding."""
-    from torchfuse import decompose
-
-    monkeypatch.setattr(decompose, "NLL_BY_MASK_DEVICES", (torch.device(DEVICE).type,))
     x = (torch.randn(8, 100) * 3).to(DEVICE, torch.bfloat16)
     t = torch.randint(0, 100, (8,), device=DEVICE)
     fn = lambda x, t: torch.nn.functional.cross_entropy(x, t, label_smoothing=0.1)
     torch._dynamo.reset()
     with torch.no_grad():
-        text = torchfuse.explain(fn, x, t).summary()
+        text = torchfuse.explain(fn, x, t, tuning=NLL_HERE).summary()
     assert ("log_softmax_sums x1 (option cross_entropy_rewrites), one_hot_picks x1 (option cross_entropy_rewrites)"
             in text), text
     assert ", 2 graph rewrite(s), " in text.splitlines()[0], text  # the headline counts them
     torch._dynamo.reset()
     with torch.no_grad():
-        off = torchfuse.explain(fn, x, t, cross_entropy_rewrites=False).summary()
+        off = torchfuse.explain(fn, x, t, cross_entropy_rewrites=False, tuning=NLL_HERE).summary()
     assert "one_hot_picks" not in off and "log_softmax_sums" not in off and "graph rewrite" not in off, off
     torch._dynamo.reset()
-    a = torchfuse.compile(fn, dynamic=False)(x, t)
+    a = torchfuse.compile(fn, dynamic=False, tuning=NLL_HERE)(x, t)
     torch._dynamo.reset()
-    b = torchfuse.compile(fn, dynamic=False, cross_entropy_rewrites=False)(x, t)
+    b = torchfuse.compile(fn, dynamic=False, cross_entropy_rewrites=False, tuning=NLL_HERE)(x, t)
     torch.testing.assert_close(a, b, rtol=2 * torch.finfo(torch.bfloat16).eps, atol=0)
     torch.testing.assert_close(a, fn(x, t), rtol=2 * torch.finfo(torch.bfloat16).eps, atol=0)
 
 
-@pytest.mark.parametrize("persistent_max", [8192, 1024])
-def test_cross_entropy_backward_of_looped_rows_has_no_row_sum(monkeypatch, rewrites, persistent_max):
-    """Training on rows of 2048 classes: reduced in a loop (``persistent_max_elements=1024``),
-    the backward's row sum of the one-hot gradient becomes per-row arithmetic
-    (``one_hot_sums`` with ``LOOPED_ONE_HOT_SUMS``) and the kernel over the logits is pointwise
-    (the mean's count over the rows stays a reduction of its own); persistent (the default
-    limit), the row sum stays (``ONE_HOT_SUMS`` is off). Loss and
-    gradient as close to an fp64 reference as eager's, within a rounding."""
-    from torchfuse import decompose, graph_passes
+# ----------------------------------------------------------------------------- the pipeline's order
 
-    monkeypatch.setattr(graph_passes, "ONE_HOT_SUMS", False)  # this module's fixture turns it on
-    monkeypatch.setattr(graph_passes, "LOOPED_ONE_HOT_SUMS", True)  # off by default (mixed on an H200)
-    monkeypatch.setattr(decompose, "NLL_BY_MASK_DEVICES", (torch.device(DEVICE).type,))
-    x0 = torch.randn(6, 2048, device=DEVICE) * 3
-    t = torch.tensor([5, 2047, 0, -100, 77, 1024], device=DEVICE)
-    fn = lambda x: torch.nn.functional.cross_entropy(x * 2, t, label_smoothing=0.1)
+def test_run_passes_runs_in_order_counts_and_guards():
+    """:func:`torchfuse.pipeline.run_passes`: the passes that apply run in the listed order;
+    a guarded pass's rewrites are added to the counts under its name, and its failure warns and
+    the rest run; an unguarded pass's failure propagates."""
+    from torchfuse import Options
+    from torchfuse.pipeline import GraphPass, PassContext, run_passes
 
-    def loss_and_grad(f, x):
-        x = x.detach().clone().requires_grad_(True)
-        loss = f(x)
-        return loss.detach(), torch.autograd.grad(loss, x)[0]
+    gm = torch.fx.symbolic_trace(lambda x: x + 1)
+    order = []
 
-    torch._dynamo.reset()
-    got = loss_and_grad(torchfuse.compile(fn, dynamic=False, persistent_max_elements=persistent_max), x0)
-    want = loss_and_grad(fn, x0)
-    ref = loss_and_grad(lambda x: fn(x.double()), x0)
-    for g_, w_, r_ in zip(got, want, ref):
-        torch.testing.assert_close(g_, w_, rtol=1e-5, atol=1e-7)
-        assert ((g_.double() - r_).abs() <= (w_.double() - r_).abs() + 1e-6 * r_.abs() + 1e-9).all()
-    looped = persistent_max < 2048
-    assert rewrites.get("one_hot_sums", 0) == (1 if looped else 0)
-    from torchfuse import backend
+    def make(name, result, applies=True, guarded=True):
+        def run(graph_module, options):
+            order.append(name)
+            if isinstance(result, Exception):
+                raise result
+            return result
+        return GraphPass(name, run, lambda context: applies, guarded)
 
-    graph = [g for g in backend.RECENT if g.name == "backward"][-1]
-    over_classes = [g for g in graph.segmentation.groups if 2048 in g.domain.sizes]
-    assert over_classes and all(bool(g.domain.reduced) != looped for g in over_classes), [str(g) for g in over_classes]
+    counts = {"b": 1}
+    passes = (make("a", 2), make("skipped", 5, applies=False), make("b", 3), make("c", ValueError("broken")),
+              make("d", 0), make("e", 7, guarded=False))
+    with pytest.warns(RuntimeWarning, match="graph pass c failed"):
+        run_passes(passes, gm, PassContext(Options(), "forward"), counts)
+    assert order == ["a", "b", "c", "d", "e"] and counts == {"a": 2, "b": 4}
+    with pytest.raises(ValueError, match="unguarded"):
+        run_passes((make("f", ValueError("unguarded"), guarded=False),), gm, PassContext(Options(), "forward"), {})
+
+
+@pytest.mark.parametrize("options, grad, names", [
+    ({}, True, ["dense_attention_masks", "channels_last_convolutions"]),
+    ({"channels_last_training": False}, True, ["dense_attention_masks"]),
+    ({}, False, ["dense_attention_masks"]),
+    ({"cudagraphs": True}, False, ["dense_attention_masks", "channels_last_convolutions"]),
+    ({"freeze": True}, False, ["dense_attention_masks", "fold_conv_batchnorm", "conv_bias_epilogues",
+                               "channels_last_convolutions"]),
+    ({"freeze": True, "channels_last_training": False}, True, ["dense_attention_masks"]),
+])
+def test_fx_passes_that_apply(options, grad, names):
+    """Which FX-level passes run on a captured graph: freezing's only under ``freeze`` with
+    gradients off, channels-last for training graphs, frozen graphs and CUDA-graph inference."""
+    from torchfuse import Options
+    from torchfuse.pipeline import FX_PASSES, PassContext
+
+    context = PassContext(Options(**options), "captured", grad)
+    assert [p.name for p in FX_PASSES if p.applies(context)] == names
+
+
+def test_aten_passes_that_apply():
+    """cuDNN's epilogues before freezing on inference graphs only; the cross-entropy rewrites
+    after merging pads, log-softmax sums first, both off with ``cross_entropy_rewrites=False``."""
+    from torchfuse import Options
+    from torchfuse.pipeline import ATEN_PASSES, ATEN_PASSES_BEFORE_FREEZING, PassContext, describe
+
+    def names(passes, graph, **options):
+        return [p.name for p in passes if p.applies(PassContext(Options(**options), graph))]
+
+    assert names(ATEN_PASSES_BEFORE_FREEZING, "inference") == ["conv_relu_epilogues"]
+    assert names(ATEN_PASSES_BEFORE_FREEZING, "forward") == []
+    assert names(ATEN_PASSES_BEFORE_FREEZING, "inference", conv_epilogues=False) == []
+    assert names(ATEN_PASSES, "backward") == ["merge_duplicate_pads", "log_softmax_sums", "one_hot_picks"]
+    assert names(ATEN_PASSES, "forward", cross_entropy_rewrites=False) == ["merge_duplicate_pads"]
+    text = describe()
+    assert (text.index("FX level") < text.index("fold_conv_batchnorm") < text.index("AOTAutograd")
+            < text.index("conv_relu_epilogues") < text.index("one_hot_picks") < text.index("IR level"))

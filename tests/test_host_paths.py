@@ -141,15 +141,16 @@ def _dropout_residual(x, y):
 
 
 def test_generated_launch_passes_the_general_paths_arguments(monkeypatch):
-    """The generated per-group launch function (``GroupRunner._fast_launcher``) hands the
+    """The generated per-group launch function (``runtime.launch.build_launcher``) hands the
     compiled binaries exactly the arguments the general direct path does (pointers, launch
     scalars, seed, grid, block sizes, stream), for a multi-output group, a split reduction with
     its workspaces and a dropout group; and it declines (returns False, launches nothing) when an input's layout
     differs from the plan's or the profiler is on. The binaries are replaced by a recorder, so
     this runs on any device."""
     import torchfuse.runtime.executor as ex
+    from torchfuse.runtime import launch
 
-    monkeypatch.setattr(ex, "raw_stream", lambda index: 12345)
+    monkeypatch.setattr(launch, "raw_stream", lambda index: 12345)
     cases = [(_pointwise_two_outputs, [torch.randn(64, 32, device=DEVICE) for _ in range(3)]),
              (_split_sum, [torch.randn(16384, device=DEVICE)]),
              (_dropout_residual, [torch.randn(64, 32, device=DEVICE) for _ in range(2)])]

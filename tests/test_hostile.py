@@ -93,21 +93,17 @@ def test_hostile_values_through_reductions(dtype):
 
 
 @pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
-def test_gpu_row_max_combine_propagates_nan(dtype, monkeypatch):
+def test_gpu_row_max_combine_propagates_nan(dtype):
     """The GPU's single-reduction row max/min (``tf_row_max``: ``tl.reduce`` with a NaN-aware
     combine) run under the interpreter in place of its two-reduction host variant: amax, amin,
-    argmax, softmax and logsumexp on rows with NaN, infinities and rows of -inf equal eager."""
-    from torchfuse.runtime import compile as kcompile
-
-    gpu_forms = {k: v for k, v in kcompile.HOST_VARIANTS.items() if not k.startswith("tf_row_")}
-    monkeypatch.setattr(kcompile, "HOST_VARIANTS", gpu_forms)
-    monkeypatch.setattr(kcompile, "_loaded", {})
+    argmax, softmax and logsumexp on rows with NaN, infinities and rows of -inf equal eager
+    (``Tuning.runtime.interpreter_gpu_helpers``)."""
     x = hostile(dtype, shape=(3, 9), seed=5)
     rows = torch.full((2, 5), -INF, dtype=dtype, device=DEVICE)
     rows[1, 2] = 1.0
     fn = lambda x, r: (x.amax(1), x.amin(1), x.argmax(1), torch.softmax(r, 1), r.amax(1), torch.logsumexp(x, 1),
                        (x * 2).amax(1) - 1)
-    check(fn, x, rows)
+    check(fn, x, rows, tuning="runtime.interpreter_gpu_helpers=tf_row_*")
 
 
 @pytest.mark.parametrize("dtype", [I8, I32, I64, U8], ids=str)
@@ -243,9 +239,10 @@ def test_index_arithmetic_switches_to_64_bit_at_2_to_31():
     assert analyze([2**20, 2**11], [1], [[2**11, 1], [1, 0]], 0).layout.index64
 
 
-def _plan_source(fn, args, strides: list[tuple]):
+def _plan_source(fn, args, strides: list[tuple], **options):
     """The kernel source torchfuse plans for ``fn``'s first group when its tensor inputs
-    have ``strides`` (sizes as traced). Nothing runs and nothing large is allocated."""
+    have ``strides`` (sizes as traced), with ``options``. Nothing runs and nothing large is
+    allocated."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
     from torchfuse.config import Options
@@ -253,7 +250,7 @@ def _plan_source(fn, args, strides: list[tuple]):
     from torchfuse.runtime.executor import GroupRunner
 
     gm = make_fx(lambda *a: (fn(*a),), decomposition_table=decomposition_table(), tracing_mode="fake")(*args)
-    compiled = backend.compile_graph(gm, list(args), Options.from_env(interpret=DEVICE == "cpu"))
+    compiled = backend.compile_graph(gm, list(args), Options.from_env(interpret=DEVICE == "cpu", **options))
     runner = next(s for s in compiled.steps if isinstance(s, GroupRunner))
     shapes = [torch.Size(a.shape) for a in args]
     plan = runner.make_plan({}, shapes, tuple(strides))
@@ -530,12 +527,10 @@ def test_unused_empty_input_causes_no_recompiles():
 
 
 @pytest.mark.parametrize("scale", [3.0, 0.0, -0.0, float("inf"), float("nan")])
-def test_zero_dim_input_of_a_pointwise_kernel_is_loaded_once_a_thread(monkeypatch, scale):
+def test_zero_dim_input_of_a_pointwise_kernel_is_loaded_once_a_thread(scale):
     """A 0-d input of a pointwise kernel is loaded as a one-element block
-    (``codegen.SCALAR_LOADS``), so the division computed from it alone runs once a thread;
+    (``Tuning.pointwise.scalar_loads``), so the division computed from it alone runs once a thread;
     values equal eager's, signs of zero, infinities and NaN included, in fp32 and bf16."""
-    from torchfuse.codegen import triton as codegen
-
     def f(x, s):
         return x * (s / 3.0 + 1.0) - s
 
@@ -550,6 +545,5 @@ def test_zero_dim_input_of_a_pointwise_kernel_is_loaded_once_a_thread(monkeypatc
         assert torch.equal(got[keep], want[keep]) and torch.equal(got[keep].signbit(), want[keep].signbit())
     _, text = _plan_source(f, (x, s), [(1,), ()])
     assert "+ tl.zeros([1], tl.int32))" in text, text
-    monkeypatch.setattr(codegen, "SCALAR_LOADS", False)
-    _, text = _plan_source(f, (x, s), [(1,), ()])
+    _, text = _plan_source(f, (x, s), [(1,), ()], tuning="pointwise.scalar_loads=False")
     assert "tl.zeros([1]" not in text

@@ -1,6 +1,6 @@
-"""The inner-outer reduction (``reduction.inner_outer``): a row reduction and the column sums
-over the same rows in one kernel, as in LayerNorm's and RMSNorm's backward (input gradient by
-rows; weight and bias gradients by columns). Values and gradients are compared with an fp64
+"""The inner-outer reduction (``reduction.inner_outer``, :mod:`torchfuse.schedulers.inner_outer`):
+a row reduction and the column sums over the same rows in one kernel, as in LayerNorm's and
+RMSNorm's backward (input gradient by rows; weight and bias gradients by columns). Values and gradients are compared with an fp64
 reference, against eager's own error."""
 from __future__ import annotations
 
@@ -13,8 +13,12 @@ import torch.nn.functional as F
 
 import torchfuse
 import torchfuse.backend as backend
-from torchfuse.schedulers import RuntimeLayout, KernelLayout, cdiv, next_power_of_2, reduction
-from conftest import DEVICE, use_gpu_launch_configs
+from torchfuse.config import Tuning
+from torchfuse.schedulers import GroupTraits, KernelLayout, RuntimeLayout, Target, cdiv, inner_outer, next_power_of_2
+from conftest import DEVICE
+
+#: on a GPU: keep the heuristic's grid (no refit to the compiled kernel's occupancy)
+NO_FIT = Tuning().replace("inner_outer.fit", False)
 
 
 def _ln(x, w, b):
@@ -78,13 +82,11 @@ def test_norm_backward_runs_as_one_inner_outer_kernel(norm, shape, dtype):
     assert "reduction.inner_outer" in _schedulers()
 
 
-def test_inner_outer_with_gpu_launch_configurations(monkeypatch):
+def test_inner_outer_with_gpu_launch_configurations():
     """The GPU heuristic's configuration (whole rows, 16 elements a thread, two programs per
     multiprocessor) under the interpreter, on a 4-multiprocessor device: 8 programs of 4 warps
     over 51 blocks of 4 rows, the last block partial."""
-    use_gpu_launch_configs(monkeypatch.setattr, 4)
-    monkeypatch.setattr(reduction, "INNER_OUTER_FIT", False)  # on a GPU: keep the heuristic's grid
-    _check_gradients(_ln, (203, 300), torch.bfloat16)
+    _check_gradients(_ln, (203, 300), torch.bfloat16, launch_configs_for_sm_count=4, tuning=NO_FIT)
     configs = [p.config for s in backend.RECENT[-1].steps if hasattr(s, "plans") for p in s.plans.values()]
     (cfg,) = [c for c in configs if c.scheduler == "reduction.inner_outer"]
     assert (cfg.split, cfg.stages[0].XBLOCK, cfg.stages[0].RBLOCK, cfg.stages[0].num_warps) == (8, 4, 512, 4), cfg
@@ -118,11 +120,12 @@ def _layout(x: int, r: int) -> RuntimeLayout:
 @pytest.mark.parametrize("r", [2, 100, 768, 4096, 8192])
 @pytest.mark.parametrize("interpret", [False, True])
 def test_inner_outer_configurations_cover_rows_and_columns(x, r, interpret):
-    cfg = reduction.inner_outer(_layout(x, r), interpret, sm_count=132)
+    cfg = inner_outer.SCHEDULER.heuristic(_layout(x, r), GroupTraits(), Tuning(), Target(sm_count=132, interpret=interpret))
     main, finish = cfg.stages
     blocks = cdiv(x, main.XBLOCK)
     assert main.RBLOCK == next_power_of_2(r) and cfg.split == main.grid[0] <= blocks
-    assert main.XBLOCK * main.RBLOCK <= (1 << 16 if interpret else reduction.TILE_ELEMENTS) or main.XBLOCK == 1
+    assert main.XBLOCK * main.RBLOCK <= (1 << 16 if interpret else Tuning().persistent.tile_elements) \
+        or main.XBLOCK == 1
     assert finish.XBLOCK >= cfg.split and finish.grid[0] * finish.RBLOCK >= r
     assert (finish.grid[0] - 1) * finish.RBLOCK < r
 
@@ -130,12 +133,12 @@ def test_inner_outer_configurations_cover_rows_and_columns(x, r, interpret):
 def test_resident_programs_follow_cuda_occupancy_rules():
     """Expected values worked by hand from CUDA's rules (registers per warp rounded up to 256,
     65536 a multiprocessor; 2048 threads; 228 KiB of shared memory, 1 KiB reserved a program)."""
-    assert reduction.resident_programs(128, 0, 8) == 2  # 4096 registers a warp: 16 warps
-    assert reduction.resident_programs(80, 0, 8) == 3  # 2560 a warp: 25 warps
-    assert reduction.resident_programs(33, 0, 8) == 6  # 1056 -> 1280 a warp: 51 warps
-    assert reduction.resident_programs(32, 0, 8) == 8  # 64 warps by registers; threads: 8 programs
-    assert reduction.resident_programs(32, 100 * 1024, 8) == 2  # 101 KiB a program
-    assert reduction.resident_programs(255, 0, 16) == 1  # not even one: still one
+    assert inner_outer.resident_programs(128, 0, 8) == 2  # 4096 registers a warp: 16 warps
+    assert inner_outer.resident_programs(80, 0, 8) == 3  # 2560 a warp: 25 warps
+    assert inner_outer.resident_programs(33, 0, 8) == 6  # 1056 -> 1280 a warp: 51 warps
+    assert inner_outer.resident_programs(32, 0, 8) == 8  # 64 warps by registers; threads: 8 programs
+    assert inner_outer.resident_programs(32, 100 * 1024, 8) == 2  # 101 KiB a program
+    assert inner_outer.resident_programs(255, 0, 16) == 1  # not even one: still one
 
 
 def test_grid_fitted_to_resident_programs_keeps_values(monkeypatch):
@@ -146,9 +149,7 @@ def test_grid_fitted_to_resident_programs_keeps_values(monkeypatch):
     gradients."""
     import types
 
-    use_gpu_launch_configs(monkeypatch.setattr, 4)
-    monkeypatch.setattr(reduction, "INNER_OUTER_FIT", False)  # on a GPU: no refit before this test's own
-    fn = torchfuse.compile(_ln, dynamic=False)
+    fn = torchfuse.compile(_ln, dynamic=False, launch_configs_for_sm_count=4, tuning=NO_FIT)  # no refit before its own
     x = torch.randn(403, 300, device=DEVICE, requires_grad=True)
     w, b = torch.randn(300, device=DEVICE, requires_grad=True), torch.randn(300, device=DEVICE, requires_grad=True)
     dy = torch.randn(403, 300, device=DEVICE)
@@ -247,17 +248,12 @@ def test_paired_groups_of_other_shapes_match_eager(case):
 
 
 @pytest.mark.parametrize("norm,shape", [("layer_norm", (37, 100)), ("ln_gelu_residual", (45, 96))])
-def test_row_sums_of_layer_norm_backward_in_gpu_form(norm, shape, monkeypatch):
+def test_row_sums_of_layer_norm_backward_in_gpu_form(norm, shape):
     """LayerNorm's backward reduces its two row sums (of ``dy * w`` and ``dy * w * xhat``) as
     one tuple inside the inner-outer kernel; here in the GPU's form (``tf_row_sum2``'s tuple
-    reduction) under the interpreter, in place of its host variant. Gradients as in
-    :func:`_check_gradients`."""
-    from torchfuse.runtime import compile as kcompile
-
-    monkeypatch.setattr(kcompile, "HOST_VARIANTS", {k: v for k, v in kcompile.HOST_VARIANTS.items()
-                                                    if not k.startswith("tf_row_sum")})
-    monkeypatch.setattr(kcompile, "_loaded", {})
-    _check_gradients(NORMS[norm], shape, torch.float32)
+    reduction) under the interpreter, in place of its host variant
+    (``Tuning.runtime.interpreter_gpu_helpers``). Gradients as in :func:`_check_gradients`."""
+    _check_gradients(NORMS[norm], shape, torch.float32, tuning="runtime.interpreter_gpu_helpers=tf_row_sum*")
     sources = [p.kernel.source.text for cg in backend.RECENT[-2:] for s in cg.steps if hasattr(s, "plans")
                for p in s.plans.values() if p.kernel is not None and p.config.scheduler == "reduction.inner_outer"]
     assert sources and all("= tf_row_sum2(" in t for t in sources), sources

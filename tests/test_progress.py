@@ -63,14 +63,13 @@ def test_compiling_a_graph_drives_the_bar(monkeypatch, enabled):
 
     out = Terminal()
     monkeypatch.setattr(executor, "CompileProgress", Recorded)
-    monkeypatch.setattr(progress, "DELAY_SECONDS", 0.0)
     monkeypatch.setattr(sys, "stderr", out)
 
     def f(x):
         return torch.softmax(x, -1) * torch.sigmoid(x).sum(0)
 
     x = torch.randn(16, 32, device=DEVICE)
-    torch.testing.assert_close(torchfuse.compile(f, progress=enabled)(x), f(x))
+    torch.testing.assert_close(torchfuse.compile(f, progress=enabled, tuning="runtime.progress_delay_seconds=0")(x), f(x))
     assert len(made) == 1 and made[0].groups >= 2
     bar = made[0]
     assert bar.generated_count == bar.groups

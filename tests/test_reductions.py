@@ -18,6 +18,7 @@ from test_ops import (BF16, BOOL, DEVICE, DTYPES, F16, F32, F64, I8, I16, I32, I
                       _seed, assert_all_fused, assert_matches, dtype_id,
                       fused_ops, make_sample, run_compiled, run_graph, run_traced, schedulers_used,
                       tensor)
+from torchfuse.config import Tuning
 from torchfuse.ir import ops
 
 pytestmark = [pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning"),  # interpreter's NumPy
@@ -172,24 +173,25 @@ SCHEDULES = {
 
 
 @pytest.fixture
-def schedule_thresholds(monkeypatch):
+def schedule_thresholds():
     """Pin when reductions split across programs, so that each SCHEDULES entry picks its
-    scheduler on any device (the GPU heuristic also splits long rows when rows are few)."""
-    from torchfuse.schedulers import reduction
+    scheduler on any device (the GPU heuristic also splits long rows when rows are few):
+    ``pin(schedule)`` gives the entry's options with the tuning that does it."""
+    from torchfuse.config import Tuning
 
-    def pin(schedule: str) -> None:
-        kind = SCHEDULES[schedule][2]
+    def pin(schedule: str) -> dict:
+        _, options, kind = SCHEDULES[schedule]
         threshold = 1024 if kind == "reduction.split" else 1 << 40
-        monkeypatch.setattr(reduction, "SPLIT_MIN_R", threshold)
-        monkeypatch.setattr(reduction, "INTERPRET_SPLIT_MIN_R", threshold)
+        tuning = Tuning().replace("split.min_r", threshold).replace("split.interpret_min_r", threshold)
+        return {**options, "tuning": tuning}
     return pin
 
 
 @pytest.mark.parametrize("schedule", list(SCHEDULES))
 def test_reduction_schedulers(schedule, schedule_thresholds):
     """Each reduction scheduler gives eager's results, NaN and first-index rules included."""
-    schedule_thresholds(schedule)
-    shape, options, kind = SCHEDULES[schedule]
+    shape, _, kind = SCHEDULES[schedule]
+    options = schedule_thresholds(schedule)
     x = _scheduled_input(shape)
     actual, graphs = run_compiled(_reduce_all_kinds, x, **options)
     expected = _reduce_all_kinds(x)
@@ -204,8 +206,8 @@ def test_product_schedulers(schedule, schedule_thresholds):
     """Products (a custom combine function) under each scheduler. Few rows, and one product
     when looped: the interpreter runs ``tl.reduce`` with a Python combine function slowly on
     the 16384-wide tiles of its loop (about 3 s a row)."""
-    schedule_thresholds(schedule)
-    shape, options, kind = SCHEDULES[schedule]
+    shape, _, kind = SCHEDULES[schedule]
+    options = schedule_thresholds(schedule)
     x = _scheduled_input((2, min(shape[1], 2048)))
     signs = torch.where(x > 0, 1.0, -1.0) * torch.where(x == 0.5, 2.0, 1.0)  # exact products
     ints = (x * 4).to(I64) | 1
@@ -223,8 +225,8 @@ def test_product_schedulers(schedule, schedule_thresholds):
 def test_dependent_reductions_schedulers(schedule, schedule_thresholds):
     """Reductions that read earlier reductions (softmax, log-softmax) under each scheduler;
     split reductions cannot hold them, so the heuristic must pick another kernel."""
-    schedule_thresholds(schedule)
-    shape, options, kind = SCHEDULES[schedule]
+    shape, _, kind = SCHEDULES[schedule]
+    options = schedule_thresholds(schedule)
     x = make_sample(F32, 11, specials=False, shape=shape)
     f = lambda x: (torch.softmax(x, 1), torch.log_softmax(x * 2, 1))
     actual, graphs = run_compiled(f, x, **options)
@@ -246,17 +248,12 @@ def _kernel_sources(graphs) -> list[str]:
 
 @pytest.mark.parametrize("gpu_form", [False, True], ids=["host", "gpu"])
 @pytest.mark.parametrize("dtype", [F32, BF16], ids=dtype_id)
-def test_sibling_row_sums_are_reduced_together(dtype, gpu_form, monkeypatch):
+def test_sibling_row_sums_are_reduced_together(dtype, gpu_form):
     """Persistent row sums that do not read each other are reduced as one tuple (two or three
     at a time: ``tf_row_sum2``/``tf_row_sum3``); sums that read an earlier sum, a max, and an
     integer sum are not. ``gpu_form`` runs the GPU's tuple reduction under the interpreter in
-    place of its host variant. Values as eager's."""
-    from torchfuse.runtime import compile as kcompile
-
-    if gpu_form:
-        monkeypatch.setattr(kcompile, "HOST_VARIANTS", {k: v for k, v in kcompile.HOST_VARIANTS.items()
-                                                        if not k.startswith("tf_row_sum")})
-        monkeypatch.setattr(kcompile, "_loaded", {})
+    place of its host variant (``Tuning.runtime.interpreter_gpu_helpers``). Values as eager's."""
+    options = {"tuning": "runtime.interpreter_gpu_helpers=tf_row_sum*"} if gpu_form else {}
     x = make_sample(dtype, 21, specials=False, shape=(6, 40))
     y = make_sample(dtype, 22, specials=False, shape=(6, 40))
     i = (x * 4).to(I32)
@@ -266,20 +263,24 @@ def test_sibling_row_sums_are_reduced_together(dtype, gpu_form, monkeypatch):
         e = (x.abs() * a.abs() + b.abs()).sum(1)  # reads the first level's sums (no cancellation)
         return a, b * 2, c + d, e, x.amax(1), i.sum(1), (x.abs() * (c - d).abs()).sum(1), torch.softmax(x, 1)
 
-    actual, graphs = run_compiled(f, x, y, i)
+    actual, graphs = run_compiled(f, x, y, i, **options)
     assert_matches(actual, f(x, y, i))
     assert_all_fused(graphs)
     text = "\n".join(_kernel_sources(graphs))
     # first level: four sums as two pairs (the max and the integer sum alone); second level:
     # the sum reading a and b, the one reading c - d and softmax's sum, as one triple
     assert (text.count("= tf_row_sum2("), text.count("= tf_row_sum3(")) == (2, 1), text
+    interpreted = [p.kernel.fns[0] for p in _plans(graphs) if p.kernel.interpret]
+    if interpreted:  # which form of the helper the kernels' module calls
+        forms = {fn.fn.__globals__["tf_row_sum2"].fn.__name__ for fn in interpreted}
+        assert forms == {"tf_row_sum2" if gpu_form else "tf_row_sum2_host"}, forms
 
 
 @pytest.mark.parametrize("schedule", ["persistent", "loop_many_steps", "split"])
 def test_outer_reduction_schedulers(schedule, schedule_thresholds):
     """Reducing the leading dim (the kept dim is the unit-stride one)."""
-    schedule_thresholds(schedule)
-    shape, options, kind = SCHEDULES[schedule]
+    shape, _, kind = SCHEDULES[schedule]
+    options = schedule_thresholds(schedule)
     x = _scheduled_input(shape).t().contiguous()
     f = lambda x: (x.sum(0), x.amax(0), x.argmax(0), *torch.var_mean(x, 0))
     actual, graphs = run_compiled(f, x, **options)
@@ -299,8 +300,8 @@ def test_half_precision_sums_accumulate_in_fp32(dtype, schedule, schedule_thresh
     any summation order gives the fp64 reference rounded once; accumulating in fp16/bf16 would
     stall far below it (ulp(2048) = 2 in fp16).
     """
-    schedule_thresholds(schedule)
-    shape, options, _ = SCHEDULES[schedule]
+    shape, _, _ = SCHEDULES[schedule]
+    options = schedule_thresholds(schedule)
     g = torch.Generator().manual_seed(5)
     x = (torch.randint(256, 512, shape, generator=g).to(F64) / 256).to(DEVICE, dtype)  # exact in both
     reference = x.to(F64).sum(1)
@@ -315,8 +316,8 @@ def test_half_precision_sums_accumulate_in_fp32(dtype, schedule, schedule_thresh
 def test_variance_with_large_mean(schedule, schedule_thresholds):
     """var/var_mean of values with a mean 1e4 times their spread: a one-pass sum-of-squares
     formula loses every digit in fp32; Welford's (or two-pass) keeps eager's 1e-5 accuracy."""
-    schedule_thresholds(schedule)
-    shape, options, _ = SCHEDULES[schedule]
+    shape, _, _ = SCHEDULES[schedule]
+    options = schedule_thresholds(schedule)
     x = (make_sample(F64, 13, specials=False, shape=shape) + 1e4).to(F32)
     reference = torch.var_mean(x.to(F64), 1, correction=1)
     actual, graphs = run_compiled(lambda x: (torch.var_mean(x, 1), x.std(1, correction=0)), x, **options)
@@ -517,7 +518,7 @@ def test_batch_norm_backward_input_gradient_recomputes_from_half_precision_input
     ``x - mean`` from the bf16 inputs instead of reading fp32 copies the statistics kernel would
     have written, so no reduction group returns a full-size fp32 tensor to a fusion group.
     Gradients match a float64 reference as closely as eager's bf16 ones."""
-    from torchfuse.segment import SPLIT_REDUCED_MIN
+    SPLIT_REDUCED_MIN = Tuning().segment.split_reduced_min
 
     n, c, h = 8, 4, 64
     assert n * h * h >= SPLIT_REDUCED_MIN  # the statistics stay a splittable reduction
@@ -574,7 +575,7 @@ def test_batch_norm_statistics_over_mid_sized_columns_stay_splittable(layout, dt
     (in fp32 from a 1-byte mask and a 4-byte gradient, 5 bytes against the 8 of writing and
     reading the masked gradient).
     Forward and backward match a float64 reference as closely as eager does."""
-    from torchfuse.segment import SPLIT_REDUCED_MIN, SPLIT_REDUCED_MIN_OUTER
+    SPLIT_REDUCED_MIN, SPLIT_REDUCED_MIN_OUTER = Tuning().segment.split_reduced_min, Tuning().segment.split_reduced_min_outer
 
     n, c, h = 16, 8, 32
     assert SPLIT_REDUCED_MIN_OUTER <= n * h * h < SPLIT_REDUCED_MIN
@@ -612,7 +613,7 @@ def test_batch_norm_statistics_over_mid_sized_columns_stay_splittable(layout, dt
     _assert_as_close_as_eager(fn, params, grads, dy)
 
 
-# ----------------------------------------------------------------------------- online sums in loops
+# ----------------------------------------------------------------------------- looped sums over x - max
 
 def _online_rows(dtype, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(8, n) rows of ``dtype`` with the cases a running max meets, and a selection mask: row 0
@@ -644,24 +645,16 @@ def _online_fn(x, pick):
     return d.exp().sum(1), d.sum(1), torch.where(pick, d, 0).sum(1)
 
 
-@pytest.mark.parametrize("online", [True, False], ids=["online", "two_loops"])
 @pytest.mark.parametrize("dtype", [F32, BF16, F64], ids=dtype_id)
 @pytest.mark.parametrize("shape,options", [((8, 300), {"persistent_max_elements": 64}), ((8, 16384 + 1500), {})],
                          ids=["steps_of_64", "long_rows"])
-def test_looped_sums_over_x_minus_max_fold_into_the_max_loop(online, dtype, shape, options, monkeypatch):
+def test_looped_sums_over_x_minus_max(dtype, shape, options):
     """Looped rows: ``sum(exp(x - max))``, ``sum(x - max)`` and ``sum(where(c, x - max, 0))``
-    are accumulated in the loop that finds the max, the running sums rescaled as the row's
-    running max grows (``codegen.ONLINE_SUMS``, off by default): one loop over the row instead
-    of two. Values as
-    eager's (NaN and infinities where eager has them: a row of -inf gives NaN, a +inf logit NaN
-    except in a selection that does not reach it, which is -inf), within fp32 rounding of the
-    rescaled sums."""
-    from torchfuse.codegen import triton as codegen
-    from torchfuse.schedulers import reduction
-
-    monkeypatch.setattr(codegen, "ONLINE_SUMS", online)
+    in two loops (the max, then the sums). Values as eager's (NaN and infinities where eager
+    has them: a row of -inf gives NaN, a +inf logit NaN except in a selection that does not
+    reach it, which is -inf), within fp32 rounding."""
     if "persistent_max_elements" in options:  # steps of 64 under the interpreter too: 5 a row
-        monkeypatch.setattr(reduction, "INTERPRET_LOOP_RBLOCK", 64)
+        options = {**options, "tuning": Tuning().replace("looped.interpret_rblock", 64)}
     x, pick = _online_rows(dtype, shape[1])
     actual, graphs = run_compiled(_online_fn, x, pick, **options)
     want = _online_fn(x, pick)
@@ -672,40 +665,20 @@ def test_looped_sums_over_x_minus_max_fold_into_the_max_loop(online, dtype, shap
         torch.testing.assert_close(got[ok], exp[ok], rtol=2e-5, atol=1e-5)
     assert "reduction.loop" in schedulers_used(graphs), schedulers_used(graphs)
     loops = "\n".join(_kernel_sources(graphs)).count("for roffset in range(")
-    assert loops == (1 if online else 2), loops
-
-
-def test_looped_softmax_writes_in_a_second_loop(monkeypatch):
-    """A looped softmax and log-softmax with ``ONLINE_SUMS`` (off by default): the max and the
-    sum of exponentials in one loop, the outputs in a second (three loops without); values as
-    eager's."""
-    from torchfuse.codegen import triton as codegen
-    from torchfuse.schedulers import reduction
-
-    monkeypatch.setattr(codegen, "ONLINE_SUMS", True)
-    monkeypatch.setattr(reduction, "INTERPRET_LOOP_RBLOCK", 64)
-    x, _ = _online_rows(F32, 300)
-    f = lambda x: (torch.softmax(x, 1), torch.log_softmax(x, 1))
-    actual, graphs = run_compiled(f, x, persistent_max_elements=64)
-    assert_matches(actual, f(x))
-    loops = [t.count("for roffset in range(") for t in _kernel_sources(graphs)]
-    assert loops and all(n == 2 for n in loops), loops
+    assert loops == 2, loops
 
 
 # ----------------------------------------------------------------------------- full blocks, summed exp
 
 @pytest.mark.parametrize("rows,cols", [(64, 1024), (63, 1024), (64, 1000), (5, 300)],
                          ids=["full", "partial_rows", "partial_row_block", "both_partial"])
-def test_full_block_flags_follow_the_launch(rows, cols, monkeypatch):
+def test_full_block_flags_follow_the_launch(rows, cols):
     """Every kernel gets ``xfull``/``rfull`` = 1 exactly when its first stage's blocks are all
     full (XBLOCK divides the kept extent, RBLOCK the reduced one), under the launch
     configurations a GPU of 132 multiprocessors gets; the masks or-ed with them appear in the
     source, and values match eager's whether the flags are 1 (masks folded on a GPU) or 0.
     LayerNorm's backward covers the inner-outer kernels, cross-entropy's the row kernels, a
     bias + GELU the pointwise kernels."""
-    from conftest import use_gpu_launch_configs
-
-    use_gpu_launch_configs(monkeypatch.setattr, 132)
     _seed(0)
     x = torch.randn(rows, cols, device=DEVICE, requires_grad=True)
     w = torch.randn(cols, device=DEVICE, requires_grad=True)
@@ -716,7 +689,8 @@ def test_full_block_flags_follow_the_launch(rows, cols, monkeypatch):
         y = torch.nn.functional.layer_norm(x, (cols,), w, b)
         return torch.nn.functional.cross_entropy(y, t) + torch.nn.functional.gelu(x + b).sum()
 
-    (loss, *grads), graphs = run_compiled(lambda *a: (f(*a), *torch.autograd.grad(f(*a), a[:3])), x, w, b, t)
+    (loss, *grads), graphs = run_compiled(lambda *a: (f(*a), *torch.autograd.grad(f(*a), a[:3])), x, w, b, t,
+                                          launch_configs_for_sm_count=132)
     want = f(x, w, b, t)
     want_grads = torch.autograd.grad(want, (x, w, b))
     torch.testing.assert_close(loss, want, rtol=1e-5, atol=1e-5)
@@ -754,7 +728,7 @@ def _exp_kinds(graphs) -> list[tuple[str, bool]]:
 
 @pytest.mark.parametrize("dtype", [F32, BF16, F64], ids=dtype_id)
 def test_exp_only_summed_after_a_max_shift_may_flush(dtype):
-    """The flush-to-zero exp (``codegen.FLUSH_SUMMED_EXP``) is used where an fp32 ``exp(u -
+    """The flush-to-zero exp (``Tuning.codegen.flush_summed_exp``) is used where an fp32 ``exp(u -
     max(u))`` is read only by row sums: log-softmax's and log-sum-exp's normalizers and
     cross-entropy's. Softmax (its exp is also divided and written), an exp of ``u - mean(u)``,
     an exp also written out, and fp64 keep tl.exp. Values as eager's on rows whose other terms
@@ -781,17 +755,14 @@ def test_exp_only_summed_after_a_max_shift_may_flush(dtype):
 
 
 @pytest.mark.parametrize("dtype", [F64, F32], ids=dtype_id)
-def test_looped_welford_step_weight_keeps_the_accumulator_dtype(dtype, monkeypatch):
+def test_looped_welford_step_weight_keeps_the_accumulator_dtype(dtype):
     """The looped Welford update weighs each step by 1 / (step + 1) in the accumulator's dtype:
     computed in fp32 it cost fp64 variances over long rows seven digits (3e-9 off eager on
     rows of 10000 around 3). Against eager's variance, to fp64 rounding (fp32: its own)."""
-    from conftest import use_gpu_launch_configs
-
-    use_gpu_launch_configs(monkeypatch.setattr, 132)  # rows of 10000 loop in steps of 4096
     _seed(0)
     x = torch.randn(256, 10000, device=DEVICE, dtype=dtype) + 3
     f = lambda x: (x.var(-1), x.var(-1, correction=0))
-    actual, graphs = run_compiled(f, x)
+    actual, graphs = run_compiled(f, x, launch_configs_for_sm_count=132)  # rows of 10000 loop in steps of 4096
     assert "reduction.loop" in schedulers_used(graphs), schedulers_used(graphs)
     tol = {F64: 1e-13, F32: 2e-5}[dtype]
     for got, want in zip(actual, f(x)):
@@ -808,19 +779,15 @@ def _row_kernel_lines(graphs, name_part: str) -> list[str]:
 
 
 @pytest.mark.parametrize("dtype", [F32, BF16, F16], ids=dtype_id)
-def test_ops_on_selects_between_row_values_run_per_row(dtype, monkeypatch):
+def test_ops_on_selects_between_row_values_run_per_row(dtype):
     """Cross-entropy's backward (label smoothing, an ignored target) with ops on
     ``where(arange == target, a, b)`` computed on the per-row branches and selected once
-    (``codegen.triton.SINK_SELECTS``), its tile loads and per-row divisions emitted before the
-    compares (``ROW_PRELUDE``): gradients bitwise those of the tile-wide form, which matches
+    (``Tuning.codegen.sink_selects``), its tile loads and per-row divisions emitted before the
+    compares (``codegen.row_prelude``): gradients bitwise those of the tile-wide form, which matches
     eager; the row sum reads a select of two per-row values, and every compare comes after the
     last division. Both checks fail with the flags off.
     With class weights the values vary along the row (nothing to sink): still bitwise the
     same. GPU launch configurations."""
-    from conftest import use_gpu_launch_configs
-    from torchfuse.codegen import triton as ct
-
-    use_gpu_launch_configs(monkeypatch.setattr, 132)
     _seed(0)
     n, c = 64, 1024
     x = (torch.randn(n, c, device=DEVICE) * 3).to(dtype).requires_grad_(True)
@@ -835,10 +802,10 @@ def test_ops_on_selects_between_row_values_run_per_row(dtype, monkeypatch):
     for weighted in (False, True):
         got = {}
         for on in (False, True):
-            monkeypatch.setattr(ct, "SINK_SELECTS", on)
-            monkeypatch.setattr(ct, "ROW_PRELUDE", on)
+            tuning = Tuning().replace("codegen.sink_selects", on).replace("codegen.row_prelude", on)
             torch._dynamo.reset()
-            got[on], graphs = run_compiled(f, x, t, w if weighted else None)
+            got[on], graphs = run_compiled(f, x, t, w if weighted else None, tuning=tuning,
+                                           launch_configs_for_sm_count=132)
             if weighted:
                 continue
             lines = _row_kernel_lines(graphs, "_where_neg_eq")

@@ -15,7 +15,8 @@ from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as PROMOTE
 
 import test_ops
 import test_reductions
-from torchfuse.codegen import triton as codegen
+from torchfuse.codegen import helpers, triton as codegen
+from torchfuse.codegen.reductions import Reductions, acc_dtype
 from torchfuse.ir import ops
 from torchfuse.runtime import interpreter_math
 
@@ -108,7 +109,7 @@ def test_pointwise_rules(name):
                 assert fn in interpreter_math._FUNCTIONS, f"{fn} missing from interpreter_math"
                 assert hasattr(libdevice, fn), f"{fn} missing from Triton's libdevice"
             for helper in re.findall(r"\b(tf_\w+)\(", text):
-                assert helper in codegen.HELPERS, helper
+                assert helper in helpers.HELPERS, helper
 
 
 def test_header_helpers_are_declared():
@@ -116,9 +117,9 @@ def test_header_helpers_are_declared():
     kernels that call its helpers hold) are exactly the ones the loader wraps."""
     headers = codegen.HEADER + codegen.HEADER_ON_DEMAND
     defined = re.findall(r"^def (tf_\w+)\(", headers, flags=re.M)
-    assert sorted(defined) == sorted(codegen.HELPERS)
+    assert sorted(defined) == sorted(helpers.HELPERS)
     assert headers.count("@triton.jit") == len(defined)
-    assert set(codegen.ON_DEMAND) == set(re.findall(r"^def (tf_\w+)\(", codegen.HEADER_ON_DEMAND, flags=re.M))
+    assert set(helpers.ON_DEMAND) == set(re.findall(r"^def (tf_\w+)\(", codegen.HEADER_ON_DEMAND, flags=re.M))
 
 
 @pytest.mark.parametrize("name", REDUCTIONS)
@@ -129,9 +130,9 @@ def test_reduction_rules(name):
     assert opdef.promotion is None
     assert info.combine in {"sum", "prod", "max", "min", "welford", "argmax", "argmin", "any", "all"}
     assert info.outputs and set(info.outputs) <= {"value", "index", "var", "mean"}
-    writer = codegen._Writer.__new__(codegen._Writer)
+    writer = Reductions()
     for dtype in opdef.dtypes:
-        acc = torch.int8 if dtype == torch.bool else codegen._acc_dtype(dtype)
+        acc = torch.int8 if dtype == torch.bool else acc_dtype(dtype)
         assert writer.identity(info.combine, acc)
 
 

@@ -548,16 +548,15 @@ def test_cross_entropy_gradient_matches_eager_without_scatter(kwargs):
 # ----------------------------------------------------------------------------- cross-entropy forward by mask
 #
 # decompose.nll_loss_forward_by_mask replaces nll_loss_forward over (N, C) rows on CUDA; the tests
-# below add the test's device to NLL_BY_MASK_DEVICES so that the CPU runs it too. On a CPU the
+# below add the test's device to Tuning.decompose.nll_by_mask_devices (through the environment
+# default of Options.tuning, so that every compile of the test takes it) so that the CPU runs it too. On a CPU the
 # range check (_assert_async) raises RuntimeError at once where eager's kernel raises IndexError.
 
 CE_TARGETS = [4, 2, 9, 3, 0, 2, 2, 5, 0, 7, 4, 2]
 
 
 def _nll_by_mask_here(monkeypatch) -> None:
-    from torchfuse import decompose
-
-    monkeypatch.setattr(decompose, "NLL_BY_MASK_DEVICES", (torch.device(DEVICE).type,))
+    monkeypatch.setenv("TORCHFUSE_TUNING", f"decompose.nll_by_mask_devices={torch.device(DEVICE).type}")
 
 
 def _ce_inputs(dtype, seed: int, n_classes: int = 10):
@@ -692,7 +691,7 @@ def test_cross_entropy_forward_is_one_row_kernel_without_full_size_writes(monkey
     assert all(math.prod(s) <= n for s in written), written
     assert "arange" in [n.op for n in rows.nodes]  # class indices from the loop index, not loaded
     assert _call_targets(graphs) == ["aten._assert_async.msg"]
-    # graph_passes.log_softmax_sums and one_hot_picks: no element's log-probability is computed;
+    # passes.cross_entropy.log_softmax_sums and one_hot_picks: no element's log-probability is computed;
     # the log-sum-exp meets only per-row values (the picked x - max, the sum of x - max)
     lse = [n.output for n in rows.nodes if n.op == "log"]
     after, full = set(lse), []
@@ -741,53 +740,6 @@ def test_cross_entropy_by_mask_gradients_through_aot_autograd(monkeypatch, case)
     assert "aten.nll_loss_forward.default" not in _call_targets([forward])
 
 
-@pytest.mark.parametrize("dtype", [F32, BF16], ids=dtype_id)
-@pytest.mark.parametrize("case", ["mean", "sum", "none", "ignore_index", "all_ignored_mean", "label_smoothing",
-                                  "ignore_smoothing"])
-def test_cross_entropy_backward_has_no_row_reduction(monkeypatch, case, dtype):
-    """Without class weights, the loss gradient varies along a row only through the one-hot
-    comparison with the target (label smoothing adds a per-row term), so the log-softmax
-    backward's row sum is arithmetic on per-row values (``graph_passes.one_hot_sums``): the
-    training backward runs without a reduction over the classes, and its gradient is eager's (as close to fp64),
-    also where every target is ignored (the mean is NaN, the gradient 0)."""
-    from torchfuse import backend, graph_passes
-    from torchfuse.ir.ops import REGISTRY
-
-    _nll_by_mask_here(monkeypatch)
-    monkeypatch.setattr(graph_passes, "ONE_HOT_SUMS", True)  # off by default (slower on a GPU)
-    kwargs = dict(CE_CASES[case])
-    x, t, _ = _ce_inputs(dtype, 81)
-    x[0, 4] = 2.0
-    if kwargs.pop("all_ignored", False):
-        t = torch.full_like(t, kwargs["ignore_index"])
-    scale = torch.arange(1.0, 13.0, device=DEVICE, dtype=dtype)
-
-    def fn(x, t):
-        loss = torch.nn.functional.cross_entropy(x * 2, t, **kwargs)
-        return loss if loss.dim() == 0 else (loss * scale.to(loss.dtype)).sum()
-
-    def grad(f, x):
-        x = x.detach().clone().requires_grad_(True)
-        return torch.autograd.grad(f(x, t), x)[0]
-
-    torch._dynamo.reset()
-    got = grad(torch.compile(fn, backend="torchfuse", dynamic=False), x)
-    want = grad(fn, x)
-    ref = grad(lambda x, t: fn(x.double(), t), x)
-    # bf16: at the target class the gradient is p - 1/12 (cancellation), where one rounding of
-    # the operands moves the result by more than 2 eps of its own size: the tolerance is one
-    # rounding of the largest gradient, and the error against fp64 at most eager's
-    eps = torch.finfo(dtype).eps
-    torch.testing.assert_close(got, want, rtol=1e-5, atol=eps * float(want.abs().max()) if dtype == BF16 else 1e-6)
-    got, want = got.double(), want.double()
-    assert ((got - ref).abs() <= (want - ref).abs() + eps * ref.abs() + 1e-6).all(), (got, want, ref)
-    backward = [g for g in backend.RECENT if g.name == "backward"][-1]
-    # over the classes (the smoothed mean counts the rows kept: a sum over 12 rows)
-    row_sums = [n.op for g in backward.segmentation.groups for n in g.nodes
-                if REGISTRY[n.op].kind == "reduction" and tuple(n.inputs[0].meta.shape) == tuple(x.shape)]
-    assert row_sums == [], row_sums
-
-
 @pytest.mark.skipif(DEVICE != "cpu", reason="a device-side assert on CUDA leaves the context unusable")
 def test_cross_entropy_by_mask_target_out_of_range_raises_runtime_error(monkeypatch):
     """With the decomposition on the CPU, a target outside [0, C) that is not ignore_index
@@ -809,7 +761,7 @@ def test_cross_entropy_by_mask_target_out_of_range_raises_runtime_error(monkeypa
 
 def test_nll_loss_forward_by_mask_declines_what_eager_rejects_or_other_devices(monkeypatch):
     """The decomposition returns ``NotImplemented`` (make_fx then records PyTorch's op, with
-    its checks and errors) off NLL_BY_MASK_DEVICES, and for what PyTorch's kernel would
+    its checks and errors) off its devices, and for what PyTorch's kernel would
     reject or it does not cover: other ranks, int32 targets, a batch size mismatch, weights
     of another dtype or size."""
     from torchfuse import decompose
@@ -817,12 +769,11 @@ def test_nll_loss_forward_by_mask_declines_what_eager_rejects_or_other_devices(m
     meta = lambda *shape, dtype=F32: torch.empty(*shape, dtype=dtype, device="meta")
     x, t, w = meta(6, 10), meta(6, dtype=I64), meta(10)
     assert decompose.nll_loss_forward_by_mask(x, t, None, 1, -100) is NotImplemented  # meta is not listed
-    monkeypatch.setattr(decompose, "NLL_BY_MASK_DEVICES", ("meta",))
-    out, total = decompose.nll_loss_forward_by_mask(x, t, w, 1, -100)
+    out, total = decompose.nll_loss_forward_by_mask(x, t, w, 1, -100, devices=("meta",))
     assert out.shape == total.shape == () and out.dtype == total.dtype == F32
     for args in [(meta(2, 6, 10), meta(2, 6, dtype=I64), None), (x, meta(6, dtype=I32), None),
                  (x, meta(5, dtype=I64), None), (x, t, meta(10, dtype=F64)), (x, t, meta(9))]:
-        assert decompose.nll_loss_forward_by_mask(*args, 1, -100) is NotImplemented
+        assert decompose.nll_loss_forward_by_mask(*args, 1, -100, devices=("meta",)) is NotImplemented
 
 
 @pytest.mark.parametrize("bias", [True, False])
@@ -831,10 +782,11 @@ def test_misaligned_half_precision_matmuls_are_padded_with_eager_values(monkeypa
     zero-padded operands (forward and both gradients; on for CUDA, forced here on the test's
     device): the loss and gradients equal eager's to bf16 matmul precision, and the graphs
     pad each misaligned product."""
-    from torchfuse import backend, decompose
+    from torchfuse import backend
+    from torchfuse.config import Tuning
 
-    monkeypatch.setattr(decompose, "MM_PAD_DEVICES", (torch.device(DEVICE).type,))
-    monkeypatch.setattr(decompose, "MM_PAD_MIN_MACS", 1)
+    tuning = Tuning().replace("decompose.mm_pad_devices", (torch.device(DEVICE).type,)).replace(
+        "decompose.mm_pad_min_macs", 1)
     g = torch.Generator().manual_seed(76)
     x = torch.randn(12, 20, generator=g).to(DEVICE, BF16)
     w = torch.randn(37, 20, generator=g).to(DEVICE, BF16)
@@ -848,7 +800,7 @@ def test_misaligned_half_precision_matmuls_are_padded_with_eager_values(monkeypa
     torch._dynamo.reset()
     got_in = [a.clone().requires_grad_() for a in args]
     want_in = [a.clone().requires_grad_() for a in args]
-    got = torchfuse.compile(fn, dynamic=False)(*got_in)
+    got = torchfuse.compile(fn, dynamic=False, tuning=tuning)(*got_in)
     want = fn(*want_in)
     torch.testing.assert_close(got, want, rtol=1e-2, atol=1e-2)
     for a, e in zip(torch.autograd.grad(got, got_in), torch.autograd.grad(want, want_in)):
@@ -856,15 +808,16 @@ def test_misaligned_half_precision_matmuls_are_padded_with_eager_values(monkeypa
     graphs = {cg.name: cg for cg in backend.RECENT[-2:]}
     pads = {name: sum("constant_pad_nd" in str(c.target) for c in cg.segmentation.calls) for name, cg in graphs.items()}
     # K=20 and N=37 are misaligned; the backward pads the loss gradient once for both of its
-    # products (``graph_passes.merge_duplicate_pads``)
+    # products (``passes.aten.merge_duplicate_pads``)
     assert pads["forward"] >= 2 and pads["backward"] >= 1, pads
 
 
 def test_aligned_or_small_matmuls_are_not_padded():
     from torchfuse import decompose
+    from torchfuse.config import DecomposeTuning
 
     a, b = torch.empty(64, 64, dtype=BF16, device="meta"), torch.empty(64, 37, dtype=BF16, device="meta")
-    assert decompose._mm_padding(a, b) is None  # small, and the meta device is not padded
+    assert decompose._mm_padding(a, b, DecomposeTuning()) is None  # small, and the meta device is not padded
     assert decompose.mm_padded(a, b) is NotImplemented
 
 
@@ -903,7 +856,7 @@ def test_pads_with_a_complex_fill_are_merged_by_value():
     complex tensors): it merges equal ones and keeps the graph's values."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from torchfuse.graph_passes import merge_duplicate_pads
+    from torchfuse.passes.aten import merge_duplicate_pads
 
     def f(x):
         pad = [-1, 1, -1, 1]

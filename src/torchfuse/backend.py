@@ -23,8 +23,7 @@ import torch.fx
 from .config import Options
 from .decompose import decomposition_table
 from .ir.from_fx import CPU_REASON as _CPU_REASON
-from .graph_passes import (conv_relu_epilogues, dense_attention_masks, log_softmax_sums, merge_duplicate_pads,
-                           one_hot_picks, one_hot_sums)
+from .pipeline import run_aten_passes, run_fx_passes
 
 log = logging.getLogger("torchfuse.fusion")
 
@@ -40,22 +39,6 @@ def _boxed(fn: Callable) -> Callable:
     from torch._functorch.aot_autograd import make_boxed_func
 
     return make_boxed_func(fn)
-
-
-def _aten_rewrite(gm: torch.fx.GraphModule, name: str, graph_pass: Callable, *args) -> None:
-    """Run ``graph_pass(gm, *args)`` on an ATen-level graph and count its rewrites in
-    ``LAST_REWRITES`` under ``name`` (``explain`` lists them with the rewrites of the captured
-    graph; the name is given, not read from the function, which tests may wrap). A pass
-    that raises leaves the rewrites it finished, which are whole, and a warning; the graph
-    stays valid and is compiled without the rest."""
-    try:
-        done = graph_pass(gm, *args)
-        if done:
-            LAST_REWRITES[name] = LAST_REWRITES.get(name, 0) + done
-    except Exception as e:
-        gm.recompile()
-        warnings.warn(f"torchfuse: graph pass {name} failed ({type(e).__name__}: {e}); "
-                      "continuing without it", RuntimeWarning, stacklevel=3)
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Options, name: str = "graph",
@@ -91,43 +74,59 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
 
 def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Options, name: str,
                    static_inputs: list[int] | None) -> Callable:
-    """:func:`compile_graph` without the training graphs' CUDA graph capture."""
+    """:func:`compile_graph` without the training graphs' CUDA graph capture: the passes of
+    :mod:`torchfuse.pipeline` at the ATen and IR levels, then the runtime."""
     from .ir.from_fx import graph_from_fx
-    from .runtime.executor import CompiledGraph, GroupRunner
     from .segment import segment
 
-    if name == "inference" and options.conv_epilogues:
-        # before hoisting, so that the summed biases of a frozen graph are hoisted
-        _aten_rewrite(gm, "conv_relu_epilogues", conv_relu_epilogues)
+    run_aten_passes(gm, options, name, LAST_REWRITES, before_freezing=True)
     if options.freeze and name == "inference" and static_inputs:
         frozen = _compile_frozen(gm, example_inputs, options, static_inputs)
         if frozen is not None:
             return frozen
     t0 = time.perf_counter()
     try:
-        merge_duplicate_pads(gm)
-        if options.cross_entropy_rewrites:
-            _aten_rewrite(gm, "one_hot_sums", one_hot_sums, options.persistent_max_elements)
-            # log_softmax_sums first: a log-softmax it no longer reads lets one_hot_picks reach x - max
-            _aten_rewrite(gm, "log_softmax_sums", log_softmax_sums, options.persistent_max_elements)
-            _aten_rewrite(gm, "one_hot_picks", one_hot_picks, options.persistent_max_elements)
-        else:
-            one_hot_sums(gm)  # graph_passes.ONE_HOT_SUMS: every row (off by default)
+        run_aten_passes(gm, options, name, LAST_REWRITES)
         graph = graph_from_fx(gm, options)
         t1 = time.perf_counter()
         seg = segment(graph, options)
     except Exception as e:  # a compiler bug must not break the user's program
-        failed_after = time.perf_counter() - t0
-        # reproducer hook (torchfuse.report.reproducer): a standalone script named in the warning
-        from .report.reproducer import write_reproducer
-        repro = write_reproducer(gm, example_inputs, name, e, options)
-        warnings.warn(f"torchfuse: could not compile {name} graph ({type(e).__name__}: {e}); running it unfused"
-                      + (f"; reproducer: {repro}" if repro else ""), RuntimeWarning, stacklevel=2)
-        log.exception("compile failure")
-        _record_unfused(name, gm, None, f"{type(e).__name__}: {e}", repro, failed_after, 0.0)
-        return _boxed(gm.forward)
+        return _run_unfused_after_failure(gm, example_inputs, options, name, e, time.perf_counter() - t0)
     if options.dump_dir:
         _dump_stage(options, name, gm, graph, seg)
+    _log_aten_calls(name, seg)
+    if not options.interpret:
+        _warn_cpu_unfused(seg)
+    if not seg.groups and not (options.cudagraphs and name == "inference"):
+        log.info("%s: nothing to fuse; running the traced graph", name)
+        _record_unfused(name, gm, seg, None, None, t1 - t0, time.perf_counter() - t1)
+        return _boxed(gm.forward)
+    compiled = _make_runtime(gm, example_inputs, options, name, seg, t1 - t0, time.perf_counter() - t1)
+    if options.cudagraphs and name == "inference":
+        from .runtime.cudagraphs import CudaGraphRunner
+
+        from torch._dynamo.backends.cudagraphs import find_input_mutations
+
+        return CudaGraphRunner(compiled, options, static_inputs, mutated_inputs=find_input_mutations(gm.graph))
+    return compiled
+
+
+def _run_unfused_after_failure(gm: torch.fx.GraphModule, example_inputs: list, options: Options, name: str,
+                               error: Exception, seconds: float) -> Callable:
+    """The graph as traced, after the compiler failed on it: a warning naming a reproducer
+    script (:mod:`torchfuse.report.reproducer`), and a record for the report."""
+    from .report.reproducer import write_reproducer
+
+    repro = write_reproducer(gm, example_inputs, name, error, options)
+    warnings.warn(f"torchfuse: could not compile {name} graph ({type(error).__name__}: {error}); running it unfused"
+                  + (f"; reproducer: {repro}" if repro else ""), RuntimeWarning, stacklevel=3)
+    log.exception("compile failure", exc_info=error)
+    _record_unfused(name, gm, None, f"{type(error).__name__}: {error}", repro, seconds, 0.0)
+    return _boxed(gm.forward)
+
+
+def _log_aten_calls(name: str, seg) -> None:
+    """With the ``fusion`` log topic: each ATen target left unfused, with its reason and count."""
     if log.isEnabledFor(logging.INFO):
         import collections
 
@@ -135,18 +134,20 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Opti
                                       if n.reason not in ("view (no data moves)", "tuple element"))
         for (target, reason), count in sorted(reasons.items()):
             log.info("%s: %d x %s on ATen: %s", name, count, target, reason)
-    if not options.interpret:
-        _warn_cpu_unfused(seg)
-    if not seg.groups and not (options.cudagraphs and name == "inference"):
-        log.info("%s: nothing to fuse; running the traced graph", name)
-        _record_unfused(name, gm, seg, None, None, t1 - t0, time.perf_counter() - t1)
-        return _boxed(gm.forward)
+
+
+def _make_runtime(gm: torch.fx.GraphModule, example_inputs: list, options: Options, name: str, seg,
+                  ir_seconds: float, segment_seconds: float):
+    """The :class:`~torchfuse.runtime.executor.CompiledGraph` of ``seg``, remembered in
+    :data:`RECENT`, with the reproducer hook of its groups."""
+    from .report.reproducer import ReproducerWriter
+    from .runtime.executor import CompiledGraph, GroupRunner
+
     compiled = CompiledGraph(seg, options, name=name)
-    compiled.stats["ir_seconds"] = t1 - t0
-    compiled.stats["segment_seconds"] = time.perf_counter() - t1
+    compiled.stats["ir_seconds"] = ir_seconds
+    compiled.stats["segment_seconds"] = segment_seconds
     compiled.fx_graph = gm
     # reproducer hook (torchfuse.report.reproducer): a group whose kernel fails writes a script of this graph
-    from .report.reproducer import ReproducerWriter
     writer = ReproducerWriter(gm, example_inputs, name, options)
     compiled.write_reproducer = writer  # and a failure of the graph's first call (CompiledGraph)
     for step in compiled.steps:
@@ -155,12 +156,6 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Opti
     RECENT.append(compiled)
     del RECENT[:-_MAX_RECENT]
     log.info("%s: %d fusion groups, %d ATen calls", name, len(seg.groups), len(seg.calls))
-    if options.cudagraphs and name == "inference":
-        from .runtime.cudagraphs import CudaGraphRunner
-
-        from torch._dynamo.backends.cudagraphs import find_input_mutations
-
-        return CudaGraphRunner(compiled, options, static_inputs, mutated_inputs=find_input_mutations(gm.graph))
     return compiled
 
 
@@ -265,6 +260,16 @@ def resolve_options(options: Any = None, **overrides) -> Options:
 LAST_REWRITES: dict[str, int] = {}
 
 
+def _warn_freeze_with_grad(options: Options) -> None:
+    """Warn once per process that ``freeze=True`` does nothing to a graph captured with grad enabled."""
+    if options.freeze and torch.is_grad_enabled() and not _warned_freeze_grad[0]:
+        _warned_freeze_grad[0] = True
+        warnings.warn("torchfuse: freeze=True applies to graphs compiled under torch.no_grad() or "
+                      "torch.inference_mode(); this graph is compiled with grad enabled, so its weights are not "
+                      "frozen (no BatchNorm folding or hoisting). This warning is shown once per process.",
+                      UserWarning, stacklevel=3)
+
+
 def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options: Any = None,
                       mode: str | None = None, **kwargs) -> Callable:
     """The TorchDynamo backend: ``torch.compile(model, backend="torchfuse", options={...})``.
@@ -281,38 +286,22 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
         TypeError: an option name is unknown, or an option's value has the wrong type.
         ValueError: ``mode`` is unknown, or a count option is below 1.
     """
-    from torch._dynamo.backends.common import aot_autograd
-    from torch._functorch.partitioners import min_cut_rematerialization_partition
-
     for k, v in mode_overrides(mode).items():
         kwargs.setdefault(k, v)
     opts = resolve_options(options, **kwargs)
-    passes = [dense_attention_masks]
-    frozen = opts.freeze and not torch.is_grad_enabled()  # TorchDynamo guards on grad mode
-    if frozen:
-        from .freezing import channels_last_convolutions, conv_bias_epilogues, fold_conv_batchnorm
-
-        passes += [fold_conv_batchnorm, conv_bias_epilogues, channels_last_convolutions]
-    elif (opts.channels_last_training and torch.is_grad_enabled()) or \
-            (opts.channels_last_inference and opts.cudagraphs and not torch.is_grad_enabled()):
-        from .freezing import channels_last_convolutions
-
-        passes.append(channels_last_convolutions)
-    if opts.freeze and not frozen and not _warned_freeze_grad[0]:
-        _warned_freeze_grad[0] = True
-        warnings.warn("torchfuse: freeze=True applies to graphs compiled under torch.no_grad() or "
-                      "torch.inference_mode(); this graph is compiled with grad enabled, so its weights are not "
-                      "frozen (no BatchNorm folding or hoisting). This warning is shown once per process.",
-                      UserWarning, stacklevel=2)
+    _warn_freeze_with_grad(opts)
     LAST_REWRITES.clear()
-    for graph_pass in passes:
-        try:
-            done = graph_pass(gm)
-            if done:
-                LAST_REWRITES[graph_pass.__name__] = done
-        except Exception as e:  # must not stop the program; the rewrites it finished stay
-            warnings.warn(f"torchfuse: graph pass {graph_pass.__name__} failed ({type(e).__name__}: {e}); "
-                          "continuing without it", RuntimeWarning, stacklevel=2)
+    run_fx_passes(gm, opts, torch.is_grad_enabled(), LAST_REWRITES)
+    return _trace_and_compile(gm, example_inputs, opts)
+
+
+def _trace_and_compile(gm: torch.fx.GraphModule, example_inputs: list, opts: Options) -> Callable:
+    """AOTAutograd on ``gm`` (functionalized, decomposed, the joint graph partitioned), each of
+    its graphs through :func:`compile_graph`; a graph AOTAutograd rejects runs eagerly, with a
+    warning."""
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
     from .runtime.training_graphs import CaptureState
 
     capture = CaptureState()  # shared by this program's forward and backward graphs
@@ -321,7 +310,7 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
         bw_compiler=functools.partial(compile_graph, options=opts, name="backward", capture=capture),
         inference_compiler=functools.partial(compile_graph, options=opts, name="inference"),
         partition_fn=min_cut_rematerialization_partition,
-        decompositions=decomposition_table(),
+        decompositions=decomposition_table(opts.tuning.decompose),
         # writes to inputs that need no gradient (BatchNorm's running statistics and batch
         # counter) stay in the graph as ``copy_`` calls, which the runtime batches into one
         # multi-tensor copy (and CUDA graphs capture), instead of one copy per buffer after
@@ -335,7 +324,7 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
             raise  # TorchDynamo's own signals (restart the analysis, a graph break), not failures
         first = (str(e).splitlines() or [""])[0][:300]
         warnings.warn(f"torchfuse: AOTAutograd rejected this graph ({type(e).__name__}: {first}); it runs "
-                      "eagerly, unfused", RuntimeWarning, stacklevel=2)
+                      "eagerly, unfused", RuntimeWarning, stacklevel=3)
         log.info("AOTAutograd failure", exc_info=True)
         _record_unfused("captured", gm, None, f"AOTAutograd: {type(e).__name__}: {first}", None, 0.0, 0.0)
         return gm

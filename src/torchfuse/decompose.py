@@ -1,6 +1,7 @@
 """Decomposition: which ATen ops are lowered to the registry's primitives before fusion.
 
-Takes nothing; returns the table AOTAutograd applies while tracing. It is PyTorch's own core
+Takes the ``decompose`` section of :class:`~torchfuse.config.Tuning`; returns the table
+AOTAutograd applies while tracing. It is PyTorch's own core
 ATen decomposition table plus PyTorch's decompositions (from ``torch._decomp``) of the
 composite ops that dominate memory traffic (normalizations, softmax, activations and their
 backward ops), so that their pieces land in fusion groups.
@@ -16,6 +17,8 @@ import functools
 
 import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
+
+from .config import DecomposeTuning
 
 aten = torch.ops.aten
 
@@ -57,7 +60,7 @@ KEEP_WHOLE = [
     aten.embedding_dense_backward.default,
     # nll_loss checks its targets (an out-of-range class raises IndexError in eager); the
     # core decomposition gathers without that check, so a bad target would raise a different
-    # error. The forward over (N, C) rows on NLL_BY_MASK_DEVICES is decomposed by
+    # error. The forward over (N, C) rows on ``Tuning.decompose.nll_by_mask_devices`` is decomposed by
     # nll_loss_forward_by_mask (with a device-side check); elsewhere it runs as PyTorch's kernel.
     aten.nll_loss_forward.default,
     aten.nll_loss2d_forward.default,
@@ -122,15 +125,9 @@ def nll_loss_backward_by_mask(grad_output: torch.Tensor, self: torch.Tensor, tar
     return torch.where(hit, -grad_output, 0).to(self.dtype)
 
 
-#: Device types whose ``nll_loss_forward`` over (N, C) rows is decomposed into a masked row
-#: reduction (:func:`nll_loss_forward_by_mask`); elsewhere PyTorch's kernel runs. The CPU is
-#: left out because its kernel raises IndexError for a bad target, which the decomposition's
-#: device-side check cannot (it raises RuntimeError); tests add the CPU.
-NLL_BY_MASK_DEVICES = ("cuda",)
-
-
 def nll_loss_forward_by_mask(self: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None,
-                             reduction: int, ignore_index: int) -> tuple[torch.Tensor, torch.Tensor]:
+                             reduction: int, ignore_index: int, *, devices: tuple[str, ...] = ("cuda",)
+                             ) -> tuple[torch.Tensor, torch.Tensor]:
     """``aten.nll_loss_forward`` for a batch of rows as masked row reductions, without a
     gather, so that it fuses with the log-softmax that computes ``self``: the cross-entropy
     forward becomes one row kernel that reads the logits once and writes per-row values, plus
@@ -142,6 +139,7 @@ def nll_loss_forward_by_mask(self: torch.Tensor, target: torch.Tensor, weight: t
         weight: None, or (C,) class weights of ``self``'s dtype.
         reduction: 0 none, 1 mean, 2 sum (``torch.nn._reduction``).
         ignore_index: a target value whose rows count for nothing (loss 0, weight 0).
+        devices: the device types it applies to (``Tuning.decompose.nll_by_mask_devices``).
 
     Returns:
         ``(output, total_weight)``, as PyTorch's ``nll_loss_forward``
@@ -155,7 +153,7 @@ def nll_loss_forward_by_mask(self: torch.Tensor, target: torch.Tensor, weight: t
         the sum of ``weight[t]`` (1 without weights) over the rows not ignored, 0 for ``none``.
         ``NotImplemented`` (make_fx then records ``nll_loss_forward`` itself, PyTorch's kernel)
         for other ranks, target dtypes, weight shapes or dtypes, and devices outside
-        ``NLL_BY_MASK_DEVICES``, so that eager's checks and errors apply there.
+        ``devices``, so that eager's checks and errors apply there.
 
     Raises:
         RuntimeError, asynchronously on CUDA (at the next synchronization, like eager's
@@ -174,7 +172,7 @@ def nll_loss_forward_by_mask(self: torch.Tensor, target: torch.Tensor, weight: t
     kernel, bound by its instructions rather than its 128 MiB read, and 7 us of small kernels),
     with 128 MiB less traffic and no (N, C) buffer.
     """
-    if not _nll_by_mask_applies(self, target, weight):
+    if not _nll_by_mask_applies(self, target, weight, devices):
         return NotImplemented
     n_classes = self.shape[1]
     kept = target != ignore_index
@@ -209,10 +207,11 @@ def nll_loss_forward_by_mask(self: torch.Tensor, target: torch.Tensor, weight: t
     return output.to(self.dtype), total_weight.to(self.dtype)
 
 
-def _nll_by_mask_applies(self: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None) -> bool:
+def _nll_by_mask_applies(self: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None,
+                         devices: tuple[str, ...]) -> bool:
     """Whether :func:`nll_loss_forward_by_mask` takes these arguments: anything eager would
     reject (a shape or dtype mismatch) goes to PyTorch's kernel, which raises eager's error."""
-    if self.device.type not in NLL_BY_MASK_DEVICES or self.dim() != 2 or target.dim() != 1:
+    if self.device.type not in devices or self.dim() != 2 or target.dim() != 1:
         return False
     if not self.dtype.is_floating_point or target.dtype != torch.int64 or target.device != self.device:
         return False
@@ -275,23 +274,19 @@ def index_add(x: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tens
 
 #: Element alignment cuBLAS's fast half-precision kernels need on every dimension (16 bytes).
 MM_ALIGN = 8
-#: Smallest ``M * N * K`` whose misaligned product is padded: below it the copies of the
-#: padded operands cost about what the aligned kernel saves.
-MM_PAD_MIN_MACS = 1 << 28
-#: Device types whose matrix products are padded (cuBLAS); tests add the CPU.
-MM_PAD_DEVICES = ("cuda",)
 
 
-def _mm_padding(a: torch.Tensor, b: torch.Tensor) -> tuple[int, int, int] | None:
+def _mm_padding(a: torch.Tensor, b: torch.Tensor, tuning: DecomposeTuning) -> tuple[int, int, int] | None:
     """Elements to append to M, K and N of ``a @ b`` (fp16/bf16, 2-D, static sizes), or
-    None when the product is aligned, small, or not on a padded device."""
+    None when the product is aligned, small (``tuning.mm_pad_min_macs``), or not on a padded
+    device (``tuning.mm_pad_devices``)."""
     if a.dim() != 2 or b.dim() != 2 or a.dtype not in (torch.float16, torch.bfloat16) or b.dtype != a.dtype:
         return None
-    if a.device.type not in MM_PAD_DEVICES:
+    if a.device.type not in tuning.mm_pad_devices:
         return None
     m, k = a.shape
     n = b.shape[1]
-    if not all(type(x) is int for x in (m, k, n)) or m * n * k < MM_PAD_MIN_MACS:
+    if not all(type(x) is int for x in (m, k, n)) or m * n * k < tuning.mm_pad_min_macs:
         return None
     pads = tuple(-x % MM_ALIGN for x in (m, k, n))
     return pads if any(pads) else None
@@ -317,7 +312,7 @@ def _pad_operands(a: torch.Tensor, b: torch.Tensor, pads: tuple[int, int, int]):
     return a, b
 
 
-def mm_padded(a: torch.Tensor, b: torch.Tensor):
+def mm_padded(a: torch.Tensor, b: torch.Tensor, *, tuning: DecomposeTuning = DecomposeTuning()):
     """``aten.mm`` with fp16/bf16 dimensions that are not multiples of 8 (a language model's
     vocabulary: GPT-2's 50257, BERT's 30522) computed on zero-padded operands, then sliced:
     ``pad(a) @ pad(b)`` is ``a @ b`` in its top-left corner (the padded terms of each dot product
@@ -325,8 +320,8 @@ def mm_padded(a: torch.Tensor, b: torch.Tensor):
     language-model head and its two gradients took 7.9 ms of a 30 ms training step (8 x 512) on
     an H200, about 3x the aligned kernels' time; the same padding is Inductor's ``pad_mm``.
     Returns ``NotImplemented`` (PyTorch's way of declining a decomposition) when no padding
-    applies; otherwise a contiguous ``(M, N)`` tensor."""
-    pads = _mm_padding(a, b)
+    applies; otherwise a contiguous ``(M, N)`` tensor. ``tuning``: which products are padded."""
+    pads = _mm_padding(a, b, tuning)
     if pads is None:
         return NotImplemented
     m, n = a.shape[0], b.shape[1]
@@ -344,10 +339,11 @@ def _unpad(out: torch.Tensor, m: int, n: int, pads: tuple[int, int, int]) -> tor
     return out[:m, :n].clone(memory_format=torch.contiguous_format)
 
 
-def addmm_padded(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor, *, beta=1, alpha=1):
+def addmm_padded(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor, *, beta=1, alpha=1,
+                 tuning: DecomposeTuning = DecomposeTuning()):
     """``aten.addmm`` padded as :func:`mm_padded` when the bias is a vector over N (a linear
     layer's, kept in cuBLAS's epilogue); other biases decline (``NotImplemented``)."""
-    pads = _mm_padding(a, b)
+    pads = _mm_padding(a, b, tuning)
     if pads is None or bias.dim() != 1 or bias.shape[0] != b.shape[1]:
         return NotImplemented
     m, n = a.shape[0], b.shape[1]
@@ -357,20 +353,31 @@ def addmm_padded(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor, *, beta=1
     return _unpad(aten.addmm.default(bias, a, b, beta=beta, alpha=alpha), m, n, pads)
 
 
-@functools.lru_cache(maxsize=None)
-def decomposition_table() -> dict:
-    """The decomposition table (``OpOverload -> callable``) handed to AOTAutograd.
+def _bind(fn, **fixed):
+    """``fn`` with keyword arguments ``fixed`` given (keeps its name for PyTorch's logs)."""
+    @functools.wraps(fn)
+    def bound(*args, **kwargs):
+        return fn(*args, **kwargs, **fixed)
 
-    Returns a fresh dict each time it is built; callers must not mutate the cached one.
+    return bound
+
+
+@functools.lru_cache(maxsize=None)
+def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
+    """The decomposition table (``OpOverload -> callable``) handed to AOTAutograd, for
+    ``tuning`` (``Tuning.decompose``: where cross-entropy's forward is decomposed and which
+    matrix products are padded).
+
+    Returns one dict per ``tuning`` (cached); callers must not mutate it.
     """
     table = dict(core_aten_decompositions())
     table.update(get_decompositions(EXTRA_DECOMPOSITIONS))
     for op in KEEP_WHOLE:
         table.pop(op, None)
-    table[aten.nll_loss_forward.default] = nll_loss_forward_by_mask
+    table[aten.nll_loss_forward.default] = _bind(nll_loss_forward_by_mask, devices=tuning.nll_by_mask_devices)
     table[aten.nll_loss_backward.default] = nll_loss_backward_by_mask
-    table[aten.mm.default] = mm_padded
-    table[aten.addmm.default] = addmm_padded
+    table[aten.mm.default] = _bind(mm_padded, tuning=tuning)
+    table[aten.addmm.default] = _bind(addmm_padded, tuning=tuning)
     table[aten._unsafe_masked_index.default] = unsafe_masked_index
     table[aten.index_add.default] = index_add
     return table

@@ -38,7 +38,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx
 
-from .graph_passes import calls_to, finish
+from .passes import calls_to, finish
 
 log = logging.getLogger("torchfuse.fusion")
 

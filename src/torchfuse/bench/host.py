@@ -171,9 +171,7 @@ def host_runtime(args, prov) -> list:
     g = backend.RECENT[-1]
     runner = next(r for r in g.runners if isinstance(r, ex.GroupRunner))
     plan = runner.plans[()]
-    saved_stream = ex.raw_stream
-    ex.raw_stream = lambda index: 0  # no device: the stub ignores the stream
-    plan.device_index = 0
+    plan.device_index = -1  # no device: stream 0, which the stub ignores
     stub = lambda *a: None  # noqa: E731
     direct = [(stub, None, None, 1, 1, st.XBLOCK, st.RBLOCK) for st in plan.config.stages]
     env = [None] * g.n_slots
@@ -182,20 +180,17 @@ def host_runtime(args, prov) -> list:
     plan.direct = {spec: direct}
     fast = runner._fast_launcher(plan, spec, direct)
     rows = []
-    try:
-        for name in ("general", "generated"):
-            runner.fast = {(): fast} if name == "generated" else {}
-            runner(env, (), {})
-            best = min(timing.host_us_per_call(lambda: runner(env, (), {}), args.calls, "cpu", warmup=1)
-                       for _ in range(args.repeats))
-            print(f"{name:10s} {best:6.2f} us per launch (best of {args.repeats} x {args.calls} calls; "
-                  f"{len(runner.in_slots)} inputs, {len(runner.out_slots)} outputs)")
-            rows.append(prov.row("host", "host/runtime-launch/64x32", mode="infer-fp32", precision="fp32",
-                                 backend="torchfuse", variant=f"{name} launch path",
-                                 extra={"host_us_per_launch": best, "inputs": len(runner.in_slots),
-                                        "outputs": len(runner.out_slots)}))
-    finally:
-        ex.raw_stream = saved_stream
+    for name in ("general", "generated"):
+        runner.fast = {(): fast} if name == "generated" else {}
+        runner(env, (), {})
+        best = min(timing.host_us_per_call(lambda: runner(env, (), {}), args.calls, "cpu", warmup=1)
+                   for _ in range(args.repeats))
+        print(f"{name:10s} {best:6.2f} us per launch (best of {args.repeats} x {args.calls} calls; "
+              f"{len(runner.in_slots)} inputs, {len(runner.out_slots)} outputs)")
+        rows.append(prov.row("host", "host/runtime-launch/64x32", mode="infer-fp32", precision="fp32",
+                             backend="torchfuse", variant=f"{name} launch path",
+                             extra={"host_us_per_launch": best, "inputs": len(runner.in_slots),
+                                    "outputs": len(runner.out_slots)}))
     return rows
 
 

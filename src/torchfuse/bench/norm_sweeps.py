@@ -1,18 +1,15 @@
 """The variant sweeps of ``torchfuse bench norms --sweep NAME``: norm-table cases compiled by
-torchfuse under several sets of tunable overrides (:mod:`torchfuse.bench.variants`), each
-kernel's device time from ``torch.profiler``.
+torchfuse under several sets of overrides of ``Options`` and ``Tuning`` fields
+(:mod:`torchfuse.bench.variants`), each kernel's device time from ``torch.profiler``.
 
 Each sweep is data: the ops, row shapes and dtypes it runs, and its variants (name -> the
 overrides). What the sweeps found is in ``benchmarks/NOTES.md`` (the runs named in each
-entry's ``measured``); the shipped values are each tunable's default.
+entry's ``measured``); the shipped values are each field's default. The sweeps of paths that
+were measured and removed (the online normalizer, one-hot sums) went with them.
 """
 from __future__ import annotations
 
 import dataclasses
-
-_REDUCTION = "schedulers.reduction"
-_CODEGEN = "codegen.triton"
-_PASSES = "graph_passes"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,24 +32,21 @@ class Sweep:
 
 
 def _split(xb: int, rb: int, warps: int, per_sm: int) -> list[str]:
-    return [f"{_REDUCTION}.SPLIT_OUTER_XBLOCK={xb}", f"{_REDUCTION}.SPLIT_OUTER_RBLOCK={rb}",
-            f"{_REDUCTION}.SPLIT_OUTER_WARPS={warps}", f"{_REDUCTION}.OUTER_SPLIT_PROGRAMS={per_sm}"]
+    return [f"split.outer_xblock={xb}", f"split.outer_rblock={rb}", f"split.outer_warps={warps}",
+            f"split.outer_programs={per_sm}"]
 
 
 def _inner_outer(per_sm: int, warps: int, tile: int, stages: int) -> list[str]:
     """``per_sm`` 0: as many programs as fit (the grid fitted to the kernel's residency)."""
-    return [f"{_REDUCTION}.INNER_OUTER_TILE={tile}", f"{_REDUCTION}.INNER_OUTER_SHORT_TILE={tile}",
-            f"{_REDUCTION}.INNER_OUTER_WARPS={warps}", f"{_REDUCTION}.INNER_OUTER_STAGES={stages}",
-            f"{_REDUCTION}.INNER_OUTER_ELEMENTS_PER_THREAD={max(1, tile // (32 * warps))}",
-            f"{_REDUCTION}.INNER_OUTER_FIT={per_sm == 0}", f"{_REDUCTION}.INNER_OUTER_PROGRAMS_PER_SM={per_sm or 2}"]
+    return [f"inner_outer.tile={tile}", f"inner_outer.short_tile={tile}", f"inner_outer.warps={warps}",
+            f"inner_outer.stages={stages}", f"inner_outer.elements_per_thread={max(1, tile // (32 * warps))}",
+            f"inner_outer.fit={per_sm == 0}", f"inner_outer.programs_per_sm={per_sm or 2}"]
 
 
-def _rows(tile: int, per_thread: int, batch_sums: bool = True, one_hot_sums: bool | str = True) -> list[str]:
-    """A persistent row kernel's tile (``one_hot_sums="flat"``: 0-d inputs of pointwise kernels
-    loaded as full blocks); one warp a row off, so each candidate runs as given."""
-    return [f"{_REDUCTION}.TILE_ELEMENTS={tile}", f"{_REDUCTION}.ELEMENTS_PER_THREAD={per_thread}",
-            f"{_REDUCTION}.ONE_WARP_ROW=0", f"{_CODEGEN}.BATCH_ROW_SUMS={batch_sums}",
-            f"{_PASSES}.ONE_HOT_SUMS={bool(one_hot_sums)}", f"{_CODEGEN}.SCALAR_LOADS={one_hot_sums != 'flat'}"]
+def _rows(tile: int, per_thread: int, batch_sums: bool = True) -> list[str]:
+    """A persistent row kernel's tile; one warp a row off, so each candidate runs as given."""
+    return [f"persistent.tile_elements={tile}", f"persistent.elements_per_thread={per_thread}",
+            "persistent.one_warp_row=0", f"codegen.batch_row_sums={batch_sums}"]
 
 
 _NORM_SHAPES = ((16384, 4096), (8192, 8192), (4096, 3072), (32768, 1024))
@@ -81,33 +75,16 @@ SWEEPS: dict[str, Sweep] = {
     "rows-batch": Sweep(
         ("layer_norm", "rms_norm", "cross_entropy"), _ROW_SHAPES, ("bfloat16",),
         {"sums apart": _rows(4096, 32, batch_sums=False), "sums together": _rows(4096, 32)}, "NOTES.md, run AO"),
-    # cross-entropy's backward: its one-hot row sum kept, rewritten, rewritten with flat loads
-    "rows-onehot": Sweep(
-        ("cross_entropy",), _ROW_SHAPES, ("bfloat16",),
-        {"row sum": _rows(1024, 32, one_hot_sums=False), "one-hot sums": _rows(1024, 32),
-         "one-hot sums, flat loads": _rows(1024, 32, one_hot_sums="flat")}, "NOTES.md, runs AQ to AS"),
     # rows a program and warps a row
     "rows-warps": Sweep(
         ("softmax", "cross_entropy", "layer_norm", "rms_norm"), _ROW_SHAPES, ("bfloat16",),
         {f"tile {t}, {e}/thread": _rows(t, e) for t, e in [(4096, 32), (1024, 32), (2048, 64), (2048, 32),
                                                           (4096, 64), (8192, 64), (4096, 128)]},
         "NOTES.md, run AQ"),
-    # cross-entropy's forward rewrites (one-hot picks, log-softmax sums, looped one-hot sums)
+    # cross-entropy's forward rewrites (one-hot picks, log-softmax sums)
     "picks-rewrites": Sweep(
         ("cross_entropy", "cross_entropy_plain"), _NORM_SHAPES, ("bfloat16", "float32"),
-        {"as before": [f"{_PASSES}.ONE_HOT_PICKS=False", f"{_PASSES}.LOG_SOFTMAX_SUMS=False",
-                       f"{_PASSES}.LOOPED_ONE_HOT_SUMS=False"],
-         "rewritten": [f"{_PASSES}.ONE_HOT_PICKS=True", f"{_PASSES}.LOG_SOFTMAX_SUMS=True",
-                       f"{_PASSES}.LOOPED_ONE_HOT_SUMS=True"]},
+        {"as before": ["graph_passes.one_hot_picks=False", "graph_passes.log_softmax_sums=False"],
+         "rewritten": ["graph_passes.one_hot_picks=True", "graph_passes.log_softmax_sums=True"]},
         "NOTES.md, runs BB to BF"),
-    # looped kernels with the max and its sums in one loop
-    "picks-online": Sweep(
-        ("cross_entropy", "cross_entropy_plain"), _NORM_SHAPES, ("bfloat16", "float32"),
-        {"two loops": [f"{_CODEGEN}.ONLINE_SUMS=False"], "online": [f"{_CODEGEN}.ONLINE_SUMS=True"]},
-        "NOTES.md, runs BG and BH"),
-    # the backward's one-hot row sum kept or rewritten into per-row terms on every row
-    "picks-onehot": Sweep(
-        ("cross_entropy", "cross_entropy_plain"), _NORM_SHAPES, ("bfloat16", "float32"),
-        {"row sum": [f"{_PASSES}.ONE_HOT_SUMS=False"], "one-hot sums": [f"{_PASSES}.ONE_HOT_SUMS=True"]},
-        "NOTES.md, run BI"),
 }

@@ -231,8 +231,6 @@ def run_case(case: NormCase, entries: list[Entry], base: list[str], iters: int, 
     """
     from torchfuse import backend as tf_backend
 
-    from .variants import restoring_tunables
-
     torch.manual_seed(0)
     inputs = case.make_inputs()
     torch._dynamo.reset()
@@ -249,32 +247,31 @@ def run_case(case: NormCase, entries: list[Entry], base: list[str], iters: int, 
         tf_backend.RECENT.clear()
         fwd = out.setdefault((entry.backend, entry.variant, "fwd"), {})
         bwd = out.setdefault((entry.backend, entry.variant, "bwd"), {})
-        with restoring_tunables(list(base) + list(entry.overrides)):
-            try:
-                f = _compiled(entry, case.fn, base, device)
-            except Exception as e:  # noqa: BLE001 - recorded, the run goes on
-                fwd["error"] = bwd["error"] = describe(e)
-                continue
-            try:
-                with torch.no_grad():
-                    torch.testing.assert_close(f(*inputs), ref, atol=3e-2, rtol=3e-2)
-                    fwd.update(_measure(lambda: f(*inputs), iters, device))
-            except Exception as e:  # noqa: BLE001
-                fwd["error"] = describe(e)
-            try:
-                ins = [t.detach().clone().requires_grad_(i in case.grad_index) for i, t in enumerate(inputs)]
-                result = f(*ins)
-                wrt = [ins[i] for i in case.grad_index]
-                grads = torch.autograd.grad(result, wrt, dy, retain_graph=True)
-                torch.testing.assert_close(grads, ref_grads, atol=5e-2, rtol=5e-2)
-                bwd.update(_measure(lambda: torch.autograd.grad(result, wrt, dy, retain_graph=True), iters, device))
-                del result, grads
-            except Exception as e:  # noqa: BLE001
-                bwd["error"] = describe(e)
-            if entry.backend == "torchfuse":
-                fwd["schedule"] = bwd["schedule"] = launch_configurations()
-                if with_registers:
-                    fwd["registers"] = bwd["registers"] = registers()
+        try:
+            f = _compiled(entry, case.fn, base, device)
+        except Exception as e:  # noqa: BLE001 - recorded, the run goes on
+            fwd["error"] = bwd["error"] = describe(e)
+            continue
+        try:
+            with torch.no_grad():
+                torch.testing.assert_close(f(*inputs), ref, atol=3e-2, rtol=3e-2)
+                fwd.update(_measure(lambda: f(*inputs), iters, device))
+        except Exception as e:  # noqa: BLE001
+            fwd["error"] = describe(e)
+        try:
+            ins = [t.detach().clone().requires_grad_(i in case.grad_index) for i, t in enumerate(inputs)]
+            result = f(*ins)
+            wrt = [ins[i] for i in case.grad_index]
+            grads = torch.autograd.grad(result, wrt, dy, retain_graph=True)
+            torch.testing.assert_close(grads, ref_grads, atol=5e-2, rtol=5e-2)
+            bwd.update(_measure(lambda: torch.autograd.grad(result, wrt, dy, retain_graph=True), iters, device))
+            del result, grads
+        except Exception as e:  # noqa: BLE001
+            bwd["error"] = describe(e)
+        if entry.backend == "torchfuse":
+            fwd["schedule"] = bwd["schedule"] = launch_configurations()
+            if with_registers:
+                fwd["registers"] = bwd["registers"] = registers()
     return out
 
 
@@ -355,8 +352,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--per-kernel", action="store_true", help="print each kernel's device time per call")
     p.add_argument("--registers", action="store_true", help="record registers and spills of torchfuse's kernels")
     p.add_argument("--set", action="append", default=[], metavar="OVERRIDE",
-                   help="compile every torchfuse column with this override (torchfuse.bench.variants), e.g. "
-                        "schedulers.reduction.OUTER_XBLOCK=32")
+                   help="compile every torchfuse column with this override (torchfuse.bench.variants): an Options "
+                        "field or a Tuning field, e.g. outer.xblock=32")
     p.add_argument("--alt", action="append", default=[], metavar="OVERRIDE",
                    help="also run torchfuse with these overrides as the variant 'alt', the same inputs in the same "
                         "process: a before/after of one change")
@@ -369,7 +366,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from .norm_sweeps import SWEEPS
-    from .variants import options_with, parse_overrides
+    from .variants import parse_overrides
 
     argv = list(sys.argv[1:] if argv is None else argv)
     p = parser()
@@ -386,7 +383,6 @@ def main(argv: list[str] | None = None) -> int:
         parse_overrides(args.set + args.alt + [o for v in (sweep.variants.values() if sweep else ()) for o in v])
     except ValueError as e:
         p.error(str(e))
-    options_with(args.set)  # process-wide, as every torchfuse column compiles with it
     default_backends = "" if sweep else ",".join(BACKENDS)
     backends = [b.strip() for b in (args.backends if args.backends is not None else default_backends).split(",")
                 if b.strip()]

@@ -6,7 +6,7 @@ cross-entropy forward row kernel at 4096 elements a row ran at 41% of a device c
 while its fp32 form, with twice the bytes and fewer instructions, ran at 70%. This runs the
 cases of ``torchfuse bench norms`` on CPU tensors under Triton's interpreter with the launch
 configurations the heuristics pick on a GPU of 132 multiprocessors
-(:func:`torchfuse.bench.variants.use_gpu_launch_configs`), records every kernel launch (source,
+(``Options.launch_configs_for_sm_count``), records every kernel launch (source,
 stage, argument types, XBLOCK, RBLOCK, warps), compiles each for sm_90 with Triton's
 ahead-of-time compiler (no device needed) with the specializations Triton's JIT would make for
 those arguments (16-byte aligned pointers, integers divisible by 16, integers equal to 1) and
@@ -23,7 +23,7 @@ Triton), so compare variants with each other, not with another machine's numbers
 ::
 
     python -m torchfuse.bench sass --ops cross_entropy --shapes 512x4096 --dtypes bfloat16 \\
-        [--backward] [--set codegen.triton.FLUSH_SUMMED_EXP=False]
+        [--backward] [--set codegen.flush_summed_exp=False]
 
 ``--set`` takes the overrides of :mod:`torchfuse.bench.variants`. A row count that the
 heuristics' row block divides (512) gives the per-thread program of larger shapes with the same
@@ -180,7 +180,7 @@ def _compile_all(path: str, top: int, dump: str | None = None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     from .norms import OPS, PRECISION, cases
-    from .variants import options_with, parse_overrides, use_gpu_launch_configs
+    from .variants import options_with, parse_overrides
 
     argv = list(sys.argv[1:] if argv is None else argv)
     p = argparse.ArgumentParser(prog="torchfuse bench sass", description=__doc__.splitlines()[0])
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shapes", default="512x4096", metavar="NxD[,NxD]")
     p.add_argument("--backward", action="store_true", help="also the training graph's forward and backward kernels")
     p.add_argument("--set", action="append", default=[], metavar="OVERRIDE",
-                   help="an override of torchfuse.bench.variants, e.g. codegen.triton.FLUSH_SUMMED_EXP=False")
+                   help="an override of torchfuse.bench.variants, e.g. codegen.flush_summed_exp=False")
     p.add_argument("--top", type=int, default=8, help="opcodes listed per kernel")
     p.add_argument("--sm", type=int, default=132, help="multiprocessors of the GPU whose launch configurations to use")
     p.add_argument("--dump", default=None, metavar="DIR", help="write each kernel's SASS and GPU IR to DIR")
@@ -210,8 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unknown --ops {sorted(ops - set(OPS))}; choose from {sorted(OPS)}")
     import torchfuse
 
-    options = options_with(args.set, interpret=True)
-    use_gpu_launch_configs(args.sm)
+    options = options_with(args.set, interpret=True, launch_configs_for_sm_count=args.sm)
     prov = provenance(args.run_name, "cpu", argv, "sass")
     rows = []
     for case in cases([getattr(torch, d) for d in args.dtypes.split(",")], ops, shapes, device="cpu"):

@@ -1,65 +1,59 @@
 """Variants: how a benchmark compiles torchfuse with other settings, in one place.
 
-A variant is a list of overrides, each ``NAME=VALUE`` or ``SECTION.NAME=VALUE`` with a Python
-literal as the value (``True``, ``3``, ``'x'``):
+A variant is a list of overrides, each ``NAME=VALUE`` or ``SECTION.FIELD=VALUE``:
 
-* ``NAME=VALUE`` (no dot): a field of :class:`torchfuse.Options` (``inner_outer=False``,
-  ``conv_epilogues=False``);
-* ``SECTION.NAME=VALUE``: a tunable of a heuristic or pass. Today the tunables are constants
-  of torchfuse's modules and ``SECTION`` is the module's path below ``torchfuse``
-  (``schedulers.reduction.TILE_ELEMENTS=4096``, ``codegen.triton.SINK_SELECTS=False``).
+* ``NAME=VALUE`` (no dot): a field of :class:`torchfuse.Options`, the value a Python literal
+  (``inner_outer=False``, ``conv_epilogues=False``);
+* ``SECTION.FIELD=VALUE``: a field of :class:`torchfuse.config.tuning.Tuning`, the constants
+  of the heuristics, passes and code writers (``persistent.tile_elements=4096``,
+  ``codegen.sink_selects=False``, ``outer.xblock=32``); the value is converted to the field's
+  type as :meth:`~torchfuse.config.tuning.Tuning.replace` does.
 
 :func:`options_with` is the single place where a benchmark's variants reach the compiler:
-``torchfuse bench norms`` (``--set``, ``--alt``, ``--variant``, ``--sweep``), ``sass``,
-``conv-epilogue`` and ``host`` go through it. It returns the :class:`torchfuse.Options` to
-compile with and, today, sets the module constants named by ``SECTION.NAME`` overrides, as
-``--set MODULE.NAME=VALUE`` always did; :func:`restoring_tunables` puts them back when a
-variant is done. When the tunables become a typed ``Tuning`` carried in ``Options.tuning``,
-only this module changes: :func:`options_with` parses the ``SECTION.NAME`` overrides into the
-``Tuning`` it puts into the options (``section.field=value``), sets nothing, and
-:func:`restoring_tunables` and :func:`use_gpu_launch_configs` become no-ops to delete.
+``torchfuse bench norms`` (``--set``, ``--alt``, ``--sweep``), ``sass``, ``conv-epilogue`` and
+``host`` go through it. It returns the :class:`torchfuse.Options` to compile with, its
+``tuning`` carrying the ``SECTION.FIELD`` overrides; nothing process-wide changes, so variants
+compiled one after the other in one process do not see each other's overrides.
 """
 from __future__ import annotations
 
 import ast
-import contextlib
 import dataclasses
-import importlib
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
-#: a parsed override: (section or ``None`` for an Options field, name, value)
-Override = tuple[str | None, str, Any]
+#: a parsed override: (``"option"`` or ``"tuning"``, the Options field or the Tuning path, value)
+Override = tuple[str, str, Any]
 
 
 def parse_override(text: str) -> Override:
-    """``"schedulers.reduction.TILE_ELEMENTS=4096"`` -> ``("schedulers.reduction", "TILE_ELEMENTS", 4096)``.
+    """``"persistent.tile_elements=4096"`` -> ``("tuning", "persistent.tile_elements", 4096)``;
+    ``"inner_outer=False"`` -> ``("option", "inner_outer", False)``.
 
     Raises:
-        ValueError: no ``=``, an empty name, a value that is not a Python literal, an
-            Options field that does not exist, or a module constant that does not exist.
+        ValueError: no ``=``, an empty name, an Options value that is not a Python literal, an
+            Options field that does not exist, a Tuning section or field that does not exist,
+            or a value the Tuning field's type does not take.
     """
-    target, sep, value_text = text.partition("=")
-    target = target.strip()
-    if not sep or not target:
-        raise ValueError(f"{text!r}: an override is NAME=VALUE or SECTION.NAME=VALUE")
-    try:
-        value = ast.literal_eval(value_text.strip())
-    except (ValueError, SyntaxError):
-        raise ValueError(f"{text!r}: the value must be a Python literal (True, 3, 'x')") from None
-    section, _, name = target.rpartition(".")
-    if not section:
-        from torchfuse import Options
+    from torchfuse import Options
+    from torchfuse.config.tuning import Tuning
 
-        if name not in {f.name for f in dataclasses.fields(Options)}:
-            raise ValueError(f"{text!r}: torchfuse.Options has no field {name!r}")
-        return None, name, value
+    target, sep, value_text = text.partition("=")
+    target, value_text = target.strip(), value_text.strip()
+    if not sep or not target:
+        raise ValueError(f"{text!r}: an override is NAME=VALUE or SECTION.FIELD=VALUE")
+    if "." not in target:
+        if target not in {f.name for f in dataclasses.fields(Options)}:
+            raise ValueError(f"{text!r}: torchfuse.Options has no field {target!r}")
+        try:
+            return "option", target, ast.literal_eval(value_text)
+        except (ValueError, SyntaxError):
+            raise ValueError(f"{text!r}: the value must be a Python literal (True, 3, 'x')") from None
     try:
-        module = importlib.import_module(f"torchfuse.{section}")
-    except ImportError:
-        raise ValueError(f"{text!r}: there is no module torchfuse.{section}") from None
-    if not hasattr(module, name):
-        raise ValueError(f"{text!r}: torchfuse.{section} has no {name}")
-    return section, name, value
+        tuning = Tuning().replace(target, value_text)
+    except KeyError as e:
+        raise ValueError(f"{text!r}: {e.args[0]}") from None
+    section, _, field = target.partition(".")
+    return "tuning", target, getattr(getattr(tuning, section), field)
 
 
 def parse_overrides(texts: Iterable[str]) -> list[Override]:
@@ -67,14 +61,10 @@ def parse_overrides(texts: Iterable[str]) -> list[Override]:
     return [parse_override(t) for t in texts]
 
 
-def format_overrides(overrides: Iterable[str]) -> str:
-    return " ".join(overrides)
-
-
 def options_with(overrides: Iterable[str] = (), **options: Any):
     """The :class:`torchfuse.Options` a variant compiles with: ``options`` and the variant's
-    ``NAME=VALUE`` fields. Today it also sets the module constants of its ``SECTION.NAME=VALUE``
-    overrides, process-wide (wrap the variant in :func:`restoring_tunables` to undo them).
+    ``NAME=VALUE`` fields, its ``tuning`` (``options["tuning"]`` if given, else the default,
+    which ``TORCHFUSE_TUNING`` sets) with the ``SECTION.FIELD=VALUE`` overrides applied in order.
 
     Raises:
         ValueError: an override does not parse (:func:`parse_override`).
@@ -83,38 +73,16 @@ def options_with(overrides: Iterable[str] = (), **options: Any):
     from torchfuse import Options
 
     fields = dict(options)
-    for section, name, value in parse_overrides(overrides):
-        if section is None:
+    tuned = []
+    for kind, name, value in parse_overrides(overrides):
+        if kind == "option":
             fields[name] = value
         else:
-            setattr(importlib.import_module(f"torchfuse.{section}"), name, value)
-    return Options(**fields)
-
-
-@contextlib.contextmanager
-def restoring_tunables(overrides: Iterable[str] = ()) -> Iterator[None]:
-    """Restore, on exit, the module constants that ``overrides`` name (and that
-    :func:`options_with` sets inside the block)."""
-    saved = []
-    for section, name, _ in parse_overrides(overrides):
-        if section is not None:
-            module = importlib.import_module(f"torchfuse.{section}")
-            saved.append((module, name, getattr(module, name)))
-    try:
-        yield
-    finally:
-        for module, name, value in reversed(saved):
-            setattr(module, name, value)
-
-
-def use_gpu_launch_configs(sm: int) -> None:
-    """Make the pointwise and reduction heuristics pick, even under Triton's interpreter, the
-    launch configurations they would pick on a GPU of ``sm`` multiprocessors (process-wide;
-    ``sass`` compiles kernels for sm_90 with them)."""
-    from torchfuse.schedulers import pointwise, reduction
-
-    pw, red, io = pointwise.heuristic, reduction.heuristic, reduction.inner_outer
-    pointwise.heuristic = lambda rt, interpret, sm_count=0: pw(rt, False, sm)
-    reduction.heuristic = (lambda rt, persistent_max, interpret, sm_count=0, splittable=False, writes_rows=False,
-                           tile_inputs=2: red(rt, persistent_max, False, sm, splittable, writes_rows, tile_inputs))
-    reduction.inner_outer = lambda rt, interpret, sm_count=0, resident=0: io(rt, False, sm, resident)
+            tuned.append((name, value))
+    result = Options(**fields)
+    if tuned:
+        tuning = result.tuning
+        for path, value in tuned:
+            tuning = tuning.replace(path, value)
+        result = dataclasses.replace(result, tuning=tuning)
+    return result

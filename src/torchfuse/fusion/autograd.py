@@ -346,9 +346,9 @@ class FusionOp:
         from ..decompose import decomposition_table
         from ..ir.from_fx import graph_from_fx
 
-        gm = make_fx(self._joint(scalars), decomposition_table=decomposition_table(),
-                     tracing_mode="symbolic")(*self._examples(device))
         options = self.fusion.options
+        gm = make_fx(self._joint(scalars), decomposition_table=decomposition_table(options.tuning.decompose),
+                     tracing_mode="symbolic")(*self._examples(device))
         if device.type == "cpu" and not options.interpret:
             return lambda args: gm(*args)
         return Program(graph_from_fx(gm, options), options, f"{self.fusion.name}_backward")

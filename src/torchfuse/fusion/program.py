@@ -23,7 +23,7 @@ from ..ir import ops as registry
 from ..ir.from_fx import eliminate_dead_code
 from ..ir.graph import Graph, Node, TensorMeta, Value
 from ..runtime.executor import CompiledGraph
-from ..segment import Segmentation, segment
+from ..segment import Segmentation
 from .sizes import evaluate
 
 if TYPE_CHECKING:
@@ -172,19 +172,15 @@ def _collect_symbols(obj: Any, found: set) -> None:
 def segment_fusion(graph: Graph, options: Options) -> Segmentation:
     """The segmenter's passes, then :func:`fuse_horizontally`: a user-defined fusion asks for
     one kernel, so groups over one domain merge even when no value flows between them."""
-    from .. import segment as segmenter
+    from ..segment import fuse, rewrites, steps
 
-    passes = ("_Units", "duplicate_constants", "fuse_producers", "fuse_siblings", "fuse_consumer_siblings",
-              "finalize")
-    if not all(hasattr(segmenter, name) for name in passes):  # another segmenter layout: its own passes only
-        return segment(graph, options)
-    segmenter.duplicate_constants(graph)
-    units = segmenter._Units(graph, options)
-    segmenter.fuse_producers(units)
-    segmenter.fuse_siblings(units)
-    segmenter.fuse_consumer_siblings(units)
+    rewrites.duplicate_constants(graph)
+    units = fuse.Units(graph, options)
+    fuse.fuse_producers(units)
+    fuse.fuse_siblings(units)
+    fuse.fuse_consumer_siblings(units)
     fuse_horizontally(units)
-    return segmenter.finalize(units)
+    return steps.finalize(units)
 
 
 def fuse_horizontally(units) -> None:

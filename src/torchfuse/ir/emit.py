@@ -4,7 +4,7 @@ Takes Python values and Triton expressions (strings); returns Triton expressions
 :mod:`torchfuse.ir.ops` (each op's ``emit``) and by the code generator (operands, constants).
 
 Where PyTorch computes differently on a GPU and on CPU tensors, the text calls a helper of the
-kernel header (``torchfuse.codegen.triton.HEADER``) whose ``_host`` variant replaces it when
+helper library (:mod:`torchfuse.codegen.helpers`) whose ``_host`` variant replaces it when
 kernels run on CPU tensors through the interpreter, so one kernel source serves both devices:
 ``tf_by_device(gpu, host)`` picks a constant, the division helpers pick a formula.
 
@@ -55,6 +55,15 @@ def triton_dtype(dtype: torch.dtype) -> str:
         return _TRITON_DTYPES[dtype]
     except KeyError:
         raise Unsupported(f"dtype {dtype}") from None
+
+
+def convert(expr: str, src: torch.dtype, dst: torch.dtype) -> str:
+    """Triton expression converting ``expr`` from ``src`` to ``dst`` as PyTorch casts."""
+    if src == dst:
+        return expr
+    if dst == torch.bool:
+        return f"({expr} != 0)"
+    return f"{expr}.to({triton_dtype(dst)})"
 
 
 #: -0.0 of each float dtype as the integer with only its sign bit set (bitcast): Triton makes
@@ -141,7 +150,7 @@ def _literal_value(text: str) -> float | None:
 # ----------------------------------------------------------------------------- division
 
 def fdiv(x: str, y: str, dt: torch.dtype, number: bool = False) -> str:
-    """Float division rounded as IEEE 754 (and PyTorch) round it (``ops.EXACT_RECIPROCALS``).
+    """Float division rounded as IEEE 754 (and PyTorch) round it.
 
     Triton's ``/`` on fp32 lowers to PTX ``div.full.f32`` (up to 2 ulp off, e.g.
     ``4.6875 / 0.9375`` gives 5.0000005), so fp32 (and the fp32 compute of fp16/bf16) uses
@@ -156,10 +165,8 @@ def fdiv(x: str, y: str, dt: torch.dtype, number: bool = False) -> str:
     go through ``tf_div_by_number``: on a GPU a multiplication by the reciprocal rounded to
     ``dt``, as PyTorch's CUDA kernels compute it, on CPU tensors a division, as its CPU kernels
     do; either way bitwise eager's on that device."""
-    from . import ops  # its EXACT_RECIPROCALS, read per call (a measurement switch)
-
     d = _literal_value(y)
-    if d is not None and dt == torch.float32 and ops.EXACT_RECIPROCALS and math.isfinite(d):
+    if d is not None and dt == torch.float32 and math.isfinite(d):
         mant, exp = math.frexp(d)
         if abs(mant) == 0.5 and -125 <= 1 - exp <= 127:  # 1 / d = 2**(1 - exp), a normal number
             return f"({x} * {1.0 / d!r})"

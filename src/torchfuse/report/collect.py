@@ -152,12 +152,17 @@ def group_report(runner, symbols: list, fx_nodes: dict) -> GroupReport:
 
 def kernel_reports(runners) -> list[KernelReport]:
     """Each generated kernel's source once, in first-use order."""
+    from ..schedulers import tuning_sections
+
     found: dict[str, KernelReport] = {}
     for runner in runners:
-        sources = list(runner.sources.values()) + [p.kernel.source for p in runner.plans.values() if p.kernel]
-        for s in sources:
+        sources = [(s, code_key[0]) for (_, code_key), s in runner.sources.items()]
+        sources += [(p.kernel.source, p.config.scheduler) for p in runner.plans.values() if p.kernel]
+        for s, scheduler in sources:
             if s.key not in found:
-                found[s.key] = KernelReport(name=s.name, key=s.key, stages=list(s.stages), text=s.text)
+                tuning = runner.options.tuning.describe(tuning_sections(scheduler))
+                found[s.key] = KernelReport(name=s.name, key=s.key, stages=list(s.stages), text=s.text,
+                                            scheduler=scheduler, tuning=tuning.splitlines())
     return list(found.values())
 
 

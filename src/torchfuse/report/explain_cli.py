@@ -4,7 +4,7 @@ Usage::
 
     torchfuse explain MODEL [--size 8x128] [--dtype fp32|fp16|bf16] [--train] [--device cuda|cpu]
                             [--quick] [--measure] [--mode reduce-overhead] [--option NAME=VALUE ...]
-                            [-o PREFIX]
+                            [--set SECTION.FIELD=VALUE ...] [--tuning] [-o PREFIX]
 
 ``MODEL`` is one of
 
@@ -25,7 +25,11 @@ inputs cast to ``--dtype``; ``--train`` runs forward, loss and backward (under
 (seconds on a CPU). On a CPU, explain turns interpret mode on to show the plan, and says so
 first. Writes ``PREFIX.txt`` (the summary, also printed), ``PREFIX.html`` (the report) and
 ``PREFIX.json`` (the result, for ``torchfuse report``); ``PREFIX`` defaults to
-``explain-<model>``. Exit status 2 for a model or option that cannot be used.
+``explain-<model>``. ``--set`` changes a field of :class:`~torchfuse.config.tuning.Tuning`
+(the heuristics' and code writers' constants) for this compile; ``--tuning`` adds to the
+summary the tuning each kernel was built with (the fields of the sections its scheduler and
+the code writer read, and any other changed field). Exit status 2 for a model, option or
+tuning field that cannot be used.
 """
 from __future__ import annotations
 
@@ -195,6 +199,23 @@ def _slug(spec: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", spec.replace(".py:", "-")).strip("-") or "model"
 
 
+def _tuning_with(base, assignments: list[str]):
+    """The :class:`~torchfuse.config.tuning.Tuning` of ``--option tuning=...`` (or the
+    default) with the ``--set`` assignments applied.
+
+    Raises:
+        SpecError: an assignment names no field or its value does not convert.
+    """
+    from ..config import Options
+    from ..config.tuning import Tuning, parse_tuning
+
+    try:
+        start = parse_tuning(base) if isinstance(base, str) else (base if isinstance(base, Tuning) else Options().tuning)
+        return parse_tuning(assignments, start)
+    except (KeyError, ValueError) as e:
+        raise SpecError(f"--set: {e.args[0] if e.args else e}") from None
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="torchfuse explain", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -211,6 +232,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", default=None, help="a torch.compile mode, e.g. reduce-overhead")
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                    help="a torchfuse option (repeatable), e.g. --option freeze=true")
+    p.add_argument("--tuning", action="store_true",
+                   help="also print the tuning each kernel was built with (Tuning fields its scheduler reads)")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                   help="compile with this Tuning field changed (repeatable), e.g. --set persistent.tile_elements=2048")
     p.add_argument("-o", "--output", default=None,
                    help="PREFIX for PREFIX.txt, PREFIX.html and PREFIX.json (default explain-<model>)")
     return p
@@ -223,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         size = parse_size(args.size) if args.size else None
         options = dict(parse_option(o) for o in args.option)
+        if args.set:
+            options["tuning"] = _tuning_with(options.get("tuning"), args.set)
         check_options(options, args.mode)
         mode_name = _MODES[args.dtype][1 if args.train else 0]
         if args.model.split(":", 1)[0] in ("hf", "timm", "torchvision"):
@@ -246,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
                          **options)
     result.environment["program"] = (f"{args.model} ({shown}{', quick configuration' if args.quick else ''}), "
                                      f"{'training step' if args.train else 'inference'}, {args.dtype}")
-    text = result.summary()
+    text = result.summary(tuning=args.tuning)
     print(text)
     Path(prefix + ".txt").write_text(text + "\n", encoding="utf-8")
     result.write_html(prefix + ".html")

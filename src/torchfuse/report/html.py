@@ -230,8 +230,17 @@ def _kernels(r: ExplainResult) -> str:
         parts.append(f'<details class="kernel" id="{_kernel_anchor(k.key)}"{" open" if i == 0 else ""}>'
                      f"<summary><code>{escape(k.name)}</code> <span class=muted>key {k.key[:12]}; "
                      f"{len(k.text.splitlines())} lines; {escape(used)}</span></summary>"
-                     f"{_source_blocks(k)}</details>")
+                     f"{_source_blocks(k)}{_tuning_block(k)}</details>")
     return "\n".join(parts)
+
+
+def _tuning_block(k) -> str:
+    """The tuning the kernel was built with, folded (changed fields counted in the title)."""
+    if not k.tuning:
+        return ""
+    changed = sum(line.endswith("(changed)") for line in k.tuning)
+    return (f'<details class="helpers"><summary>tuning of {escape(k.scheduler)} ({changed} changed from the '
+            f"defaults)</summary><pre>{escape(chr(10).join(k.tuning))}</pre></details>")
 
 
 def _source_blocks(k) -> str:

@@ -284,12 +284,18 @@ class KernelReport:
         key: SHA-256 of ``text`` (the cache key).
         stages: the kernel functions launched in order.
         text: the generated Python/Triton module.
+        scheduler: the scheduler whose kernel it is (``reduction.persistent`` ...).
+        tuning: the tuning it was built with, one ``section.field = value`` line per field of
+            the sections its scheduler and code writer read, then every other field changed
+            from its default (changed ones marked).
     """
 
     name: str
     key: str
     stages: list[str]
     text: str
+    scheduler: str = ""
+    tuning: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -391,11 +397,13 @@ class ExplainResult:
         return next((k for k in self.kernels if k.key == key), None)
 
     # -- text, JSON, HTML
-    def summary(self) -> str:
-        """A readable multi-line summary (what :func:`torchfuse.explain` prints)."""
+    def summary(self, tuning: bool = False) -> str:
+        """A readable multi-line summary (what :func:`torchfuse.explain` prints); with
+        ``tuning``, followed by the tuning each kernel was built with (``torchfuse explain
+        --tuning``)."""
         from .summary import format_summary
 
-        return format_summary(self)
+        return format_summary(self, tuning=tuning)
 
     def __str__(self) -> str:
         return self.summary()

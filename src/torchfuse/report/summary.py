@@ -117,7 +117,6 @@ REWRITE_OPTIONS = {
     "channels_last_convolutions": "freeze / channels_last_training / channels_last_inference",
     "conv_relu_epilogues": "conv_epilogues",
     "log_softmax_sums": "cross_entropy_rewrites", "one_hot_picks": "cross_entropy_rewrites",
-    "one_hot_sums": "cross_entropy_rewrites",
 }
 
 
@@ -163,8 +162,19 @@ def call_time_text(result: ExplainResult) -> str:
             "(AOTAutograd and torchfuse; TorchDynamo's tracing not counted)")
 
 
-def format_summary(result: ExplainResult) -> str:
-    """The whole result as text."""
+def format_tuning(result: ExplainResult) -> str:
+    """The tuning each generated kernel was built with: per kernel (name and scheduler), one
+    ``section.field = value`` line per field of the sections its scheduler and the code writer
+    read, then every other field changed from its default (marked ``(changed)``)."""
+    lines = ["tuning per kernel:" + ("" if result.kernels else " no kernel was generated")]
+    for k in result.kernels:
+        lines.append(f"  {k.name} ({k.scheduler or '?'}):")
+        lines += [f"    {line}" for line in k.tuning]
+    return "\n".join(lines)
+
+
+def format_summary(result: ExplainResult, tuning: bool = False) -> str:
+    """The whole result as text; with ``tuning``, followed by :func:`format_tuning`."""
     env = result.environment
     breaks = len(result.graph_breaks)
     idle = len(result.aten_calls) - len(result.aten_work)  # views and constants: no data moves
@@ -186,6 +196,9 @@ def format_summary(result: ExplainResult) -> str:
         lines.append("  nothing was captured: TorchDynamo ran the whole call eagerly, without a graph to compile "
                      "(torch._dynamo.explain gives its reasons; for example, a BatchNorm with momentum=None "
                      "reads its batch counter as a Python float)")
+    changed = sorted({line for k in result.kernels for line in k.tuning if line.endswith("(changed)")})
+    if changed:  # the tuning the kernels were built with, where it differs from the defaults
+        lines.append("  tuning changed from the defaults: " + "; ".join(c[:-len("  (changed)")] for c in changed))
     stages = result.stage_seconds()
     if stages:
         lines.append("  compile time per stage: " + ", ".join(f"{k} {v:.3f} s" for k, v in stages.items()))
@@ -207,4 +220,6 @@ def format_summary(result: ExplainResult) -> str:
         lines.append(f"timing: not available ({t.note})")
     for w in result.warnings:
         lines.append(f"warning: {w}")
+    if tuning:
+        lines.append(format_tuning(result))
     return "\n".join(lines)

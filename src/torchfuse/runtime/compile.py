@@ -16,12 +16,13 @@ import threading
 import types
 from typing import Any, Callable, Sequence
 
-from ..codegen.triton import HELPERS, HOST_VARIANTS, KernelSource
+from ..codegen.helpers import HELPERS, HOST_VARIANTS
+from ..codegen.triton import KernelSource
 from .cache import SourceStore
 
 log = logging.getLogger("torchfuse.cache")
 
-_loaded: dict[tuple[str, bool], "Kernel"] = {}
+_loaded: dict[tuple[str, bool, tuple[str, ...]], "Kernel"] = {}
 _lock = threading.Lock()
 
 
@@ -124,10 +125,12 @@ def launch_hooks_set() -> bool:
 
 
 def raw_stream(device_index: int) -> int:
-    """The current CUDA stream of ``device_index``, as the integer handle Triton's launcher takes."""
+    """The current CUDA stream of ``device_index``, as the integer handle Triton's launcher takes;
+    0 for a negative index (no device: ``torchfuse bench host runtime`` times the launch paths
+    with stub binaries on a CPU)."""
     import torch
 
-    return torch._C._cuda_getCurrentRawStream(device_index)
+    return torch._C._cuda_getCurrentRawStream(device_index) if device_index >= 0 else 0
 
 
 _stdlib_wrappers: dict = {}
@@ -275,19 +278,30 @@ class interpreter_stdlib:
         return False
 
 
-def load(source: KernelSource, store: SourceStore, interpret: bool) -> Kernel:
-    """Import ``source`` (once per process and mode) and return its kernel.
+def _named(name: str, patterns: tuple[str, ...]) -> bool:
+    """``name`` is one of ``patterns`` or starts with one ending in ``*``."""
+    return any(name == p or (p.endswith("*") and name.startswith(p[:-1])) for p in patterns)
+
+
+def load(source: KernelSource, store: SourceStore, interpret: bool, gpu_helpers: tuple[str, ...] = ()) -> Kernel:
+    """Import ``source`` (once per process, mode and ``gpu_helpers``) and return its kernel.
+
+    Under the interpreter each helper of :data:`~torchfuse.codegen.helpers.HOST_VARIANTS` runs
+    as its host twin, except those named in ``gpu_helpers`` (names, or prefixes ending in
+    ``*``: ``Tuning.runtime.interpreter_gpu_helpers``).
 
     Raises:
         SyntaxError, NameError, ImportError: the generated module is broken (a compiler bug);
             the caller runs the group through ATen and warns.
     """
-    k = (source.key, interpret)
+    k = (source.key, interpret, tuple(gpu_helpers) if interpret else ())
     with _lock:
         if k in _loaded:
             return _loaded[k]
     path = store.path_for(source.key, source.text)
     modname = f"torchfuse_kernel_{source.key[:24]}_{'i' if interpret else 'j'}"
+    if k[2]:  # another module for the same source with other helper forms
+        modname += f"_{abs(hash(k[2])):x}"
     # The module runs from the text whose hash is its key, never from what the file or a
     # bytecode cache beside it holds now; linecache serves that same text to
     # ``inspect.getsource``, which @triton.jit reads (mtime None: never invalidated).
@@ -304,10 +318,10 @@ def load(source: KernelSource, store: SourceStore, interpret: bool) -> Kernel:
         module.libdevice = libdevice
         for name in HELPERS + source.stages:
             obj = getattr(module, name, None)
-            if obj is not None:  # (helpers of HEADER_ON_DEMAND are there only when called)
+            if obj is not None:  # (the helpers on demand are there only when called)
                 module.__dict__[name] = InterpretedFunction(getattr(obj, "fn", obj))
         for name, host in HOST_VARIANTS.items():  # CPU tensors: PyTorch's CPU kernels' rules
-            if host in module.__dict__:
+            if host in module.__dict__ and not _named(name, gpu_helpers):
                 module.__dict__[name] = module.__dict__[host]
     kernel = Kernel(source, path, [getattr(module, n) for n in source.stages], interpret)
     with _lock:

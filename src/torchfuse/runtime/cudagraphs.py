@@ -21,7 +21,7 @@ boxed calling convention.
   caller still holds raises :class:`CudaGraphOutputInUse` (the known trap of ``f(f(x))`` and of
   keeping last step's outputs).
 * **Random numbers**: kernels read their seeds from device memory, drawn on the device each
-  call (``executor.draw_seeds``); the capture registers PyTorch's CUDA generator, whose offset
+  call (``launch.draw_seeds``); the capture registers PyTorch's CUDA generator, whose offset
   every replay advances, so each replay draws new numbers.
 * **Not captured** (the graph runs as usual and ``stats["cudagraph"]`` says why): inputs or
   outputs on the CPU, an input written in place that is not a parameter or buffer, autograd

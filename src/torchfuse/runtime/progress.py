@@ -7,7 +7,7 @@ Triton (on a GPU; under the interpreter nothing is compiled ahead). The bar read
     torchfuse backward graph: generated N/N, compiled K/M kernels   P%|###      | [elapsed]
 
 tqdm draws it: its ``delay`` holds the bar back until the graph has taken
-:data:`DELAY_SECONDS`, so quick compiles (and kernels found in the cache) print nothing, and
+``Tuning.runtime.progress_delay_seconds``, so quick compiles (and kernels found in the cache) print nothing, and
 ``disable=None`` hides it when the stream is not a terminal (logs, CI, notebooks' captured
 stderr). ``Options.progress=False`` turns it off. Counter updates come from the compile
 worker threads and are serialized by a lock.
@@ -18,10 +18,6 @@ import sys
 import threading
 from typing import TextIO
 
-#: seconds a graph's kernel preparation runs before its bar appears
-DELAY_SECONDS = 2.0
-
-
 class CompileProgress:
     """Counts one graph's kernels as they are generated and compiled, drawn by tqdm.
 
@@ -30,11 +26,11 @@ class CompileProgress:
         groups: fusion groups whose kernels will be generated.
         enabled: ``Options.progress``.
         stream: where to draw (default ``sys.stderr``); nothing is drawn unless it is a terminal.
-        delay: seconds before the bar appears (default :data:`DELAY_SECONDS`).
+        delay: seconds before the bar appears (``Tuning.runtime.progress_delay_seconds``).
     """
 
     def __init__(self, graph: str, groups: int, enabled: bool, stream: TextIO | None = None,
-                 delay: float | None = None):
+                 delay: float = 2.0):
         self.graph = graph
         self.groups = groups
         self.generated_count = 0
@@ -46,7 +42,7 @@ class CompileProgress:
             from tqdm import tqdm
 
             self.bar = tqdm(total=groups, file=sys.stderr if stream is None else stream, leave=False,
-                            delay=DELAY_SECONDS if delay is None else delay, disable=None, dynamic_ncols=True,
+                            delay=delay, disable=None, dynamic_ncols=True,
                             bar_format="{desc}  {percentage:3.0f}%|{bar}| [{elapsed}]", desc=self._text())
 
     def _text(self) -> str:

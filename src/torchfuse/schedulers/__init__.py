@@ -1,96 +1,73 @@
 """Schedulers: for each fusion group, which kernel shape to generate and its launch configuration.
 
-The contract (after nvFuser's): the segmenter's structural check (``torchfuse.domain.align``)
-decides at compile time that a group can be scheduled at all; at run time a scheduler's
-``heuristic`` picks a :class:`LaunchConfig` from the actual sizes; configurations whose
-``code_key`` is equal share one generated kernel, so new sizes reuse compiled code.
+The registry lists the schedulers in the order they are tried (:data:`SCHEDULERS`); each one
+is a module of this package holding its structural check, its heuristic and its kernel body
+behind the contract of :mod:`.base`:
+
+* :mod:`.inner_outer`: a row reduction paired with column sums over the same rows;
+* :mod:`.pointwise`: groups that reduce nothing;
+* :mod:`.split`: reductions over few kept and many reduced elements, in two stages;
+* :mod:`.persistent`: reductions whose reduced extent fits in registers;
+* :mod:`.looped`: every other reduction.
+
+At compile time :func:`candidates` keeps the schedulers whose structural check accepts a group
+(:func:`refusals` says why the others do not); at run time :func:`choose` asks their
+heuristics in order for one call's sizes, and the first configuration given is used.
 """
 from __future__ import annotations
 
-import dataclasses
+from ..config import Tuning
+from . import inner_outer, looped, persistent, pointwise, split
+from .base import (GroupTraits, LaunchConfig, Scheduler, Stage, Target, cdiv, next_power_of_2,  # noqa: F401
+                   plural, single)
+from .layout import KernelLayout, RuntimeLayout, analyze  # noqa: F401
 
-from .layout import KernelLayout, RuntimeLayout, analyze
-
-
-def plural(count: int, word: str) -> str:
-    """``"1 warp"``, ``"4 warps"``: a count and an English noun for the launch reasons."""
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
-
-
-@dataclasses.dataclass(frozen=True)
-class Stage:
-    """One kernel launch: ``grid`` programs (a 1- or 2-tuple) of XBLOCK x RBLOCK tiles."""
-
-    grid: tuple[int, ...]
-    XBLOCK: int
-    RBLOCK: int
-    num_warps: int
-
-    def __str__(self) -> str:
-        return f"grid={self.grid} XBLOCK={self.XBLOCK} RBLOCK={self.RBLOCK} warps={self.num_warps}"
+#: The schedulers in the order they are tried.
+SCHEDULERS: tuple[Scheduler, ...] = (inner_outer.SCHEDULER, pointwise.SCHEDULER, split.SCHEDULER,
+                                     persistent.SCHEDULER, looped.SCHEDULER)
+_BY_NAME = {s.name: s for s in SCHEDULERS}
 
 
-@dataclasses.dataclass(frozen=True)
-class LaunchConfig:
-    """Launch configuration of one group call.
+def by_name(name: str) -> Scheduler:
+    """The scheduler called ``name`` (``LaunchConfig.scheduler``).
 
-    Attributes:
-        scheduler: ``pointwise``, ``reduction.persistent``, ``reduction.persistent_rows``,
-            ``reduction.loop``, ``reduction.split`` (the reduced extent cut into ``split``
-            chunks of ``rchunk`` elements reduced by separate programs into a workspace, then
-            combined by a second kernel) or ``reduction.inner_outer`` (``split`` programs
-            loop over blocks of rows and write per-column partials; a second kernel sums them).
-        stages: the launches, in order (two for ``reduction.split`` and
-            ``reduction.inner_outer``).
-        split, rchunk: number of chunks and elements per chunk (split reductions), or number
-            of programs of the first stage (``reduction.inner_outer``, ``rchunk`` 0).
-        reason: one line saying why this configuration was chosen (shown by reports).
+    Raises:
+        KeyError: no scheduler has that name.
     """
-
-    scheduler: str
-    stages: tuple[Stage, ...]
-    split: int = 1
-    rchunk: int = 0
-    reason: str = ""
-
-    @property
-    def XBLOCK(self) -> int:
-        return self.stages[0].XBLOCK
-
-    @property
-    def RBLOCK(self) -> int:
-        return self.stages[0].RBLOCK
-
-    @property
-    def num_warps(self) -> int:
-        return self.stages[0].num_warps
-
-    @property
-    def grid(self) -> int:
-        return self.stages[0].grid[0]
-
-    @property
-    def code_key(self) -> tuple:
-        """What of this configuration changes generated source (block sizes are constexprs)."""
-        return (self.scheduler,)
+    return _BY_NAME[name]
 
 
-#: Schedulers of two launches whose first writes partial results to workspaces for the second
-#: (the kernels take the workspaces and the ``split``/``rchunk`` arguments).
-TWO_STAGE = ("reduction.split", "reduction.inner_outer")
+def candidates(group) -> list[Scheduler]:
+    """The schedulers whose structural check accepts ``group``, in registry order."""
+    return [s for s in SCHEDULERS if s.accepts(group) is None]
 
 
-def single(scheduler: str, grid: int, XBLOCK: int, RBLOCK: int, num_warps: int, reason: str) -> LaunchConfig:
-    """A one-launch configuration."""
-    return LaunchConfig(scheduler, (Stage((grid,), XBLOCK, RBLOCK, num_warps),), reason=reason)
+def refusals(group) -> dict[str, str]:
+    """Why each scheduler that does not accept ``group`` refuses it, by name."""
+    return {s.name: why for s in SCHEDULERS if (why := s.accepts(group)) is not None}
 
 
-def next_power_of_2(n: int) -> int:
-    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+def choose(schedulers: list[Scheduler], rt: RuntimeLayout, traits: GroupTraits, tuning: Tuning,
+           target: Target) -> LaunchConfig:
+    """The first configuration the heuristics of ``schedulers`` (in order) give for ``rt``.
+
+    Raises:
+        ValueError: none gave one (the pointwise and looped heuristics always do).
+    """
+    for s in schedulers:
+        config = s.heuristic(rt, traits, tuning, target)
+        if config is not None:
+            return config
+    raise ValueError(f"no scheduler of {[s.name for s in schedulers]} takes {rt.xnumel} x {rt.rnumel} elements")
 
 
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
+def tuning_sections(name: str) -> tuple[str, ...]:
+    """The :class:`~torchfuse.config.Tuning` sections the scheduler ``name`` and the code
+    writer read (``explain`` lists them with each kernel)."""
+    s = _BY_NAME.get(name)
+    return (s.tuning_sections if s is not None else ()) + ("codegen",)
 
 
-__all__ = ["LaunchConfig", "Stage", "TWO_STAGE", "single", "KernelLayout", "RuntimeLayout", "analyze", "next_power_of_2", "cdiv"]
+__all__ = ["SCHEDULERS", "by_name", "candidates", "refusals", "choose", "tuning_sections", "LaunchConfig", "Stage",
+           "Target", "GroupTraits", "Scheduler", "single", "KernelLayout", "RuntimeLayout", "analyze",
+           "next_power_of_2", "cdiv", "plural"]

@@ -18,6 +18,11 @@ Environment variables
     Do not read or write the persistent cache.
 ``TORCHFUSE_LOGS=fusion,schedule,cache,recompile``
     Turn on INFO logging of those topics under the ``torchfuse`` logger.
+``TORCHFUSE_TUNING=section.field=value,...``
+    The default of ``Options.tuning``: :class:`~torchfuse.config.tuning.Tuning` with those
+    fields changed (see :func:`~torchfuse.config.tuning.parse_tuning`).
+``TORCHFUSE_LAUNCH_CONFIGS_FOR_SM_COUNT=N``
+    The default of ``Options.launch_configs_for_sm_count``.
 """
 from __future__ import annotations
 
@@ -25,11 +30,23 @@ import dataclasses
 import os
 from pathlib import Path
 
+from .tuning import Tuning, parse_tuning
+
 _TRUE = {"1", "true", "yes", "on"}
 
 
 def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in _TRUE
+
+
+def _env_tuning() -> Tuning:
+    text = os.environ.get("TORCHFUSE_TUNING", "").strip()
+    return parse_tuning(text) if text else Tuning()
+
+
+def _env_int(name: str) -> int:
+    text = os.environ.get(name, "").strip()
+    return int(text) if text else 0
 
 
 def default_cache_dir() -> Path:
@@ -146,16 +163,27 @@ class Options:
             convolution plus per-channel biases (and at most one residual tensor of the output's
             shape, dtype and strides) as one cuDNN call with a fused epilogue
             (``cudnn_convolution_relu``/``cudnn_convolution_add_relu``), fp16 and bf16 on CUDA;
-            see :func:`torchfuse.graph_passes.conv_relu_epilogues`. On by default.
+            see :func:`torchfuse.passes.aten.conv_relu_epilogues`. On by default.
         cross_entropy_rewrites: take cross-entropy's picked log-probability and its
             label-smoothing sum from ``x - max`` per row (one reduction step fewer; the
             smoothing sum rounded once rather than per element), on rows of at most 1024
             classes and rows longer than ``persistent_max_elements``; see
-            :func:`torchfuse.graph_passes.one_hot_picks` and
-            :func:`torchfuse.graph_passes.log_softmax_sums`. On by default.
+            :func:`torchfuse.passes.cross_entropy.one_hot_picks` and
+            :func:`torchfuse.passes.cross_entropy.log_softmax_sums`. On by default.
         interpret_integer_division: fuse integer division and remainder on CPU tensors too.
             Off by default because eager raises ZeroDivisionError there and a kernel cannot;
             tests turn it on to exercise those kernels under the interpreter.
+        tuning: the constants of the heuristics, passes and code writers
+            (:class:`~torchfuse.config.tuning.Tuning`); also given as a string of
+            ``section.field=value`` assignments or a dict of them. Default: ``Tuning()`` with
+            ``TORCHFUSE_TUNING``'s assignments.
+        launch_configs_for_sm_count: plan every kernel's launch configuration as for a GPU of
+            this many multiprocessors (132: an H200), also under the interpreter, where it
+            replaces the interpreter's largest blocks by a GPU's (many programs, masked tails,
+            narrow tiles): what tests use to run the GPU's configurations on CPU tensors
+            (``pytest --gpu-launch-configs 132``). 0 (the default): the device's own count, and
+            the interpreter's blocks under the interpreter. Default:
+            ``TORCHFUSE_LAUNCH_CONFIGS_FOR_SM_COUNT``.
         progress: while a graph's kernels are generated and compiled, show a progress bar on
             stderr (kernels generated and compiled, of how many, per graph) once that has taken
             longer than two seconds; never when stderr is not a terminal. See
@@ -182,6 +210,9 @@ class Options:
     cudagraph_max_graphs: int = 8
     cudagraph_copy_outputs: bool = True
     progress: bool = True
+    tuning: Tuning = dataclasses.field(default_factory=_env_tuning)
+    launch_configs_for_sm_count: int = dataclasses.field(
+        default_factory=lambda: _env_int("TORCHFUSE_LAUNCH_CONFIGS_FOR_SM_COUNT"))
 
     def __post_init__(self) -> None:
         """Check each option's type (and that counts are positive) when the options are made,
@@ -192,12 +223,22 @@ class Options:
 
         Raises:
             TypeError: a value of the wrong type (a flag that is not a bool, a count that is not
-                an int, a directory that is not a string or path).
-            ValueError: a count below 1.
+                an int, a directory that is not a string or path, a tuning that is not a
+                ``Tuning``, string or dict).
+            ValueError: a count below 1 (``launch_configs_for_sm_count``: below 0).
+            KeyError: a tuning assignment names no tuning field.
         """
+        if isinstance(self.tuning, str):
+            object.__setattr__(self, "tuning", parse_tuning(self.tuning))
+        elif isinstance(self.tuning, dict):
+            object.__setattr__(self, "tuning", parse_tuning([f"{k}={v}" for k, v in self.tuning.items()]))
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             kind = str(f.type)
+            if kind == "Tuning":
+                if not isinstance(value, Tuning):
+                    raise TypeError(f"torchfuse option {f.name}={value!r}: expected Tuning, got {type(value).__name__}")
+                continue
             if kind == "bool":
                 ok = isinstance(value, bool)
             elif kind == "int":
@@ -206,8 +247,9 @@ class Options:
                 ok = value is None or isinstance(value, (str, os.PathLike))
             if not ok:
                 raise TypeError(f"torchfuse option {f.name}={value!r}: expected {kind}, got {type(value).__name__}")
-            if kind == "int" and value < 1:
-                raise ValueError(f"torchfuse option {f.name}={value!r}: must be at least 1")
+            least = 0 if f.name == "launch_configs_for_sm_count" else 1
+            if kind == "int" and value < least:
+                raise ValueError(f"torchfuse option {f.name}={value!r}: must be at least {least}")
 
     @staticmethod
     def from_env(**overrides) -> "Options":

@@ -1,0 +1,502 @@
+"""The code writer all kernels share: names, addressing, masks, values and pointwise emission.
+
+Takes a :class:`~torchfuse.segment.FusionGroup` and the code-relevant layout of a call
+(:class:`~torchfuse.schedulers.layout.KernelLayout`); a scheduler's ``write_body`` drives a
+:class:`KernelWriter` (the kernel body specific to it), and :meth:`KernelWriter.function`
+returns the ``@triton.jit`` function's text. The reductions' combines come from its base
+:class:`~torchfuse.codegen.reductions.Reductions`.
+
+Naming, as every kernel uses it: inputs ``in<i>``, outputs ``out<i>``, arange results
+``ix<i>``, runtime strides ``<tensor>_s<k>``; collapsed kept sizes ``xs<k>`` and reduced sizes
+``rs<k>``; ``xindex``/``rindex`` the linear indices of a block, ``xmask``/``rmask``/``xrmask``
+their masks. Invariants: a value is computed once per scope (a loop body is a scope of its
+own; kept-space values live in the outer one); every load and store is masked; intermediate
+values are rounded to the dtype eager stores them in unless ``exact_rounding`` is off.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as PROMOTE
+
+from ..config import Tuning
+from ..domain import Domain
+from ..ir.emit import convert, literal, number_operand, triton_dtype
+from ..ir.graph import Node, Value
+from ..ir.ops import REGISTRY
+from ..schedulers.layout import KernelLayout, TensorAccess
+from .reductions import Reductions, workspace_components, workspace_nodes
+
+
+class KernelWriter(Reductions):
+    """Writes one kernel function of a fusion group (one stage of a scheduler's launch).
+
+    Args:
+        group: the fusion group.
+        layout: the call's code-relevant layout.
+        reduce: the kernel works on [XBLOCK, RBLOCK] tiles (every scheduler but pointwise).
+        stage, stages: which kernel of the scheduler's launch this is, of how many (1 or 2).
+        exact_rounding: round intermediates to their eager dtype (``Options``).
+        tuning: the forms of code to write (``Tuning.codegen``, ``pointwise.scalar_loads``).
+    """
+
+    def __init__(self, group, layout: KernelLayout, *, reduce: bool, stage: int = 0, stages: int = 1,
+                 exact_rounding: bool = True, tuning: Tuning = Tuning()):
+        self.tuning = tuning
+        #: kernels of a two-stage scheduler take workspaces and ``nsplit``/``rchunk``; the
+        #: first (or only) stage's masks fold away when its blocks are full (``xfull``/``rfull``)
+        self.two_stage = stages == 2
+        self.first_stage = stage == 0
+        #: the end of the reduced extent the kernel's loops and masks run to
+        self.r_limit = "rnumel"
+        #: the first offset of the current loop over the reduced extent (``None``: no loop yet)
+        self.loop_start: str | None = None
+        self.g = group
+        self.dom: Domain = group.domain
+        self.layout = layout
+        self.exact = exact_rounding
+        self.reduce = reduce
+        self.lines: list[str] = []
+        self.indent = 1
+        self.counter = 0
+        self.tensors: list[Value] = [v for v in group.inputs if v.meta is not None] + list(group.outputs)
+        #: arange results computed in registers: addressed like contiguous tensors (an offset
+        #: is the index itself), after the real tensors in ``layout.accesses``
+        self.index_values = index_values(group)
+        self.access: dict[Value, TensorAccess] = dict(zip(self.tensors + self.index_values, layout.accesses))
+        self.pname: dict[Value, str] = {}
+        for i, v in enumerate(v for v in group.inputs):
+            self.pname[v] = f"in{i}"
+        for i, v in enumerate(group.outputs):
+            self.pname[v] = f"out{i}"
+        for i, v in enumerate(self.index_values):
+            self.pname[v] = f"ix{i}"
+        self.stride_params: dict[Value, list[str]] = {}
+        for t in self.tensors + self.index_values:
+            acc = self.access[t]
+            names = []
+            for k, c in enumerate(acc.x + acc.r):
+                if c == "g":
+                    names.append(f"{self.pname[t]}_s{k}")
+            self.stride_params[t] = names
+        # emitted values per scope: name -> (variable, dtype)
+        self.scopes: list[dict[Value, tuple[str, torch.dtype]]] = [{}]
+        self.producer_of = {o: n for n in group.nodes for o in n.outputs}
+        #: ``reduction.inner_outer``: the column-sum nodes paired with the row reductions, and
+        #: the values they compute (written by the second kernel)
+        self.outer = set(getattr(group, "outer", ()))
+        self.outer_values = {o for n in self.outer for o in n.outputs}
+        #: persistent row sums reduced together (``sum_batches``), and every member of one
+        self._sum_batches: dict | None = None
+        self._batched: set = set()
+        self._levels: dict | None = None
+        #: tile variables that are ``tl.where(cond, a, b)`` with per-row ``a`` and ``b``:
+        #: variable -> (cond, a, b) (``Tuning.codegen.sink_selects``)
+        self.selects: dict[str, tuple[str, str, str]] = {}
+        self._per_element: dict[Value, bool] = {}
+        self.workspaces = [(n, comp, dt) for n in workspace_nodes(group) for comp, dt in workspace_components(n)]
+        self.random_nodes = [n for n in group.nodes if REGISTRY[n.op].kind == "random"]
+
+    # ------------------------------------------------------------------ text helpers
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.indent + line)
+
+    def fresh(self, prefix: str = "t") -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def in_r(self, v: Value) -> bool:
+        return self.reduce and v.meta is not None and self.dom.varies_along_reduced(v)
+
+    # ------------------------------------------------------------------ indexing
+    def x_offsets(self, t: Value) -> str:
+        acc = self.access[t]
+        if not acc.x:
+            return "0"
+        if acc.x_linear and "0" not in acc.x:
+            return "xindex"
+        return self._offsets(t, acc.x, "x")
+
+    def r_offsets(self, t: Value) -> str:
+        acc = self.access[t]
+        if not acc.r:
+            return "0"
+        if acc.r_linear and "0" not in acc.r:
+            return "rindex"
+        return self._offsets(t, acc.r, "r")
+
+    def _offsets(self, t: Value, classes, prefix: str) -> str:
+        terms = []
+        gnames = self.stride_params[t]
+        # runtime strides are ordered x dims first, then r dims
+        gi = sum(1 for c in self.access[t].x if c == "g") if prefix == "r" else 0
+        for k, c in enumerate(classes):
+            if c == "0":
+                continue
+            if c == "1":
+                terms.append(f"{prefix}{k}")
+            else:
+                terms.append(f"{prefix}{k} * {gnames[gi]}")
+                gi += 1
+        return " + ".join(terms) if terms else "0"
+
+    def is_scalar_access(self, t: Value) -> bool:
+        acc = self.access[t]
+        return all(c == "0" for c in acc.x + acc.r)
+
+    def address(self, t: Value, load: bool = False) -> str:
+        xo = self.x_offsets(t)
+        if self.in_r(t):
+            ro = self.r_offsets(t)
+            if load and xo == "0" and ro != "0":
+                # a [1, RBLOCK] block (per-row statistics in a column reduction): a pointer
+                # broadcast along x would be contiguous along r only, and Triton would give
+                # its load a layout of its own and convert the tile to it on every step
+                return f"{self.pname[t]} + ({ro})"
+            if xo == "0":
+                xo = "xindex * 0"
+            return f"{self.pname[t]} + ({xo}) + ({ro})"
+        if xo == "0":
+            xo = "xindex * 0"  # keep the pointer a block of the loop's shape
+        return f"{self.pname[t]} + ({xo})"
+
+    def unravel(self, prefix: str, n: int, index: str) -> None:
+        if n == 0:
+            return
+        if n == 1:
+            self.emit(f"{prefix}0 = {index}")
+            return
+        rem = index
+        for k in range(n - 1, 0, -1):
+            self.emit(f"{prefix}{k} = {rem} % {prefix}s{k}")
+            nxt = f"{prefix}q{k}"
+            self.emit(f"{nxt} = {rem} // {prefix}s{k}")
+            rem = nxt
+        self.emit(f"{prefix}0 = {rem}")
+
+    def needs_unravel(self, which: str) -> bool:
+        for t in self.tensors + self.index_values:
+            acc = self.access[t]
+            classes, linear = (acc.x, acc.x_linear) if which == "x" else (acc.r, acc.r_linear)
+            if which == "r" and not self.in_r(t):
+                continue
+            if classes and not (linear and "0" not in classes):
+                return True
+        return False
+
+    # ------------------------------------------------------------------ values
+    def lookup(self, v: Value):
+        for scope in reversed(self.scopes):
+            if v in scope:
+                return scope[v]
+        return None
+
+    def define(self, v: Value, var: str, dtype: torch.dtype, outer: bool = False) -> None:
+        (self.scopes[0] if outer else self.scopes[-1])[v] = (var, dtype)
+
+    def mask_for(self, v: Value, load: bool = False) -> str:
+        if not self.reduce:
+            return "xmask"
+        if self.in_r(v):
+            return "rmask" if load and self.x_offsets(v) == "0" and self.r_offsets(v) != "0" else "xrmask"
+        return "xmask"
+
+    def value(self, v: Value) -> tuple[str, torch.dtype]:
+        """The variable holding ``v`` in the current scope, emitting its computation if needed."""
+        got = self.lookup(v)
+        if got is not None:
+            return got
+        if v.meta is None:  # runtime scalar argument
+            return (self.pname[v], _scalar_dtype(v))
+        node = self.producer_of.get(v)
+        if node is None:  # a group input: load it
+            var = self.fresh("ld")
+            if not self.reduce and self.tuning.pointwise.scalar_loads and self.is_scalar_access(v):
+                # one element for the whole kernel (a 0-d loss scale): a one-element block,
+                # so that what is computed from it alone runs once a thread, not once an
+                # element (a 0-d load behaves differently under the interpreter)
+                self.emit(f"{var} = tl.load({self.pname[v]} + tl.zeros([1], tl.int32))")
+                self.define(v, var, v.meta.dtype)
+                return var, v.meta.dtype
+            # (a value broadcast along every loop dim of a row kernel is loaded as a block of
+            # the loop's shape: all lanes read one cached address)
+            self.emit(f"{var} = tl.load({self.address(v, load=True)}, mask={self.mask_for(v, load=True)}, other=0)")
+            self.define(v, var, v.meta.dtype)
+            return var, v.meta.dtype
+        self.emit_node(node)
+        return self.lookup(v)
+
+    def operand(self, x: Any, dtype: torch.dtype, common: torch.dtype | None = None,
+                numbers: str = "compute") -> str | None:
+        """``x`` as an operand computed in ``dtype``. A tensor operand of another dtype is first
+        cast to the op's ``common`` dtype, as PyTorch's TensorIterator does (an int32 operand
+        of an fp16 op is rounded to fp16 before the fp32 arithmetic); a Python number is read
+        as the op's ``numbers`` rule says (:func:`torchfuse.ir.emit.number_operand`)."""
+        if x is None:
+            return None
+        if isinstance(x, Value):
+            if x.meta is None:
+                return f"tl.full([], {self.pname[x]}, {triton_dtype(dtype)})" if dtype != torch.bool else f"({self.pname[x]} != 0)"
+            return self.cast_operand(*self.value(x), dtype, common)
+        return number_operand(x, dtype, common, numbers)
+
+    @staticmethod
+    def cast_operand(var: str, dt: torch.dtype, dtype: torch.dtype, common: torch.dtype | None) -> str:
+        """Variable ``var`` of dtype ``dt`` as an operand computed in ``dtype`` (see ``operand``)."""
+        if common is not None and dt != common and common != dtype:
+            var, dt = convert(var, dt, common), common
+        return convert(var, dt, dtype)
+
+    def args_of(self, node: Node, compute: torch.dtype, sub: dict | None = None) -> list[str]:
+        """The operands of pointwise ``node`` as Triton expressions in ``compute`` (those its op
+        does not promote as they are, a ``where``'s condition as bool); ``sub`` maps operands
+        to ``(variable, dtype)`` used in place of their values."""
+        opdef = REGISTRY[node.op]
+        common = node.attrs.get("common_dtype")
+        args = []
+        for i, x in enumerate(node.inputs):
+            if not (isinstance(x, Value) and x.meta is not None):
+                rule = opdef.numbers(i, node.attrs) if callable(opdef.numbers) else opdef.numbers
+                args.append(self.operand(x, compute, common, rule))  # a literal or a runtime scalar
+                continue
+            var, dt = sub[x] if sub and x in sub else self.value(x)
+            if opdef.promoted is None or i in opdef.promoted:
+                args.append(self.cast_operand(var, dt, compute, common))
+            else:
+                args.append(convert(var, dt, torch.bool) if node.op == "where" and i == 0 else var)
+        return args
+
+    def per_element(self, v: Value) -> bool:
+        """Whether ``v`` can differ between the elements of one row of the tile: it lives in
+        the [x, r] space and depends on a load, index or random value that does (a per-row
+        value expanded along the row does not)."""
+        got = self._per_element.get(v)
+        if got is None:
+            node = self.producer_of.get(v)
+            if not self.in_r(v):
+                got = False
+            elif node is None or node.op == "arange" or REGISTRY[node.op].kind == "random":
+                got = True
+            elif REGISTRY[node.op].kind == "reduction":
+                got = False
+            else:
+                got = any(isinstance(x, Value) and x.meta is not None and self.per_element(x) for x in node.inputs)
+            self._per_element[v] = got
+        return got
+
+    def select_operands(self, node: Node):
+        """``(cond, a, b)`` when pointwise ``node`` varies along the row and every operand that
+        does is a select ``where(cond, ., .)`` between per-row values on one ``cond`` (see
+        ``Tuning.codegen.sink_selects``): ``a`` and ``b`` map those operands to their branches as
+        ``(variable, dtype)``. Else None."""
+        if not (self.tuning.codegen.sink_selects and self.reduce and self.per_element(node.output)):
+            return None
+        cond, a, b = None, {}, {}
+        for x in node.inputs:
+            if not isinstance(x, Value) or x.meta is None or not self.per_element(x):
+                continue
+            var, dt = self.value(x)
+            sel = self.selects.get(var)
+            if sel is None or (cond is not None and sel[0] != cond):
+                return None
+            cond, a[x], b[x] = sel[0], (sel[1], dt), (sel[2], dt)
+        return None if cond is None else (cond, a, b)
+
+    def emit_node(self, node: Node) -> None:
+        opdef = REGISTRY[node.op]
+        if opdef.kind == "layout":
+            var, dt = self.value(node.inputs[0])
+            self.define(node.output, var, dt)
+            return
+        if node.op == "arange":
+            self.emit_arange(node)
+            return
+        if opdef.kind == "constant":
+            out = node.output
+            var = self.fresh()
+            self.emit(f"{var} = {literal(node.attrs['value'], out.meta.dtype)}")
+            self.define(out, var, out.meta.dtype, outer=True)
+            return
+        if opdef.kind == "random":
+            self.emit_random(node)
+            return
+        if opdef.kind == "reduction":
+            raise AssertionError("reductions are emitted by the pass structure")
+        out = node.output
+        compute = node.attrs.get("compute_dtype")
+        if compute is None:
+            src = node.inputs[0]
+            compute = src.meta.dtype if isinstance(src, Value) and src.meta is not None else out.meta.dtype
+        result_dtype = torch.bool if _is_bool_result(node) else compute
+        target = out.meta.dtype
+        keep_wide = (not self.exact and result_dtype.is_floating_point and target in (torch.float16, torch.bfloat16)
+                     and result_dtype == torch.float32)
+        final = result_dtype if keep_wide else target
+
+        def expression(args: list[str]) -> str:
+            expr = opdef.emit(args, compute, node.attrs)
+            if node.op == "exp" and compute == torch.float32 and self.flushable_exp(node):
+                expr = f"tf_exp_ftz({args[0]})"
+            return convert(expr, result_dtype, final)
+
+        for x in node.inputs:  # operands first, in order
+            if isinstance(x, Value) and x.meta is not None:
+                self.value(x)
+        sel = self.select_operands(node)
+        if sel is not None:  # computed on the per-row branches, selected once (sink_selects)
+            cond, branches = sel[0], []
+            for sub in sel[1:]:
+                expr = expression(self.args_of(node, compute, sub))
+                branches.append(self.fresh())
+                self.emit(f"{branches[-1]} = {expr}")
+            var = self.fresh()
+            self.emit(f"{var} = tl.where({cond}, {branches[0]}, {branches[1]})")
+            self.selects[var] = (cond, *branches)
+            self.define(out, var, final)
+            return
+        args = self.args_of(node, compute)
+        var = self.fresh()
+        self.emit(f"{var} = {expression(args)}")
+        self.define(out, var, final)
+        if (self.tuning.codegen.sink_selects and node.op == "where" and self.reduce and self.per_element(node.inputs[0])
+                and not any(isinstance(x, Value) and x.meta is not None and self.per_element(x)
+                            for x in node.inputs[1:])):
+            # a select between per-row values: its branches, for the ops that read it
+            branches = []
+            for arg in args[1:]:
+                branches.append(self.fresh())
+                self.emit(f"{branches[-1]} = {convert(arg, result_dtype, final)}")
+            self.selects[var] = (args[0], *branches)
+
+    def emit_arange(self, node: Node) -> None:
+        """``start + step * i`` where ``i`` is the element's index: the offset of a contiguous
+        1-D tensor, which layout analysis keeps as a loop dim of its own."""
+        out = node.output
+        offsets = [o for o in (self.x_offsets(out), self.r_offsets(out) if self.in_r(out) else "0") if o != "0"]
+        var = self.fresh("idx")
+        start, step = node.attrs["start"], node.attrs["step"]
+        if not offsets:  # one element
+            self.emit(f"{var} = tl.full([], {start}, {triton_dtype(out.meta.dtype)})")
+        else:
+            expr = f"({' + '.join(offsets)}).to(tl.int64)"
+            expr = expr if step == 1 else f"{expr} * {step}"
+            expr = expr if start == 0 else f"{expr} + {start}"
+            self.emit(f"{var} = {convert(f'({expr})', torch.int64, out.meta.dtype)}")
+        self.define(out, var, out.meta.dtype)
+
+    def emit_random(self, node: Node) -> None:
+        """Philox random numbers keyed by (seed + k, linear position in the iteration space)."""
+        out = node.output
+        k = self.random_nodes.index(node)
+        if not self.reduce:
+            lin = "xindex"
+        elif self.in_r(out):
+            lin = "(xindex * rnumel + rindex)"
+        else:
+            lin = "xindex"
+        var = self.fresh("rnd")
+        dt = out.meta.dtype
+        if node.op == "randn":
+            self.emit(f"{var} = tl.randn(seed + {k}, {lin})")
+        else:
+            self.emit(f"{var} = tl.rand(seed + {k}, {lin})")
+            if node.op == "bernoulli":
+                self.emit(f"{var} = ({var} < {node.attrs['p']!r}).to(tl.float32)")
+            elif dt in (torch.float16, torch.bfloat16):
+                # keep [0, 1): the largest value below 1 in the narrow dtype, exactly representable
+                below_one = 1.0 - (2.0 ** -11 if dt == torch.float16 else 2.0 ** -8)
+                self.emit(f"{var} = tl.minimum({var}, {below_one!r})")
+        final = self.fresh()
+        self.emit(f"{final} = {convert(var, torch.float32, dt)}")
+        self.define(out, final, dt)
+
+    # ------------------------------------------------------------------ stores
+    def store(self, out: Value) -> None:
+        var, dt = self.value(out)
+        self.emit(f"tl.store({self.address(out)}, {convert(var, dt, out.meta.dtype)}, mask={self.mask_for(out)})")
+
+    @property
+    def index_type(self) -> str:
+        return "tl.int64" if self.layout.index64 else "tl.int32"
+
+    # ------------------------------------------------------------------ whole kernels
+    def params(self) -> list[str]:
+        params = [self.pname[v] for v in self.g.inputs] + [self.pname[v] for v in self.g.outputs]
+        if self.two_stage:
+            params += [f"ws{k}" for k in range(len(self.workspaces))]
+        params += [f"xs{k}" for k in range(self.layout.n_x)] + [f"rs{k}" for k in range(self.layout.n_r)]
+        for t in self.tensors + self.index_values:
+            params += self.stride_params[t]
+        params += ["xnumel", "rnumel", "xfull", "rfull"]  # 1: every block is full (see emit_x_block)
+        if self.two_stage:
+            params += ["nsplit", "rchunk"]
+        if self.random_nodes:
+            params += ["seed_ptr"]
+        return params
+
+    def emit_x_block(self, pid: str) -> None:
+        """The kept-space indices and mask of block ``pid`` (a column ``[XBLOCK, 1]`` in
+        reduction kernels).
+
+        The mask of a kernel's first (or only) stage is or-ed with ``xfull == 1``
+        (``Tuning.codegen.all_true_masks``): the caller passes 1 when every block of that stage is full, which
+        Triton compiles as a constant, and the mask and every select and predicate built on it
+        fold away."""
+        self.emit(f"xoffset = {pid} * XBLOCK")
+        self.emit(f"xindex = xoffset + tl.arange(0, XBLOCK){'[:, None]' if self.reduce else ''}")
+        full = self.tuning.codegen.all_true_masks and self.first_stage
+        if full:
+            self.emit("# xfull, rfull: 1 when every block is full; Triton then compiles them as constants and")
+            self.emit("# the masks, with the selects and predicates built on them, fold away (ALL_TRUE_MASKS)")
+        self.emit("xmask = (xindex < xnumel) | (xfull == 1)" if full else "xmask = xindex < xnumel")
+        if self.needs_unravel("x"):
+            self.unravel("x", self.layout.n_x, "xindex")
+
+    def r_prologue(self, offset: str) -> None:
+        ridx = f"{offset} + tl.arange(0, RBLOCK)[None, :]"
+        if self.layout.index64:
+            ridx = f"({ridx}).to(tl.int64)"
+        self.emit(f"rindex = {ridx}")
+        if self.tuning.codegen.all_true_masks and self.first_stage and self.r_limit == "rnumel" and (
+                offset == "0" or self.loop_start == "0"):
+            # blocks from 0 to rnumel: ``rfull`` is 1 when RBLOCK divides rnumel (see emit_x_block)
+            self.emit("rmask = (rindex < rnumel) | (rfull == 1)")
+        else:
+            self.emit(f"rmask = rindex < {self.r_limit}")
+        self.emit("xrmask = xmask & rmask")
+        if self.needs_unravel("r"):
+            self.unravel("r", self.layout.n_r, "rindex")
+
+    def program_id(self, axis: int = 0) -> str:
+        """``tl.program_id(axis)``, 64-bit when offsets may pass 2**31 - 1."""
+        return f"tl.program_id({axis}).to(tl.int64)" if self.layout.index64 else f"tl.program_id({axis})"
+
+    def function(self, name: str) -> str:
+        """The ``@triton.jit`` function ``name`` holding the lines emitted so far."""
+        # the seed is read from device memory, where the graph's call drew it from PyTorch's
+        # generator: a CUDA graph replay then draws new numbers (the generator's graph-safe offset)
+        prologue = ["    seed = tl.load(seed_ptr)"] if self.random_nodes else []
+        body = "\n".join(prologue + self.lines)
+        sig = ", ".join(self.params() + ["XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"])
+        return f"@triton.jit\ndef {name}({sig}):\n{body}\n"
+
+
+def _scalar_dtype(v: Value) -> torch.dtype:
+    ex = v.example
+    if isinstance(ex, (bool,)):
+        return torch.bool
+    if isinstance(ex, (torch.SymFloat, float)):
+        return torch.float32
+    return torch.int64
+
+
+def _is_bool_result(node: Node) -> bool:
+    return REGISTRY[node.op].promotion is PROMOTE.ALWAYS_BOOL
+
+
+def index_values(group) -> list[Value]:
+    """The results of the group's ``arange`` nodes that it does not write: computed from loop
+    indices, and laid out (``schedulers.layout.analyze``) as contiguous tensors after the
+    group's inputs and outputs."""
+    return [n.output for n in group.nodes if n.op == "arange" and n.output not in group.outputs]

@@ -1,0 +1,188 @@
+"""The segmenter and the schedulers on small IR built by hand (not through ``torch.compile``):
+which fusion groups a graph becomes, which scheduler the registry picks for them at the
+thresholds its heuristics document (read from ``Tuning`` and ``Options``), and the generated
+kernels' values under Triton's interpreter against eager PyTorch."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from torchfuse import schedulers
+from torchfuse.config import Options, Tuning
+from torchfuse.ir import ops
+from torchfuse.ir.graph import Graph, Node, TensorMeta, Value
+from torchfuse.runtime.executor import CompiledGraph, GroupRunner
+from torchfuse.segment import segment
+
+F32 = torch.float32
+CPU = torch.device("cpu")
+T = Tuning()
+H200 = 132  # multiprocessors of the GPU whose launch configurations are planned
+
+
+class Builder:
+    """Builds a :class:`Graph` of registry ops on contiguous fp32 CPU tensors."""
+
+    def __init__(self):
+        self.inputs: list[Value] = []
+        self.nodes: list[Node] = []
+
+    def _value(self, shape: tuple[int, ...], dtype=F32) -> Value:
+        stride, step = [], 1
+        for s in reversed(shape):
+            stride.append(step)
+            step *= s
+        return Value(f"v{len(self.inputs) + len(self.nodes)}", TensorMeta(dtype, tuple(shape), tuple(reversed(stride)),
+                                                                          CPU))
+
+    def input(self, *shape: int) -> Value:
+        v = self._value(shape)
+        self.inputs.append(v)
+        return v
+
+    def op(self, name: str, *args, shape: tuple[int, ...], **kwargs) -> Value:
+        """Registry op ``name`` on ``args`` (values or numbers) as its ATen overload takes them;
+        its result has ``shape`` (fp32)."""
+        opdef = ops.REGISTRY[name]
+        inputs, attrs = opdef.parse(args, kwargs)
+        if opdef.kind == "pointwise":
+            examples = [torch.empty((), dtype=x.meta.dtype) if isinstance(x, Value) else x for x in inputs]
+            attrs["compute_dtype"] = ops.compute_dtype_for_promotion(opdef, attrs, examples)
+        out = self._value(shape)
+        node = Node(op=name, inputs=inputs, attrs=attrs, outputs=[out], target=opdef.aten[0], args=args,
+                    kwargs=kwargs)
+        out.producer = node
+        self.nodes.append(node)
+        return out
+
+    def graph(self, *outputs: Value) -> Graph:
+        return Graph(list(self.inputs), list(self.nodes), list(outputs))
+
+
+def _options(**overrides) -> Options:
+    return Options(interpret=True, cache_dir=None, dump_dir=None, **overrides)
+
+
+def _softmax(rows: int, cols: int) -> Graph:
+    """``exp(x - amax(x)) / sum(...)`` over rows of ``cols``: a row reduction whose results are
+    broadcast back over the row."""
+    b = Builder()
+    x = b.input(rows, cols)
+    m = b.op("amax", x, [1], True, shape=(rows, 1))
+    e = b.op("exp", b.op("sub", x, m, shape=(rows, cols)), shape=(rows, cols))
+    s = b.op("sum", e, [1], True, shape=(rows, 1))
+    return b.graph(b.op("div", e, s, shape=(rows, cols)))
+
+
+def _column_sums(rows: int, cols: int) -> Graph:
+    """``(2 * x).sum(0)``: a column (outer) reduction."""
+    b = Builder()
+    x = b.input(rows, cols)
+    return b.graph(b.op("sum", b.op("mul", x, 2.0, shape=(rows, cols)), [0], shape=(cols,)))
+
+
+def _planned(graph: Graph, options: Options) -> list:
+    """The launch configuration of each fusion group of ``graph``, for contiguous inputs."""
+    compiled = CompiledGraph(segment(graph, options), options, name="ir")
+    configs = []
+    for runner in compiled.steps:
+        if isinstance(runner, GroupRunner):
+            tensors = [runner.group.inputs[i] for i in runner.tensor_in]
+            plan = runner.make_plan({}, [t.meta.shape for t in tensors], [t.meta.stride for t in tensors],
+                                    compile_now=False)
+            configs.append(plan.config)
+    return configs
+
+
+def _run(graph: Graph, options: Options, *inputs: torch.Tensor):
+    """The graph's outputs from its generated kernels (Triton's interpreter) and its runners."""
+    compiled = CompiledGraph(segment(graph, options), options, name="ir")
+    out = compiled(list(inputs))
+    used = {next(iter(r.plans.values())).config.scheduler for r in compiled.steps if isinstance(r, GroupRunner)}
+    return out, used
+
+
+def test_a_pointwise_chain_is_one_pointwise_group():
+    b = Builder()
+    x, y = b.input(6, 40), b.input(6, 40)
+    t = b.op("mul", x, 2.0, shape=(6, 40))
+    t = b.op("exp", t, shape=(6, 40))
+    t = b.op("add", t, y, shape=(6, 40))
+    out = b.op("relu", t, shape=(6, 40))
+    graph = b.graph(out)
+    seg = segment(graph, _options())
+    assert len(seg.groups) == 1 and not seg.groups[0].domain.reduced, str(seg)
+    assert [s.name for s in schedulers.candidates(seg.groups[0])] == ["pointwise"]
+    a, c = torch.randn(6, 40), torch.randn(6, 40)
+    got, used = _run(graph, _options(), a, c)
+    assert used == {"pointwise"}
+    torch.testing.assert_close(got[0], torch.relu(torch.exp(a * 2.0) + c))
+
+
+def test_a_row_reduction_and_its_broadcast_are_one_group():
+    seg = segment(_softmax(4, 32), _options())
+    assert len(seg.groups) == 1 and seg.groups[0].domain.reduced, str(seg)
+    names = {s.name for s in schedulers.candidates(seg.groups[0])}
+    assert {"reduction.persistent", "reduction.loop"} <= names and "reduction.split" not in names
+
+
+@pytest.mark.parametrize("persistent_max", [1024, 8192])
+def test_rows_up_to_the_persistent_limit_are_persistent_and_longer_ones_looped(persistent_max):
+    """On a GPU target, a row of at most ``Options.persistent_max_elements`` elements (padded
+    to a power of two) stays in registers; one element more and the row is reduced in a loop."""
+    options = _options(persistent_max_elements=persistent_max, launch_configs_for_sm_count=H200)
+    inside = _planned(_softmax(256, persistent_max), options)
+    outside = _planned(_softmax(256, persistent_max + 1), options)
+    assert [c.scheduler for c in inside] == ["reduction.persistent"]
+    assert inside[0].RBLOCK == persistent_max
+    assert [c.scheduler for c in outside] == ["reduction.loop"]
+
+
+@pytest.mark.parametrize("cols", [24, 100])
+def test_persistent_and_looped_rows_match_eager(cols):
+    """The same threshold under the interpreter (``persistent_max_elements=64``): rows of 24
+    run persistent, rows of 100 looped (in steps of ``Tuning.looped.interpret_rblock``, lowered
+    here to 32 so the loop runs several steps with a masked last one); values as eager's."""
+    options = _options(persistent_max_elements=64, tuning=T.replace("looped.interpret_rblock", 32))
+    x = torch.randn(5, cols)
+    x[1, 3] = 40.0
+    got, used = _run(_softmax(5, cols), options, x)
+    assert used == {"reduction.persistent" if cols <= 64 else "reduction.loop"}
+    torch.testing.assert_close(got[0], torch.softmax(x, 1))
+
+
+def test_column_sums_split_from_the_documented_number_of_rows():
+    """A column reduction over few columns (fewer programs than ``Tuning.split.outer_below``
+    per multiprocessor) splits its rows across the GPU from ``Tuning.split.min_r // 8`` rows."""
+    options = _options(launch_configs_for_sm_count=H200)
+    rows = T.split.min_r // 8
+    seg = segment(_column_sums(rows, 8), options)
+    assert [s.name for s in schedulers.candidates(seg.groups[0])][0] == "reduction.split"
+    assert [c.scheduler for c in _planned(_column_sums(rows, 8), options)] == ["reduction.split"]
+    assert [c.scheduler for c in _planned(_column_sums(rows - 1, 8), options)] != ["reduction.split"]
+    # with more programs than that per multiprocessor, the columns fill the GPU without splitting
+    wide = T.outer.xblock * T.split.outer_below * H200
+    assert [c.scheduler for c in _planned(_column_sums(rows, wide), options)] != ["reduction.split"]
+
+
+def test_split_column_sums_match_eager():
+    """Under the interpreter a reduction of at most 4 kept elements splits from
+    ``Tuning.split.interpret_min_r`` reduced ones; two stages, values as eager's."""
+    rows = T.split.interpret_min_r
+    x = torch.randn(rows, 3)
+    got, used = _run(_column_sums(rows, 3), _options(), x)
+    assert used == {"reduction.split"}
+    torch.testing.assert_close(got[0], (2.0 * x).sum(0))
+    got, used = _run(_column_sums(rows - 1, 3), _options(), x[:-1])
+    assert used != {"reduction.split"}
+    torch.testing.assert_close(got[0], (2.0 * x[:-1]).sum(0))
+
+
+def test_a_changed_tuning_moves_the_threshold():
+    """The split heuristic reads ``Tuning.split.min_r`` from the options it is given."""
+    rows = T.split.min_r // 8
+    lower = _options(launch_configs_for_sm_count=H200, tuning=T.replace("split.min_r", T.split.min_r * 2))
+    assert [c.scheduler for c in _planned(_column_sums(rows, 8), lower)] != ["reduction.split"]
+    assert dataclasses.replace(lower, tuning=T).tuning.split.min_r == T.split.min_r
