@@ -69,7 +69,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
         stats = UNFUSED[-1] if UNFUSED and UNFUSED[-1]["fx_graph"] is gm else {}
     return capture_training_graph(compiled, gm, example_inputs, name=name, static_inputs=static_inputs,
                                   state=capture if capture is not None else CaptureState(),
-                                  copy_outputs=options.cudagraph_copy_outputs, stats=stats)
+                                  copy_outputs=options.cudagraph_copy_outputs, stats=stats,
+                                  address_checked_calls=options.tuning.runtime.address_checked_calls)
 
 
 def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Options, name: str,

@@ -323,10 +323,16 @@ class RuntimeTuning:
             or prefixes ending in ``*`` (``tf_row_*``). Tests run the GPU forms (a row max in one
             NaN-aware ``tl.reduce``, tuple row sums) on CPU tensors with it; a host twin follows
             PyTorch's CPU kernels or is faster in the interpreter.
+        address_checked_calls: with CUDA graphs for training, the first calls of a captured
+            forward graph whose parameters and buffers are compared by address with the call
+            before; a graph whose parameters move (FSDP2 allocates the unsharded parameters
+            again every step) would be recorded again on every call, so it and its backward run
+            uncaptured from then on.
     """
 
     progress_delay_seconds: float = 2.0
     interpreter_gpu_helpers: tuple[str, ...] = ()
+    address_checked_calls: int = 3
 
 
 @dataclasses.dataclass(frozen=True)

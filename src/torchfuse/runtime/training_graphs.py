@@ -54,7 +54,8 @@ class CaptureState:
             backward.
         device_index: the CUDA device of the forward graph.
         inputs_moved: an input read in place was at another address than in the call before
-            (checked in the first :data:`ADDRESS_CHECKED_CALLS` calls); from then on neither
+            (checked in the first ``Tuning.runtime.address_checked_calls`` calls of the
+            forward); from then on neither
             graph is replayed.
     """
 
@@ -63,11 +64,6 @@ class CaptureState:
     inputs_moved: bool = False
 
 
-#: Calls of a captured forward graph whose parameters and buffers are compared by address with
-#: the call before: a graph whose parameters move in its first calls (FSDP2 allocates the
-#: unsharded parameters again every step) would be recorded again on every call, slower than
-#: not at all; its backward then runs uncaptured too.
-ADDRESS_CHECKED_CALLS = 3
 
 
 def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int]) -> str | None:
@@ -173,7 +169,8 @@ class OutputCopier:
 
 def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_inputs: list, *, name: str,
                            static_inputs: list[int] | None, state: CaptureState, copy_outputs: bool,
-                           stats: dict | None, cudagraphify: Callable | None = None) -> Callable:
+                           stats: dict | None, cudagraphify: Callable | None = None,
+                           address_checked_calls: int = 3) -> Callable:
     """Wrap the compiled forward or backward graph ``fn`` so that its calls replay CUDA graphs.
 
     Args:
@@ -186,6 +183,8 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
         copy_outputs: copy gradients and user-visible outputs out of the pool (see the module).
         stats: the compiled graph's counters, where ``"cudagraph"`` says what happened.
         cudagraphify: the trees' ``cudagraphify_impl`` (a stand-in in CPU tests).
+        address_checked_calls: ``Tuning.runtime.address_checked_calls``: the first calls of a
+            forward whose parameters and buffers are compared by address with the call before.
 
     Returns:
         A boxed callable: ``fn`` itself (or a thin wrapper) when the graph is not captured.
@@ -229,7 +228,7 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
                           + ("; user-visible outputs copied out of the pool" if not backward and copier else ""))
 
     addresses: tuple | None = None
-    checks_left = ADDRESS_CHECKED_CALLS
+    checks_left = address_checked_calls
     uncaptured = _running_backward(fn, device_index) if backward else fn
 
     def run(args: list) -> Any:
