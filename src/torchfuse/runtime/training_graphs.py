@@ -55,15 +55,12 @@ class CaptureState:
         device_index: the CUDA device of the forward graph.
         inputs_moved: an input read in place was at another address than in the call before
             (checked in the first ``Tuning.runtime.address_checked_calls`` calls of the
-            forward); from then on neither
-            graph is replayed.
+            forward); from then on neither graph is replayed.
     """
 
     forward_captured: bool = True
     device_index: int | None = None
     inputs_moved: bool = False
-
-
 
 
 def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int]) -> str | None:
