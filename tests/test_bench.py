@@ -318,6 +318,11 @@ def test_cold_start_times_first_calls_in_fresh_processes(tmp_path):
     assert rows["torchfuse"]["first_call_cold_s"] > 0, rows["torchfuse"]["warnings"]
     assert rows["torchfuse"]["first_call_warm_s"] > 0, rows["torchfuse"]["warnings"]
     assert rows["eager"]["first_call_cold_s"] is None  # nothing to compile
+    for which in ("cold", "warm"):  # the first call split into compile phases (runtime.phases)
+        phases = rows["torchfuse"][f"first_call_{which}_phases"]
+        assert {"dynamo", "aot_autograd", "passes", "segment", "first_launch", "total"} <= set(phases), phases
+        assert phases["total"] == pytest.approx(rows["torchfuse"][f"first_call_{which}_s"], rel=0.05, abs=0.05)
+    assert rows["torchfuse"]["first_call_phases"]["segment"] > 0
 
 
 def test_module_entry_point_lists_cases():

@@ -21,6 +21,7 @@ import torch
 import torch.fx
 
 from .config import Options
+from .runtime import phases as _phases
 from .decompose import decomposition_table
 from .ir.from_fx import CPU_REASON as _CPU_REASON
 from .graph_passes import (conv_relu_epilogues, dense_attention_masks, log_softmax_sums, merge_duplicate_pads,
@@ -115,7 +116,11 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Opti
             one_hot_sums(gm)  # graph_passes.ONE_HOT_SUMS: every row (off by default)
         graph = graph_from_fx(gm, options)
         t1 = time.perf_counter()
+        plan_cache = _open_plan_cache(name, gm, graph, example_inputs, options, static_inputs)
+        t2 = time.perf_counter()
         seg = segment(graph, options)
+        _phases.CLOCK.add("passes", t2 - t0)  # compile-time report hook (runtime.phases)
+        _phases.CLOCK.add("segment", time.perf_counter() - t2)
     except Exception as e:  # a compiler bug must not break the user's program
         failed_after = time.perf_counter() - t0
         # reproducer hook (torchfuse.report.reproducer): a standalone script named in the warning
@@ -152,6 +157,9 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Opti
     for step in compiled.steps:
         if isinstance(step, GroupRunner):
             step.write_reproducer = writer
+    if plan_cache is not None:  # graph cache hook: sources a previous process generated for this graph
+        from .runtime.plan_cache import attach
+        attach(compiled, plan_cache)
     RECENT.append(compiled)
     del RECENT[:-_MAX_RECENT]
     log.info("%s: %d fusion groups, %d ATen calls", name, len(seg.groups), len(seg.calls))
@@ -162,6 +170,21 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Opti
 
         return CudaGraphRunner(compiled, options, static_inputs, mutated_inputs=find_input_mutations(gm.graph))
     return compiled
+
+
+def _open_plan_cache(name: str, gm, graph, example_inputs: list, options: Options, static_inputs):
+    """The graph cache entry of this graph (:mod:`torchfuse.runtime.plan_cache`), or ``None``
+    without a cache directory or when the key cannot be made."""
+    if options.cache_dir is None:
+        return None
+    from .runtime.plan_cache import PlanCache, graph_key
+
+    try:
+        key = graph_key(name, gm, str(graph), example_inputs, options, static_inputs)
+    except Exception as e:  # noqa: BLE001 - the cache is an optimization only
+        log.debug("no graph cache key (%s: %s)", type(e).__name__, e)
+        return None
+    return PlanCache.open(options.cache_dir, key)
 
 
 def _static_input_indices() -> list[int] | None:
@@ -287,6 +310,14 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
     for k, v in mode_overrides(mode).items():
         kwargs.setdefault(k, v)
     opts = resolve_options(options, **kwargs)
+    # compile-time report hooks (runtime.phases, runtime.recompiles): this call's time less
+    # torchfuse's own stages is AOTAutograd's; why TorchDynamo compiles again
+    own_before, started = _phases.CLOCK.own_seconds(), time.perf_counter()
+    from .runtime.recompiles import log_dynamo_recompiles
+    log_dynamo_recompiles()
+    if opts.compile_processes > 1 and not opts.interpret:
+        from .runtime.compile_pool import start_pool
+        start_pool(opts.compile_processes)  # workers start while AOTAutograd traces
     passes = [dense_attention_masks]
     frozen = opts.freeze and not torch.is_grad_enabled()  # TorchDynamo guards on grad mode
     if frozen:
@@ -307,7 +338,8 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
     LAST_REWRITES.clear()
     for graph_pass in passes:
         try:
-            done = graph_pass(gm)
+            with _phases.CLOCK.timed("passes"):
+                done = graph_pass(gm)
             if done:
                 LAST_REWRITES[graph_pass.__name__] = done
         except Exception as e:  # must not stop the program; the rewrites it finished stay
@@ -339,6 +371,8 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
         log.info("AOTAutograd failure", exc_info=True)
         _record_unfused("captured", gm, None, f"AOTAutograd: {type(e).__name__}: {first}", None, 0.0, 0.0)
         return gm
+    finally:
+        _phases.record_backend_call(time.perf_counter() - started, own_before)
 
 
 def register() -> None:

@@ -116,6 +116,8 @@ class GroupRunner:
         self.failed: str | None = None
         self.write_reproducer = None  # set by compile_graph: failure message -> script path (report hook)
         self.reproducer: str | None = None
+        self.plan_cache = None  # set by compile_graph (runtime.plan_cache.attach), with plan_slot
+        self.plan_slot = ""
         self.fallback_nodes = group.nodes
         self.slots = slots
         self.splittable = bool(group.domain.reduced) and can_split(group)
@@ -248,7 +250,11 @@ class GroupRunner:
         src = self.sources.get(key)
         if src is None:
             t0 = time.perf_counter()
-            src = generate(self.group, layout, config.scheduler, self.options.exact_rounding)
+            # graph cache hook (runtime.plan_cache): a source a previous process generated
+            stored = self.plan_cache.source(self.plan_slot, layout, config.code_key) if self.plan_cache else None
+            src = stored or generate(self.group, layout, config.scheduler, self.options.exact_rounding)
+            if self.plan_cache and stored is None:
+                self.plan_cache.record(self.plan_slot, layout, config.code_key, src)
             self.stats["codegen_seconds"] += time.perf_counter() - t0
             if self.sources:  # not this group's first kernel: the loops or the scheduler changed
                 recompile_log.info("%s: new kernel %s (%s; %s)", self.group.name, src.name, config.scheduler,
@@ -939,6 +945,7 @@ class CompiledGraph:
         self.prepared: set = set()
         self.fx_graph = None
         self.write_reproducer = None
+        self.plan_cache = None  # the graph cache (runtime.plan_cache), set by compile_graph
         self.traced = None
         self.called = False
         #: where the first write to a graph input happens (a batched write at its batch's place)
@@ -1078,7 +1085,8 @@ class CompiledGraph:
         t1 = time.perf_counter()
         progress.compiling(len(jobs))
         try:
-            errors = compile_all(jobs, self.options.compile_threads, on_done=progress.compiled)
+            errors = compile_all(jobs, self.options.compile_threads, on_done=progress.compiled,
+                                 processes=self.options.compile_processes)
         finally:
             progress.close()
         self.stats["compile_seconds"] += time.perf_counter() - t1
@@ -1086,6 +1094,8 @@ class CompiledGraph:
             if err is not None and step.failed is None:
                 step.fail(err)
         self.prepared.add(sym_key)
+        if self.plan_cache is not None:  # graph cache hook: store the sources generated now
+            self.plan_cache.flush()
         self.stats["plan_seconds"] += time.perf_counter() - t0
 
 
