@@ -144,8 +144,9 @@ class PhaseWindow:
 
         backend_call = delta(dynamo, self._dynamo, _BACKEND_CALL)
         out: dict[str, float] = {}
-        if _DYNAMO_TOTAL in dynamo:
-            out["dynamo"] = max(0.0, delta(dynamo, self._dynamo, _DYNAMO_TOTAL) - backend_call)
+        dynamo_seconds = delta(dynamo, self._dynamo, _DYNAMO_TOTAL) - backend_call
+        if dynamo_seconds > 0:
+            out["dynamo"] = dynamo_seconds
         ours = delta(clock, self._clock, "backend")
         for phase in PHASES[1:]:
             value = delta(clock, self._clock, phase)
