@@ -233,6 +233,7 @@ def _spec(text: str, name: str = "k") -> dict:
             "XBLOCK": 16, "RBLOCK": 1, "num_warps": 4, "fp_fusion": False, "device": 0}
 
 
+@pytest.mark.slow
 def test_compile_workers_answer_each_job_and_survive_its_errors():
     from torchfuse.runtime.compile_pool import CompilePool
 

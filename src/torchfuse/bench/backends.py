@@ -89,6 +89,10 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in [
     Backend("torch.compile-reduce-overhead-frozen", compile_torch(options={"triton.cudagraphs": True, "freezing": True}),
             mark_step=True, needs_cuda=True, inference_only=True, modules=_INDUCTOR),
     Backend("torchfuse", compile_torchfuse(), modules=_TORCHFUSE),
+    # kernels compiled in 8 worker processes first (Options.compile_processes); for first-call
+    # times, measured with --cold-start (the in-process figure shares the caches of "torchfuse")
+    Backend("torchfuse-compile-processes", compile_torchfuse(compile_processes=8), needs_cuda=True,
+            modules=_TORCHFUSE),
     # CUDA graphs (Options.cudagraphs): inference graphs, and training graphs through PyTorch's
     # CUDA graph trees
     Backend("torchfuse-reduce-overhead", compile_torchfuse(cudagraphs=True), mark_step=True, needs_cuda=True,
