@@ -10,7 +10,8 @@ Segmentation still runs (it is deterministic, and cheaper than generating the ke
 The key (:func:`graph_key`) is the SHA-256 of everything that decides the result: the graph's
 name (forward, backward, inference), its ATen code, its inputs' shapes, strides, dtypes and
 devices, its IR text, which inputs are parameters, the options that change code (all but
-where files go, progress bars and compile parallelism, :data:`NOT_IN_KEY`), the versions of
+where files go, progress bars and compile parallelism, :data:`NOT_IN_KEY`), the heuristics'
+constants (:func:`tunables`), the versions of
 torchfuse, PyTorch and Triton, a hash of torchfuse's own source files (so an edited torchfuse
 never reads sources an older one generated), and the capability of each CUDA device the graph
 uses. Group ids are positions in the segmentation, which the key fixes.
@@ -73,6 +74,40 @@ def versions() -> dict[str, str]:
             "source": source_hash()}
 
 
+#: torchfuse modules whose constants do not decide generated code (reports, benchmarks, tests' tools)
+_NOT_TUNING = ("torchfuse.bench", "torchfuse.report", "torchfuse.conformance", "torchfuse.demo", "torchfuse.cli")
+
+
+def tunables() -> dict[str, str]:
+    """The heuristics' constants as they are now: every upper-case module constant (a number,
+    string, flag, tuple, or dataclass such as a ``Tuning``) of the loaded torchfuse modules
+    that compile (not reports or benchmarks), by ``module.NAME``. Read per key, since a
+    benchmark variant or a test may set one for a while."""
+    import sys
+
+    out = {}
+    for modname, module in list(sys.modules.items()):
+        if not modname.startswith("torchfuse.") or modname.startswith(_NOT_TUNING) or module is None:
+            continue
+        for name, value in list(vars(module).items()):
+            if name.isupper() and (isinstance(value, (bool, int, float, str, tuple, frozenset))
+                                   or dataclasses.is_dataclass(value) and not isinstance(value, type)):
+                text = _stable_repr(value)
+                if " at 0x" not in text:  # a tuple of functions is a table, not a constant
+                    out[f"{modname}.{name}"] = text
+    return out
+
+
+def _stable_repr(value: Any) -> str:
+    """``repr`` whose text is the same in every process: sets in sorted order (their own order
+    follows string hashing, which differs between processes)."""
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(sorted(_stable_repr(v) for v in value)) + "}"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_stable_repr(v) for v in value) + ",)"
+    return repr(value)
+
+
 def _describe_input(value: Any) -> str:
     """A graph input's shape, strides, dtype, device (and whether it requires grad)."""
     import torch
@@ -101,7 +136,7 @@ def graph_key(name: str, gm, ir_text: str, example_inputs: list, options, static
     opts = {k: v for k, v in dataclasses.asdict(options).items() if k not in NOT_IN_KEY}
     placeholders = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
     parts = {
-        "schema": SCHEMA, "name": name, "versions": versions(), "options": opts,
+        "schema": SCHEMA, "name": name, "versions": versions(), "options": opts, "tunables": tunables(),
         "static_inputs": list(static_inputs) if static_inputs is not None else None,
         "inputs": [_describe_input(v) for v in placeholders],
         "example_inputs": [_describe_input(v) for v in example_inputs],
