@@ -265,7 +265,8 @@ def test_header_counts_the_backends_that_run():
     """The run header counts backends that run here, not those skipped (CUDA-only on a CPU,
     inference-only in training runs)."""
     everything = parse_backends(None)
-    assert len(everything) == len(BACKENDS) == 8
+    assert len(everything) == len(BACKENDS) - 1 == 8  # torchfuse-compile-processes: named runs only
+    assert "torchfuse-compile-processes" in parse_backends("torchfuse-compile-processes")
     assert running_backends(everything, "cpu", {False, True}) == ("eager", "torch.compile", "torchfuse")
     assert running_backends(everything, "cuda", {True}) == ("eager", "torch.compile",
                                                             "torch.compile-reduce-overhead", "torchfuse",
@@ -318,6 +319,11 @@ def test_cold_start_times_first_calls_in_fresh_processes(tmp_path):
     assert rows["torchfuse"]["first_call_cold_s"] > 0, rows["torchfuse"]["warnings"]
     assert rows["torchfuse"]["first_call_warm_s"] > 0, rows["torchfuse"]["warnings"]
     assert rows["eager"]["first_call_cold_s"] is None  # nothing to compile
+    for which in ("cold", "warm"):  # the first call split into compile phases (runtime.phases)
+        phases = rows["torchfuse"][f"first_call_{which}_phases"]
+        assert {"dynamo", "aot_autograd", "passes", "segment", "first_launch", "total"} <= set(phases), phases
+        assert phases["total"] == pytest.approx(rows["torchfuse"][f"first_call_{which}_s"], rel=0.05, abs=0.05)
+    assert rows["torchfuse"]["first_call_phases"]["segment"] > 0
 
 
 def test_module_entry_point_lists_cases():

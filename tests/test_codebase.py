@@ -23,6 +23,7 @@ NUMBERS_ALLOWED = {
     "backend.py:_MAX_RECENT": "how many compiled graphs the report can list, not a heuristic",
     "decompose.py:MM_ALIGN": "cuBLAS's tensor-core alignment, 16 bytes = 8 fp16/bf16 elements "
                              "(cuBLAS documentation, 'Tensor Core Usage')",
+    "runtime/plan_cache.py:SCHEMA": "the graph cache's file format version, not a heuristic",
 }
 
 

@@ -76,7 +76,9 @@ def test_fusible_op_conforms(op_db, name):
 
 
 def _sabotage(monkeypatch, name: str, wrong: str) -> None:
-    """Make the registry op ``name`` emit ``wrong`` (``{}`` is the correct expression)."""
+    """Make the registry op ``name`` emit ``wrong`` (``{}`` is the correct expression); without
+    a cache directory, so that no graph cache entry serves the correct kernel."""
+    monkeypatch.setenv("TORCHFUSE_DISABLE_CACHE", "1")
     opdef = ops.REGISTRY[name]
     emit = opdef.emit
     monkeypatch.setitem(ops.REGISTRY, name, dataclasses.replace(

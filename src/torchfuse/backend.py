@@ -21,6 +21,7 @@ import torch
 import torch.fx
 
 from .config import Options
+from .runtime import phases as _phases
 from .decompose import decomposition_table
 from .ir.from_fx import CPU_REASON as _CPU_REASON
 from .pipeline import run_aten_passes, run_fx_passes
@@ -90,7 +91,11 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Opti
         run_aten_passes(gm, options, name, LAST_REWRITES)
         graph = graph_from_fx(gm, options)
         t1 = time.perf_counter()
+        plan_cache = _open_plan_cache(name, gm, graph, example_inputs, options, static_inputs)
+        t2 = time.perf_counter()
         seg = segment(graph, options)
+        _phases.CLOCK.add("passes", t2 - t0)  # compile-time report hook (runtime.phases)
+        _phases.CLOCK.add("segment", time.perf_counter() - t2)
     except Exception as e:  # a compiler bug must not break the user's program
         return _run_unfused_after_failure(gm, example_inputs, options, name, e, time.perf_counter() - t0)
     if options.dump_dir:
@@ -102,7 +107,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Opti
         log.info("%s: nothing to fuse; running the traced graph", name)
         _record_unfused(name, gm, seg, None, None, t1 - t0, time.perf_counter() - t1)
         return _boxed(gm.forward)
-    compiled = _make_runtime(gm, example_inputs, options, name, seg, t1 - t0, time.perf_counter() - t1)
+    compiled = _make_runtime(gm, example_inputs, options, name, seg, t1 - t0, time.perf_counter() - t1, plan_cache)
     if options.cudagraphs and name == "inference":
         from .runtime.cudagraphs import CudaGraphRunner
 
@@ -138,9 +143,10 @@ def _log_aten_calls(name: str, seg) -> None:
 
 
 def _make_runtime(gm: torch.fx.GraphModule, example_inputs: list, options: Options, name: str, seg,
-                  ir_seconds: float, segment_seconds: float):
+                  ir_seconds: float, segment_seconds: float, plan_cache=None):
     """The :class:`~torchfuse.runtime.executor.CompiledGraph` of ``seg``, remembered in
-    :data:`RECENT`, with the reproducer hook of its groups."""
+    :data:`RECENT`, with the reproducer hook of its groups and the graph cache entry
+    ``plan_cache`` (:mod:`torchfuse.runtime.plan_cache`) attached when there is one."""
     from .report.reproducer import ReproducerWriter
     from .runtime.executor import CompiledGraph, GroupRunner
 
@@ -154,10 +160,28 @@ def _make_runtime(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     for step in compiled.steps:
         if isinstance(step, GroupRunner):
             step.write_reproducer = writer
+    if plan_cache is not None:  # graph cache hook: sources a previous process generated for this graph
+        from .runtime.plan_cache import attach
+        attach(compiled, plan_cache)
     RECENT.append(compiled)
     del RECENT[:-_MAX_RECENT]
     log.info("%s: %d fusion groups, %d ATen calls", name, len(seg.groups), len(seg.calls))
     return compiled
+
+
+def _open_plan_cache(name: str, gm, graph, example_inputs: list, options: Options, static_inputs):
+    """The graph cache entry of this graph (:mod:`torchfuse.runtime.plan_cache`), or ``None``
+    without a cache directory or when the key cannot be made."""
+    if options.cache_dir is None:
+        return None
+    from .runtime.plan_cache import PlanCache, graph_key
+
+    try:
+        key = graph_key(name, gm, str(graph), example_inputs, options, static_inputs)
+    except Exception as e:  # noqa: BLE001 - the cache is an optimization only
+        log.debug("no graph cache key (%s: %s)", type(e).__name__, e)
+        return None
+    return PlanCache.open(options.cache_dir, key)
 
 
 def _static_input_indices() -> list[int] | None:
@@ -291,9 +315,21 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
         kwargs.setdefault(k, v)
     opts = resolve_options(options, **kwargs)
     _warn_freeze_with_grad(opts)
+    # compile-time report hooks (runtime.phases, runtime.recompiles): this call's time less
+    # torchfuse's own stages is AOTAutograd's; why TorchDynamo compiles again
+    own_before, started = _phases.CLOCK.own_seconds(), time.perf_counter()
+    from .runtime.recompiles import log_dynamo_recompiles
+    log_dynamo_recompiles()
+    if opts.compile_processes > 1 and not opts.interpret:
+        from .runtime.compile_pool import start_pool
+        start_pool(opts.compile_processes)  # workers start while AOTAutograd traces
     LAST_REWRITES.clear()
-    run_fx_passes(gm, opts, torch.is_grad_enabled(), LAST_REWRITES)
-    return _trace_and_compile(gm, example_inputs, opts)
+    try:
+        with _phases.CLOCK.timed("passes"):
+            run_fx_passes(gm, opts, torch.is_grad_enabled(), LAST_REWRITES)
+        return _trace_and_compile(gm, example_inputs, opts)
+    finally:
+        _phases.record_backend_call(time.perf_counter() - started, own_before)
 
 
 def _trace_and_compile(gm: torch.fx.GraphModule, example_inputs: list, opts: Options) -> Callable:

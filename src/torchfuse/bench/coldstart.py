@@ -4,8 +4,11 @@ For each compiled backend that ran, ``--cold-start`` starts ``python -m torchfus
 first-call ...`` twice with the same new, empty cache directory: the child points
 ``TORCHFUSE_CACHE_DIR``, ``TRITON_CACHE_DIR`` and ``TORCHINDUCTOR_CACHE_DIR`` into it
 before importing any of them, builds the workload and times its first forward (and
-backward), compilation included. The first child finds the caches empty (cold), the second
-finds what the first wrote (warm). Import time is not part of either figure.
+backward), compilation included, split into compile phases
+(:mod:`torchfuse.runtime.phases`: TorchDynamo, AOTAutograd, torchfuse's passes, segmentation,
+code generation, Triton's compile, first launch; for ``torch.compile``, TorchDynamo and the
+backend's compile). The first child finds the caches empty (cold), the second finds what the
+first wrote (warm). Import time is not part of either figure.
 """
 from __future__ import annotations
 
@@ -30,18 +33,19 @@ def child_command(case_id: str, mode: str, backend: str, device: str, quick: boo
     return cmd + (["--quick"] if quick else []) + (["--channels-last"] if channels_last else [])
 
 
-def run_child(cmd: list[str], timeout: float) -> tuple[float | None, str | None]:
-    """``(seconds, None)`` or ``(None, error)`` from one child process."""
+def run_child(cmd: list[str], timeout: float) -> tuple[float | None, str | None, dict | None]:
+    """``(seconds, None, phases)`` or ``(None, error, None)`` from one child process; ``phases``:
+    seconds per compile phase of its first call (:class:`torchfuse.runtime.phases.PhaseWindow`)."""
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return None, f"timed out after {timeout:.0f} s"
+        return None, f"timed out after {timeout:.0f} s", None
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if not lines:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return None, f"exit status {done.returncode}: {tail[:300]}"
+        return None, f"exit status {done.returncode}: {tail[:300]}", None
     data = json.loads(lines[-1])
-    return data.get("first_call_s"), data.get("error")
+    return data.get("first_call_s"), data.get("error"), data.get("phases")
 
 
 def measure_first_calls(run, backends, budget) -> None:
@@ -62,8 +66,9 @@ def measure_first_calls(run, backends, budget) -> None:
                     r.warnings.append(f"{label} start: time budget reached")
                     break
                 run.progress(f"{run.case.id} {run.mode.name}: {label} start of {backend.name}")
-                seconds, error = run_child(cmd, min(MAX_SECONDS, left) if left is not None else MAX_SECONDS)
+                seconds, error, phases = run_child(cmd, min(MAX_SECONDS, left) if left is not None else MAX_SECONDS)
                 setattr(r, attr, seconds)
+                setattr(r, attr.replace("_s", "_phases"), phases)
                 if error:
                     r.warnings.append(f"{label} start: {error}")
                     break
@@ -88,6 +93,7 @@ def first_call_main(argv: list[str]) -> int:
     from .modes import MODES
     from .runner import _prepare
     from .suites import find_case
+    from ..runtime.phases import PhaseWindow
     from .timing import time_first_call
     from .workload import BuildContext
 
@@ -97,9 +103,10 @@ def first_call_main(argv: list[str]) -> int:
         workload = case.build(BuildContext(args.device, mode, args.quick, args.channels_last and case.vision))
         import_modules((args.backend,))
         prepared = _prepare(BACKENDS[args.backend], workload, mode, args.device)
-        seconds, _ = time_first_call(prepared.forward_backward, args.device)
+        with PhaseWindow() as phases:
+            seconds, _ = time_first_call(prepared.forward_backward, args.device)
     except Exception as e:  # noqa: BLE001
         print(json.dumps({"error": describe(e)}), flush=True)
         return 1
-    print(json.dumps({"first_call_s": seconds}), flush=True)
+    print(json.dumps({"first_call_s": seconds, "phases": phases.seconds}), flush=True)
     return 0

@@ -38,6 +38,8 @@ class Result:
             beforehand). ``first_call_cold_s``: the same in a
             fresh process with empty torchfuse, Triton and Inductor caches;
             ``first_call_warm_s``: again with the caches that run filled (``--cold-start``).
+            ``first_call_phases`` (and ``_cold_``, ``_warm_``): those seconds per compile phase
+            (:class:`torchfuse.runtime.phases.PhaseWindow`).
         peak_memory_mib: peak allocation over steady-state steps above what was allocated
             before this backend's copy of the model was made (its weights, gradients,
             optimizer state, CUDA graph pools, activations); CUDA only. ``None`` (with a line in
@@ -83,6 +85,9 @@ class Result:
     first_call_s: float | None = None
     first_call_cold_s: float | None = None
     first_call_warm_s: float | None = None
+    first_call_phases: dict | None = None
+    first_call_cold_phases: dict | None = None
+    first_call_warm_phases: dict | None = None
     peak_memory_mib: float | None = None
     kernels_per_step: int | None = None
     launches_per_step: int | None = None

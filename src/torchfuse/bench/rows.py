@@ -244,7 +244,10 @@ def rows_from_results(results: list, meta: dict, run: str | None = None) -> list
     for r in results:
         extra = {k: v for k, v in (("steps_timed", r.steps_timed), ("min_ms", r.min_ms), ("max_ms", r.max_ms),
                                    ("first_call_cold_s", r.first_call_cold_s),
-                                   ("first_call_warm_s", r.first_call_warm_s), ("stage", r.stage),
+                                   ("first_call_warm_s", r.first_call_warm_s),
+                                   ("first_call_phases", r.first_call_phases),
+                                   ("first_call_cold_phases", r.first_call_cold_phases),
+                                   ("first_call_warm_phases", r.first_call_warm_phases), ("stage", r.stage),
                                    ("accuracy_detail", r.accuracy_detail), ("bytes_moved", r.bytes_moved),
                                    ("fusion_groups", r.fusion_groups), ("graphs", r.graphs),
                                    ("fallbacks", r.fallbacks), ("info", r.info or None),

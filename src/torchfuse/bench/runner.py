@@ -28,6 +28,7 @@ from typing import Callable
 
 import torch
 
+from ..runtime.phases import PhaseWindow
 from . import timing
 from .accuracy import EAGER_DIFFERS, FAIL, NOT_CHECKED, REFERENCE, References, compare, has_active_dropout, results_equal
 from .backends import BACKENDS, BASELINE, COMPILE_BASELINE, Backend, import_modules
@@ -175,7 +176,9 @@ class CaseRun:
                 baseline = timing.allocated_bytes(self.device)
                 prepared = _prepare(backend, workload, self.mode, self.device)
                 stage = "first call"
-                r.first_call_s, result = timing.time_first_call(prepared.forward_backward, self.device)
+                with PhaseWindow() as phases:  # compile time by phase (runtime.phases)
+                    r.first_call_s, result = timing.time_first_call(prepared.forward_backward, self.device)
+                r.first_call_phases = phases.seconds
                 if references is not None and backend.name != BASELINE and not stochastic:
                     stage = "accuracy"
                     r.accuracy, r.accuracy_detail = compare(references, result, self.mode.accuracy_tolerance)

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 import torch
 
+from ..runtime.phases import PhaseWindow
 from .result import Capture, ExplainResult, GraphReport, Recompilation, Timing
 
 
@@ -103,7 +104,7 @@ def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequen
     dynamo_explain = ExplainWithBackend(recorder)
     fn = torch.compile(model_or_fn, backend=dynamo_explain)
     t0 = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, PhaseWindow() as phases:
         warnings.simplefilter("always")
         out = fn(*example_inputs)
         if backward:
@@ -114,7 +115,8 @@ def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequen
     for w in caught:  # let the caller's filters see them, as if not intercepted
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
-    result = ExplainResult(environment=_environment(example_inputs, model_or_fn, opts), seconds=seconds, notes=notes)
+    result = ExplainResult(environment=_environment(example_inputs, model_or_fn, opts), seconds=seconds, notes=notes,
+                           compile_phases=phases.seconds)
     result.graph_breaks = collect.graph_breaks(dynamo_explain.output().break_reasons)
     compiled_objects = _add_graphs(result, recorder, compiled_before | unfused_before)
     result.kernels = _kernels(compiled_objects)

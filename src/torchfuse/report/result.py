@@ -334,6 +334,9 @@ class ExplainResult:
         notes: what a reader must know before the rest, shown first: that a CPU run turned on
             interpret mode to show a plan, or why ``measure=True`` gave no times.
         seconds: wall time of the explained call(s), compilation included.
+        compile_phases: seconds of the explained call(s) per compile phase (TorchDynamo,
+            AOTAutograd, torchfuse's passes, segmentation, code generation, Triton's compile,
+            first launch, other and total; :mod:`torchfuse.runtime.phases`).
     """
 
     environment: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -346,6 +349,7 @@ class ExplainResult:
     warnings: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
     seconds: float = 0.0
+    compile_phases: dict[str, float] = dataclasses.field(default_factory=dict)
     schema: int = SCHEMA
 
     # -- totals

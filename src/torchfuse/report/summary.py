@@ -202,6 +202,10 @@ def format_summary(result: ExplainResult, tuning: bool = False) -> str:
     stages = result.stage_seconds()
     if stages:
         lines.append("  compile time per stage: " + ", ".join(f"{k} {v:.3f} s" for k, v in stages.items()))
+    if result.compile_phases:  # (runtime.phases)
+        from ..runtime.phases import format_phases
+
+        lines.append("  time by phase: " + format_phases(result.compile_phases))
     if result.graph_breaks:
         lines.append("graph breaks:")
         for i, b in enumerate(result.graph_breaks):

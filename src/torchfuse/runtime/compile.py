@@ -329,21 +329,38 @@ def load(source: KernelSource, store: SourceStore, interpret: bool, gpu_helpers:
         return _loaded[k]
 
 
-def compile_all(jobs: list[tuple], threads: int, on_done: Callable[[], None] | None = None
-                ) -> list[BaseException | None]:
-    """Compile several kernels at once (Triton's compiler runs LLVM and ptxas outside the GIL).
+def compile_all(jobs: list[tuple], threads: int, on_done: Callable[[], None] | None = None,
+                processes: int = 1) -> list[BaseException | None]:
+    """Compile several kernels at once (Triton's compiler runs LLVM and ptxas outside the GIL),
+    each distinct job once (:func:`job_identity`: groups whose generated source is the same
+    share one compilation).
 
     Args:
         jobs: ``(kernel, stage, grid, args, XBLOCK, RBLOCK, num_warps, fp_fusion)`` each.
         threads: worker threads.
         on_done: called once per finished job (from the worker threads), e.g. to count
             progress (:mod:`torchfuse.runtime.progress`).
+        processes: above 1, first compile the jobs in that many worker processes
+            (:mod:`torchfuse.runtime.compile_pool`), which fill Triton's cache; the threads
+            then load what they compiled.
 
     Returns:
         Per job, ``None`` or the exception its compilation raised.
     """
     if not jobs:
         return []
+    if processes > 1:
+        from .compile_pool import compile_in_workers
+
+        compile_in_workers(jobs, processes)
+    first: dict = {}  # job identity -> index of its first job
+    distinct = []
+    for i, job in enumerate(jobs):
+        ident = job_identity(job)
+        if ident is None or ident not in first:
+            if ident is not None:
+                first[ident] = i
+            distinct.append(i)
 
     def one(job):
         try:
@@ -355,7 +372,41 @@ def compile_all(jobs: list[tuple], threads: int, on_done: Callable[[], None] | N
             if on_done is not None:
                 on_done()
 
-    if len(jobs) == 1 or threads <= 1:
-        return [one(j) for j in jobs]
-    with concurrent.futures.ThreadPoolExecutor(max_workers=min(threads, len(jobs))) as pool:
-        return list(pool.map(one, jobs))
+    todo = [jobs[i] for i in distinct]
+    if len(todo) == 1 or threads <= 1:
+        done = [one(j) for j in todo]
+    else:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(threads, len(todo))) as pool:
+            done = list(pool.map(one, todo))
+    by_index = dict(zip(distinct, done))
+    results = []
+    for i, job in enumerate(jobs):
+        if i not in by_index:  # a duplicate: the result of its first job
+            by_index[i] = by_index[first[job_identity(job)]]
+            if on_done is not None:
+                on_done()
+        results.append(by_index[i])
+    return results
+
+
+def job_identity(job: tuple) -> tuple | None:
+    """What Triton compiles a job into: the kernel (its source key) and stage, the launch
+    constants, and per argument what the compiled code specializes on (a tensor's dtype,
+    device and 16-byte alignment; an integer's value when it is 1, else whether it is a
+    multiple of 16). ``None`` for an argument of another kind (the job is compiled anyway)."""
+    import torch
+
+    kernel, stage, _grid, args, xblock, rblock, num_warps, fp_fusion = job
+    described = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            described.append((a.dtype, str(a.device), a.data_ptr() % 16 == 0))
+        elif isinstance(a, bool):
+            described.append(("bool", a))
+        elif isinstance(a, int):
+            described.append(("int", a == 1, a % 16 == 0, -2**31 <= a < 2**31))
+        elif isinstance(a, float):
+            described.append(("float",))
+        else:
+            return None
+    return (kernel.source.key, stage, tuple(described), xblock, rblock, num_warps, fp_fusion)

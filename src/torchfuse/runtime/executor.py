@@ -143,6 +143,7 @@ class CompiledGraph:
         self.prepared: set = set()
         self.fx_graph = None
         self.write_reproducer = None
+        self.plan_cache = None  # the graph cache (runtime.plan_cache), set by compile_graph
         self.traced = None
         self.called = False
         #: where the first write to a graph input happens (a batched write at its batch's place)
@@ -283,7 +284,8 @@ class CompiledGraph:
         t1 = time.perf_counter()
         progress.compiling(len(jobs))
         try:
-            errors = compile_all(jobs, self.options.compile_threads, on_done=progress.compiled)
+            errors = compile_all(jobs, self.options.compile_threads, on_done=progress.compiled,
+                                 processes=self.options.compile_processes)
         finally:
             progress.close()
         self.stats["compile_seconds"] += time.perf_counter() - t1
@@ -291,6 +293,8 @@ class CompiledGraph:
             if err is not None and step.failed is None:
                 step.fail(err)
         self.prepared.add(sym_key)
+        if self.plan_cache is not None:  # graph cache hook: store the sources generated now
+            self.plan_cache.flush()
         self.stats["plan_seconds"] += time.perf_counter() - t0
 
 

@@ -19,10 +19,12 @@ ATen by itself (``GroupRunner.fail``).
 from __future__ import annotations
 
 import logging
+import time
 import warnings
 from typing import Any
 
 from ..ir.graph import Node, values_in
+from .phases import record_first_call
 
 log = logging.getLogger("torchfuse.schedule")
 
@@ -37,8 +39,12 @@ def first_call(graph, args: list) -> Any:
     """
     inputs = list(args)
     progress = [0]
+    # compile-time report hook (torchfuse.runtime.phases): planning, Triton's compile, first launch
+    stats_before, t0 = dict(graph.stats), time.perf_counter()
     try:
-        return graph._run(args, progress)
+        result = graph._run(args, progress)
+        record_first_call(graph.stats, stats_before, time.perf_counter() - t0)
+        return result
     except Exception as e:
         if graph.fx_graph is None or progress[0] >= graph.first_input_write:
             raise

@@ -96,6 +96,8 @@ class GroupRunner:
         self.failed: str | None = None
         self.write_reproducer = None  # set by compile_graph: failure message -> script path (report hook)
         self.reproducer: str | None = None
+        self.plan_cache = None  # set by compile_graph (runtime.plan_cache.attach), with plan_slot
+        self.plan_slot = ""
         self.fallback_nodes = group.nodes
         self.slots = slots
         #: the schedulers whose structural check accepts the group, in the registry's order
@@ -225,7 +227,12 @@ class GroupRunner:
         src = self.sources.get(key)
         if src is None:
             t0 = time.perf_counter()
-            src = generate(self.group, layout, config.scheduler, self.options.exact_rounding, self.options.tuning)
+            # graph cache hook (runtime.plan_cache): a source a previous process generated
+            stored = self.plan_cache.source(self.plan_slot, layout, config.code_key) if self.plan_cache else None
+            src = stored or generate(self.group, layout, config.scheduler, self.options.exact_rounding,
+                                     self.options.tuning)
+            if self.plan_cache and stored is None:
+                self.plan_cache.record(self.plan_slot, layout, config.code_key, src)
             self.stats["codegen_seconds"] += time.perf_counter() - t0
             if self.sources:  # not this group's first kernel: the loops or the scheduler changed
                 recompile_log.info("%s: new kernel %s (%s; %s)", self.group.name, src.name, config.scheduler,

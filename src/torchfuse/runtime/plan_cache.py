@@ -1,0 +1,251 @@
+"""The graph cache: a compiled graph's generated kernel sources, kept for the next process.
+
+Takes a graph about to be segmented (its ATen FX graph, its IR, the options) and gives a
+:class:`PlanCache`: the kernel sources generated for that graph before, by fusion group,
+loop layout and scheduler. A second process that compiles the same graph with the same
+options then skips code generation for every group whose source is stored; Triton's own cache
+(``TRITON_CACHE_DIR``) holds the compiled binaries of those sources, keyed by their text.
+Segmentation still runs (it is deterministic, and cheaper than generating the kernels).
+
+The key (:func:`graph_key`) is the SHA-256 of everything that decides the result: the graph's
+name (forward, backward, inference), its ATen code, its inputs' shapes, strides, dtypes and
+devices, its IR text, which inputs are parameters, the options that change code (all but
+where files go, progress bars and compile parallelism, :data:`NOT_IN_KEY`; the heuristics'
+constants are the options' ``Tuning``), the versions of torchfuse, PyTorch and Triton, a hash of torchfuse's own source files (so an edited torchfuse
+never reads sources an older one generated), and the capability of each CUDA device the graph
+uses. Group ids are positions in the segmentation, which the key fixes.
+
+On disk, ``<cache_dir>/graphs/<key[:2]>/<key>.json`` holds plain JSON, never a pickle:
+``{"schema", "key", "sha256", "payload"}`` where ``sha256`` is the hash of the payload's
+canonical JSON. An entry is used only when it parses, has this module's :data:`SCHEMA`, names
+its own key, its payload hashes to ``sha256``, and every source text hashes to its kernel key;
+anything else (a truncated or edited file, another version's entry) is ignored with a debug
+log, the graph's kernels are generated again, and the entry is rewritten. Writes go to a
+temporary file renamed into place, so concurrent processes never read half an entry.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("torchfuse.cache")
+
+#: version of the entry format; entries of another schema are ignored
+SCHEMA = 1
+
+#: options that do not change what is generated (where files go, progress, parallelism)
+NOT_IN_KEY = frozenset({"dump_dir", "cache_dir", "progress", "compile_threads", "compile_processes"})
+
+
+@functools.lru_cache(maxsize=1)
+def source_hash() -> str:
+    """SHA-256 over torchfuse's own ``.py`` files (path and bytes, in path order), once per
+    process: a graph compiled by edited code never reads an older code's entries."""
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def versions() -> dict[str, str]:
+    """The versions the key depends on: torchfuse, PyTorch, Triton, torchfuse's source hash."""
+    import torch
+
+    import torchfuse
+
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = "none"
+    return {"torchfuse": torchfuse.__version__, "torch": torch.__version__, "triton": triton_version,
+            "source": source_hash()}
+
+
+def _stable_repr(value: Any) -> str:
+    """``repr`` whose text is the same in every process: sets in sorted order (their own order
+    follows string hashing, which differs between processes)."""
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(sorted(_stable_repr(v) for v in value)) + "}"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_stable_repr(v) for v in value) + ",)"
+    return repr(value)
+
+
+def _describe_input(value: Any) -> str:
+    """A graph input's shape, strides, dtype, device (and whether it requires grad)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return (f"tensor{tuple(value.shape)}{{{tuple(value.stride())}}}:{value.dtype}@{value.device}"
+                f":grad={value.requires_grad}")
+    return f"{type(value).__name__}:{value}"
+
+
+def _capabilities(example_inputs: list) -> list:
+    import torch
+
+    devices = sorted({str(x.device) for x in example_inputs if isinstance(x, torch.Tensor) and x.device.type == "cuda"})
+    out = []
+    for d in devices:
+        try:
+            out.append([d, list(torch.cuda.get_device_capability(torch.device(d)))])
+        except Exception:  # noqa: BLE001 - no driver: the name alone
+            out.append([d, None])
+    return out
+
+
+def graph_key(name: str, gm, ir_text: str, example_inputs: list, options, static_inputs) -> str:
+    """The graph cache key (see the module docstring): hex SHA-256."""
+    opts = {k: v for k, v in dataclasses.asdict(options).items() if k not in NOT_IN_KEY}
+    placeholders = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
+    parts = {
+        "schema": SCHEMA, "name": name, "versions": versions(), "options": opts,
+        "static_inputs": list(static_inputs) if static_inputs is not None else None,
+        "inputs": [_describe_input(v) for v in placeholders],
+        "example_inputs": [_describe_input(v) for v in example_inputs],
+        "devices": _capabilities(list(example_inputs)), "code": gm.code, "ir": ir_text,
+    }
+    text = json.dumps(parts, sort_keys=True, default=_stable_repr)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _payload_hash(payload: dict) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _verified_sources(data: Any, key: str) -> dict[str, dict]:
+    """The sources of a parsed entry, or raise ValueError saying why the entry is not usable."""
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise ValueError(f"schema {data.get('schema') if isinstance(data, dict) else None!r}, not {SCHEMA}")
+    if data.get("key") != key:
+        raise ValueError("the entry names another key")
+    payload = data.get("payload")
+    if not isinstance(payload, dict) or _payload_hash(payload) != data.get("sha256"):
+        raise ValueError("the payload does not match its hash")
+    sources = payload.get("sources")
+    if not isinstance(sources, dict):
+        raise ValueError("no sources")
+    for slot, src in sources.items():
+        text = src.get("text") if isinstance(src, dict) else None
+        if not isinstance(text, str) or hashlib.sha256(text.encode()).hexdigest() != src.get("key"):
+            raise ValueError(f"source {slot} does not match its kernel key")
+    return sources
+
+
+class PlanCache:
+    """The stored kernel sources of one graph (see the module docstring).
+
+    Attributes:
+        key: the graph's key (:func:`graph_key`).
+        path: the entry's file, or ``None`` (no cache directory: nothing is read or written).
+        hits: sources served from the entry; misses: sources generated and recorded.
+        status: ``"hit"`` (a verified entry was read), ``"miss"`` (none was there),
+            ``"ignored: <reason>"`` (an entry was there and was not usable), or ``"off"``.
+    """
+
+    def __init__(self, key: str, path: Path | None, sources: dict[str, dict], status: str):
+        self.key = key
+        self.path = path
+        self.sources = sources
+        self.status = status
+        self.hits = 0
+        self.misses = 0
+        self._dirty = False
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, cache_dir: str | os.PathLike | None, key: str) -> "PlanCache":
+        """The entry of ``key`` under ``cache_dir``, verified; an empty cache when there is none
+        or it is not usable (never raises)."""
+        if cache_dir is None:
+            return cls(key, None, {}, "off")
+        path = Path(cache_dir) / "graphs" / key[:2] / f"{key}.json"
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            return cls(key, path, {}, "miss")
+        try:
+            sources = _verified_sources(json.loads(raw.decode()), key)
+        except Exception as e:  # noqa: BLE001 - a bad entry is a miss, never an error
+            log.debug("graph cache entry %s ignored (%s: %s); generating its kernels again", path,
+                      type(e).__name__, e)
+            return cls(key, path, {}, f"ignored: {e}")
+        log.info("graph cache hit %s: %d kernel sources", key[:12], len(sources))
+        return cls(key, path, dict(sources), "hit")
+
+    @staticmethod
+    def slot(group_id: str, layout: Any, code_key: Any) -> str:
+        """The entry's name of a group's kernel for one loop layout and scheduler."""
+        return f"{group_id}|{layout!r}|{code_key!r}"
+
+    def source(self, group_id: str, layout: Any, code_key: Any):
+        """The stored :class:`~torchfuse.codegen.triton.KernelSource`, or ``None``."""
+        from ..codegen.triton import KernelSource
+
+        src = self.sources.get(self.slot(group_id, layout, code_key))
+        if src is None:
+            return None
+        try:
+            found = KernelSource(name=src["name"], text=src["text"], key=src["key"], params=tuple(src["params"]),
+                                 stages=tuple(src["stages"]))
+        except (KeyError, TypeError):
+            return None
+        with self._lock:
+            self.hits += 1
+        return found
+
+    def record(self, group_id: str, layout: Any, code_key: Any, source) -> None:
+        """Remember a newly generated source (written by :meth:`flush`)."""
+        with self._lock:
+            self.misses += 1
+            self.sources[self.slot(group_id, layout, code_key)] = {
+                "name": source.name, "text": source.text, "key": source.key, "params": list(source.params),
+                "stages": list(source.stages)}
+            self._dirty = True
+
+    def flush(self) -> None:
+        """Write the entry when sources were recorded since the last write; a failure is
+        logged, never raised (the kernel cache warns about unusable directories)."""
+        with self._lock:
+            if not self._dirty or self.path is None:
+                return
+            payload = {"sources": dict(self.sources)}
+            self._dirty = False
+        data = {"schema": SCHEMA, "key": self.key, "sha256": _payload_hash(payload), "payload": payload}
+        tmp = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f)
+            os.replace(tmp, self.path)
+        except OSError as e:
+            log.debug("graph cache entry %s not written (%s)", self.path, e)
+            if tmp is not None and os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+def attach(compiled, cache: PlanCache) -> None:
+    """Give a :class:`~torchfuse.runtime.executor.CompiledGraph` and its group runners the
+    graph's cache: each runner's kernels are looked up under its position among the graph's
+    fusion groups and a fingerprint of its group's text (so that a group that differs from
+    the stored one's is a miss, never a wrong kernel)."""
+    from .executor import GroupRunner
+
+    compiled.plan_cache = cache
+    runners = [s for s in compiled.steps if isinstance(s, GroupRunner)]
+    for i, runner in enumerate(runners):
+        runner.plan_cache = cache
+        runner.plan_slot = f"{i}:{hashlib.sha256(str(runner.group).encode()).hexdigest()[:16]}"

@@ -1,0 +1,78 @@
+"""Recompilation in a training loop over varying sequence lengths: TorchDynamo marks a dim
+dynamic at its second size and compiles once more; torchfuse's kernels take the sizes as
+arguments (no new kernels for later sizes); ``TORCHFUSE_LOGS=recompile`` says why each time.
+CPU tensors, Triton's interpreter."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+
+import torchfuse
+from torchfuse import backend
+from torchfuse.config import configure_logging
+
+
+class TinyBlock(torch.nn.Module):
+    """A pre-norm attention block (one head, width 8) with a GELU and a mean-square loss."""
+
+    def __init__(self, width: int = 8):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(width)
+        self.qkv = torch.nn.Linear(width, 3 * width)
+
+    def forward(self, x):
+        q, k, v = self.qkv(self.norm(x)).chunk(3, dim=-1)
+        attn = torch.softmax(q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5, dim=-1)
+        x = x + torch.nn.functional.gelu(attn @ v)
+        return (x * x).mean()
+
+
+def train(model, batches):
+    """One SGD step per batch; returns the losses and the final weights."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    losses = []
+    for x in batches:
+        loss = model(x)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        losses.append(loss.detach())
+    return losses, [p.detach().clone() for p in model.parameters()]
+
+
+@pytest.mark.slow
+def test_training_over_five_sequence_lengths_and_a_partial_batch_recompiles_once(caplog):
+    g = torch.Generator().manual_seed(0)
+    batches = [torch.randn(4, s, 8, generator=g) for s in (4, 6, 8, 10, 12)] + [torch.randn(3, 12, 8, generator=g)]
+    # the batch dim varies only at the last, partial batch: marked dynamic as a data loader's
+    # last batch is best handled (otherwise TorchDynamo compiles a third time there)
+    torch._dynamo.mark_dynamic(batches[0], 0)
+    torch.manual_seed(0)
+    eager = TinyBlock()
+    compiled_model = TinyBlock()
+    compiled_model.load_state_dict(eager.state_dict())
+
+    torch._dynamo.reset()
+    known = {id(c) for c in backend.RECENT}  # (RECENT keeps the newest 64)
+    configure_logging(frozenset({"recompile"}))
+    with caplog.at_level(logging.INFO, logger="torchfuse.recompile"):
+        losses, weights = train(torchfuse.compile(compiled_model, interpret=True, cache_dir=None), batches)
+    expected_losses, expected_weights = train(eager, batches)
+    torch.testing.assert_close(torch.stack(losses), torch.stack(expected_losses), rtol=1e-4, atol=1e-5)
+    for got, want in zip(weights, expected_weights):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+    graphs = [c for c in backend.RECENT if id(c) not in known]
+    forwards = [c for c in graphs if c.name == "forward"]
+    assert len(forwards) == 2, [c.name for c in graphs]  # the first compile and one recompile
+    dynamic = forwards[-1]
+    assert dynamic.symbols, "the recompiled graph has symbolic sizes"
+    # later sizes run the dynamic graph's kernels with new launch plans, no new kernel sources
+    generated = {len(r.sources) for r in dynamic.steps if hasattr(r, "sources")}
+    assert generated <= {0, 1}, generated
+    messages = [r.getMessage() for r in caplog.records if r.name == "torchfuse.recompile"]
+    dynamo = [m for m in messages if m.startswith("TorchDynamo compiles")]
+    assert len(dynamo) == 1 and "size mismatch" in dynamo[0] and "expected 4, actual 6" in dynamo[0], messages
+    assert any("new sizes" in m for m in messages), messages  # torchfuse's plans for later sizes
