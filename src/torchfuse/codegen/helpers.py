@@ -209,8 +209,7 @@ def tf_min_combine(a, b):
 # tree reduction whose combine is the device's NaN-propagating max (tf_maximum), in place of a
 # plain max plus a NaN-count reduction. The interpreter runs tl.reduce's combine in Python per
 # element, so the ``_host`` variants use two NumPy reductions instead. (A combine built from
-# compares and selects, as tf_max_combine, was slower than the two reductions on an H200:
-# softmax bf16 16384x4096 forward 78.3 us against 73.9; benchmarks/sweep_rows.py, run AM.)
+# compares and selects, as tf_max_combine, was slower on an H200: run AM in NOTES.md.)
 @triton.jit
 def tf_row_max(x):
     return tl.reduce(x, 1, tf_maximum)[:, None]
