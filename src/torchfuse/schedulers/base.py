@@ -182,3 +182,15 @@ class Scheduler(Protocol):
     def workspace_elements(self, config: LaunchConfig, rt: RuntimeLayout) -> int:
         """Elements of each workspace a launch with ``config`` needs (two-stage schedulers)."""
         return 0
+
+
+class RowReductionScheduler(Scheduler):
+    """A scheduler of reductions whose column sums are not paired with their rows (the
+    persistent and looped schedulers): what they accept."""
+
+    def accepts(self, group) -> str | None:
+        if not group.domain.reduced:
+            return "it reduces nothing"
+        if group.outer:
+            return "its column sums are paired with its rows (inner-outer)"
+        return None

@@ -16,20 +16,13 @@ from __future__ import annotations
 
 from ..config import Tuning
 from ..ir.graph import Value
-from .base import GroupTraits, LaunchConfig, RuntimeLayout, Scheduler, Target, is_inner, next_power_of_2, single
+from .base import GroupTraits, LaunchConfig, RowReductionScheduler, RuntimeLayout, Target, is_inner, next_power_of_2, single
 from .persistent import outer_tile
 
 
-class LoopedScheduler(Scheduler):
+class LoopedScheduler(RowReductionScheduler):
     name = "reduction.loop"
     tuning_sections = ("looped", "outer")
-
-    def accepts(self, group) -> str | None:
-        if not group.domain.reduced:
-            return "it reduces nothing"
-        if group.outer:
-            return "its column sums are paired with its rows (inner-outer)"
-        return None
 
     def heuristic(self, rt: RuntimeLayout, traits: GroupTraits, tuning: Tuning, target: Target) -> LaunchConfig:
         t = tuning

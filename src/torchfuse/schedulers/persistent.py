@@ -24,7 +24,7 @@ from __future__ import annotations
 from ..config import Tuning
 from ..ir.graph import Value
 from ..ir.ops import REGISTRY
-from .base import (GroupTraits, LaunchConfig, RuntimeLayout, Scheduler, Target, cdiv, is_inner, next_power_of_2,
+from .base import (GroupTraits, LaunchConfig, RowReductionScheduler, RuntimeLayout, Target, cdiv, is_inner, next_power_of_2,
                    plural, single)
 
 
@@ -53,16 +53,9 @@ def outer_tile(x: int, rpow: int, persistent_max: int, sm_count: int, t: Tuning)
     return xb, programs, narrowed
 
 
-class PersistentScheduler(Scheduler):
+class PersistentScheduler(RowReductionScheduler):
     name = "reduction.persistent"
     tuning_sections = ("persistent", "outer")
-
-    def accepts(self, group) -> str | None:
-        if not group.domain.reduced:
-            return "it reduces nothing"
-        if group.outer:
-            return "its column sums are paired with its rows (inner-outer)"
-        return None
 
     def heuristic(self, rt: RuntimeLayout, traits: GroupTraits, tuning: Tuning, target: Target) -> LaunchConfig | None:
         """A persistent configuration, or ``None`` when the reduced extent does not fit."""
