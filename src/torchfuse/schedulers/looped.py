@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from ..config import Tuning
 from ..ir.graph import Value
-from .base import GroupTraits, LaunchConfig, RowReductionScheduler, RuntimeLayout, Target, is_inner, next_power_of_2, single
+from .base import (GroupTraits, LaunchConfig, RowReductionScheduler, RuntimeLayout, Target, is_inner,
+                   next_power_of_2, single)
 from .persistent import outer_tile
 
 

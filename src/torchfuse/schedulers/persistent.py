@@ -24,8 +24,8 @@ from __future__ import annotations
 from ..config import Tuning
 from ..ir.graph import Value
 from ..ir.ops import REGISTRY
-from .base import (GroupTraits, LaunchConfig, RowReductionScheduler, RuntimeLayout, Target, cdiv, is_inner, next_power_of_2,
-                   plural, single)
+from .base import (GroupTraits, LaunchConfig, RowReductionScheduler, RuntimeLayout, Target, cdiv, is_inner,
+                   next_power_of_2, plural, single)
 
 
 def _warps(elements: int, t: Tuning) -> int:
