@@ -47,6 +47,10 @@ def test_file_function_in_training_explains_forward_and_backward(tmp_path, capsy
     assert sorted(g.name for g in result.graphs) == ["backward", "forward"], [g.name for g in result.graphs]
     assert all(g.groups for g in result.graphs)
     assert "program: " + f"{script}:build (the function's inputs), training step, fp32" in (tmp_path / "mine.txt").read_text()
+    # where the graph was captured: the user's model, not the module explain wraps it in
+    locations = [c.location for c in result.captures if c.location is not None]
+    assert locations and not any("explain_cli" in (loc.file or "") for loc in locations), locations
+    assert any("Linear" in (loc.module or "") for loc in locations), locations
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import operator
 import re
+from pathlib import Path
 from typing import Any, Iterable
 
 from ..ir.from_fx import CPU_REASON, FUSE_OFF_REASON
@@ -304,13 +305,20 @@ def graph_breaks(break_reasons: list) -> list[GraphBreak]:
 
 
 def capture_location(gm) -> SourceLocation | None:
-    """The user's line of a Dynamo graph's first op."""
+    """The user's line of a Dynamo graph's first op: the first op whose line is not in
+    torchfuse's own files (``torchfuse explain`` wraps a user's function in a module of its
+    own); when every line is, the first op's module alone."""
+    first = None
+    own = str(Path(__file__).resolve().parents[1])
     for n in gm.graph.nodes:
         if n.op in ("call_function", "call_method", "call_module"):
             loc = location_of_fx_node(n)
-            if loc is not None:
+            if loc is None:
+                continue
+            if not loc.file or not str(Path(loc.file).resolve()).startswith(own):
                 return loc
-    return None
+            first = first or loc
+    return SourceLocation(file="", line=0, module=first.module) if first is not None and first.module else None
 
 
 def count_ops(gm) -> int:
