@@ -51,7 +51,6 @@ import contextlib
 import datetime
 import json
 import multiprocessing
-import multiprocessing.connection
 import os
 import signal
 import statistics
@@ -246,14 +245,9 @@ def run_case(case: dict, folder: Path) -> list[dict]:
     try:
         for p in processes:
             p.start()
-        end = time.monotonic() + case["timeout"]
-        while time.monotonic() < end:
-            alive = [p for p in processes if p.is_alive()]  # once: one may exit between two looks
-            if not alive:
-                break
-            multiprocessing.connection.wait([p.sentinel for p in alive], timeout=end - time.monotonic())
-            if any(p.exitcode not in (None, 0) for p in processes):
-                end = min(end, time.monotonic() + 30)
+        from torchfuse.bench.ranks import wait_for_ranks
+
+        wait_for_ranks(processes, case["timeout"], grace_s=30)
     finally:  # also when this script is stopped (SIGTERM from `timeout`): no rank outlives it
         for p in processes:
             if p.is_alive():

@@ -32,7 +32,6 @@ import contextlib
 import datetime
 import json
 import multiprocessing
-import multiprocessing.connection
 import os
 import time
 import traceback
@@ -41,6 +40,8 @@ from pathlib import Path
 import pytest
 import torch
 from torch import nn
+
+from torchfuse.bench.ranks import wait_for_ranks
 
 pytestmark = [
     pytest.mark.skipif(not torch.distributed.is_available() or not torch.distributed.is_gloo_available(),
@@ -307,14 +308,7 @@ def _run_ranks(target, folder: Path, *, timeout_s: float, deadline_s: float, gra
                  for rank in range(WORLD_SIZE)]
     for p in processes:
         p.start()
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        alive = [p for p in processes if p.is_alive()]  # once: one may exit between two looks
-        if not alive:
-            break
-        multiprocessing.connection.wait([p.sentinel for p in alive], timeout=end - time.monotonic())
-        if any(p.exitcode not in (None, 0) for p in processes):
-            end = min(end, time.monotonic() + grace_s)
+    wait_for_ranks(processes, deadline_s, grace_s)
     killed = [rank for rank, p in enumerate(processes) if p.is_alive()]
     for p in processes:
         if p.is_alive():
