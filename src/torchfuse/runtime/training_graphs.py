@@ -34,6 +34,7 @@ What torchfuse adds:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from typing import Any, Callable
 
@@ -123,16 +124,23 @@ def user_output_count() -> int | None:
     return int(n) if n is not None else None
 
 
+@functools.lru_cache(maxsize=4096)
+def _overlaps(size: tuple, stride: tuple) -> bool:
+    """Whether a tensor of ``size`` and ``stride`` has elements at one address (a broadcast,
+    stride 0): unless each dimension steps over the whole extent of those with smaller strides.
+    Cached: a replay's outputs have the same layouts every step."""
+    dims = sorted((st, n) for st, n in zip(stride, size) if n > 1)
+    return any(st <= 0 for st, _ in dims) or any(st < prev_st * prev_n
+                                                 for (prev_st, prev_n), (st, _) in zip(dims, dims[1:]))
+
+
 def _fresh_like(t: torch.Tensor) -> torch.Tensor:
     """An uninitialized tensor for a copy of ``t``: ``t``'s strides where its elements do not
     overlap; a broadcast output (a stride of 0, as the gradient of an expanded tensor can be)
     gets dense strides instead, since nothing can be copied into overlapping elements."""
-    dims = sorted((st, n) for st, n in zip(t.stride(), t.size()) if n > 1)
-    # each dimension steps over the whole extent of the ones with smaller strides: no overlap
-    if all(st >= prev_st * prev_n for (prev_st, prev_n), (st, _) in zip(dims, dims[1:])) \
-            and all(st > 0 for st, _ in dims):
-        return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device)
-    return torch.empty_like(t, memory_format=torch.contiguous_format)
+    if _overlaps(tuple(t.shape), t.stride()):
+        return torch.empty_like(t, memory_format=torch.contiguous_format)
+    return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device)
 
 
 class OutputCopier:
