@@ -819,12 +819,16 @@ def test_aligned_or_small_matmuls_are_not_padded():
     a, b = torch.empty(64, 64, dtype=BF16, device="meta"), torch.empty(64, 37, dtype=BF16, device="meta")
     assert decompose._mm_padding(a, b, DecomposeTuning()) is None  # small, and the meta device is not padded
     assert decompose.mm_padded(a, b) is NotImplemented
-    # on a padded device: only K and N, the operands' leading dimensions, are padded
+    # on a padded device: only the operands' leading dimensions are padded: K and N, and M
+    # when ``a`` is column-major
     padded = DecomposeTuning(mm_pad_min_macs=1, mm_pad_devices=("meta",))
     tokens = torch.empty(197, 64, dtype=BF16, device="meta")
     assert decompose._mm_padding(tokens, torch.empty(64, 64, dtype=BF16, device="meta"), padded) is None
     assert decompose._mm_padding(tokens, b, padded) == (0, 0, 3)
     assert decompose._mm_padding(torch.empty(197, 20, dtype=BF16, device="meta"), b[:20], padded) == (0, 4, 3)
+    # a language-model head's weight gradient: grad_logits.t() (vocabulary x tokens) @ h
+    grad_logits_t = torch.empty(64, 197, dtype=BF16, device="meta").t()
+    assert decompose._mm_padding(grad_logits_t, torch.empty(64, 64, dtype=BF16, device="meta"), padded) == (3, 0, 0)
 
 
 def test_layer_norm_with_mismatched_normalized_shape_raises_eager_error():

@@ -277,9 +277,13 @@ MM_ALIGN = 8
 
 
 def _mm_padding(a: torch.Tensor, b: torch.Tensor, tuning: DecomposeTuning) -> tuple[int, int, int] | None:
-    """Elements to append to M, K and N of ``a @ b`` (fp16/bf16, 2-D, static sizes; M's is
-    always 0), or None when K and N are aligned, the product is small
-    (``tuning.mm_pad_min_macs``), or not on a padded device (``tuning.mm_pad_devices``)."""
+    """Elements to append to M, K and N of ``a @ b`` (fp16/bf16, 2-D, static sizes), or None
+    when its leading dimensions are aligned, the product is small (``tuning.mm_pad_min_macs``),
+    or not on a padded device (``tuning.mm_pad_devices``).
+
+    cuBLAS needs aligned leading dimensions only: K and N always (``b`` and the row-major
+    result), M only when ``a`` is column-major (a transposed operand, such as the vocabulary
+    side of a language-model head's weight gradient, ``grad_logits.t() @ h``)."""
     if a.dim() != 2 or b.dim() != 2 or a.dtype not in (torch.float16, torch.bfloat16) or b.dtype != a.dtype:
         return None
     if a.device.type not in tuning.mm_pad_devices:
@@ -288,9 +292,10 @@ def _mm_padding(a: torch.Tensor, b: torch.Tensor, tuning: DecomposeTuning) -> tu
     n = b.shape[1]
     if not all(type(x) is int for x in (m, k, n)) or m * n * k < tuning.mm_pad_min_macs:
         return None
-    # only K and N set leading dimensions (lda = K, ldb = ldc = N for row-major operands); a
-    # misaligned M (197 tokens of a ViT at batch 1) costs cuBLAS nothing, and its pad a copy
-    pads = (0, -k % MM_ALIGN, -n % MM_ALIGN)
+    # a row-major ``a`` of 197 tokens (a ViT at batch 1) has lda = K: padding M would be a copy
+    # per product for nothing
+    column_major = a.stride(0) == 1 and a.stride(1) != 1
+    pads = (-m % MM_ALIGN if column_major else 0, -k % MM_ALIGN, -n % MM_ALIGN)
     return pads if any(pads) else None
 
 
