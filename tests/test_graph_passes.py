@@ -81,6 +81,59 @@ def test_pads_of_one_tensor_seen_through_permutes_are_merged():
     assert merge_duplicate_pads(gm) == 0
 
 
+def test_concatenation_of_one_nonempty_tensor_is_a_copy():
+    """``cat([empty, k])`` (a key-value cache's first update) becomes ``clone(k)``, contiguous
+    as the concatenation is, and the empty tensor goes; a concatenation of two non-empty
+    tensors, or one whose empty input promotes the dtype, stays. Outputs equal eager's."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from torchfuse.passes.aten import cat_of_one
+
+    aten = torch.ops.aten
+
+    def f(k, v):
+        empty = k.new_zeros(2, 3, 0, 4)
+        kt = k.transpose(1, 2)  # a permuted view, as HuggingFace's keys are
+        return (aten.cat([empty, kt], 2), aten.cat([kt, torch.zeros(0)], 2), aten.cat([kt, v], 2),
+                aten.cat([empty.double(), kt], 2))
+
+    k, v = torch.randn(2, 5, 3, 4), torch.randn(2, 3, 5, 4)
+    want = f(k, v)
+    gm = make_fx(f, tracing_mode="fake")(k, v)
+    assert cat_of_one(gm) == 2
+    cats = [n for n in gm.graph.nodes if n.target is aten.cat.default]
+    assert len(cats) == 2
+    for got, w in zip(gm(k, v), want):
+        assert got.dtype == w.dtype and got.stride() == w.stride()
+        torch.testing.assert_close(got, w, rtol=0, atol=0)
+    assert cat_of_one(gm) == 0
+
+
+def test_concatenation_of_one_tensor_in_a_compiled_training_graph():
+    """Through ``torchfuse.compile`` with gradients: values and gradients equal eager's, and no
+    concatenation is left on ATen in the forward graph."""
+    from torchfuse import backend
+
+    def f(x, w):
+        k = (x @ w).view(2, 6, 2, 4).transpose(1, 2)
+        cache = torch.cat([torch.zeros(2, 2, 0, 4, device=x.device), k], dim=-2)
+        return cache * 2, (cache.sin() * k).sum()
+
+    x = torch.randn(12, 8, device=DEVICE, requires_grad=True)
+    w = torch.randn(8, 8, device=DEVICE, requires_grad=True)
+    torch._dynamo.reset()
+    got = torchfuse.compile(f, dynamic=False)(x, w)
+    want = f(x, w)
+    for g, e in zip(got, want):
+        torch.testing.assert_close(g, e)
+    gx, gw = torch.autograd.grad(got[1] + got[0].sum(), (x, w))
+    ex, ew = torch.autograd.grad(want[1] + want[0].sum(), (x, w))
+    torch.testing.assert_close(gx, ex)
+    torch.testing.assert_close(gw, ew)
+    forward = [g for g in backend.RECENT if g.name == "forward"][-1]
+    assert not any("cat" in str(c.target) for c in forward.segmentation.calls)
+
+
 #: the fused cross-entropy forward on the device the tests run on (on a GPU only by default)
 NLL_HERE = Tuning().replace("decompose.nll_by_mask_devices", (torch.device(DEVICE).type,))
 
@@ -392,8 +445,9 @@ def test_aten_passes_that_apply():
     assert names(ATEN_PASSES_BEFORE_FREEZING, "inference") == ["conv_relu_epilogues"]
     assert names(ATEN_PASSES_BEFORE_FREEZING, "forward") == []
     assert names(ATEN_PASSES_BEFORE_FREEZING, "inference", conv_epilogues=False) == []
-    assert names(ATEN_PASSES, "backward") == ["merge_duplicate_pads", "log_softmax_sums", "one_hot_picks"]
-    assert names(ATEN_PASSES, "forward", cross_entropy_rewrites=False) == ["merge_duplicate_pads"]
+    assert names(ATEN_PASSES, "backward") == ["merge_duplicate_pads", "cat_of_one", "log_softmax_sums",
+                                              "one_hot_picks"]
+    assert names(ATEN_PASSES, "forward", cross_entropy_rewrites=False) == ["merge_duplicate_pads", "cat_of_one"]
     text = describe()
     assert (text.index("FX level") < text.index("fold_conv_batchnorm") < text.index("AOTAutograd")
             < text.index("conv_relu_epilogues") < text.index("one_hot_picks") < text.index("IR level"))

@@ -6,6 +6,8 @@ before the IR is built from them.
   padded once as ``G`` and once as ``permute(permute(G))``, which AOTAutograd's
   common-subexpression pass does not recognise as one value: two copies of a tensor of
   ``tokens x vocabulary`` elements per step (GPT-2 at 8 x 512 in bf16: 412 MB each).
+* :func:`cat_of_one`: a concatenation whose other inputs are empty (a key-value cache's first
+  update) as a copy the segmenter can fuse.
 * :func:`conv_relu_epilogues`: ReLU-ended convolutions of inference graphs to cuDNN's fused
   epilogue.
 
@@ -64,6 +66,55 @@ def merge_duplicate_pads(gm: torch.fx.GraphModule) -> int:
             chain = up
         done += 1
     return finish(gm, done, "duplicate pads merged")
+
+
+def cat_of_one(gm: torch.fx.GraphModule) -> int:
+    """Replace each ``aten.cat`` that has exactly one non-empty input ``x`` by
+    ``aten.clone(x)`` when the clone has the concatenation's dtype, shape and strides; the empty
+    inputs, if nothing else reads them, go too.
+
+    HuggingFace's key-value cache starts empty and its first update is ``cat([empty, k])``
+    (GPT-2 and T5 with their default ``use_cache=True``, in training too): ATen's
+    concatenation copies ``k``, a permuted view, with a kernel that does not vectorize (GPT-2 at
+    8 x 512 in bf16 on an H200: 24 such copies, 0.48 ms of a 13 ms training step), where a
+    clone is a pointwise op the segmenter fuses and gives one of its tuned kernels. ``cat``
+    makes a new tensor and a clone does too, so nothing aliases that did not before.
+
+    Returns:
+        The number of concatenations replaced.
+    """
+    from torch._guards import detect_fake_mode
+    from torch.fx.experimental.symbolic_shapes import guard_or_false
+
+    done = 0
+    for n in calls_to(gm, (aten.cat.default,)):
+        tensors = n.args[0] if n.args else n.kwargs.get("tensors")
+        out = _val(n)
+        if not isinstance(tensors, (list, tuple)) or not isinstance(out, torch.Tensor):
+            continue
+        vals = [_val(t) for t in tensors]
+        if not all(isinstance(v, torch.Tensor) for v in vals):
+            continue
+        # cat skips any input with no elements, legacy 1-D ``(0,)`` tensors included
+        full = [t for t, v in zip(tensors, vals) if not guard_or_false(v.numel() == 0)]
+        if len(full) != 1:
+            continue
+        x, xv = full[0], _val(full[0])
+        if xv.dtype != out.dtype or xv.device != out.device or not _same(xv.shape, out.shape):
+            continue
+        fake = detect_fake_mode([xv])
+        if fake is None:
+            continue
+        with gm.graph.inserting_before(n):
+            clone = _call_with_val(gm.graph, fake, aten.clone.default, x, memory_format=torch.contiguous_format)
+        if not (out.is_contiguous() and _same(_val(clone).stride(), out.stride())):
+            gm.graph.erase_node(clone)
+            continue
+        n.replace_all_uses_with(clone)
+        gm.graph.erase_node(n)
+        _erase_unused([t for t in tensors if t is not x])
+        done += 1
+    return finish(gm, done, "concatenations of one non-empty tensor made copies")
 
 
 def _val(x):
