@@ -9,6 +9,10 @@ static shapes). The first call with a new tuple builds a *launch plan* for every
 not depend on data pointers) and compiles the plan's kernels in parallel; later calls only
 check that the input strides are the planned ones, allocate outputs and launch. A group whose
 code cannot be generated or compiled runs its ops through ATen, with one warning.
+
+The first call with a size tuple interprets the steps one by one (``_interpret``); from the
+second on, the graph runs one generated straight-line function per size tuple
+(:mod:`.graph_function`) that does the same steps without interpreting them.
 """
 from __future__ import annotations
 
@@ -52,6 +56,9 @@ class CompiledGraph:
         write_reproducer: failure message -> path of a reproducer script, or ``None``.
         traced: after a run-time failure on the first call, the boxed traced graph that runs
             every call since; else ``None``.
+        generated: size tuple -> the generated function its calls run (``False``: none could
+            be written, the steps are interpreted); ``generated_sources`` holds their text and
+            ``stats["graph_function"]`` says which is used.
     """
 
     _boxed_call = True
@@ -147,7 +154,8 @@ class CompiledGraph:
         self.graph_function = options.tuning.runtime.graph_function
         self.generated: dict = {}
         self.generated_sources: dict = {}
-        self.stats["graph_function"] = ("not yet generated" if self.graph_function
+        self.stats["graph_function"] = ("not yet generated (it is, from the second call with a set of sizes on)"
+                                        if self.graph_function
                                         else "interpreted: Tuning runtime.graph_function=False")
         for r in self.runners:
             if isinstance(r, GroupRunner):
