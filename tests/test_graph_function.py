@@ -259,3 +259,17 @@ def test_groups_launch_through_their_launch_functions():
     assert runs[True] and runs[True] == runs[False]
     source = g.generated_sources[()]
     assert source.count("if not L") == len({name for name, _ in runs[True]})
+
+
+def test_explain_says_how_later_calls_run(tmp_path):
+    """``explain`` reports, per graph, whether its later calls run the generated function, and
+    the report keeps it through JSON."""
+    x = torch.randn(8, 16, device=DEVICE)
+    fn = lambda x: (x.t() @ x).softmax(-1) * 2  # noqa: E731
+    result = torchfuse.explain(fn, x, more_inputs=[(x,)], verbose=False)
+    assert result.graphs[0].graph_function == "generated for 1 size signature(s)"
+    assert "calls after the first: generated for 1 size signature(s)" in result.summary()
+    loaded = type(result).load(result.save(str(tmp_path / "r.json")))
+    assert loaded.graphs[0].graph_function == result.graphs[0].graph_function
+    once = torchfuse.explain(fn, x, verbose=False, tuning=INTERPRETED)
+    assert "interpreted" in once.graphs[0].graph_function
