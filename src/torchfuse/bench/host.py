@@ -1,4 +1,4 @@
-"""``torchfuse bench host call|replay|launches|runtime``: where the host's time per call goes.
+"""``torchfuse bench host call|replay|launches|runtime|graph``: where the host's time per call goes.
 
 * ``call`` (CUDA): one small softmax graph's host time per call under eager, Inductor,
   torchfuse through TorchDynamo and AOTAutograd, torchfuse's compiled graph called directly,
@@ -16,6 +16,12 @@
 * ``runtime`` (any machine): the runtime's own Python time per fusion-group launch, with the
   compiled binary replaced by a stub that does nothing, through the general launch path and
   through the generated launch function (kernels compiled under Triton's interpreter).
+* ``graph`` (any machine): the runtime's host time per training step for whole graphs: a tiny
+  HuggingFace model (``--model gpt2`` or ``bert``, 2 layers, width 64, batch 2 x 16 tokens,
+  bf16 autocast), its forward and backward graphs called directly with every kernel launch
+  replaced by a stub (what remains is the runtime's Python, the ATen calls' dispatch and
+  their small CPU work), each graph interpreted step by step and through its generated
+  function (``Tuning`` ``runtime.graph_function``).
 
 Host times per call come from :func:`torchfuse.bench.timing.host_us_per_call` (wall clock,
 synchronized once at each end).
@@ -194,7 +200,118 @@ def host_runtime(args, prov) -> list:
     return rows
 
 
-PARTS = {"call": host_call, "replay": host_replay, "launches": host_launches, "runtime": host_runtime}
+class _AnySpec(dict):
+    """A plan's direct launches for every alignment specialization: the stub binaries."""
+
+    def __init__(self, direct: list):
+        super().__init__()
+        self.direct = direct
+
+    def get(self, spec, default=None):
+        return self.direct
+
+
+def _stub_launches(graph) -> int:
+    """Replace every planned group's binaries by a stub that does nothing, with its generated
+    launch function (the inputs assumed aligned); returns the number of groups stubbed. Each
+    output is one zero-filled tensor returned on every call: the ATen calls then read valid
+    indices (a kernel's labels, an index it computed) and no NaNs, and no allocation is timed."""
+    from torchfuse.runtime.group import GroupRunner
+
+    stub = lambda *a: None  # noqa: E731
+    n = 0
+    for runner in graph.runners:
+        if not isinstance(runner, GroupRunner) or runner.failed is not None:
+            continue
+        for key, plan in runner.plans.items():
+            plan.device_index = -1  # no device: stream 0, which the stub ignores
+            plan.allocs = [(lambda sh, st, dt, t=alloc(sh, st, dt).zero_(): t, sh, st, dt)
+                           for alloc, sh, st, dt in plan.allocs]
+            direct = [(stub, None, None, 1, 1, st.XBLOCK, st.RBLOCK) for st in plan.config.stages] \
+                if plan.kernel is not None else []
+            plan.direct = _AnySpec(direct)
+            if key == () and not runner.scalar_in:
+                runner.fast[key] = runner._fast_launcher(plan, (True,) * len(runner.checked), direct)
+            n += 1
+    return n
+
+
+def _train_step(model_name: str, graph_function: bool, autocast: bool):
+    """A tiny HuggingFace model's training step (bf16 autocast, or fp32) under torchfuse with
+    the interpreter; returns ``step()``."""
+    import transformers
+
+    import torchfuse
+    from torchfuse.config import Options, Tuning
+
+    torch.manual_seed(0)
+    small = {"gpt2": dict(n_layer=2, n_embd=64, n_head=4, n_positions=64, vocab_size=512),
+             "bert": dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128,
+                          max_position_embeddings=64, vocab_size=512)}[model_name]
+    cfg = transformers.AutoConfig.for_model(model_name, **small)
+    model = (transformers.GPT2LMHeadModel(cfg) if model_name == "gpt2"
+             else transformers.AutoModelForMaskedLM.from_config(cfg))
+    ids = torch.randint(0, cfg.vocab_size, (2, 16))
+    tuning = Tuning().replace("runtime.graph_function", graph_function)
+    compiled = torchfuse.compile(model, dynamic=False, options=Options(interpret=True, tuning=tuning))
+
+    def step():
+        with torch.autocast("cpu", torch.bfloat16, enabled=autocast):
+            loss = compiled(input_ids=ids, labels=ids).loss
+        loss.backward()
+
+    return step
+
+
+def host_graph(args, prov) -> list:
+    """The ``graph`` part: see the module docstring."""
+    from torchfuse import backend
+    from torchfuse.runtime.executor import CompiledGraph
+
+    torch.set_num_threads(1)  # the ATen calls' small CPU work: no thread pool's wake-ups in the timings
+    torch._dynamo.reset()
+    backend.RECENT.clear()
+    step = _train_step(args.model, True, args.precision == "bf16")
+    calls: dict = {}  # graph -> its inputs of the last call
+
+    def recording(g, inputs, progress=None):
+        calls[g] = list(inputs)
+        return CompiledGraph._run(g, inputs, progress)
+
+    step()  # compiles, plans, and runs the kernels under the interpreter
+    graphs = list(backend.RECENT)
+    for g in graphs:
+        g._run = lambda inputs, progress=None, g=g: recording(g, inputs, progress)
+    step()
+    for g in graphs:
+        del g._run
+        _stub_launches(g)
+        g._drop_generated()  # generated again with the stubs' launch functions
+    graphs = [g for g in graphs if g in calls]
+    steps = sum(len(g.runners) for g in graphs)
+    run_all = lambda: [g(list(calls[g])) for g in graphs]  # noqa: E731
+    times: dict = {"interpreted": [], "generated": []}
+    with torch.no_grad():
+        for _ in range(args.repeats):  # the variants alternate, so that a busy moment hits both
+            for variant in times:
+                for g in graphs:  # the instance's copy of Tuning runtime.graph_function
+                    g.graph_function = variant == "generated"
+                times[variant].append(timing.host_us_per_call(run_all, args.calls, "cpu", warmup=2) / 1e3)
+    state = "; ".join(f"{g.name}: {g.stats['graph_function']}" for g in graphs)
+    print(f"{len(graphs)} graphs, {steps} steps ({state})")
+    rows = []
+    for variant, ms in times.items():
+        print(f"{variant:12s} {min(ms):7.3f} ms per training step's graphs (best of {args.repeats} x {args.calls} "
+              f"calls; all: {', '.join(f'{t:.3f}' for t in ms)})")
+        mode = "train-amp-bf16" if args.precision == "bf16" else "train-fp32"
+        rows.append(prov.row("host", f"host/graph/{args.model}-tiny/2x16", mode=mode, precision=args.precision,
+                             backend="torchfuse", variant=f"{variant} graph",
+                             extra={"host_ms_per_step": min(ms), "all_ms": ms, "graphs": len(graphs), "steps": steps}))
+    return rows
+
+
+PARTS = {"call": host_call, "replay": host_replay, "launches": host_launches, "runtime": host_runtime,
+         "graph": host_graph}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -204,12 +321,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--calls", type=int, default=None,
                    help="calls per measurement (default: call 3000, launches 300, runtime 20000)")
     p.add_argument("--repeats", type=int, default=3, help="runtime: best of this many measurements")
-    p.add_argument("--model", default="resnet50", help="replay: a TIMM model")
+    p.add_argument("--model", default=None, help="replay: a TIMM model (resnet50); graph: gpt2 or bert (gpt2)")
+    p.add_argument("--precision", choices=("bf16", "fp32"), default="bf16",
+                   help="graph: bf16 autocast (the ATen matrix products are slow on a CPU) or fp32")
     p.add_argument("--channels-last", action="store_true", help="replay: model and input in channels-last")
     add_row_arguments(p)
     args = p.parse_args(argv)
-    args.calls = args.calls or {"call": 3000, "launches": 300, "runtime": 20000}.get(args.what, 0)
-    device = "cpu" if args.what == "runtime" else "cuda"
+    args.calls = args.calls or {"call": 3000, "launches": 300, "runtime": 20000, "graph": 50}.get(args.what, 0)
+    args.model = args.model or ("gpt2" if args.what == "graph" else "resnet50")
+    device = "cpu" if args.what in ("runtime", "graph") else "cuda"
     if device == "cuda" and not torch.cuda.is_available():
         print(f"torchfuse bench host {args.what}: needs a CUDA device", file=sys.stderr)
         return 1

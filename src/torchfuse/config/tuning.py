@@ -328,11 +328,16 @@ class RuntimeTuning:
             before; a graph whose parameters move (FSDP2 allocates the unsharded parameters
             again every step) would be recorded again on every call, so it and its backward run
             uncaptured from then on.
+        graph_function: from a graph's second call with a set of sizes on, run the call as one
+            generated straight-line Python function (:mod:`torchfuse.runtime.graph_function`)
+            instead of interpreting its steps one by one; False interprets every call (the
+            reference the generated function is tested and measured against).
     """
 
     progress_delay_seconds: float = 2.0
     interpreter_gpu_helpers: tuple[str, ...] = ()
     address_checked_calls: int = 3
+    graph_function: bool = True
 
 
 @dataclasses.dataclass(frozen=True)

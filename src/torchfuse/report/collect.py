@@ -221,6 +221,7 @@ def compiled_graph_report(compiled, index: int, capture: int) -> GraphReport:
         stage_seconds={k: float(stats.get(f"{k}_seconds", 0.0)) for k in ("ir", "segment", "codegen", "compile", "plan")},
         kernels_compiled=int(stats.get("kernels_compiled", 0)), kernels_cached=int(stats.get("kernels_cached", 0)),
         fallbacks=int(stats.get("fallbacks", 0)), cudagraph=str(stats.get("cudagraph", "") or ""),
+        graph_function=str(stats.get("graph_function", "") or ""),
         recompilations=[Recompilation(source="torchfuse", where=f"{compiled.name} graph, group {e.get('group')}",
                                       reason=str(e.get("reason", ""))) for e in stats.get("events", [])],
     )

@@ -243,6 +243,9 @@ class GraphReport:
             the kernel cache (in memory or on disk: hits).
         fallbacks: groups that ran through ATen after a failure.
         cudagraph: CUDA graph state (``mode="reduce-overhead"``), or empty.
+        graph_function: how the calls after the first run: through the graph's generated
+            straight-line function (``generated for N size signature(s)``), or ``interpreted:``
+            and why (``Tuning`` ``runtime.graph_function``); empty for graphs not fused.
         recompilations: torchfuse's re-plans of this graph.
     """
 
@@ -260,6 +263,7 @@ class GraphReport:
     kernels_cached: int = 0
     fallbacks: int = 0
     cudagraph: str = ""
+    graph_function: str = ""
     recompilations: list[Recompilation] = dataclasses.field(default_factory=list)
 
     @property

@@ -146,6 +146,8 @@ def _graph_lines(g: GraphReport, result: ExplainResult) -> list[str]:
     lines.append(f"  stages: {stages}")
     lines.append(f"  kernels: {g.kernels_compiled} compiled (cache misses), {g.kernels_cached} cached (hits); "
                  f"{g.fallbacks} fallbacks" + (f"; CUDA graph: {g.cudagraph}" if g.cudagraph else ""))
+    if g.graph_function:
+        lines.append(f"  calls after the first: {g.graph_function}")
     if g.groups:
         lines.append("  fusion groups:")
         for group in g.groups:

@@ -9,6 +9,10 @@ static shapes). The first call with a new tuple builds a *launch plan* for every
 not depend on data pointers) and compiles the plan's kernels in parallel; later calls only
 check that the input strides are the planned ones, allocate outputs and launch. A group whose
 code cannot be generated or compiled runs its ops through ATen, with one warning.
+
+The first call with a size tuple interprets the steps one by one (``_interpret``); from the
+second on, the graph runs one generated straight-line function per size tuple
+(:mod:`.graph_function`) that does the same steps without interpreting them.
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ from .calls import (VIEW_OPS, CastBatch, InputWriteBatch, ViewCall, _flat_output
 from .calls import call_runner as _call_runner
 from .compile import compile_all
 from .fallback import first_call, writes_input
+from .graph_function import build_graph_function
 from .group import GroupRunner
 from .launch import draw_seeds
 from .progress import CompileProgress
@@ -51,6 +56,9 @@ class CompiledGraph:
         write_reproducer: failure message -> path of a reproducer script, or ``None``.
         traced: after a run-time failure on the first call, the boxed traced graph that runs
             every call since; else ``None``.
+        generated: size tuple -> the generated function its calls run (``False``: none could
+            be written, the steps are interpreted); ``generated_sources`` holds their text and
+            ``stats["graph_function"]`` says which is used.
     """
 
     _boxed_call = True
@@ -141,6 +149,17 @@ class CompiledGraph:
         self.call_outputs = {self.slots[v] for v in values_in(graph.outputs)
                              if v not in inputs and v.producer is not None and v.producer.is_call}
         self.prepared: set = set()
+        #: size signature -> its generated straight-line function (``runtime.graph_function``),
+        #: or False where one could not be generated; and the functions' Python text
+        self.graph_function = options.tuning.runtime.graph_function
+        self.generated: dict = {}
+        self.generated_sources: dict = {}
+        self.stats["graph_function"] = ("not yet generated (it is, from the second call with a set of sizes on)"
+                                        if self.graph_function
+                                        else "interpreted: Tuning runtime.graph_function=False")
+        for r in self.runners:
+            if isinstance(r, GroupRunner):
+                r.on_fail = self._drop_generated
         self.fx_graph = None
         self.write_reproducer = None
         self.plan_cache = None  # the graph cache (runtime.plan_cache), set by compile_graph
@@ -207,6 +226,39 @@ class CompiledGraph:
             sym_key, sym_values = (), {}
         if sym_key not in self.prepared:
             self._prepare(env, sym_key, sym_values)
+        elif progress is None and self.graph_function:
+            # these sizes ran once: their plans, launch functions and view replays exist
+            run = self.generated.get(sym_key)
+            if run is None:
+                run = self._generate(sym_key, sym_values)
+            if run:
+                return run(env)
+        return self._interpret(env, sym_key, sym_values, progress)
+
+    def _generate(self, sym_key: tuple, sym_values: dict):
+        """Build (and keep) the generated function for ``sym_key``; ``False`` when a step
+        cannot be generated (then every call with these sizes is interpreted)."""
+        try:
+            run, source = build_graph_function(self, sym_key, sym_values)
+        except Exception as e:  # an optimization only: the interpreted loop stays
+            log.info("%s: no generated graph function (%s: %s)", self.name, type(e).__name__, e)
+            self.stats["graph_function"] = f"interpreted: {type(e).__name__}: {e}"
+            self.generated[sym_key] = False
+            return False
+        self.generated[sym_key] = run
+        self.generated_sources[sym_key] = source
+        n = sum(1 for r in self.generated.values() if r)
+        self.stats["graph_function"] = f"generated for {n} size signature(s)"
+        return run
+
+    def _drop_generated(self) -> None:
+        """A group failed: the generated functions bound its launch function; build them again."""
+        self.generated.clear()
+        self.generated_sources.clear()
+
+    def _interpret(self, env: list, sym_key: tuple, sym_values: dict, progress: list | None = None) -> Any:
+        """Run the steps one by one (the first call with new sizes, and the reference the
+        generated function follows)."""
         if self.random_runners:
             # one draw from the device's generator per call, a seed for each random group
             seeds, address = draw_seeds(len(self.random_runners), self.random_device)

@@ -94,6 +94,9 @@ class GroupRunner:
         self.fast: dict[Any, Any] = {}
         self.sources: dict[Any, Any] = {}
         self.failed: str | None = None
+        #: called when the group fails (CompiledGraph drops its generated functions, which
+        #: bound the group's launch function)
+        self.on_fail = None
         self.write_reproducer = None  # set by compile_graph: failure message -> script path (report hook)
         self.reproducer: str | None = None
         self.plan_cache = None  # set by compile_graph (runtime.plan_cache.attach), with plan_slot
@@ -349,6 +352,8 @@ class GroupRunner:
     def fail(self, e: BaseException) -> None:
         self.failed = f"{type(e).__name__}: {e}"
         self.fast.clear()
+        if self.on_fail is not None:
+            self.on_fail()
         # reproducer hook (torchfuse.report.reproducer): a standalone script of the graph, named in the warning
         if self.write_reproducer is not None:
             self.reproducer = self.write_reproducer(f"fusion group {self.group.name}: {self.failed}")

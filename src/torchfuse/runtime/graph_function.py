@@ -1,0 +1,192 @@
+"""One generated straight-line Python function per compiled graph and set of sizes.
+
+Takes a :class:`~torchfuse.runtime.executor.CompiledGraph` whose steps have run once for a
+size signature (plans made, view replays recorded, launch functions generated); returns
+``run(env) -> outputs``, which does what the graph's interpreted loop
+(``CompiledGraph._interpret``) does, step by step in the same order, without interpreting
+anything per step:
+
+* an ATen call is one direct call of its ``OpOverload``'s C++ entry point, with its
+  arguments written inline (environment slots, constants bound as names, symbolic sizes
+  evaluated for the signature);
+* a recorded view (:class:`~torchfuse.runtime.calls.ViewCall`) is one reinterpretation of
+  its input, behind the same guard (the input's sizes and strides are the recorded ones and
+  it does not require grad), else the ``ViewCall`` itself runs;
+* a fusion group calls its generated launch function (:func:`~torchfuse.runtime.launch.build_launcher`),
+  and its :class:`~torchfuse.runtime.group.GroupRunner` when that declines or does not exist
+  (no binaries yet, a failed group, a changed input layout);
+* batched copies and registry nodes call their runners; dead slots are set to ``None`` where
+  the loop frees them; random groups get the call's seeds as in the loop; outputs are returned
+  as the loop returns them.
+
+Why: the loop's own bookkeeping (iteration, a Python frame per step, argument lists built per
+call, the liveness list) costs host time on every one of the ~1400 steps of a transformer's
+training step, time during which the GPU may sit idle; Inductor's generated ``call()`` does
+the same work as straight-line code.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import sympy
+import torch
+
+from ..ir.graph import Node, Value, as_int, map_values
+from .calls import ViewCall, _no_view, _nothing
+from .group import GroupRunner
+from .launch import REINTERPRET, draw_seeds
+
+log = logging.getLogger("torchfuse.schedule")
+
+
+class _Source:
+    """The lines of a generated function and the names bound for it."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.ns: dict[str, Any] = {}
+        self.names: dict[int, str] = {}  # id of a bound object -> its name (ns keeps it alive)
+
+    def bind(self, value: Any, prefix: str) -> str:
+        name = self.names.get(id(value))
+        if name is None:
+            name = self.names[id(value)] = f"{prefix}{len(self.ns)}"
+            self.ns[name] = value
+        return name
+
+    def emit(self, line: str, indent: int = 1) -> None:
+        self.lines.append("    " * indent + line)
+
+
+def build_graph_function(graph, sym_key: tuple, sym_values: dict) -> tuple[Any, str]:
+    """Generate the straight-line function of ``graph`` for the size signature ``sym_key``.
+
+    Args:
+        graph: a :class:`~torchfuse.runtime.executor.CompiledGraph` that has run once with
+            these sizes (its plans are made and its view replays recorded).
+        sym_key: the size symbols' values, in ``graph.symbols`` order (``()``: static shapes).
+        sym_values: symbol -> value for the same sizes.
+
+    Returns:
+        ``(run, source)``: ``run(env)`` takes the call's environment (a list of
+        ``graph.n_slots`` entries, the inputs in the first ``graph.n_inputs``) and returns the
+        call's outputs; ``source`` is its Python text.
+
+    Raises:
+        NotImplementedError: a step this generator cannot write (the caller interprets then).
+    """
+    src = _Source()
+    ns = src.ns
+    ns.update({"_draw": draw_seeds, "_nv": _no_view, "_RT": REINTERPRET})
+    sk, sv = src.bind(sym_key, "SK"), src.bind(sym_values, "SV")
+    src.lines.append("def run(env):")
+    randoms = graph.random_runners
+    if randoms:  # one draw from the device's generator per call, a seed for each random group
+        dev = src.bind(graph.random_device, "DEV")
+        src.emit(f"_s, _a = _draw({len(randoms)}, {dev})")
+        for k, r in enumerate(randoms):
+            src.emit(f"{src.bind(r, 'R')}.seed = (_s[{2 * k}:{2 * k + 1}], _a + {16 * k})")
+        src.emit("del _s")
+    for run, step, dead in zip(graph.runners, graph.steps, graph.release):
+        if run is _nothing:
+            pass
+        elif isinstance(run, GroupRunner):
+            g = src.bind(run, "G")
+            fast = run.fast.get(sym_key)
+            if fast is not None and run.failed is None:
+                src.emit(f"if not {src.bind(fast, 'L')}(env):")
+                src.emit(f"{g}(env, {sk}, {sv})", 2)
+            else:
+                src.emit(f"{g}(env, {sk}, {sv})")
+        elif isinstance(run, ViewCall):
+            _view(src, run)
+        elif isinstance(step, Node) and getattr(run, "__qualname__", "").startswith("call_runner.") \
+                and step.target is not None:
+            _call(src, step, graph.slots, sym_values)
+        else:  # batched copies, registry nodes
+            src.emit(f"{src.bind(run, 'B')}(env, {sk}, {sv})")
+        for s in dead:
+            src.emit(f"env[{s}] = None")
+    for r in randoms:  # the seeds die with the call (a CUDA graph pool holds no strays)
+        src.emit(f"{src.bind(r, 'R')}.seed = None")
+    for s in sorted(graph.call_outputs):
+        src.emit(f"env[{s}] = _nv(env[{s}])")
+    if graph.output_slots is not None:
+        items = [f"env[{s}]" if s >= 0 else src.bind(c, "C") for s, c in graph.output_slots]
+        src.emit(f"return [{', '.join(items)}]")
+    else:
+        ns["_map"], ns["_slots"] = map_values, graph.slots
+        src.emit(f"return _map({src.bind(graph.output_spec, 'C')}, lambda v: env[_slots[v]])")
+    text = "\n".join(src.lines) + "\n"
+    exec(compile(text, f"<torchfuse graph {graph.name}>", "exec"), ns)
+    return ns["run"], text
+
+
+def _view(src: _Source, run: ViewCall) -> None:
+    """A view chain: its recorded reinterpretation behind the ViewCall's guard, else the call."""
+    call = src.bind(run, "V")
+    if run.key is None or REINTERPRET is None:
+        src.emit(f"{call}(env)")
+        return
+    shape, stride = src.bind(run.key[0], "KH"), src.bind(run.key[1], "KS")
+    size, out_stride, delta = run.view
+    x = f"env[{run.src}]"
+    src.emit(f"if {x}.stride() == {stride} and {x}.shape == {shape} and not {x}.requires_grad:")
+    src.emit(f"env[{run.out}] = _RT({x}, {src.bind(size, 'VH')}, {src.bind(out_stride, 'VS')}, {int(delta)})", 2)
+    src.emit("else:")
+    src.emit(f"{call}(env)", 2)
+
+
+def _call(src: _Source, node: Node, slots: dict, sym_values: dict) -> None:
+    """An ATen call as one direct call, as :func:`~torchfuse.runtime.calls.call_runner`'s
+    closure runs it."""
+    target = node.target
+    if isinstance(target, torch._ops.OpOverload):
+        target = target._op  # the C++ entry point, as the closure calls it
+    parts = [_argument(src, a, slots, sym_values) for a in node.args]
+    parts += [f"{k}={_argument(src, v, slots, sym_values)}" for k, v in node.kwargs.items()]
+    call = f"{src.bind(target, 'F')}({', '.join(parts)})"
+    outs = [slots[o] for o in node.outputs]
+    if len(outs) == 1:
+        src.emit(f"env[{outs[0]}] = {call}")
+        return
+    src.emit(f"_r = {call}")
+    for k, s in enumerate(outs):  # as the closure's zip: results beyond the outputs are dropped
+        src.emit(f"env[{s}] = _r[{k}]")
+    src.emit("del _r")
+
+
+def _argument(src: _Source, a: Any, slots: dict, sym_values: dict) -> str:
+    """Python text for one call argument: a slot read, an int, or a bound constant (one object
+    for every call, as the closure passes its constants)."""
+    if isinstance(a, Value):
+        return f"env[{slots[a]}]"
+    if isinstance(a, sympy.Expr):
+        return str(int(a) if a.is_Integer else as_int(a, sym_values))
+    if isinstance(a, (list, tuple)):
+        if not any(_reads(x) for x in a):  # all constants: evaluated once, bound
+            return src.bind(type(a)(_constant(x, sym_values) for x in a), "C")
+        items = ", ".join(_argument(src, x, slots, sym_values) for x in a)
+        return f"[{items}]" if isinstance(a, list) else f"({items},)"
+    if isinstance(a, dict):
+        raise NotImplementedError("a dict argument")
+    if a is None or isinstance(a, bool) or type(a) is int:
+        return repr(a)
+    return src.bind(a, "C")
+
+
+def _reads(a: Any) -> bool:
+    if isinstance(a, Value):
+        return True
+    if isinstance(a, (list, tuple)):
+        return any(_reads(x) for x in a)
+    return isinstance(a, dict)
+
+
+def _constant(a: Any, sym_values: dict) -> Any:
+    if isinstance(a, sympy.Expr):
+        return int(a) if a.is_Integer else as_int(a, sym_values)
+    if isinstance(a, (list, tuple)):
+        return type(a)(_constant(x, sym_values) for x in a)
+    return a
