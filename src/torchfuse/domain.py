@@ -77,6 +77,9 @@ class _Aligner:
         if len(dims) != len(shape):
             raise _Conflict(f"{v} rank mismatch")
         dims = tuple(None if is_one(s) else d for s, d in zip(shape, dims))
+        old = self.dims.get(v)
+        if old == dims:  # checked when first assigned (the checks read only v, dims and the sizes)
+            return
         for s, d in zip(shape, dims):
             if d is None:
                 if not is_one(s):
@@ -86,7 +89,6 @@ class _Aligner:
         known = [d for d in dims if d is not None]
         if len(set(known)) != len(known):
             raise _Conflict(f"{v} maps two dims onto one domain dim")
-        old = self.dims.get(v)
         if old is None:
             self.dims[v] = dims
             self.changed = True
