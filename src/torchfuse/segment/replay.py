@@ -10,8 +10,8 @@ The graph cache (:mod:`torchfuse.runtime.plan_cache`) stores the list under a ke
 the graph's IR and every option, so a replay reproduces the searched partition. It is
 verified all the same, and refused (the caller searches) unless it is a valid partition of
 this graph: positions in range and used once, every group of fusible nodes within
-``Options.max_group_ops``, with a domain (:func:`~torchfuse.domain.align`), and no group
-needing a result computed from its own. A refused entry can cost a search, never a wrong
+``Options.max_group_ops``, with a domain (:func:`~torchfuse.domain.align`), and the groups
+in an order (no group needing a result computed from its own). A refused entry can cost a search, never a wrong
 kernel.
 """
 from __future__ import annotations
@@ -81,6 +81,32 @@ def _replay(graph: Graph, options: Options, data: Any) -> Units:
         dom = align(members, units.outputs_of(members))
         if isinstance(dom, str):
             raise _Refused(f"a group has no domain: {dom}")
-        if units.creates_cycle(members, bounded=False):
-            raise _Refused("a group reads a result computed from its own")
+    if not _acyclic(units):
+        raise _Refused("a group reads a result computed from its own")
     return units
+
+
+def _acyclic(units: Units) -> bool:
+    """Whether the groups of ``units``, as steps, have an order (Kahn's topological sort of the
+    graph whose vertices are the groups and whose edges are the values they pass): one pass
+    over the graph, where checking each group on its own would search the graph once per group."""
+    group_of = {n: id(u) for n, u in units.unit.items()}
+    successors: dict[int, set[int]] = {g: set() for g in group_of.values()}
+    waiting = dict.fromkeys(successors, 0)
+    for n, consumers in units.consumers.items():
+        g = group_of[n]
+        for c in consumers:
+            h = group_of[c]
+            if h != g and h not in successors[g]:
+                successors[g].add(h)
+                waiting[h] += 1
+    ready = [g for g, k in waiting.items() if k == 0]
+    ordered = 0
+    while ready:
+        g = ready.pop()
+        ordered += 1
+        for h in successors[g]:
+            waiting[h] -= 1
+            if waiting[h] == 0:
+                ready.append(h)
+    return ordered == len(successors)
