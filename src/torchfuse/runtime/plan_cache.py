@@ -22,10 +22,11 @@ On disk, ``<cache_dir>/graphs/<key[:2]>/<key>.json`` holds plain JSON, never a p
 canonical JSON and the payload is ``{"partitions": [[[int]]], "sources": {slot: source}}``.
 An entry is used only when it parses, has this module's :data:`SCHEMA`, names its own key,
 its payload hashes to ``sha256``, its partitions are lists of lists of ints, and every source
-text hashes to its kernel key (a replayed partition is verified against the graph again,
-:func:`torchfuse.segment.replay.replay`); anything else (a truncated or edited file, another version's entry) is ignored with a debug
-log, the graph's kernels are generated again, and the entry is rewritten. Writes go to a
-temporary file renamed into place, so concurrent processes never read half an entry.
+text hashes to its kernel key (a replayed partition is checked against the graph as well,
+:func:`torchfuse.segment.replay.replay`); anything else (a truncated or edited file, another
+version's entry) is ignored with a debug log, the graph is segmented and its kernels are
+generated again, and the entry is rewritten. Writes go to a temporary file renamed into place,
+so concurrent processes never read half an entry.
 """
 from __future__ import annotations
 

@@ -11,8 +11,8 @@ the graph's IR and every option, so a replay reproduces the searched partition. 
 verified all the same, and refused (the caller searches) unless it is a valid partition of
 this graph: positions in range and used once, every group of fusible nodes within
 ``Options.max_group_ops``, with a domain (:func:`~torchfuse.domain.align`), and the groups
-in an order (no group needing a result computed from its own). A refused entry can cost a search, never a wrong
-kernel.
+in an order (no group needing a result computed from its own). A refused entry can cost a
+search, never a wrong kernel.
 """
 from __future__ import annotations
 
@@ -45,8 +45,8 @@ def replay(graph: Graph, options: Options, data: Any) -> Units | None:
     is logged at debug level). Never raises for malformed ``data``."""
     try:
         return _replay(graph, options, data)
-    except _Refused as e:
-        log.debug("stored partition refused (%s); partitioning again", e)
+    except Exception as e:  # noqa: BLE001 - a stored partition is an optimization only
+        log.debug("stored partition refused (%s: %s); partitioning again", type(e).__name__, e)
         return None
 
 
