@@ -88,6 +88,7 @@ def test_graph_cache_hit_skips_code_generation(tmp_path, monkeypatch):
     generated = counter.calls
     second = compile_and_check(tmp_path)  # torchfuse's and Dynamo's in-memory state is new
     assert second.status == "hit" and second.hits == generated
+    assert backend.RECENT[-1].segmentation.replayed  # and no partition is searched for
     assert counter.calls == generated  # nothing generated again
     # the entry is plain JSON naming its key, with the payload's hash
     data = json.loads(entry_files(tmp_path)[0].read_text())
@@ -113,6 +114,7 @@ def test_graph_cache_misses_when_what_decides_the_result_changes(tmp_path, monke
         monkeypatch.setattr(torch, "__version__", torch.__version__ + "+other")
     again = compile_and_check(tmp_path, **options)
     assert again.status == "miss" and counter.calls == 2 * generated
+    assert not backend.RECENT[-1].segmentation.replayed
     assert len(entry_files(tmp_path)) == 2
 
 
@@ -156,7 +158,34 @@ def _other_schema(path: Path) -> None:
     path.write_text(json.dumps(data))
 
 
-@pytest.mark.parametrize("damage", [_truncate, _edit_source, _edit_source_and_hash, _garbage, _other_schema])
+def _edit_partitions(path: Path, edit) -> None:
+    """Replace the stored partitions by ``edit(partitions)`` and recompute the payload hash (the
+    entry passes every check but the replay's own)."""
+    data = json.loads(path.read_text())
+    data["payload"]["partitions"] = edit(data["payload"]["partitions"])
+    data["sha256"] = plan_cache._payload_hash(data["payload"])
+    path.write_text(json.dumps(data))
+
+
+def _partition_out_of_range(path: Path) -> None:
+    _edit_partitions(path, lambda parts: [[[0, 10 ** 6]]])
+
+
+def _partition_groups_merged(path: Path) -> None:
+    """One group of every grouped node: the softmax's and the mean's reductions share no domain."""
+    def merge(parts):
+        assert len(parts[0]) >= 2
+        return [[sorted(i for g in parts[0] for i in g)]] + parts[1:]
+
+    _edit_partitions(path, merge)
+
+
+def _partition_malformed(path: Path) -> None:
+    _edit_partitions(path, lambda parts: [[["0", 1]]])
+
+
+@pytest.mark.parametrize("damage", [_truncate, _edit_source, _edit_source_and_hash, _garbage, _other_schema,
+                                    _partition_malformed])
 def test_damaged_graph_cache_entry_is_ignored_and_rewritten(tmp_path, monkeypatch, damage, caplog):
     counter = CountingGenerate(monkeypatch)
     compile_and_check(tmp_path)
@@ -166,10 +195,81 @@ def test_damaged_graph_cache_entry_is_ignored_and_rewritten(tmp_path, monkeypatc
     with caplog.at_level("DEBUG", logger="torchfuse.cache"):
         again = compile_and_check(tmp_path)  # values checked against eager
     assert again.status.startswith("ignored"), again.status
+    assert not backend.RECENT[-1].segmentation.replayed
     assert counter.calls == 2 * generated
     assert any("graph cache entry" in r.getMessage() and "ignored" in r.getMessage() for r in caplog.records)
     third = compile_and_check(tmp_path)  # the rewritten entry is whole again
     assert third.status == "hit" and counter.calls == 2 * generated
+    assert backend.RECENT[-1].segmentation.replayed
+
+
+class CountingPartition:
+    """Wraps the segmenter's partition search to count its runs."""
+
+    def __init__(self, monkeypatch):
+        import torchfuse.segment as segment_module
+
+        self.calls = 0
+        self.original = segment_module.partition
+        monkeypatch.setattr(segment_module, "partition", self)
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return self.original(*args, **kwargs)
+
+
+@pytest.mark.parametrize("damage", [_partition_out_of_range, _partition_groups_merged])
+def test_stored_partition_that_does_not_fit_the_graph_is_searched_again(tmp_path, monkeypatch, damage, caplog):
+    searches = CountingPartition(monkeypatch)
+    compile_and_check(tmp_path)
+    cold = str(backend.RECENT[-1].segmentation)
+    searched = searches.calls
+    (path,) = entry_files(tmp_path)
+    damage(path)
+    with caplog.at_level("DEBUG", logger="torchfuse.cache"):
+        again = compile_and_check(tmp_path)  # values checked against eager
+    assert again.status == "hit"  # the entry is whole; its partition does not fit the graph
+    assert not backend.RECENT[-1].segmentation.replayed and searches.calls == 2 * searched
+    assert str(backend.RECENT[-1].segmentation) == cold
+    assert any("stored partition refused" in r.getMessage() for r in caplog.records)
+    compile_and_check(tmp_path)  # the searched partition replaced the stored one
+    assert backend.RECENT[-1].segmentation.replayed and searches.calls == 2 * searched
+
+
+def training_program(x, w, b):
+    h = torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b)
+    return torch.nn.functional.gelu(h * 2).sum(-1)
+
+
+def test_graph_cache_hit_replays_the_segmentation_of_training_graphs(tmp_path, monkeypatch):
+    """Forward and backward graphs of a second process (here: fresh in-memory state) replay the
+    stored partitions, without a search, to the same steps; values and gradients as eager."""
+    searches = CountingPartition(monkeypatch)
+    g = torch.Generator().manual_seed(0)
+    x, w, b = torch.randn(6, 32, generator=g), torch.randn(32, generator=g), torch.randn(32, generator=g)
+    expected = [t.detach().clone().requires_grad_() for t in (x, w, b)]
+    training_program(*expected).sum().backward()
+
+    def run():
+        torch._dynamo.reset()
+        known = {id(c) for c in backend.RECENT}
+        args = [t.detach().clone().requires_grad_() for t in (x, w, b)]
+        out = torchfuse.compile(training_program, interpret=True, cache_dir=str(tmp_path))(*args)
+        out.sum().backward()
+        torch.testing.assert_close(out, training_program(*expected))
+        for got, want in zip(args, expected):
+            torch.testing.assert_close(got.grad, want.grad)
+        return [c for c in backend.RECENT if id(c) not in known]
+
+    cold = run()
+    assert [c.name for c in cold] == ["forward", "backward"]
+    assert not any(c.segmentation.replayed for c in cold)
+    searched = searches.calls
+    assert searched >= 2
+    warm = run()
+    assert all(c.segmentation.replayed for c in warm) and searches.calls == searched
+    assert [str(c.segmentation) for c in warm] == [str(c.segmentation) for c in cold]
+    assert [c.segmentation.partitions for c in warm] == [c.segmentation.partitions for c in cold]
 
 
 def test_graph_cache_off_without_cache_dir(monkeypatch):

@@ -397,7 +397,7 @@ def test_kernel_failure_writes_a_reproducer_that_runs(monkeypatch, tmp_path):
 def test_graph_failure_writes_a_reproducer(monkeypatch, tmp_path):
     import torchfuse.segment
 
-    def broken(graph, options):
+    def broken(graph, options, stored=None):
         raise AssertionError("segmentation failure forced by the test")
 
     monkeypatch.setattr(torchfuse.segment, "segment", broken)

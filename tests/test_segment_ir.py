@@ -186,3 +186,26 @@ def test_a_changed_tuning_moves_the_threshold():
     lower = _options(launch_configs_for_sm_count=H200, tuning=T.replace("split.min_r", T.split.min_r * 2))
     assert [c.scheduler for c in _planned(_column_sums(rows, 8), lower)] != ["reduction.split"]
     assert dataclasses.replace(lower, tuning=T).tuning.split.min_r == T.split.min_r
+
+
+def test_a_stored_partition_replays_to_the_searched_one_and_a_cyclic_one_is_refused(caplog):
+    def chain():
+        """``e = exp(x); n = neg(e); out = e + n``: one pointwise group when searched."""
+        b = Builder()
+        x = b.input(6, 40)
+        e = b.op("exp", x, shape=(6, 40))
+        n = b.op("neg", e, shape=(6, 40))
+        return b.graph(b.op("add", e, n, shape=(6, 40)))
+
+    searched = segment(chain(), _options())
+    assert searched.partitions == [[[0, 1, 2]]] and not searched.replayed
+    again = segment(chain(), _options(), stored=searched.partitions)
+    assert again.replayed and str(again) == str(searched)
+    # exp and add as one group, neg alone: each group needs the other's result first
+    with caplog.at_level("DEBUG", logger="torchfuse.cache"):
+        cyclic = segment(chain(), _options(), stored=[[[0, 2]]])
+    assert not cyclic.replayed and str(cyclic) == str(searched)
+    assert any("computed from its own" in r.getMessage() for r in caplog.records)
+    x = torch.randn(6, 40)
+    got, _ = _run(chain(), _options(), x)
+    torch.testing.assert_close(got[0], torch.exp(x) - torch.exp(x))

@@ -93,7 +93,9 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Opti
         t1 = time.perf_counter()
         plan_cache = _open_plan_cache(name, gm, graph, example_inputs, options, static_inputs)
         t2 = time.perf_counter()
-        seg = segment(graph, options)
+        seg = segment(graph, options, plan_cache.partitions if plan_cache is not None else None)
+        if plan_cache is not None:  # graph cache hook: the partitions, written with the kernels' sources
+            plan_cache.record_partitions(seg.partitions)
         _phases.CLOCK.add("passes", t2 - t0)  # compile-time report hook (runtime.phases)
         _phases.CLOCK.add("segment", time.perf_counter() - t2)
     except Exception as e:  # a compiler bug must not break the user's program

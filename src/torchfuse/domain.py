@@ -69,6 +69,7 @@ class _Aligner:
         self.reduced = tuple(sorted(reduced))
         self.dims: dict[Value, Dims] = {}
         self.changed = False
+        self._ones: dict[Value, tuple[bool, ...]] = {}  # per value, which of its sizes are 1
 
     def assign(self, v: Value, dims: Dims) -> None:
         if v.meta is None:
@@ -76,7 +77,13 @@ class _Aligner:
         shape = _shape(v)
         if len(dims) != len(shape):
             raise _Conflict(f"{v} rank mismatch")
-        dims = tuple(None if is_one(s) else d for s, d in zip(shape, dims))
+        ones = self._ones.get(v)
+        if ones is None:  # a value is assigned again at every pass of the propagation
+            ones = self._ones[v] = tuple([is_one(s) for s in shape])
+        dims = tuple([None if one else d for one, d in zip(ones, dims)])
+        old = self.dims.get(v)
+        if old == dims:  # checked when first assigned (the checks read only v, dims and the sizes)
+            return
         for s, d in zip(shape, dims):
             if d is None:
                 if not is_one(s):
@@ -86,7 +93,6 @@ class _Aligner:
         known = [d for d in dims if d is not None]
         if len(set(known)) != len(known):
             raise _Conflict(f"{v} maps two dims onto one domain dim")
-        old = self.dims.get(v)
         if old is None:
             self.dims[v] = dims
             self.changed = True

@@ -7,6 +7,7 @@ everything else becomes a call node carrying the reason it stayed on ATen.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import operator
 from typing import Any
@@ -214,9 +215,16 @@ def _example(x: Any, fx_node: torch.fx.Node, builder: _Builder) -> Any:
     """A stand-in for PyTorch's promotion helper: only dtype and 0-dim-ness matter to it."""
     if isinstance(x, Value):
         if x.meta is not None:
-            return torch.empty(() if x.meta.rank == 0 else (1,), dtype=x.meta.dtype, device="meta")
+            return _stand_in(x.meta.dtype, x.meta.rank == 0)
         return x.example
     return x
+
+
+@functools.lru_cache(maxsize=None)
+def _stand_in(dtype: torch.dtype, zero_dim: bool) -> torch.Tensor:
+    """A meta tensor of ``dtype``, 0-dim or of one element; made once per pair (the promotion
+    helper only reads it, and a graph asks for the same few thousands of times)."""
+    return torch.empty(() if zero_dim else (1,), dtype=dtype, device="meta")
 
 
 def _flatten(obj: Any) -> list:

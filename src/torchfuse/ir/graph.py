@@ -226,10 +226,15 @@ def sizes_equal(a: Size, b: Size) -> bool:
     """Structural equality of two sizes (``3 == Integer(3)``; ``s0 == s0``)."""
     if isinstance(a, int) and isinstance(b, int):
         return a == b
+    if a is b:  # one symbolic size object (sympy's equality is structural)
+        return True
     return sympy.sympify(a) == sympy.sympify(b)
 
 
 def is_one(x: Size) -> bool:
+    """Whether the size ``x`` is 1 (see :func:`sizes_equal`)."""
+    if isinstance(x, int):  # the common case, without sympy
+        return x == 1
     return sizes_equal(x, 1)
 
 

@@ -1,11 +1,13 @@
-"""The graph cache: a compiled graph's generated kernel sources, kept for the next process.
+"""The graph cache: a compiled graph's segmentation and kernel sources, kept for the next process.
 
 Takes a graph about to be segmented (its ATen FX graph, its IR, the options) and gives a
-:class:`PlanCache`: the kernel sources generated for that graph before, by fusion group,
-loop layout and scheduler. A second process that compiles the same graph with the same
-options then skips code generation for every group whose source is stored; Triton's own cache
-(``TRITON_CACHE_DIR``) holds the compiled binaries of those sources, keyed by their text.
-Segmentation still runs (it is deterministic, and cheaper than generating the kernels).
+:class:`PlanCache`: the partitions the segmenter settled on for that graph before (its
+fusion groups, as lists of node positions: :mod:`torchfuse.segment.replay`) and the kernel
+sources generated for it, by fusion group, loop layout and scheduler. A second process that
+compiles the same graph with the same options then replays the partitions instead of
+searching for them (the rest of segmentation, cheap, runs as usual) and skips code
+generation for every group whose source is stored; Triton's own cache (``TRITON_CACHE_DIR``)
+holds the compiled binaries of those sources, keyed by their text.
 
 The key (:func:`graph_key`) is the SHA-256 of everything that decides the result: the graph's
 name (forward, backward, inference), its ATen code, its inputs' shapes, strides, dtypes and
@@ -17,11 +19,14 @@ uses. Group ids are positions in the segmentation, which the key fixes.
 
 On disk, ``<cache_dir>/graphs/<key[:2]>/<key>.json`` holds plain JSON, never a pickle:
 ``{"schema", "key", "sha256", "payload"}`` where ``sha256`` is the hash of the payload's
-canonical JSON. An entry is used only when it parses, has this module's :data:`SCHEMA`, names
-its own key, its payload hashes to ``sha256``, and every source text hashes to its kernel key;
-anything else (a truncated or edited file, another version's entry) is ignored with a debug
-log, the graph's kernels are generated again, and the entry is rewritten. Writes go to a
-temporary file renamed into place, so concurrent processes never read half an entry.
+canonical JSON and the payload is ``{"partitions": [[[int]]], "sources": {slot: source}}``.
+An entry is used only when it parses, has this module's :data:`SCHEMA`, names its own key,
+its payload hashes to ``sha256``, its partitions are lists of lists of ints, and every source
+text hashes to its kernel key (a replayed partition is checked against the graph as well,
+:func:`torchfuse.segment.replay.replay`); anything else (a truncated or edited file, another
+version's entry) is ignored with a debug log, the graph is segmented and its kernels are
+generated again, and the entry is rewritten. Writes go to a temporary file renamed into place,
+so concurrent processes never read half an entry.
 """
 from __future__ import annotations
 
@@ -39,7 +44,7 @@ from typing import Any
 log = logging.getLogger("torchfuse.cache")
 
 #: version of the entry format; entries of another schema are ignored
-SCHEMA = 1
+SCHEMA = 2
 
 #: options that do not change what is generated (where files go, progress, parallelism)
 NOT_IN_KEY = frozenset({"dump_dir", "cache_dir", "progress", "compile_threads", "compile_processes"})
@@ -125,8 +130,9 @@ def _payload_hash(payload: dict) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _verified_sources(data: Any, key: str) -> dict[str, dict]:
-    """The sources of a parsed entry, or raise ValueError saying why the entry is not usable."""
+def _verified_payload(data: Any, key: str) -> tuple[dict[str, dict], list]:
+    """The sources and partitions of a parsed entry, or raise ValueError saying why the entry
+    is not usable."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ValueError(f"schema {data.get('schema') if isinstance(data, dict) else None!r}, not {SCHEMA}")
     if data.get("key") != key:
@@ -141,7 +147,12 @@ def _verified_sources(data: Any, key: str) -> dict[str, dict]:
         text = src.get("text") if isinstance(src, dict) else None
         if not isinstance(text, str) or hashlib.sha256(text.encode()).hexdigest() != src.get("key"):
             raise ValueError(f"source {slot} does not match its kernel key")
-    return sources
+    partitions = payload.get("partitions")
+    if not (isinstance(partitions, list) and all(
+            isinstance(p, list) and all(isinstance(g, list) and all(type(i) is int for i in g) for g in p)
+            for p in partitions)):
+        raise ValueError("partitions are not lists of lists of ints")
+    return sources, partitions
 
 
 class PlanCache:
@@ -151,14 +162,18 @@ class PlanCache:
         key: the graph's key (:func:`graph_key`).
         path: the entry's file, or ``None`` (no cache directory: nothing is read or written).
         hits: sources served from the entry; misses: sources generated and recorded.
+        partitions: the segmentation's stored partitions (plain data,
+            :mod:`torchfuse.segment.replay`); empty when none are stored.
         status: ``"hit"`` (a verified entry was read), ``"miss"`` (none was there),
             ``"ignored: <reason>"`` (an entry was there and was not usable), or ``"off"``.
     """
 
-    def __init__(self, key: str, path: Path | None, sources: dict[str, dict], status: str):
+    def __init__(self, key: str, path: Path | None, sources: dict[str, dict], status: str,
+                 partitions: list | None = None):
         self.key = key
         self.path = path
         self.sources = sources
+        self.partitions = partitions or []
         self.status = status
         self.hits = 0
         self.misses = 0
@@ -177,13 +192,13 @@ class PlanCache:
         except OSError:
             return cls(key, path, {}, "miss")
         try:
-            sources = _verified_sources(json.loads(raw.decode()), key)
+            sources, partitions = _verified_payload(json.loads(raw.decode()), key)
         except Exception as e:  # noqa: BLE001 - a bad entry is a miss, never an error
             log.debug("graph cache entry %s ignored (%s: %s); generating its kernels again", path,
                       type(e).__name__, e)
             return cls(key, path, {}, f"ignored: {e}")
-        log.info("graph cache hit %s: %d kernel sources", key[:12], len(sources))
-        return cls(key, path, dict(sources), "hit")
+        log.info("graph cache hit %s: %d partitions, %d kernel sources", key[:12], len(partitions), len(sources))
+        return cls(key, path, dict(sources), "hit", partitions)
 
     @staticmethod
     def slot(group_id: str, layout: Any, code_key: Any) -> str:
@@ -215,13 +230,21 @@ class PlanCache:
                 "stages": list(source.stages)}
             self._dirty = True
 
+    def record_partitions(self, partitions: list) -> None:
+        """Remember the segmentation's partitions (written by :meth:`flush`) when they differ
+        from the stored ones."""
+        with self._lock:
+            if partitions != self.partitions:
+                self.partitions = partitions
+                self._dirty = True
+
     def flush(self) -> None:
         """Write the entry when sources were recorded since the last write; a failure is
         logged, never raised (the kernel cache warns about unusable directories)."""
         with self._lock:
             if not self._dirty or self.path is None:
                 return
-            payload = {"sources": dict(self.sources)}
+            payload = {"partitions": list(self.partitions), "sources": dict(self.sources)}
             self._dirty = False
         data = {"schema": SCHEMA, "key": self.key, "sha256": _payload_hash(payload), "payload": payload}
         tmp = None

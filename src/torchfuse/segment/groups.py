@@ -60,10 +60,21 @@ class FusionGroup:
 
 @dataclasses.dataclass
 class Segmentation:
-    """A graph cut into steps: fusion groups and call nodes, in execution order."""
+    """A graph cut into steps: fusion groups and call nodes, in execution order.
+
+    Attributes:
+        graph: the segmented graph.
+        steps: :class:`FusionGroup` and call :class:`~torchfuse.ir.graph.Node` steps.
+        partitions: the partitions of the graph's nodes it was made from, as plain data
+            (:func:`torchfuse.segment.replay.describe`; one, or two when rematerialization
+            rewrote the graph), for the graph cache.
+        replayed: whether every partition was replayed from the graph cache, not searched.
+    """
 
     graph: Graph
     steps: list  # FusionGroup | Node
+    partitions: list = dataclasses.field(default_factory=list)
+    replayed: bool = False
 
     @property
     def groups(self) -> list[FusionGroup]:
