@@ -122,9 +122,12 @@ def test_training_graphs_match_eager_gradients():
         gx, gw = torch.autograd.grad(got, (x, lin.weight))
         want = f(x)
         wx, ww = torch.autograd.grad(want, (x, lin.weight))
+        # the kernels' reductions add in another order than eager's (on CUDA the weight
+        # gradient's cancelling terms then differ by up to 2e-5); the generated function's
+        # values equal the loop's exactly (test above)
         torch.testing.assert_close(got, want)
-        torch.testing.assert_close(gx, wx)
-        torch.testing.assert_close(gw, ww)
+        torch.testing.assert_close(gx, wx, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(gw, ww, rtol=1e-4, atol=1e-4)
     graphs = backend.RECENT[-2:]
     assert [g.name for g in graphs] == ["forward", "backward"] and all(g.generated.get(()) for g in graphs)
 
