@@ -426,11 +426,12 @@ def test_explain_lists_the_rewrites_of_the_captured_graph():
     x = torch.randn(2, 3, 10, 10, device=DEVICE, dtype=torch.bfloat16, requires_grad=True)
     result = torchfuse.explain(model, x, verbose=False, tuning=f"graph_passes.channels_last_devices={DEVICE}")
     assert result.captures[0].rewrites == {"channels_last_convolutions": 2}, result.captures[0].rewrites
-    assert "rewrites of the captured graph: channels_last_convolutions x2" in result.summary()
+    assert ("graph rewrites of this capture (before and after AOTAutograd): channels_last_convolutions x2"
+            in result.summary())
     again = type(result).from_dict(result.to_dict())
     assert again.captures[0].rewrites == {"channels_last_convolutions": 2}
     plain = torchfuse.explain(lambda a: a * 2, torch.randn(4, device=DEVICE), verbose=False)
-    assert plain.captures[0].rewrites == {} and "rewrites of the captured graph" not in plain.summary()
+    assert plain.captures[0].rewrites == {} and "graph rewrites of this capture" not in plain.summary()
 
 
 def test_batch_norm_buffer_writes_are_state_updates():

@@ -137,7 +137,7 @@ def _graph_lines(g: GraphReport, result: ExplainResult) -> list[str]:
     if 0 <= g.capture < len(result.captures) and result.captures[g.capture].rewrites:
         done = ", ".join(f"{k} x{v}" + (f" (option {REWRITE_OPTIONS[k]})" if k in REWRITE_OPTIONS else "")
                          for k, v in result.captures[g.capture].rewrites.items())
-        lines.append(f"  rewrites of the captured graph: {done}")
+        lines.append(f"  graph rewrites of this capture (before and after AOTAutograd): {done}")
     if g.error:
         lines.append(f"  error: {g.error.splitlines()[0][:200]}")
     if g.reproducer:
