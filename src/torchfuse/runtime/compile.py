@@ -13,6 +13,7 @@ import linecache
 import logging
 import sys
 import threading
+import time
 import types
 from typing import Any, Callable, Sequence
 
@@ -21,6 +22,7 @@ from ..codegen.triton import KernelSource
 from .cache import SourceStore
 
 log = logging.getLogger("torchfuse.cache")
+recompile_log = logging.getLogger("torchfuse.recompile")
 
 _loaded: dict[tuple[str, bool, tuple[str, ...]], "Kernel"] = {}
 _lock = threading.Lock()
@@ -66,7 +68,13 @@ class Kernel:
                 run(grid[0], grid[1] if len(grid) > 1 else 1, 1, raw_stream(device_index), function, packed,
                     None, None, None, *args, XBLOCK, RBLOCK)
                 return
+            t0 = time.perf_counter()
             compiled = fn[grid](*args, XBLOCK=XBLOCK, RBLOCK=RBLOCK, num_warps=num_warps, enable_fp_fusion=fp_fusion)
+            if recompile_log.isEnabledFor(logging.INFO):
+                # seconds here, not milliseconds, mean Triton compiled at the launch: a
+                # specialization the compile before the first call did not cover
+                recompile_log.info("%s stage %d: first launch with specialization %s took %.3f s", self.source.name,
+                                   stage, spec_key, time.perf_counter() - t0)
             if all(hasattr(compiled, a) for a in ("run", "function", "packed_metadata")):
                 binaries[key] = (compiled.run, compiled.function, compiled.packed_metadata)
             return
