@@ -84,20 +84,19 @@ class _Aligner:
         old = self.dims.get(v)
         if old == dims:  # checked when first assigned (the checks read only v, dims and the sizes)
             return
-        for s, d in zip(shape, dims):
+        for s, d, one in zip(shape, dims, ones):
             if d is None:
-                if not is_one(s):
+                if not one:
                     raise _Conflict(f"{v} has a size-{s} dim that maps to no domain dim")
             elif not sizes_equal(s, self.sizes[d]):
                 raise _Conflict(f"{v} size {s} does not match domain dim {d} of size {self.sizes[d]}")
         known = [d for d in dims if d is not None]
         if len(set(known)) != len(known):
             raise _Conflict(f"{v} maps two dims onto one domain dim")
-        if old is None:
-            self.dims[v] = dims
-            self.changed = True
-        elif old != dims:
+        if old is not None:
             raise _Conflict(f"{v} aligned two ways: {old} and {dims}")
+        self.dims[v] = dims
+        self.changed = True
 
     def known(self, v: Value) -> Dims | None:
         return self.dims.get(v)

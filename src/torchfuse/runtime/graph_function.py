@@ -33,7 +33,7 @@ import sympy
 import torch
 
 from ..ir.graph import Node, Value, as_int, map_values
-from .calls import ViewCall, _no_view, _nothing
+from .calls import ViewCall, _no_view, _nothing, _with_sizes
 from .group import GroupRunner
 from .launch import REINTERPRET, draw_seeds
 
@@ -101,8 +101,7 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict) -> tuple[Any, 
                 src.emit(f"{g}(env, {sk}, {sv})")
         elif isinstance(run, ViewCall):
             _view(src, run)
-        elif isinstance(step, Node) and getattr(run, "__qualname__", "").startswith("call_runner.") \
-                and step.target is not None:
+        elif getattr(run, "node", None) is step and step.target is not None:  # a call_runner closure
             _call(src, step, graph.slots, sym_values)
         else:  # batched copies, registry nodes
             src.emit(f"{src.bind(run, 'B')}(env, {sk}, {sv})")
@@ -166,7 +165,7 @@ def _argument(src: _Source, a: Any, slots: dict, sym_values: dict) -> str:
         return str(int(a) if a.is_Integer else as_int(a, sym_values))
     if isinstance(a, (list, tuple)):
         if not any(_reads(x) for x in a):  # all constants: evaluated once, bound
-            return src.bind(type(a)(_constant(x, sym_values) for x in a), "C")
+            return src.bind(_with_sizes(a, sym_values), "C")
         items = ", ".join(_argument(src, x, slots, sym_values) for x in a)
         return f"[{items}]" if isinstance(a, list) else f"({items},)"
     if isinstance(a, dict):
@@ -183,10 +182,3 @@ def _reads(a: Any) -> bool:
         return any(_reads(x) for x in a)
     return isinstance(a, dict)
 
-
-def _constant(a: Any, sym_values: dict) -> Any:
-    if isinstance(a, sympy.Expr):
-        return int(a) if a.is_Integer else as_int(a, sym_values)
-    if isinstance(a, (list, tuple)):
-        return type(a)(_constant(x, sym_values) for x in a)
-    return a
