@@ -29,17 +29,22 @@ def inputs():
     return torch.randn(8, 16, generator=g), torch.randn(16, generator=g)
 
 
-class CountingGenerate:
-    """Wraps the code generator to count the kernels it generates."""
+class Counting:
+    """Wraps ``module.name`` for the test's duration to count its calls."""
 
-    def __init__(self, monkeypatch):
+    def __init__(self, monkeypatch, module, name: str):
         self.calls = 0
-        self.original = group.generate
-        monkeypatch.setattr(group, "generate", self)
+        self.original = getattr(module, name)
+        monkeypatch.setattr(module, name, self)
 
     def __call__(self, *args, **kwargs):
         self.calls += 1
         return self.original(*args, **kwargs)
+
+
+def CountingGenerate(monkeypatch) -> Counting:
+    """Counts the kernels the code generator generates."""
+    return Counting(monkeypatch, group, "generate")
 
 
 def compile_and_check(cache_dir, **options):
@@ -203,19 +208,11 @@ def test_damaged_graph_cache_entry_is_ignored_and_rewritten(tmp_path, monkeypatc
     assert backend.RECENT[-1].segmentation.replayed
 
 
-class CountingPartition:
-    """Wraps the segmenter's partition search to count its runs."""
+def CountingPartition(monkeypatch) -> Counting:
+    """Counts the runs of the segmenter's partition search."""
+    import torchfuse.segment as segment_module
 
-    def __init__(self, monkeypatch):
-        import torchfuse.segment as segment_module
-
-        self.calls = 0
-        self.original = segment_module.partition
-        monkeypatch.setattr(segment_module, "partition", self)
-
-    def __call__(self, *args, **kwargs):
-        self.calls += 1
-        return self.original(*args, **kwargs)
+    return Counting(monkeypatch, segment_module, "partition")
 
 
 @pytest.mark.parametrize("damage", [_partition_out_of_range, _partition_groups_merged])
