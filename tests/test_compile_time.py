@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -418,3 +419,24 @@ def test_graph_cache_hit_in_a_fresh_process(tmp_path):
     assert [s.split(":")[:2] for s in first] == [["forward", "miss"], ["backward", "miss"]], first
     assert [s.split(":")[:2] for s in second] == [["forward", "hit"], ["backward", "hit"]], second
     assert all(int(s.split(":")[2]) > 0 for s in second)
+
+
+def test_recompile_log_says_what_the_warm_ups_did_not_cover(caplog):
+    """A compile at launch is told apart from a module load: the log names the argument whose
+    specialization (here a pointer's 16-byte alignment) no warm-up had."""
+    from torchfuse.runtime.compile import Kernel
+
+    class Stub:
+        def warmup(self, *args, **kwargs):
+            return None
+
+    kernel = Kernel(FakeKernel("k").source, None, [Stub()], interpret=False)
+    base = torch.empty(64)
+    with caplog.at_level(logging.INFO, logger="torchfuse.recompile"):
+        kernel.warmup(0, (1,), [base[:32], 32], 64, 1, 4, True)
+        assert kernel.coverage(0, [base[8:40], 32], 64, 1, 4, True) == "its warm-up had this specialization"
+        said = kernel.coverage(0, [base[1:33], 32], 64, 1, 4, True)
+        assert said.startswith("not warmed up") and "argument 0" in said and "unaligned" in said
+        assert "num_warps" in kernel.coverage(0, [base[:32], 32], 64, 1, 8, True)
+    assert Kernel(FakeKernel("k").source, None, [Stub()], interpret=False).coverage(
+        0, [base, 32], 64, 1, 4, True) == "no warm-up in this process"

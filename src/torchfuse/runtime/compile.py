@@ -43,6 +43,9 @@ class Kernel:
         self.path = path
         self.fns = fns
         self.interpret = interpret
+        #: with ``TORCHFUSE_LOGS=recompile``: per stage, the :func:`describe_args` of each
+        #: warm-up, so that a compile at launch can say what the warm-ups did not cover
+        self.warmed: dict[int, list[tuple]] = {}
 
     def launch(self, stage: int, grid: tuple, args: Sequence, XBLOCK: int, RBLOCK: int, num_warps: int,
                binaries: dict | None = None, spec_key: Any = None, device_index: int = 0,
@@ -73,8 +76,9 @@ class Kernel:
             if recompile_log.isEnabledFor(logging.INFO):
                 # seconds here, not milliseconds, mean Triton compiled at the launch: a
                 # specialization the compile before the first call did not cover
-                recompile_log.info("%s stage %d: first launch with specialization %s took %.3f s", self.source.name,
-                                   stage, spec_key, time.perf_counter() - t0)
+                recompile_log.info("%s stage %d: first launch with specialization %s took %.3f s (%s)",
+                                   self.source.name, stage, spec_key, time.perf_counter() - t0,
+                                   self.coverage(stage, args, XBLOCK, RBLOCK, num_warps, fp_fusion))
             if all(hasattr(compiled, a) for a in ("run", "function", "packed_metadata")):
                 binaries[key] = (compiled.run, compiled.function, compiled.packed_metadata)
             return
@@ -89,8 +93,54 @@ class Kernel:
         multiply-add, so fp32 chains round after every op as eager's separate kernels do."""
         if self.interpret:
             return None
+        if recompile_log.isEnabledFor(logging.INFO):
+            self.warmed.setdefault(stage, []).append(describe_args(args, XBLOCK, RBLOCK, num_warps, fp_fusion))
         return self.fns[stage].warmup(*args, grid=grid, XBLOCK=XBLOCK, RBLOCK=RBLOCK, num_warps=num_warps,
                                       enable_fp_fusion=fp_fusion)
+
+    def coverage(self, stage: int, args: Sequence, XBLOCK: int, RBLOCK: int, num_warps: int,
+                 fp_fusion: bool) -> str:
+        """Whether a warm-up of ``stage`` had these arguments' specialization
+        (:func:`describe_args`) and, if not, where the nearest warm-up differs: for the
+        recompile log, which tells a compile at launch from a module load."""
+        launch = describe_args(args, XBLOCK, RBLOCK, num_warps, fp_fusion)
+        warmed = self.warmed.get(stage, [])
+        if launch in warmed:
+            return "its warm-up had this specialization"
+        if not warmed:
+            return "no warm-up in this process"
+
+        def diff(w):
+            return [i for i in range(max(len(w), len(launch))) if i >= min(len(w), len(launch)) or w[i] != launch[i]]
+
+        def name(i):
+            return launch[i][0] if i < len(launch) and launch[i][0] in _CONSTANTS else f"argument {i}"
+        near = min(warmed, key=lambda w: len(diff(w)))
+        return "not warmed up: " + "; ".join(
+            f"{name(i)}: warm-up {near[i] if i < len(near) else None}, launch {launch[i] if i < len(launch) else None}"
+            for i in diff(near)[:4])
+
+
+_CONSTANTS = ("XBLOCK", "RBLOCK", "num_warps", "fp_fusion")
+
+
+def describe_args(args: Sequence, XBLOCK: int, RBLOCK: int, num_warps: int, fp_fusion: bool) -> tuple:
+    """What Triton's compiled code specializes on, per argument (a tensor's dtype and
+    16-byte alignment; an integer's being 1, a multiple of 16 and within 32 bits; a float;
+    anything else's type), followed by the launch constants."""
+    import torch
+
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            out.append((str(a.dtype).removeprefix("torch."), "aligned" if a.data_ptr() % 16 == 0 else "unaligned"))
+        elif isinstance(a, bool):
+            out.append(("bool", a))
+        elif isinstance(a, int):
+            out.append(("int", a == 1, a % 16 == 0, -2**31 <= a < 2**31))
+        else:
+            out.append((type(a).__name__,))
+    return tuple(out) + tuple(zip(_CONSTANTS, (XBLOCK, RBLOCK, num_warps, fp_fusion)))
 
 
 def _triton_version() -> tuple[int, int]:
@@ -372,7 +422,12 @@ def compile_all(jobs: list[tuple], threads: int, on_done: Callable[[], None] | N
 
     def one(job):
         try:
-            job[0].warmup(*job[1:])
+            compiled = job[0].warmup(*job[1:])
+            # Loading the binary (and, in Triton versions that build one, its argument-type-specific C
+            # launcher: a C compiler run, 0.2-0.4 s on an empty cache) happens at a compiled
+            # kernel's first use: use it here, in parallel, rather than serially at the first call
+            if compiled is not None:
+                getattr(compiled, "_init_handles", lambda: None)()
             return None
         except BaseException as e:  # reported per kernel; the group falls back to ATen
             return e
