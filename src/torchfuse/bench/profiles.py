@@ -2,7 +2,8 @@
 kernel (CUDA only).
 
 * ``train``: a HuggingFace model (``--model bert``; ``gpt2``...) or an image classifier
-  (``--model timm:resnet50``) trained with AMP bf16 and ``AdamW(fused=True)`` under eager,
+  (``--model timm:resnet50``) trained with AMP (bf16, or ``--dtype fp16`` with
+  ``GradScaler`` as the step tables run it) and ``AdamW(fused=True)`` under eager,
   torchfuse and Inductor: the step time (:func:`torchfuse.bench.timing.time_steps`, median of
   5 after 3 warm-up steps), the device time and count of its kernels (``torch.profiler``; a
   CPU-side range's or a fusion group's annotation's device time is not counted twice), the
@@ -77,26 +78,39 @@ def profile_train(args, prov) -> list:
 
     model, loss_of, case = train_workload(args.model, args.batch, args.seq)
     opt = torch.optim.AdamW(model.parameters(), fused=True)
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
+    scaler = torch.amp.GradScaler("cuda", enabled=args.dtype == "fp16")
 
     def step(m):
-        with torch.autocast("cuda", torch.bfloat16):
+        with torch.autocast("cuda", dtype):
             loss = loss_of(m)
-        loss.backward()
-        opt.step()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
         opt.zero_grad(set_to_none=True)
 
-    makers = {"eager": lambda: model, "torchfuse": lambda: torchfuse.compile(model),
-              "inductor": lambda: torch.compile(model)}
+    mode = "reduce-overhead" if args.cudagraphs else None
+    makers = {"eager": lambda: model, "torchfuse": lambda: torchfuse.compile(model, mode=mode),
+              "inductor": lambda: torch.compile(model, mode=mode)}
+
+    def marked(m):  # a new CUDA-graph step: the previous step's outputs may be overwritten
+        if args.cudagraphs:
+            torch.compiler.cudagraph_mark_step_begin()
+        step(m)
+
     rows = []
     for name in args.backends.split(","):
         m = makers[name]()
         for _ in range(3):
-            step(m)
+            marked(m)
         torch.cuda.synchronize()
-        wall = statistics.median(timing.time_steps(lambda: step(m), 5, "cuda"))
+        wall = statistics.median(timing.time_steps(lambda: marked(m), 5, "cuda"))
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            step(m)
+            marked(m)
             torch.cuda.synchronize()
+        if args.trace:
+            Path(args.trace).mkdir(parents=True, exist_ok=True)
+            prof.export_chrome_trace(str(Path(args.trace) / f"{name}.json"))
         kernels = _kernel_events(prof)
         device = sum(e.self_device_time_total for e in kernels) / 1e3
         count = sum(e.count for e in kernels)
@@ -113,8 +127,9 @@ def profile_train(args, prov) -> list:
         for key, ms, n in extra["top_kernels"]:
             print(f"   {ms:8.2f} ms {n:5d}x  {key}")
         if args.host_top:
-            extra["host_top"] = _host_top(prof, lambda: step(m), args.host_top)
-        rows.append(prov.row("profile", case, mode="train-amp-bf16", precision="bf16", backend=BACKEND_NAMES[name],
+            extra["host_top"] = _host_top(prof, lambda: marked(m), args.host_top)
+        rows.append(prov.row("profile", case, mode=f"train-amp-{args.dtype}", precision=args.dtype,
+                             backend=BACKEND_NAMES[name] + ("-reduce-overhead" if args.cudagraphs and name != "eager" else ""),
                              median_ms=wall, device_ms=device, idle_ms=max(wall - device, 0.0), kernels=count,
                              extra=extra))
     return rows
@@ -210,14 +225,21 @@ def main(argv: list[str] | None = None) -> int:
                                                     "eager,torchfuse) or torchfuse-frozen (infer; default "
                                                     "eager,inductor,torchfuse-frozen)")
     p.add_argument("--host-top", type=int, default=0, help="train: also this many host events and a cProfile")
+    p.add_argument("--trace", default=None, help="train: write each backend's profiled step as a Chrome trace "
+                                                 "(DIR/<backend>.json)")
+    p.add_argument("--cudagraphs", action="store_true",
+                   help="train: compile with mode='reduce-overhead' (CUDA graphs) for Inductor and torchfuse")
     p.add_argument("--channels-last", action="store_true", help="infer: model and input in channels-last")
-    p.add_argument("--dtype", default="fp16", choices=["fp16", "bf16"], help="infer: model and input dtype")
+    p.add_argument("--dtype", default=None, choices=["fp16", "bf16"],
+                   help="train: the autocast dtype (default bf16; fp16 adds GradScaler); infer: model and input "
+                        "dtype (default fp16)")
     p.add_argument("--dump", default=None, help="infer: write every backend's kernels in launch order to this JSON")
     add_row_arguments(p)
     args = p.parse_args(argv)
     train = args.what == "train"
     args.model = args.model or ("bert" if train else "mobilenetv3_large_100")
     args.batch = args.batch or (64 if train else 1)
+    args.dtype = args.dtype or ("bf16" if train else "fp16")
     args.backends = args.backends or ("eager,torchfuse" if train else "eager,inductor,torchfuse-frozen")
     unknown = [b for b in args.backends.split(",") if b not in BACKEND_NAMES or (train and b == "torchfuse-frozen")]
     if unknown:
