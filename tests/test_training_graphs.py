@@ -277,6 +277,30 @@ def test_replayed_gradient_accumulation_matches_eager(set_to_none):
 
 
 @gpu
+def test_replayed_outputs_kept_across_steps_keep_their_values():
+    """Outputs kept from every step, with a view and a detached alias of each, keep that step's
+    values after later replays write the same pool memory; so do ``.grad`` tensors that
+    accumulate over every step."""
+    eager, model = _mlp().cuda(), _mlp().cuda()
+    compiled = torchfuse.compile(model, mode="reduce-overhead")
+    xs = [torch.randn(5, 8, device="cuda") for _ in range(6)]
+    kept = []
+    for x in xs:
+        out = compiled(x)
+        out.square().mean().backward()
+        eager(x).square().mean().backward()
+        kept.append((out, out.t(), out[1:].detach()))
+    for a, b in zip(_grads(eager), _grads(model)):
+        torch.testing.assert_close(b, a)
+    for x, (out, view, alias) in zip(xs, kept):
+        ref = eager(x).detach()
+        torch.testing.assert_close(out, ref)
+        torch.testing.assert_close(view, ref.t())
+        torch.testing.assert_close(alias, ref[1:])
+    assert "captured: replayed" in backend.RECENT[-1].stats["cudagraph"]
+
+
+@gpu
 def test_replays_draw_new_dropout_masks_and_reseeding_repeats_them():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Dropout(0.5)).cuda()
