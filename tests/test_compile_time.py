@@ -61,7 +61,8 @@ def compile_and_check(cache_dir, **options):
 
 
 def entry_files(cache_dir) -> list[Path]:
-    return sorted(Path(cache_dir, "graphs").rglob("*.json"))
+    """The graph cache's entries (not its indexes)."""
+    return sorted(p for p in Path(cache_dir, "graphs").rglob("*.json") if p.parent.name != "index")
 
 
 def test_first_call_phases_add_up_and_explain_reports_them():
@@ -90,6 +91,7 @@ def test_graph_cache_hit_skips_code_generation(tmp_path, monkeypatch):
     counter = CountingGenerate(monkeypatch)
     first = compile_and_check(tmp_path)
     assert first.status == "miss" and first.misses == counter.calls > 0
+    assert first.miss_reason.startswith("no entry for this graph")
     assert len(entry_files(tmp_path)) == 1
     generated = counter.calls
     second = compile_and_check(tmp_path)  # torchfuse's and Dynamo's in-memory state is new
@@ -122,6 +124,23 @@ def test_graph_cache_misses_when_what_decides_the_result_changes(tmp_path, monke
     assert again.status == "miss" and counter.calls == 2 * generated
     assert not backend.RECENT[-1].segmentation.replayed
     assert len(entry_files(tmp_path)) == 2
+    # the miss says what changed against the entry stored for the same graph
+    said = {"option": "options: exact_rounding True -> False",
+            "tuning": "options: tuning.persistent.tile_elements 4096 -> 8192",
+            "version": "versions: torchfuse", "torch": "versions: torch"}[change]
+    assert "the nearest differs in" in again.miss_reason and said in again.miss_reason, again.miss_reason
+
+
+def test_unusable_graph_cache_index_only_loses_the_explanation(tmp_path, monkeypatch):
+    """An index that is not JSON (or lists garbage) is ignored: the miss is explained as a first
+    compile, the entry is still written and then hit, and the index is rewritten whole."""
+    compile_and_check(tmp_path)
+    (index,) = (tmp_path / "graphs" / "index").glob("*.json")
+    index.write_text("{not json")
+    again = compile_and_check(tmp_path, exact_rounding=False)
+    assert again.status == "miss" and again.miss_reason.startswith("no entry for this graph")
+    assert compile_and_check(tmp_path, exact_rounding=False).status == "hit"
+    assert len(json.loads(index.read_text())) == 1
 
 
 def test_graph_cache_ignores_options_that_do_not_change_code(tmp_path, monkeypatch):

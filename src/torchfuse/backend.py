@@ -176,14 +176,15 @@ def _open_plan_cache(name: str, gm, graph, example_inputs: list, options: Option
     without a cache directory or when the key cannot be made."""
     if options.cache_dir is None:
         return None
-    from .runtime.plan_cache import PlanCache, graph_key
+    from .runtime.plan_cache import PlanCache, key_of, key_parts
 
     try:
-        key = graph_key(name, gm, str(graph), example_inputs, options, static_inputs)
+        parts = key_parts(name, gm, str(graph), example_inputs, options, static_inputs)
+        key = key_of(parts)
     except Exception as e:  # noqa: BLE001 - the cache is an optimization only
         log.debug("no graph cache key (%s: %s)", type(e).__name__, e)
         return None
-    return PlanCache.open(options.cache_dir, key)
+    return PlanCache.open(options.cache_dir, key, parts)
 
 
 def _static_input_indices() -> list[int] | None:

@@ -27,6 +27,12 @@ text hashes to its kernel key (a replayed partition is checked against the graph
 version's entry) is ignored with a debug log, the graph is segmented and its kernels are
 generated again, and the entry is rewritten. Writes go to a temporary file renamed into place,
 so concurrent processes never read half an entry.
+
+``<cache_dir>/graphs/index/<hash of the graph's name and ATen code>.json`` lists the keys
+stored for one graph with a digest of each part of their key and their options and versions
+(JSON, at most :attr:`PlanCache.INDEX_LIMIT` keys): a miss for a graph compiled before says
+which parts changed (:func:`explain_miss`: an option, a version, the inputs' sizes...), which
+``TORCHFUSE_LOGS=cache`` logs. The index only explains; an unusable one is ignored.
 """
 from __future__ import annotations
 
@@ -111,19 +117,81 @@ def _capabilities(example_inputs: list) -> list:
     return out
 
 
-def graph_key(name: str, gm, ir_text: str, example_inputs: list, options, static_inputs) -> str:
-    """The graph cache key (see the module docstring): hex SHA-256."""
+def key_parts(name: str, gm, ir_text: str, example_inputs: list, options, static_inputs) -> dict[str, Any]:
+    """What the graph cache key hashes (see the module docstring), by part: ``schema``,
+    ``name``, ``versions``, ``options``, ``static_inputs``, ``inputs``, ``example_inputs``,
+    ``devices``, ``code``, ``ir``."""
     opts = {k: v for k, v in dataclasses.asdict(options).items() if k not in NOT_IN_KEY}
     placeholders = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
-    parts = {
+    return {
         "schema": SCHEMA, "name": name, "versions": versions(), "options": opts,
         "static_inputs": list(static_inputs) if static_inputs is not None else None,
         "inputs": [_describe_input(v) for v in placeholders],
         "example_inputs": [_describe_input(v) for v in example_inputs],
         "devices": _capabilities(list(example_inputs)), "code": gm.code, "ir": ir_text,
     }
-    text = json.dumps(parts, sort_keys=True, default=_stable_repr)
-    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=_stable_repr).encode()).hexdigest()
+
+
+def key_of(parts: dict[str, Any]) -> str:
+    """The graph cache key of :func:`key_parts`' result: its hex SHA-256."""
+    return _digest(parts)
+
+
+def graph_key(name: str, gm, ir_text: str, example_inputs: list, options, static_inputs) -> str:
+    """The graph cache key (see the module docstring): hex SHA-256 of :func:`key_parts`."""
+    return key_of(key_parts(name, gm, ir_text, example_inputs, options, static_inputs))
+
+
+def describe_parts(parts: dict[str, Any]) -> dict[str, Any]:
+    """The plain-JSON record of a key's parts that lets a later miss say what changed: each
+    part's digest, and the options and versions themselves (small, and the usual causes)."""
+    return {"digests": {k: _digest(v) for k, v in parts.items()},
+            "options": json.loads(json.dumps(parts.get("options", {}), default=_stable_repr)),
+            "versions": parts.get("versions", {})}
+
+
+def _index_name(parts: dict[str, Any]) -> str:
+    """The index file of every entry for one graph (its name and ATen code)."""
+    return _digest([parts.get("name"), parts.get("code")])[:32] + ".json"
+
+
+def explain_miss(described: dict[str, Any], index: dict[str, Any]) -> str:
+    """Why a key has no entry, from the index of entries for the same graph code: nothing was
+    stored for this graph, or the nearest stored key differs in these parts (with the option
+    and version values that differ)."""
+    if not index:
+        return "no entry for this graph in the cache directory (its first compile there)"
+    mine = described["digests"]
+
+    def changed(other: dict) -> list[str]:
+        theirs = other.get("digests", {})
+        return sorted(k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k))
+
+    nearest = min(index.values(), key=lambda o: len(changed(o)))
+    parts = changed(nearest)
+    details = []
+    for part in ("options", "versions"):
+        if part in parts:
+            a, b = _flat(nearest.get(part, {})), _flat(described.get(part, {}))
+            diffs = [f"{k} {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)]
+            details.append(f"{part}: {', '.join(diffs[:4])}" + (", ..." if len(diffs) > 4 else ""))
+    count = f"{len(index)} entr{'y' if len(index) == 1 else 'ies'} for this graph's code"
+    return f"{count}; the nearest differs in {', '.join(parts) or 'nothing'}" + (
+        f" ({'; '.join(details)})" if details else "")
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested dict as ``{"a.b.c": leaf}`` (a tuning section's constants by their full names)."""
+    if not isinstance(value, dict):
+        return {prefix: value}
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out
 
 
 def _payload_hash(payload: dict) -> str:
@@ -166,12 +234,20 @@ class PlanCache:
             :mod:`torchfuse.segment.replay`); empty when none are stored.
         status: ``"hit"`` (a verified entry was read), ``"miss"`` (none was there),
             ``"ignored: <reason>"`` (an entry was there and was not usable), or ``"off"``.
+        miss_reason: on a miss, why no entry matched (:func:`explain_miss`), also logged at
+            INFO under ``torchfuse.cache`` (``TORCHFUSE_LOGS=cache``); ``None`` otherwise.
     """
 
+    #: entries an index keeps per graph code (the newest)
+    INDEX_LIMIT = 16
+
     def __init__(self, key: str, path: Path | None, sources: dict[str, dict], status: str,
-                 partitions: list | None = None):
+                 partitions: list | None = None, described: dict | None = None, index_path: Path | None = None):
         self.key = key
         self.path = path
+        self.described = described
+        self.index_path = index_path
+        self.miss_reason: str | None = None
         self.sources = sources
         self.partitions = partitions or []
         self.status = status
@@ -181,24 +257,32 @@ class PlanCache:
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, cache_dir: str | os.PathLike | None, key: str) -> "PlanCache":
+    def open(cls, cache_dir: str | os.PathLike | None, key: str, parts: dict[str, Any] | None = None) -> "PlanCache":
         """The entry of ``key`` under ``cache_dir``, verified; an empty cache when there is none
-        or it is not usable (never raises)."""
+        or it is not usable (never raises). With ``parts`` (:func:`key_parts`), a miss says why
+        (:attr:`miss_reason`) and a written entry is recorded in its graph's index."""
         if cache_dir is None:
             return cls(key, None, {}, "off")
-        path = Path(cache_dir) / "graphs" / key[:2] / f"{key}.json"
+        root = Path(cache_dir) / "graphs"
+        path = root / key[:2] / f"{key}.json"
+        described = describe_parts(parts) if parts is not None else None
+        index_path = root / "index" / _index_name(parts) if parts is not None else None
         try:
             raw = path.read_bytes()
         except OSError:
-            return cls(key, path, {}, "miss")
+            cache = cls(key, path, {}, "miss", described=described, index_path=index_path)
+            if described is not None:
+                cache.miss_reason = explain_miss(described, _read_index(index_path))
+                log.info("graph cache miss %s (%s graph): %s", key[:12], parts.get("name"), cache.miss_reason)
+            return cache
         try:
             sources, partitions = _verified_payload(json.loads(raw.decode()), key)
         except Exception as e:  # noqa: BLE001 - a bad entry is a miss, never an error
             log.debug("graph cache entry %s ignored (%s: %s); generating its kernels again", path,
                       type(e).__name__, e)
-            return cls(key, path, {}, f"ignored: {e}")
+            return cls(key, path, {}, f"ignored: {e}", described=described, index_path=index_path)
         log.info("graph cache hit %s: %d partitions, %d kernel sources", key[:12], len(partitions), len(sources))
-        return cls(key, path, dict(sources), "hit", partitions)
+        return cls(key, path, dict(sources), "hit", partitions, described=described, index_path=index_path)
 
     @staticmethod
     def slot(group_id: str, layout: Any, code_key: Any) -> str:
@@ -247,17 +331,40 @@ class PlanCache:
             payload = {"partitions": list(self.partitions), "sources": dict(self.sources)}
             self._dirty = False
         data = {"schema": SCHEMA, "key": self.key, "sha256": _payload_hash(payload), "payload": payload}
-        tmp = None
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tmp-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f)
-            os.replace(tmp, self.path)
-        except OSError as e:
-            log.debug("graph cache entry %s not written (%s)", self.path, e)
-            if tmp is not None and os.path.exists(tmp):
-                os.unlink(tmp)
+        if _write_json(self.path, data) and self.index_path is not None and self.described is not None:
+            index = _read_index(self.index_path)
+            index.pop(self.key, None)
+            index[self.key] = self.described  # the newest last
+            _write_json(self.index_path, dict(list(index.items())[-self.INDEX_LIMIT:]))
+
+
+def _write_json(path: Path, data: Any) -> bool:
+    """Write ``data`` to ``path`` through a temporary file renamed into place; a failure is
+    logged, never raised."""
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        os.replace(tmp, path)
+        return True
+    except (OSError, TypeError, ValueError) as e:
+        log.debug("graph cache file %s not written (%s)", path, e)
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+        return False
+
+
+def _read_index(path: Path | None) -> dict[str, Any]:
+    """A graph's index (stored key -> :func:`describe_parts`), empty when missing or unusable."""
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
 
 
 def attach(compiled, cache: PlanCache) -> None:
