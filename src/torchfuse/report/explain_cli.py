@@ -225,7 +225,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--size", type=str, default=None, help="hf: BATCHxSEQUENCE; vision: BATCH or BATCHxPIXELS")
     p.add_argument("--dtype", choices=sorted(_MODES), default="fp32",
                    help="inference: cast model and inputs; --train: autocast for fp16/bf16 (default fp32)")
-    p.add_argument("--train", action="store_true", help="forward, loss and backward (default: inference)")
+    p.add_argument("--train", action="store_true",
+                   help="forward, loss and backward (default: inference); the loss: hf: the model's own (from token "
+                        "labels), timm:/torchvision: cross-entropy on random labels, file.py:function: the sum of "
+                        "its outputs")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--quick", action="store_true", help="the benchmark's tiny configurations (seconds on a CPU)")
     p.add_argument("--measure", action="store_true", help="time each kernel against a device copy (GPU only)")
