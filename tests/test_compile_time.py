@@ -440,6 +440,21 @@ def test_graph_cache_hit_in_a_fresh_process(tmp_path):
     assert all(int(s.split(":")[2]) > 0 for s in second)
 
 
+@pytest.mark.skipif(torch.cuda.is_available() and torch.cuda.device_count() < 2,
+                    reason="a fake tensor on cuda:1 needs a second device where CUDA is present")
+def test_compile_jobs_name_their_cuda_device():
+    """A compile thread compiles and loads for the device of the job's tensors (threads start on
+    device 0; under DDP a rank's kernels belong on its own GPU)."""
+    from torch._subclasses import FakeTensorMode
+
+    from torchfuse.runtime.compile import job_device
+
+    with FakeTensorMode():
+        on_1 = torch.empty(4, device="cuda:1")
+    assert job_device((None, 0, (1,), [on_1, 7], 64, 1, 4, True)) == 1
+    assert job_device((None, 0, (1,), [torch.empty(4), 7], 64, 1, 4, True)) is None
+
+
 def test_recompile_log_says_what_the_warm_ups_did_not_cover(caplog):
     """A compile at launch is told apart from a module load: the log names the argument whose
     specialization (here a pointer's 16-byte alignment) no warm-up had."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import concurrent.futures
+import contextlib
 import linecache
 import logging
 import sys
@@ -405,6 +406,8 @@ def compile_all(jobs: list[tuple], threads: int, on_done: Callable[[], None] | N
     Returns:
         Per job, ``None`` or the exception its compilation raised.
     """
+    import torch
+
     if not jobs:
         return []
     if processes > 1:
@@ -422,12 +425,16 @@ def compile_all(jobs: list[tuple], threads: int, on_done: Callable[[], None] | N
 
     def one(job):
         try:
-            compiled = job[0].warmup(*job[1:])
-            # Loading the binary (and, in Triton versions that build one, its argument-type-specific C
-            # launcher: a C compiler run, 0.2-0.4 s on an empty cache) happens at a compiled
-            # kernel's first use: use it here, in parallel, rather than serially at the first call
-            if compiled is not None:
-                getattr(compiled, "_init_handles", lambda: None)()
+            # a new thread's current CUDA device is 0: compile and load for the job's own device
+            # (a rank's GPU under DDP), never touching another GPU's context
+            device = job_device(job)
+            with torch.cuda.device(device) if device is not None else contextlib.nullcontext():
+                compiled = job[0].warmup(*job[1:])
+                # Loading the binary (and, in Triton versions that build one, its argument-type
+                # specific C launcher: a C compiler run, 0.2-0.4 s on an empty cache) happens at a
+                # compiled kernel's first use: use it here, in parallel, not serially at the first call
+                if compiled is not None:
+                    getattr(compiled, "_init_handles", lambda: None)()
             return None
         except BaseException as e:  # reported per kernel; the group falls back to ATen
             return e
@@ -450,6 +457,16 @@ def compile_all(jobs: list[tuple], threads: int, on_done: Callable[[], None] | N
                 on_done()
         results.append(by_index[i])
     return results
+
+
+def job_device(job: tuple) -> int | None:
+    """The CUDA device index of a compile job's tensor arguments, or ``None`` (CPU tensors)."""
+    import torch
+
+    for a in job[3]:
+        if isinstance(a, torch.Tensor) and a.device.type == "cuda":
+            return a.device.index if a.device.index is not None else torch.cuda.current_device()
+    return None
 
 
 def job_identity(job: tuple) -> tuple | None:
