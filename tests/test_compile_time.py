@@ -53,7 +53,7 @@ def compile_and_check(cache_dir, **options):
     check it against eager; returns the compiled graph's graph cache."""
     torch._dynamo.reset()
     x, w = inputs()
-    known = {id(c) for c in backend.RECENT}  # (RECENT keeps the newest 64)
+    known = {id(c): c for c in backend.RECENT}  # held: an evicted graph's id could be reused
     compiled = torchfuse.compile(program, interpret=True, cache_dir=str(cache_dir), **options)
     torch.testing.assert_close(compiled(x, w), program(x, w))
     (graph,) = [c for c in backend.RECENT if id(c) not in known]
@@ -274,7 +274,7 @@ def test_graph_cache_hit_replays_the_segmentation_of_training_graphs(tmp_path, m
 
     def run():
         torch._dynamo.reset()
-        known = {id(c) for c in backend.RECENT}
+        known = {id(c): c for c in backend.RECENT}  # held: an evicted graph's id could be reused
         args = [t.detach().clone().requires_grad_() for t in (x, w, b)]
         out = torchfuse.compile(training_program, interpret=DEVICE == "cpu", cache_dir=str(tmp_path))(*args)
         out.sum().backward()

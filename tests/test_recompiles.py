@@ -55,7 +55,7 @@ def test_training_over_five_sequence_lengths_and_a_partial_batch_recompiles_once
     compiled_model.load_state_dict(eager.state_dict())
 
     torch._dynamo.reset()
-    known = {id(c) for c in backend.RECENT}  # (RECENT keeps the newest 64)
+    known = {id(c): c for c in backend.RECENT}  # held: an evicted graph's id could be reused
     configure_logging(frozenset({"recompile"}))
     with caplog.at_level(logging.INFO, logger="torchfuse.recompile"):
         losses, weights = train(torchfuse.compile(compiled_model, interpret=True, cache_dir=None), batches)
