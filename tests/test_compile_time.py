@@ -91,7 +91,7 @@ def test_graph_cache_hit_skips_code_generation(tmp_path, monkeypatch):
     counter = CountingGenerate(monkeypatch)
     first = compile_and_check(tmp_path)
     assert first.status == "miss" and first.misses == counter.calls > 0
-    assert first.miss_reason.startswith("no entry for this graph")
+    assert first.miss_reason.startswith("no entry for this graph's code")
     assert len(entry_files(tmp_path)) == 1
     generated = counter.calls
     second = compile_and_check(tmp_path)  # torchfuse's and Dynamo's in-memory state is new
@@ -138,7 +138,7 @@ def test_unusable_graph_cache_index_only_loses_the_explanation(tmp_path, monkeyp
     (index,) = (tmp_path / "graphs" / "index").glob("*.json")
     index.write_text("{not json")
     again = compile_and_check(tmp_path, exact_rounding=False)
-    assert again.status == "miss" and again.miss_reason.startswith("no entry for this graph")
+    assert again.status == "miss" and again.miss_reason.startswith("no entry for this graph's code")
     assert compile_and_check(tmp_path, exact_rounding=False).status == "hit"
     assert len(json.loads(index.read_text())) == 1
 

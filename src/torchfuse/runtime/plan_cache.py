@@ -164,7 +164,7 @@ def explain_miss(described: dict[str, Any], index: dict[str, Any]) -> str:
     stored for this graph, or the nearest stored key differs in these parts (with the option
     and version values that differ)."""
     if not index:
-        return "no entry for this graph in the cache directory (its first compile there)"
+        return "no entry for this graph's code in the cache directory"
     mine = described["digests"]
 
     def changed(other: dict) -> list[str]:
@@ -179,6 +179,8 @@ def explain_miss(described: dict[str, Any], index: dict[str, Any]) -> str:
             a, b = _flat(nearest.get(part, {})), _flat(described.get(part, {}))
             diffs = [f"{k} {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)]
             details.append(f"{part}: {', '.join(diffs[:4])}" + (", ..." if len(diffs) > 4 else ""))
+    if {"inputs", "example_inputs"} & set(parts):
+        details.append("inputs: their shapes, strides, dtypes or devices")
     count = f"{len(index)} entr{'y' if len(index) == 1 else 'ies'} for this graph's code"
     return f"{count}; the nearest differs in {', '.join(parts) or 'nothing'}" + (
         f" ({'; '.join(details)})" if details else "")
@@ -281,7 +283,8 @@ class PlanCache:
             log.debug("graph cache entry %s ignored (%s: %s); generating its kernels again", path,
                       type(e).__name__, e)
             return cls(key, path, {}, f"ignored: {e}", described=described, index_path=index_path)
-        log.info("graph cache hit %s: %d partitions, %d kernel sources", key[:12], len(partitions), len(sources))
+        log.info("graph cache hit %s: %d stored partition(s) (one per segmentation pass), %d kernel source(s)",
+                 key[:12], len(partitions), len(sources))
         return cls(key, path, dict(sources), "hit", partitions, described=described, index_path=index_path)
 
     @staticmethod
