@@ -202,7 +202,7 @@ def format_summary(result: ExplainResult, tuning: bool = False) -> str:
     if changed:  # the tuning the kernels were built with, where it differs from the defaults
         lines.append("  tuning changed from the defaults: " + "; ".join(c[:-len("  (changed)")] for c in changed))
     stages = result.stage_seconds()
-    if stages:
+    if stages and not result.compile_phases:  # a result saved before the phases were recorded
         lines.append("  compile time per stage: " + ", ".join(f"{k} {v:.3f} s" for k, v in stages.items()))
     if result.compile_phases:  # (runtime.phases)
         from ..runtime.phases import format_phases
