@@ -125,23 +125,36 @@ class Kernel:
 _CONSTANTS = ("XBLOCK", "RBLOCK", "num_warps", "fp_fusion")
 
 
-def describe_args(args: Sequence, XBLOCK: int, RBLOCK: int, num_warps: int, fp_fusion: bool) -> tuple:
-    """What Triton's compiled code specializes on, per argument (a tensor's dtype and
-    16-byte alignment; an integer's being 1, a multiple of 16 and within 32 bits; a float;
-    anything else's type), followed by the launch constants."""
+def int_spec(x) -> tuple:
+    """What Triton specializes a scalar argument on (1, divisible by 16, fits 32 bits); a
+    non-integer's type name."""
+    if isinstance(x, bool) or not isinstance(x, int):
+        return (type(x).__name__,)
+    return (x == 1, x % 16 == 0, -(2**31) <= x < 2**31)
+
+
+def describe_arg(a) -> tuple | None:
+    """What Triton's compiled code specializes on for one argument: a tensor's dtype, device
+    and 16-byte alignment; a bool's value; an integer's :func:`int_spec`; a float; ``None``
+    for anything else."""
     import torch
 
-    out = []
-    for a in args:
-        if isinstance(a, torch.Tensor):
-            out.append((str(a.dtype).removeprefix("torch."), "aligned" if a.data_ptr() % 16 == 0 else "unaligned"))
-        elif isinstance(a, bool):
-            out.append(("bool", a))
-        elif isinstance(a, int):
-            out.append(("int", a == 1, a % 16 == 0, -2**31 <= a < 2**31))
-        else:
-            out.append((type(a).__name__,))
-    return tuple(out) + tuple(zip(_CONSTANTS, (XBLOCK, RBLOCK, num_warps, fp_fusion)))
+    if isinstance(a, torch.Tensor):
+        return (str(a.dtype).removeprefix("torch."), str(a.device), "aligned" if a.data_ptr() % 16 == 0 else "unaligned")
+    if isinstance(a, bool):
+        return ("bool", a)
+    if isinstance(a, int):
+        return ("int",) + int_spec(a)
+    if isinstance(a, float):
+        return ("float",)
+    return None
+
+
+def describe_args(args: Sequence, XBLOCK: int, RBLOCK: int, num_warps: int, fp_fusion: bool) -> tuple:
+    """:func:`describe_arg` of each argument (another kind: its type name), followed by the
+    launch constants."""
+    out = tuple(describe_arg(a) or (type(a).__name__,) for a in args)
+    return out + tuple(zip(_CONSTANTS, (XBLOCK, RBLOCK, num_warps, fp_fusion)))
 
 
 def _triton_version() -> tuple[int, int]:
@@ -473,20 +486,10 @@ def job_identity(job: tuple) -> tuple | None:
     """What Triton compiles a job into: the kernel (its source key) and stage, the launch
     constants, and per argument what the compiled code specializes on (a tensor's dtype,
     device and 16-byte alignment; an integer's value when it is 1, else whether it is a
-    multiple of 16). ``None`` for an argument of another kind (the job is compiled anyway)."""
-    import torch
-
+    multiple of 16: :func:`describe_arg`). ``None`` for an argument of another kind (the job
+    is compiled anyway)."""
     kernel, stage, _grid, args, xblock, rblock, num_warps, fp_fusion = job
-    described = []
-    for a in args:
-        if isinstance(a, torch.Tensor):
-            described.append((a.dtype, str(a.device), a.data_ptr() % 16 == 0))
-        elif isinstance(a, bool):
-            described.append(("bool", a))
-        elif isinstance(a, int):
-            described.append(("int", a == 1, a % 16 == 0, -2**31 <= a < 2**31))
-        elif isinstance(a, float):
-            described.append(("float",))
-        else:
-            return None
-    return (kernel.source.key, stage, tuple(described), xblock, rblock, num_warps, fp_fusion)
+    described = tuple(describe_arg(a) for a in args)
+    if None in described:
+        return None
+    return (kernel.source.key, stage, described, xblock, rblock, num_warps, fp_fusion)

@@ -30,7 +30,7 @@ from ..segment import FusionGroup
 from . import launch
 from .cache import SourceStore
 from .calls import run_registry_node_eagerly
-from .compile import Kernel, launch_hooks_set, load
+from .compile import Kernel, int_spec, launch_hooks_set, load
 
 log = logging.getLogger("torchfuse.schedule")
 recompile_log = logging.getLogger("torchfuse.recompile")
@@ -296,7 +296,7 @@ class GroupRunner:
             ptrs = [t.data_ptr() for t in tensors]
             spec = tuple([ptrs[i] & 15 == 0 for i in self.checked])
             if self.scalar_in:
-                spec += tuple(launch.int_spec(ins[i]) for i in self.scalar_in)
+                spec += tuple(int_spec(ins[i]) for i in self.scalar_in)
             ws = [alloc(sh, st, dt) for alloc, sh, st, dt in plan.workspaces] if plan.workspaces else None
             direct = plan.direct.get(spec)
             if direct is not None and not launch.PROFILER._is_profiler_enabled and not launch_hooks_set():

@@ -63,13 +63,6 @@ def draw_seeds(count: int, device: torch.device) -> tuple[torch.Tensor, int]:
     return seeds, seeds.data_ptr()
 
 
-def int_spec(x) -> tuple:
-    """What Triton specializes a scalar argument on (1, divisible by 16, fits 32 bits)."""
-    if isinstance(x, bool) or not isinstance(x, int):
-        return (type(x).__name__,)
-    return (x == 1, x % 16 == 0, -(2**31) <= x < 2**31)
-
-
 def build_launcher(runner, plan, spec: tuple, direct: list):
     """Generate ``fast(env) -> bool``: the direct launch of ``plan`` for the alignment
     specialization ``spec``, as straight-line Python with the environment slots, the
