@@ -166,6 +166,14 @@ def _two_outputs(x, y, z):
     return (x * y + z).relu(), (x - z).sum(1)
 
 
+def _stub_direct(plan) -> list:
+    """A plan's direct launches with every stage's binary replaced by a stub that does nothing
+    (the plan then launches on no device: stream 0, which the stub ignores)."""
+    plan.device_index = -1
+    stub = lambda *a: None  # noqa: E731
+    return [(stub, None, None, 1, 1, st.XBLOCK, st.RBLOCK) for st in plan.config.stages]
+
+
 def host_runtime(args, prov) -> list:
     """The ``runtime`` part: see the module docstring."""
     import torchfuse
@@ -177,9 +185,7 @@ def host_runtime(args, prov) -> list:
     g = backend.RECENT[-1]
     runner = next(r for r in g.runners if isinstance(r, ex.GroupRunner))
     plan = runner.plans[()]
-    plan.device_index = -1  # no device: stream 0, which the stub ignores
-    stub = lambda *a: None  # noqa: E731
-    direct = [(stub, None, None, 1, 1, st.XBLOCK, st.RBLOCK) for st in plan.config.stages]
+    direct = _stub_direct(plan)
     env = [None] * g.n_slots
     env[: g.n_inputs] = inputs
     spec = tuple(env[runner.in_slots[i]].data_ptr() & 15 == 0 for i in runner.checked)
@@ -218,17 +224,15 @@ def _stub_launches(graph) -> int:
     indices (a kernel's labels, an index it computed) and no NaNs, and no allocation is timed."""
     from torchfuse.runtime.group import GroupRunner
 
-    stub = lambda *a: None  # noqa: E731
     n = 0
     for runner in graph.runners:
         if not isinstance(runner, GroupRunner) or runner.failed is not None:
             continue
         for key, plan in runner.plans.items():
-            plan.device_index = -1  # no device: stream 0, which the stub ignores
             plan.allocs = [(lambda sh, st, dt, t=alloc(sh, st, dt).zero_(): t, sh, st, dt)
                            for alloc, sh, st, dt in plan.allocs]
-            direct = [(stub, None, None, 1, 1, st.XBLOCK, st.RBLOCK) for st in plan.config.stages] \
-                if plan.kernel is not None else []
+            direct = _stub_direct(plan) if plan.kernel is not None else []
+            plan.device_index = -1
             plan.direct = _AnySpec(direct)
             if key == () and not runner.scalar_in:
                 runner.fast[key] = runner._fast_launcher(plan, (True,) * len(runner.checked), direct)
