@@ -166,3 +166,22 @@ def test_help_lists_every_subcommand(capsys):
     assert main(["--help"]) == 0
     text = capsys.readouterr().out
     assert all(name in text for name in SUBCOMMANDS)
+
+
+def test_graph_host_times_each_compiled_graph_alone():
+    """``profile train --graph-host``'s measurement: every compiled graph a step calls, called
+    again alone on that step's inputs, one time each (forward and backward of a training step)."""
+    import torchfuse
+    from torchfuse import backend
+    from torchfuse.bench.host import graph_host_ms
+
+    backend.RECENT.clear()
+    w = torch.randn(16, 8, requires_grad=True)
+    f = torchfuse.compile(lambda x: torch.tanh(x @ w).sum(), dynamic=False)
+    x = torch.randn(4, 16)
+    step = lambda: f(x).backward()  # noqa: E731
+    step()
+    step()
+    times = graph_host_ms(step, list(backend.RECENT), calls=1, repeats=1, min_steps=1)
+    assert sorted(k.split()[0] for k in times) == ["backward", "forward"], times
+    assert all(v > 0 for v in times.values())

@@ -144,8 +144,8 @@ def test_generated_launch_passes_the_general_paths_arguments(monkeypatch):
     """The generated per-group launch function (``runtime.launch.build_launcher``) hands the
     compiled binaries exactly the arguments the general direct path does (pointers, launch
     scalars, seed, grid, block sizes, stream), for a multi-output group, a split reduction with
-    its workspaces and a dropout group; and it declines (returns False, launches nothing) when an input's layout
-    differs from the plan's or the profiler is on. The binaries are replaced by a recorder, so
+    its workspaces and a dropout group, with and without the profiler recording; and it declines
+    (returns False, launches nothing) when an input's layout differs from the plan's. The binaries are replaced by a recorder, so
     this runs on any device."""
     import torchfuse.runtime.executor as ex
     from torchfuse.runtime import launch
@@ -188,12 +188,18 @@ def test_generated_launch_passes_the_general_paths_arguments(monkeypatch):
         calls.clear()
         assert fast(env) is True
         assert calls == general
+        calls.clear()  # a caller that knows the layouts (the graph function): no checks, the same launch
+        assert fast(env, True) is True
+        assert calls == general
         assert all(env[s] is a(sh, st, dt) for s, (a, sh, st, dt) in zip(runner.out_slots, plan.allocs))
-        # declines: another layout of a checked input, or the profiler on
+        # declines another layout of a checked input
         calls.clear()
         if fn is _pointwise_two_outputs:
             other = list(env)
             other[runner.in_slots[0]] = torch.randn(32, 64, device=DEVICE).t()
             assert fast(other) is False and not calls
-        with torch.profiler.profile():
-            assert fast(env) is False and not calls
+        # while the profiler records: the same launches, inside a range named after the kernel
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            assert fast(env) is True
+        assert calls == general
+        assert plan.kernel.source.name in {e.name for e in prof.events()}

@@ -267,28 +267,63 @@ def _train_step(model_name: str, graph_function: bool, autocast: bool):
     return step
 
 
-def host_graph(args, prov) -> list:
-    """The ``graph`` part: see the module docstring."""
-    from torchfuse import backend
+def graph_inputs(step, graphs: list) -> dict:
+    """Run ``step()`` once and return ``{graph: its inputs}`` for those of ``graphs`` (compiled
+    graphs that have run before) it called, so that each can be called again on its own."""
     from torchfuse.runtime.executor import CompiledGraph
 
-    torch.set_num_threads(1)  # the ATen calls' small CPU work: no thread pool's wake-ups in the timings
-    torch._dynamo.reset()
-    backend.RECENT.clear()
-    step = _train_step(args.model, True, args.precision == "bf16")
-    calls: dict = {}  # graph -> its inputs of the last call
+    calls: dict = {}
 
     def recording(g, inputs, progress=None):
         calls[g] = list(inputs)
         return CompiledGraph._run(g, inputs, progress)
 
-    step()  # compiles, plans, and runs the kernels under the interpreter
-    graphs = list(backend.RECENT)
     for g in graphs:
         g._run = lambda inputs, progress=None, g=g: recording(g, inputs, progress)
-    step()
+    try:
+        step()
+    finally:
+        for g in graphs:
+            del g._run
+    return calls
+
+
+def graph_host_ms(step, graphs: list, calls: int = 10, repeats: int = 5, min_steps: int = 100) -> dict:
+    """Host milliseconds per call of each compiled graph ``step()`` calls, called alone on
+    the inputs of one step (without autograd): best of ``repeats`` x ``calls`` calls, the
+    clock read before the device is synchronized, so that a GPU that keeps up does not count.
+    Returns ``{"<graph name> <k>": ms}`` for graphs with at least ``min_steps`` steps (k: its
+    position in ``graphs``; the small graphs around a graph break are left out)."""
+    inputs = graph_inputs(step, graphs)
+    out = {}
+    with torch.no_grad():
+        for k, g in enumerate(graphs):
+            if g not in inputs or len(g.runners) < min_steps:
+                continue
+            best = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                for _ in range(calls):
+                    g(list(inputs[g]))
+                best.append(1e3 * (time.perf_counter() - t0) / calls)
+                if torch.cuda.is_available():
+                    torch.cuda.synchronize()
+            out[f"{g.name} {k}"] = min(best)
+    return out
+
+
+def host_graph(args, prov) -> list:
+    """The ``graph`` part: see the module docstring."""
+    from torchfuse import backend
+
+    torch.set_num_threads(1)  # the ATen calls' small CPU work: no thread pool's wake-ups in the timings
+    torch._dynamo.reset()
+    backend.RECENT.clear()
+    step = _train_step(args.model, True, args.precision == "bf16")
+    step()  # compiles, plans, and runs the kernels under the interpreter
+    graphs = list(backend.RECENT)
+    calls = graph_inputs(step, graphs)  # graph -> its inputs of the last call
     for g in graphs:
-        del g._run
         _stub_launches(g)
         g._drop_generated()  # generated again with the stubs' launch functions
     graphs = [g for g in graphs if g in calls]

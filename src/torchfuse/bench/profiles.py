@@ -9,7 +9,8 @@ kernel (CUDA only).
   CPU-side range's or a fusion group's annotation's device time is not counted twice), the
   generated kernels' share, the time the GPU sat idle, torchfuse's graphs and fallbacks, and
   the kernels that take the most device time; ``--host-top N`` adds host events and a
-  ``cProfile`` of three steps.
+  ``cProfile`` of three steps, ``--graph-host`` the host time per call of each torchfuse
+  graph called alone (:func:`torchfuse.bench.host.graph_host_ms`).
 * ``infer``: a TIMM model's inference (``--model mobilenetv3_large_100 --batch 1``, fp16 or
   bf16, ``--channels-last``) under eager, Inductor and torchfuse (frozen by default), CUDA
   graphs off so that the profiler sees every kernel: kernels and device time per call, the
@@ -128,6 +129,13 @@ def profile_train(args, prov) -> list:
             print(f"   {ms:8.2f} ms {n:5d}x  {key}")
         if args.host_top:
             extra["host_top"] = _host_top(prof, lambda: marked(m), args.host_top)
+        if args.graph_host and name == "torchfuse" and not args.cudagraphs:
+            from torchfuse import backend
+
+            from .host import graph_host_ms
+            extra["graph_host_ms"] = graph_host_ms(lambda: marked(m), list(backend.RECENT))
+            print("   host ms per call of each graph alone: "
+                  + ", ".join(f"{k} {v:.2f}" for k, v in extra["graph_host_ms"].items()))
         rows.append(prov.row("profile", case, mode=f"train-amp-{args.dtype}", precision=args.dtype,
                              backend=BACKEND_NAMES[name] + ("-reduce-overhead" if args.cudagraphs and name != "eager" else ""),
                              median_ms=wall, device_ms=device, idle_ms=max(wall - device, 0.0), kernels=count,
@@ -225,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
                                                     "eager,torchfuse) or torchfuse-frozen (infer; default "
                                                     "eager,inductor,torchfuse-frozen)")
     p.add_argument("--host-top", type=int, default=0, help="train: also this many host events and a cProfile")
+    p.add_argument("--graph-host", action="store_true",
+                   help="train: also the host time per call of each torchfuse graph called alone (no CUDA graphs)")
     p.add_argument("--trace", default=None, help="train: write each backend's profiled step as a Chrome trace "
                                                  "(DIR/<backend>.json)")
     p.add_argument("--cudagraphs", action="store_true",

@@ -117,7 +117,7 @@ class _Builder:
             result.producer = node
             for i, item in enumerate(_flatten_indexed(out)):
                 path, v = item
-                getter = Node(op=None, inputs=[], attrs={}, outputs=[v], target=_getitem_path,
+                getter = Node(op=None, inputs=[], attrs={}, outputs=[v], target=getitem_path,
                               args=(result, path), reason="tuple element", source=fx_node.name)
                 v.producer = getter
                 self.nodes.append(getter)
@@ -244,13 +244,15 @@ def _flatten_indexed(obj: Any, prefix=()) -> list:
     return [(prefix, obj)] if isinstance(obj, Value) else []
 
 
-def _getitem_path(container: Any, path: tuple) -> Any:
+def getitem_path(container: Any, path: tuple) -> Any:
+    """``container[path[0]][path[1]]...``: one element of a multi-output call's (nested) result,
+    the target of the IR node that extracts it."""
     for i in path:
         container = container[i]
     return container
 
 
-_getitem_path.__name__ = "getitem"
+getitem_path.__name__ = "getitem"
 
 
 def graph_from_fx(gm: torch.fx.GraphModule, options: Options) -> Graph:

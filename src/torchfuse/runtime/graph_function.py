@@ -15,6 +15,11 @@ anything per step:
 * a fusion group calls its generated launch function (:func:`~torchfuse.runtime.launch.build_launcher`),
   and its :class:`~torchfuse.runtime.group.GroupRunner` when that declines or does not exist
   (no binaries yet, a failed group, a changed input layout);
+* layouts known when the function is written replace checks at run time: a group whose
+  launch function ran returned its planned layouts (a local flag says so), a matrix product
+  returns a new contiguous tensor; a view of such a tensor, and a launch function whose
+  inputs are all such tensors, skip their checks of sizes and strides (each a few
+  microseconds of host time, hundreds of times a training step);
 * batched copies and registry nodes call their runners; dead slots are set to ``None`` where
   the loop frees them; random groups get the call's seeds as in the loop; outputs are returned
   as the loop returns them.
@@ -32,6 +37,7 @@ from typing import Any
 import sympy
 import torch
 
+from ..ir.from_fx import getitem_path
 from ..ir.graph import Node, Value, as_int, map_values
 from .calls import ViewCall, _no_view, _nothing, _with_sizes
 from .group import GroupRunner
@@ -88,6 +94,10 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict) -> tuple[Any, 
         for k, r in enumerate(randoms):
             src.emit(f"{src.bind(r, 'R')}.seed = (_s[{2 * k}:{2 * k + 1}], _a + {16 * k})")
         src.emit("del _s")
+    # slot -> (flag, sizes, strides): a tensor whose layout is known when the flag (a local of
+    # the function) is true: the output of a group its launch function ran, and views of it;
+    # flag None: known on every call
+    known: dict[int, tuple] = {}
     for run, step, dead in zip(graph.runners, graph.steps, graph.release):
         if run is _nothing:
             pass
@@ -95,14 +105,23 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict) -> tuple[Any, 
             g = src.bind(run, "G")
             fast = run.fast.get(sym_key)
             if fast is not None and run.failed is None:
-                src.emit(f"if not {src.bind(fast, 'L')}(env):")
+                flag = f"f{len(src.lines)}"
+                trusted = _trusted(run, sym_key, known)
+                src.emit(f"{flag} = {src.bind(fast, 'L')}(env{'' if trusted is None else ', ' + trusted})")
+                src.emit(f"if not {flag}:")
                 src.emit(f"{g}(env, {sk}, {sv})", 2)
+                plan = run.plans.get(sym_key)
+                for slot, (_, shape, stride, _) in zip(run.out_slots, plan.allocs if plan is not None else ()):
+                    known[slot] = (flag, tuple(shape), tuple(stride))
             else:
                 src.emit(f"{g}(env, {sk}, {sv})")
         elif isinstance(run, ViewCall):
-            _view(src, run)
+            _view(src, run, known)
         elif getattr(run, "node", None) is step and step.target is not None:  # a call_runner closure
             _call(src, step, graph.slots, sym_values)
+            shape = _static_shape(step) if step.target in FRESH_CONTIGUOUS else None
+            if shape is not None:
+                known[graph.slots[step.outputs[0]]] = (None, shape, _contiguous(shape))
         else:  # batched copies, registry nodes
             src.emit(f"{src.bind(run, 'B')}(env, {sk}, {sv})")
         for s in dead:
@@ -122,8 +141,27 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict) -> tuple[Any, 
     return ns["run"], text
 
 
-def _view(src: _Source, run: ViewCall) -> None:
-    """A view chain: its recorded reinterpretation behind the ViewCall's guard, else the call."""
+def _trusted(run: GroupRunner, sym_key: tuple, known: dict) -> str | None:
+    """The condition under which every input the launch function of ``run`` checks has its
+    planned layout (``"True"``: always), from ``known``; ``None`` when one input's is unknown."""
+    plan = run.plans.get(sym_key)
+    if plan is None or run.scalar_in or not run.checked:
+        return None
+    flags = []
+    for i in run.checked:
+        layout = known.get(run.in_slots[i])
+        if layout is None or layout[1:] != (tuple(plan.in_shapes[i]), tuple(plan.in_strides[i])):
+            return None
+        if layout[0] is not None and layout[0] not in flags:
+            flags.append(layout[0])
+    return " and ".join(flags) if flags else "True"
+
+
+def _view(src: _Source, run: ViewCall, known: dict) -> None:
+    """A view chain: its recorded reinterpretation behind the ViewCall's guard, else the call.
+    When its input's layout is known to be the recorded one (``known``: a group's output from
+    its launch function, or a view of one), the guard is that flag alone: the checks of sizes,
+    strides and ``requires_grad`` cost more host time than the reinterpretation itself."""
     call = src.bind(run, "V")
     if run.key is None or REINTERPRET is None:
         src.emit(f"{call}(env)")
@@ -131,22 +169,62 @@ def _view(src: _Source, run: ViewCall) -> None:
     shape, stride = src.bind(run.key[0], "KH"), src.bind(run.key[1], "KS")
     size, out_stride, delta = run.view
     x = f"env[{run.src}]"
-    src.emit(f"if {x}.stride() == {stride} and {x}.shape == {shape} and not {x}.requires_grad:")
+    guard = f"{x}.stride() == {stride} and {x}.shape == {shape} and not {x}.requires_grad"
+    layout = known.get(run.src)
+    # the recorded view must be for these sizes: a view recorded on a call with other sizes
+    # (graphs with symbolic sizes) keeps its checks
+    if layout is not None and layout[1:] == (tuple(run.key[0]), tuple(run.key[1])):
+        known[run.out] = (layout[0], tuple(size), tuple(out_stride))
+        if layout[0] is None:  # no condition to check
+            src.emit(f"env[{run.out}] = _RT({x}, {src.bind(size, 'VH')}, {src.bind(out_stride, 'VS')}, {int(delta)})")
+            return
+        guard = f"{layout[0]} or ({guard})"
+    src.emit(f"if {guard}:")
     src.emit(f"env[{run.out}] = _RT({x}, {src.bind(size, 'VH')}, {src.bind(out_stride, 'VS')}, {int(delta)})", 2)
     src.emit("else:")
     src.emit(f"{call}(env)", 2)
+
+
+#: ATen ops whose result is always a new contiguous tensor (their meta functions allocate it
+#: so; no autograd in a compiled graph's body, so it does not require grad): a view of one
+#: needs no layout check
+FRESH_CONTIGUOUS = frozenset({torch.ops.aten.mm.default, torch.ops.aten.addmm.default, torch.ops.aten.bmm.default,
+                              torch.ops.aten.baddbmm.default})
+
+
+def _static_shape(node: Node) -> tuple | None:
+    """The sizes of ``node``'s only result when they are integers, else ``None``."""
+    if len(node.outputs) != 1 or node.outputs[0].meta is None:
+        return None
+    shape = node.outputs[0].meta.shape
+    if not all(isinstance(d, int) or (isinstance(d, sympy.Expr) and d.is_Integer) for d in shape):
+        return None
+    return tuple(int(d) for d in shape)
+
+
+def _contiguous(shape: tuple) -> tuple:
+    stride, n = [], 1
+    for d in reversed(shape):
+        stride.append(n)
+        n *= max(int(d), 1)
+    return tuple(reversed(stride))
 
 
 def _call(src: _Source, node: Node, slots: dict, sym_values: dict) -> None:
     """An ATen call as one direct call, as :func:`~torchfuse.runtime.calls.call_runner`'s
     closure runs it."""
     target = node.target
+    outs = [slots[o] for o in node.outputs]
+    if target is getitem_path and len(outs) == 1 and isinstance(node.args[0], Value):
+        # a tuple element: indexing written inline, no call
+        index = "".join(f"[{int(i)}]" for i in node.args[1])
+        src.emit(f"env[{outs[0]}] = env[{slots[node.args[0]]}]{index}")
+        return
     if isinstance(target, torch._ops.OpOverload):
         target = target._op  # the C++ entry point, as the closure calls it
     parts = [_argument(src, a, slots, sym_values) for a in node.args]
     parts += [f"{k}={_argument(src, v, slots, sym_values)}" for k, v in node.kwargs.items()]
     call = f"{src.bind(target, 'F')}({', '.join(parts)})"
-    outs = [slots[o] for o in node.outputs]
     if len(outs) == 1:
         src.emit(f"env[{outs[0]}] = {call}")
         return

@@ -299,7 +299,7 @@ class GroupRunner:
                 spec += tuple(int_spec(ins[i]) for i in self.scalar_in)
             ws = [alloc(sh, st, dt) for alloc, sh, st, dt in plan.workspaces] if plan.workspaces else None
             direct = plan.direct.get(spec)
-            if direct is not None and not launch.PROFILER._is_profiler_enabled and not launch_hooks_set():
+            if direct is not None and not launch_hooks_set():
                 # every stage compiled for this specialization: call the binaries themselves, with
                 # device pointers as ints (Triton's launcher otherwise calls each tensor's data_ptr
                 # through Python attribute lookup and checks it with a driver call); the pointer
@@ -312,8 +312,9 @@ class GroupRunner:
                 if self.random:
                     args.append((self.seed or launch.draw_seeds(1, outs[0].device))[1])
                 stream = launch.raw_stream(plan.device_index)
-                for run, function, packed, gx, gy, xb, rb in direct:
-                    run(gx, gy, 1, stream, function, packed, None, None, None, *args, xb, rb)
+                with launch.profiler_range(plan.kernel.source.name):
+                    for run, function, packed, gx, gy, xb, rb in direct:
+                        run(gx, gy, 1, stream, function, packed, None, None, None, *args, xb, rb)
             else:
                 args = ins + outs
                 if ws:
@@ -323,8 +324,7 @@ class GroupRunner:
                     args.append((self.seed or launch.draw_seeds(1, outs[0].device))[0])
                 try:
                     # profiler hook: name the launch after its kernel in torch.profiler traces
-                    with (torch.profiler.record_function(plan.kernel.source.name)
-                          if torch.autograd.profiler._is_profiler_enabled else launch.NO_RANGE):
+                    with launch.profiler_range(plan.kernel.source.name):
                         for i, st in enumerate(c.stages):
                             plan.kernel.launch(i, st.grid, args, st.XBLOCK, st.RBLOCK, st.num_warps, plan.binaries,
                                                spec, plan.device_index, not self.options.exact_rounding)

@@ -41,6 +41,17 @@ def allocator(device: torch.device, guarded: bool):
 NO_RANGE = contextlib.nullcontext()
 #: ``torch.autograd.profiler``, whose ``_is_profiler_enabled`` each launch reads
 PROFILER = torch.autograd.profiler
+#: a profiler range named after the kernel, for launches while a profiler records: the C++ range
+#: Inductor's launchers open too, so that a profiled step takes the same launch path as any other
+RANGE = getattr(getattr(torch._C, "_profiler", None), "_RecordFunctionFast", None)
+
+
+def profiler_range(name: str):
+    """The range a launch of kernel ``name`` runs in: a named profiler range while
+    ``torch.profiler`` records, else a no-op context."""
+    if PROFILER._is_profiler_enabled:
+        return RANGE(name) if RANGE is not None else torch.profiler.record_function(name)
+    return NO_RANGE
 
 
 #: Kernel seeds are drawn from [0, SEED_MODULUS): Philox keys of 31 bits, as Triton's own tests use
@@ -64,32 +75,38 @@ def draw_seeds(count: int, device: torch.device) -> tuple[torch.Tensor, int]:
 
 
 def build_launcher(runner, plan, spec: tuple, direct: list):
-    """Generate ``fast(env) -> bool``: the direct launch of ``plan`` for the alignment
-    specialization ``spec``, as straight-line Python with the environment slots, the
-    planned layouts, the allocators, the launch scalars and the compiled binaries bound as
-    constants. It returns ``False`` without side effects when a checked input's layout or
-    alignment differs from the plan's, or a profiler or launch hook is active; then the
-    general path runs. It passes the binaries exactly the arguments the general direct
+    """Generate ``fast(env, trusted=False) -> bool``: the direct launch of ``plan`` for the
+    alignment specialization ``spec``, as straight-line Python with the environment slots,
+    the planned layouts, the allocators, the launch scalars and the compiled binaries bound
+    as constants. It returns ``False`` without side effects when a checked input's layout
+    (sizes and strides; not checked when the caller passes ``trusted=True``, knowing them to
+    be the planned ones) or alignment differs from the plan's, or a launch hook is active;
+    then the general path runs. While ``torch.profiler`` records, it launches the same way
+    inside a range named after the kernel, so that a profiled step measures the path an
+    unprofiled one takes. It passes the binaries exactly the arguments the general direct
     path passes (``tests/test_host_paths.py`` compares them).
 
     A compiled graph's kernels are launched from Python, once per fusion group per call,
     so the general path's per-call work (building lists, looking the plan up, checking
     each argument's type) is paid hundreds of times per training step; Inductor's
     generated wrapper code binds the same things at compile time."""
-    ns: dict[str, Any] = {"_P": PROFILER, "_hooks": launch_hooks_set, "_stream": raw_stream}
-    lines = ["def fast(env):"]
+    ns: dict[str, Any] = {"_P": PROFILER, "_range": profiler_range, "_hooks": launch_hooks_set,
+                          "_stream": raw_stream}
+    lines = ["def fast(env, trusted=False):"]
     for k, slot in enumerate(runner.in_slots):
         lines.append(f"    a{k} = env[{slot}]")
+    if runner.checked:
+        lines.append("    if not trusted:")
     for i in runner.checked:
         ns[f"S{i}"], ns[f"H{i}"] = plan.in_strides[i], plan.in_shapes[i]
-        lines.append(f"    if a{i}.stride() != S{i} or a{i}.shape != H{i}:")
-        lines.append("        return False")
+        lines.append(f"        if a{i}.stride() != S{i} or a{i}.shape != H{i}:")
+        lines.append("            return False")
     for k in range(len(runner.in_slots)):
         lines.append(f"    p{k} = a{k}.data_ptr()")
     for j, i in enumerate(runner.checked):
         lines.append(f"    if (p{i} & 15 == 0) != {bool(spec[j])}:")
         lines.append("        return False")
-    lines.append("    if _P._is_profiler_enabled or _hooks():")
+    lines.append("    if _hooks():")
     lines.append("        return False")
     ptrs = [f"p{k}" for k in range(len(runner.in_slots))]
     for name, allocs in (("o", plan.allocs), ("w", plan.workspaces)):
@@ -106,10 +123,19 @@ def build_launcher(runner, plan, spec: tuple, direct: list):
         lines.append("        seed = _draw(1, o0.device)")
         ptrs.append("seed[1]")
     lines.append(f"    stream = _stream({int(plan.device_index)})")
+    launches = []
     for k, (run, function, packed, gx, gy, xb, rb) in enumerate(direct):
         ns[f"R{k}"], ns[f"F{k}"], ns[f"K{k}"] = run, function, packed
-        lines.append(f"    R{k}({int(gx)}, {int(gy)}, 1, stream, F{k}, K{k}, None, None, None, "
-                     f"{', '.join(ptrs)}, {int(xb)}, {int(rb)})")
+        launches.append(f"R{k}({int(gx)}, {int(gy)}, 1, stream, F{k}, K{k}, None, None, None, "
+                        f"{', '.join(ptrs)}, {int(xb)}, {int(rb)})")
+    # while a profiler records, the same launches inside a range named after the kernel (a
+    # branch, not a context manager on every launch: the unprofiled path stays as it was)
+    ns["NAME"] = runner.group.name if plan.kernel is None else plan.kernel.source.name
+    lines.append("    if _P._is_profiler_enabled:")
+    lines.append("        with _range(NAME):")
+    lines += [f"            {call}" for call in launches]
+    lines.append("    else:")
+    lines += [f"        {call}" for call in launches]
     for k, slot in enumerate(runner.out_slots):
         lines.append(f"    env[{slot}] = o{k}")
     lines.append("    return True")
