@@ -19,7 +19,8 @@ anything per step:
   launch function ran returned its planned layouts (a local flag says so), a matrix product
   returns a new contiguous tensor; a view of such a tensor, and a launch function whose
   inputs are all such tensors, skip their checks of sizes and strides (each a few
-  microseconds of host time, hundreds of times a training step);
+  microseconds of host time, hundreds of times a training step), and a matrix product's
+  result is returned without the check that it is not a view;
 * batched copies and registry nodes call their runners; dead slots are set to ``None`` where
   the loop frees them; random groups get the call's seeds as in the loop; outputs are returned
   as the loop returns them.
@@ -98,6 +99,7 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict) -> tuple[Any, 
     # the function) is true: the output of a group its launch function ran, and views of it;
     # flag None: known on every call
     known: dict[int, tuple] = {}
+    fresh: set[int] = set()  # slots of ATen results that are never views
     for run, step, dead in zip(graph.runners, graph.steps, graph.release):
         if run is _nothing:
             pass
@@ -119,16 +121,18 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict) -> tuple[Any, 
             _view(src, run, known)
         elif getattr(run, "node", None) is step and step.target is not None:  # a call_runner closure
             _call(src, step, graph.slots, sym_values)
-            shape = _static_shape(step) if step.target in FRESH_CONTIGUOUS else None
-            if shape is not None:
-                known[graph.slots[step.outputs[0]]] = (None, shape, _contiguous(shape))
+            if step.target in FRESH_CONTIGUOUS and len(step.outputs) == 1:
+                fresh.add(graph.slots[step.outputs[0]])
+                shape = _static_shape(step)
+                if shape is not None:
+                    known[graph.slots[step.outputs[0]]] = (None, shape, _contiguous(shape))
         else:  # batched copies, registry nodes
             src.emit(f"{src.bind(run, 'B')}(env, {sk}, {sv})")
         for s in dead:
             src.emit(f"env[{s}] = None")
     for r in randoms:  # the seeds die with the call (a CUDA graph pool holds no strays)
         src.emit(f"{src.bind(r, 'R')}.seed = None")
-    for s in sorted(graph.call_outputs):
+    for s in sorted(graph.call_outputs - fresh):
         src.emit(f"env[{s}] = _nv(env[{s}])")
     if graph.output_slots is not None:
         items = [f"env[{s}]" if s >= 0 else src.bind(c, "C") for s, c in graph.output_slots]
