@@ -1,6 +1,6 @@
-"""Compile time: the phases of a first call, the graph cache, compiling each distinct kernel once,
-and compile worker processes (runtime.phases, runtime.plan_cache, runtime.compile,
-runtime.compile_pool). Runs on CPU tensors through Triton's interpreter."""
+"""Compile time: the phases of a first call, the graph cache and compiling each distinct kernel
+once (runtime.phases, runtime.plan_cache, runtime.compile). Runs on CPU tensors through Triton's
+interpreter."""
 from __future__ import annotations
 
 import dataclasses
@@ -334,74 +334,6 @@ def test_identical_jobs_compile_once_and_share_their_result():
     assert b.warmups == [(0, (torch.float32, 32))]
     assert errors[:5] == [None] * 5
     assert isinstance(errors[5], RuntimeError) and errors[6] is errors[5]
-
-
-def test_compile_processes_option():
-    assert torchfuse.Options(compile_processes=4).compile_processes == 4
-    with pytest.raises(ValueError):
-        torchfuse.Options(compile_processes=0)
-    with pytest.raises(TypeError):
-        torchfuse.Options(compile_processes=2.0)
-
-
-def test_compile_processes_default_from_environment(monkeypatch):
-    monkeypatch.setenv("TORCHFUSE_COMPILE_PROCESSES", "3")
-    assert torchfuse.Options().compile_processes == 3
-    monkeypatch.setenv("TORCHFUSE_COMPILE_PROCESSES", "many")
-    assert torchfuse.Options().compile_processes == 1
-
-
-# -- compile worker processes -------------------------------------------------------------------
-
-def _spec(text: str, name: str = "k") -> dict:
-    import hashlib
-
-    return {"key": hashlib.sha256(text.encode()).hexdigest(), "name": name, "text": text, "params": ["x"],
-            "stages": [name], "path": "/nonexistent/k.py", "stage": 0, "grid": [1], "args": [["tensor", "float32"]],
-            "XBLOCK": 16, "RBLOCK": 1, "num_warps": 4, "fp_fusion": False, "device": 0}
-
-
-@pytest.mark.slow
-def test_compile_workers_answer_each_job_and_survive_its_errors():
-    from torchfuse.runtime.compile_pool import CompilePool
-
-    pool = CompilePool(1)
-    try:
-        broken = _spec("def k(:\n")
-        no_kernel = _spec("x = 1\n")  # loads, but has no function k
-        errors = pool.compile([broken, no_kernel, broken])
-        assert errors[0].startswith("SyntaxError") and errors[2].startswith("SyntaxError"), errors
-        assert errors[1].startswith("AttributeError"), errors
-        pool.workers[0].kill()
-        pool.workers[0].wait()
-        assert pool.compile([no_kernel]) == ["not compiled"]  # no live worker: the parent compiles it
-    finally:
-        pool.close()
-
-
-def test_jobs_on_cpu_tensors_are_not_sent_to_workers(monkeypatch):
-    from torchfuse.runtime import compile_pool
-
-    monkeypatch.setattr(compile_pool, "start_pool", lambda n: pytest.fail("no worker should start"))
-    kernel = SimpleNamespace(source=SimpleNamespace(key="k", name="k", text="", params=(), stages=("k",)), path="k.py")
-    assert compile_pool.compile_in_workers([(kernel, 0, (1,), [torch.empty(2), 3], 16, 1, 4, False)], 4) == 0
-
-
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="compiles Triton kernels for a GPU")
-def test_compile_workers_fill_the_cache_the_parent_reads(tmp_path, monkeypatch):
-    from torchfuse.runtime import compile_pool
-
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
-    compiled_there = []
-    original = compile_pool.compile_in_workers
-    monkeypatch.setattr(compile_pool, "compile_in_workers",
-                        lambda jobs, n: compiled_there.append(original(jobs, n)) or compiled_there[-1])
-    torch._dynamo.reset()
-    x, w = (t.cuda() for t in inputs())
-    compiled = torchfuse.compile(program, interpret=False, cache_dir=str(tmp_path / "tf"), compile_processes=2)
-    torch.testing.assert_close(compiled(x, w), program(x, w))
-    assert compiled_there and compiled_there[0] > 0
-    assert backend.RECENT[-1].stats["fallbacks"] == 0
 
 
 _FRESH_PROCESS = """

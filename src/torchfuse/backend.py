@@ -323,9 +323,6 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
     own_before, started = _phases.CLOCK.own_seconds(), time.perf_counter()
     from .runtime.recompiles import log_dynamo_recompiles
     log_dynamo_recompiles()
-    if opts.compile_processes > 1 and not opts.interpret:
-        from .runtime.compile_pool import start_pool
-        start_pool(opts.compile_processes)  # workers start while AOTAutograd traces
     LAST_REWRITES.clear()
     try:
         with _phases.CLOCK.timed("passes"):

@@ -32,8 +32,6 @@ class Backend:
         modules: imported before any first call is timed, so that first-call times measure
             compilation rather than whichever backend happens to import the shared
             machinery (TorchDynamo, AOTAutograd) first.
-        by_default: part of a run without ``--backends``; ``False`` for variants that only
-            a named run asks for.
     """
 
     name: str
@@ -43,7 +41,6 @@ class Backend:
     needs_cuda: bool = False
     inference_only: bool = False
     modules: tuple[str, ...] = ()
-    by_default: bool = True
 
     @property
     def compiled(self) -> bool:
@@ -92,10 +89,6 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in [
     Backend("torch.compile-reduce-overhead-frozen", compile_torch(options={"triton.cudagraphs": True, "freezing": True}),
             mark_step=True, needs_cuda=True, inference_only=True, modules=_INDUCTOR),
     Backend("torchfuse", compile_torchfuse(), modules=_TORCHFUSE),
-    # kernels compiled in 8 worker processes first (Options.compile_processes); for first-call
-    # times, measured with --cold-start (the in-process figure shares the caches of "torchfuse")
-    Backend("torchfuse-compile-processes", compile_torchfuse(compile_processes=8), needs_cuda=True,
-            modules=_TORCHFUSE, by_default=False),
     # CUDA graphs (Options.cudagraphs): inference graphs, and training graphs through PyTorch's
     # CUDA graph trees
     Backend("torchfuse-reduce-overhead", compile_torchfuse(cudagraphs=True), mark_step=True, needs_cuda=True,
@@ -112,13 +105,13 @@ COMPILE_BASELINE = "torch.compile"
 
 
 def parse_backends(text: str | None) -> tuple[str, ...]:
-    """Names from a comma-separated list (``None``: all but those not run by default); eager
+    """Names from a comma-separated list (``None``: all); eager
     is always included first, since every speedup is measured against it.
 
     Raises:
         ValueError: a name is not in :data:`BACKENDS`.
     """
-    names = ([n for n, b in BACKENDS.items() if b.by_default] if not text
+    names = (list(BACKENDS) if not text
              else [n.strip() for n in text.split(",") if n.strip()])
     unknown = [n for n in names if n not in BACKENDS]
     if unknown:

@@ -16,8 +16,6 @@ Environment variables
     ``$XDG_CACHE_HOME/torchfuse`` or ``~/.cache/torchfuse``).
 ``TORCHFUSE_DISABLE_CACHE=1``
     Do not read or write the persistent cache.
-``TORCHFUSE_COMPILE_PROCESSES=n``
-    Default of ``Options.compile_processes``: compile kernels in ``n`` worker processes.
 ``TORCHFUSE_LOGS=fusion,schedule,cache,recompile``
     Turn on INFO logging of those topics under the ``torchfuse`` logger.
 ``TORCHFUSE_TUNING=section.field=value,...``
@@ -116,12 +114,6 @@ class Options:
             ``TORCHFUSE_DISABLE_CACHE`` is set. (The three environment defaults are read when
             an ``Options`` is made, by ``Options()`` as by :meth:`from_env`.)
         compile_threads: worker threads used to compile one graph's kernels in parallel.
-        compile_processes: above 1, compile each graph's kernels first in that many worker
-            processes (started once per process, at the first compile), which write Triton's
-            on-disk cache, before the threads load them: Triton's front end holds the GIL, so
-            threads alone parse and lower one kernel at a time. Each worker holds a CUDA context.
-            1 compiles in this process's threads only. See :mod:`torchfuse.runtime.compile_pool`.
-            Default: ``TORCHFUSE_COMPILE_PROCESSES``, else 1 (until measured on a GPU).
         max_group_ops: largest number of IR ops in one fusion group (bounds compile time and
             register pressure of generated kernels).
         persistent_max_elements: largest reduction extent (elements) that the reduction
@@ -207,7 +199,6 @@ class Options:
     cache_dir: str | None = dataclasses.field(
         default_factory=lambda: None if _env_flag("TORCHFUSE_DISABLE_CACHE") else str(default_cache_dir()))
     compile_threads: int = 8
-    compile_processes: int = dataclasses.field(default_factory=lambda: _env_int("TORCHFUSE_COMPILE_PROCESSES", 1))
     max_group_ops: int = 256
     persistent_max_elements: int = 8192
     exact_rounding: bool = True

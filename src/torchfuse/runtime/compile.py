@@ -401,8 +401,8 @@ def load(source: KernelSource, store: SourceStore, interpret: bool, gpu_helpers:
         return _loaded[k]
 
 
-def compile_all(jobs: list[tuple], threads: int, on_done: Callable[[], None] | None = None,
-                processes: int = 1) -> list[BaseException | None]:
+def compile_all(jobs: list[tuple], threads: int,
+                on_done: Callable[[], None] | None = None) -> list[BaseException | None]:
     """Compile several kernels at once (Triton's compiler runs LLVM and ptxas outside the GIL),
     each distinct job once (:func:`job_identity`: groups whose generated source is the same
     share one compilation).
@@ -412,9 +412,6 @@ def compile_all(jobs: list[tuple], threads: int, on_done: Callable[[], None] | N
         threads: worker threads.
         on_done: called once per finished job (from the worker threads), e.g. to count
             progress (:mod:`torchfuse.runtime.progress`).
-        processes: above 1, first compile the jobs in that many worker processes
-            (:mod:`torchfuse.runtime.compile_pool`), which fill Triton's cache; the threads
-            then load what they compiled.
 
     Returns:
         Per job, ``None`` or the exception its compilation raised.
@@ -423,10 +420,6 @@ def compile_all(jobs: list[tuple], threads: int, on_done: Callable[[], None] | N
 
     if not jobs:
         return []
-    if processes > 1:
-        from .compile_pool import compile_in_workers
-
-        compile_in_workers(jobs, processes)
     first: dict = {}  # job identity -> index of its first job
     distinct = []
     for i, job in enumerate(jobs):

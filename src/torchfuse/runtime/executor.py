@@ -337,8 +337,7 @@ class CompiledGraph:
         t1 = time.perf_counter()
         progress.compiling(len(jobs))
         try:
-            errors = compile_all(jobs, self.options.compile_threads, on_done=progress.compiled,
-                                 processes=self.options.compile_processes)
+            errors = compile_all(jobs, self.options.compile_threads, on_done=progress.compiled)
         finally:
             progress.close()
         self.stats["compile_seconds"] += time.perf_counter() - t1

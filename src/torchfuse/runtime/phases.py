@@ -18,8 +18,7 @@ The first call of a program compiled with torchfuse runs, in order:
     at the graph's first call: launch plans (heuristics), Triton source generation, loading
     the generated modules.
 ``triton_compile``
-    Triton's compilation of the kernels (threads or worker processes;
-    :mod:`torchfuse.runtime.compile_pool`).
+    Triton's compilation of the kernels (in threads).
 ``first_launch``
     the rest of the first call: the kernels' first launches and the ATen calls.
 

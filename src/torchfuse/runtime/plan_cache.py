@@ -53,7 +53,7 @@ log = logging.getLogger("torchfuse.cache")
 SCHEMA = 2
 
 #: options that do not change what is generated (where files go, progress, parallelism)
-NOT_IN_KEY = frozenset({"dump_dir", "cache_dir", "progress", "compile_threads", "compile_processes"})
+NOT_IN_KEY = frozenset({"dump_dir", "cache_dir", "progress", "compile_threads"})
 
 
 @functools.lru_cache(maxsize=1)
