@@ -323,3 +323,25 @@ def test_views_of_group_outputs_trust_the_launch_function_only_when_it_ran(launc
     source = g.generated_sources[()]
     flagged = [line for line in source.splitlines() if line.strip().startswith("if f") and " or (" in line]
     assert len(flagged) >= 1, source  # the view of the group's output trusts its flag
+
+
+def test_views_of_matrix_products_recorded_by_autograd_when_grad_mode_is_on():
+    """Called directly with grad mode on and an input that requires grad (AOTAutograd never
+    does so), a matrix product's result requires grad: its view is then made by the view ops,
+    as in the interpreted loop, not reinterpreted outside autograd."""
+    torch.manual_seed(0)
+    w = torch.randn(64, 6, device=DEVICE)
+    x = torch.randn(32, 16, device=DEVICE)
+    g, _ = _graph(3, _views_and_calls, lambda k: (x, w))
+    assert "_ng or (" in g.generated_sources[()]
+    wg = w.clone().requires_grad_()
+    got = g([x, wg])
+    g.graph_function = False
+    ref = g([x, wg])
+    g.graph_function = True
+    assert [_layout(t) for t in got] == [_layout(t) for t in ref]
+    assert got[1].requires_grad and got[1].grad_fn is not None  # h.t(), h = x... @ w
+    got[1].sum().backward()
+    we = w.clone().requires_grad_()
+    _views_and_calls(x, we)[1].sum().backward()  # eager's gradient through the same view
+    torch.testing.assert_close(wg.grad, we.grad)

@@ -17,7 +17,8 @@ anything per step:
   (no binaries yet, a failed group, a changed input layout);
 * layouts known when the function is written replace checks at run time: a group whose
   launch function ran returned its planned layouts (a local flag says so), a matrix product
-  returns a new contiguous tensor; a view of such a tensor, and a launch function whose
+  returns a new contiguous tensor (which, grad mode off, does not require grad); a view of
+  such a tensor, and a launch function whose
   inputs are all such tensors, skip their checks of sizes and strides (each a few
   microseconds of host time, hundreds of times a training step), and a matrix product's
   result is returned without the check that it is not a view;
@@ -95,9 +96,12 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict) -> tuple[Any, 
         for k, r in enumerate(randoms):
             src.emit(f"{src.bind(r, 'R')}.seed = (_s[{2 * k}:{2 * k + 1}], _a + {16 * k})")
         src.emit("del _s")
-    # slot -> (flag, sizes, strides): a tensor whose layout is known when the flag (a local of
-    # the function) is true: the output of a group its launch function ran, and views of it;
-    # flag None: known on every call
+    # slot -> (flag, sizes, strides): a tensor whose layout is known, and which does not require
+    # grad, when the flag (a local of the function) is true: the output of a group its launch
+    # function ran (fresh, never tracked by autograd), a matrix product's while grad mode is off
+    # (so in every graph AOTAutograd calls), and views of those
+    ns["_grad"] = torch.is_grad_enabled
+    src.emit("_ng = not _grad()")
     known: dict[int, tuple] = {}
     fresh: set[int] = set()  # slots of ATen results that are never views
     for run, step, dead in zip(graph.runners, graph.steps, graph.release):
@@ -125,7 +129,7 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict) -> tuple[Any, 
                 fresh.add(graph.slots[step.outputs[0]])
                 shape = _static_shape(step)
                 if shape is not None:
-                    known[graph.slots[step.outputs[0]]] = (None, shape, _contiguous(shape))
+                    known[graph.slots[step.outputs[0]]] = ("_ng", shape, _contiguous(shape))
         else:  # batched copies, registry nodes
             src.emit(f"{src.bind(run, 'B')}(env, {sk}, {sv})")
         for s in dead:
@@ -147,7 +151,7 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict) -> tuple[Any, 
 
 def _trusted(run: GroupRunner, sym_key: tuple, known: dict) -> str | None:
     """The condition under which every input the launch function of ``run`` checks has its
-    planned layout (``"True"``: always), from ``known``; ``None`` when one input's is unknown."""
+    planned layout, from ``known``; ``None`` when one input's is unknown."""
     plan = run.plans.get(sym_key)
     if plan is None or run.scalar_in or not run.checked:
         return None
@@ -156,9 +160,9 @@ def _trusted(run: GroupRunner, sym_key: tuple, known: dict) -> str | None:
         layout = known.get(run.in_slots[i])
         if layout is None or layout[1:] != (tuple(plan.in_shapes[i]), tuple(plan.in_strides[i])):
             return None
-        if layout[0] is not None and layout[0] not in flags:
+        if layout[0] not in flags:
             flags.append(layout[0])
-    return " and ".join(flags) if flags else "True"
+    return " and ".join(flags)
 
 
 def _view(src: _Source, run: ViewCall, known: dict) -> None:
@@ -179,9 +183,6 @@ def _view(src: _Source, run: ViewCall, known: dict) -> None:
     # (graphs with symbolic sizes) keeps its checks
     if layout is not None and layout[1:] == (tuple(run.key[0]), tuple(run.key[1])):
         known[run.out] = (layout[0], tuple(size), tuple(out_stride))
-        if layout[0] is None:  # no condition to check
-            src.emit(f"env[{run.out}] = _RT({x}, {src.bind(size, 'VH')}, {src.bind(out_stride, 'VS')}, {int(delta)})")
-            return
         guard = f"{layout[0]} or ({guard})"
     src.emit(f"if {guard}:")
     src.emit(f"env[{run.out}] = _RT({x}, {src.bind(size, 'VH')}, {src.bind(out_stride, 'VS')}, {int(delta)})", 2)
@@ -190,8 +191,8 @@ def _view(src: _Source, run: ViewCall, known: dict) -> None:
 
 
 #: ATen ops whose result is always a new contiguous tensor (their meta functions allocate it
-#: so; no autograd in a compiled graph's body, so it does not require grad): a view of one
-#: needs no layout check
+#: so): a view of one needs no layout check, and while grad mode is off (AOTAutograd runs
+#: the graphs so) no check that it requires grad
 FRESH_CONTIGUOUS = frozenset({torch.ops.aten.mm.default, torch.ops.aten.addmm.default, torch.ops.aten.bmm.default,
                               torch.ops.aten.baddbmm.default})
 
