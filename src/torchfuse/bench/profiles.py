@@ -196,8 +196,9 @@ def profile_infer(args, prov) -> list:
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 m(x)
                 torch.cuda.synchronize()
-        ks = [(e.name, e.device_time_total) for e in prof.events()
-              if e.device_type == torch.autograd.DeviceType.CUDA and e.device_time_total > 0]
+        ks = [(e.name, e.device_time_total) for e in prof.events()  # kernels, not launch ranges
+              if e.device_type == torch.autograd.DeviceType.CUDA and e.device_time_total > 0
+              and not getattr(e, "is_user_annotation", False)]
         dumped[name] = ks
         total = sum(t for _, t in ks)
         by = collections.defaultdict(lambda: [0, 0.0])
