@@ -680,7 +680,10 @@ def assert_same_bits(actual: torch.Tensor, expected: torch.Tensor, what: str, na
 def check_program(program: Callable, inputs: list[torch.Tensor], bitwise: tuple = (), nan_signs: tuple = (),
                   mutates: bool = False) -> None:
     """``program`` compiled by torchfuse equals eager on ``inputs``: every output, and the
-    gradients of its floating-point outputs with respect to the inputs that require grad.
+    gradients of its floating-point outputs with respect to the inputs that require grad; a
+    program that updates no input is called twice (the first call interprets each compiled
+    graph step by step, the second runs its generated function), and the outputs and
+    gradients of both calls are compared.
 
     ``bitwise``, ``nan_signs``: indices of outputs compared bit for bit (signed zeros), and
     NaN signs too (:func:`assert_same_bits`). ``mutates``: the program updates inputs in place;
@@ -689,11 +692,12 @@ def check_program(program: Callable, inputs: list[torch.Tensor], bitwise: tuple 
     eager_in, fused_in = _fresh(inputs), _fresh(inputs)
     versions = [t._version for t in fused_in]
     expected = program(*eager_in)
+    first: list = []
     if mutates:
         actual, _ = run_compiled(program, *fused_in)
         actual = tuple(actual)
-    else:
-        actual, _ = run_traced(program, *fused_in)
+    else:  # called twice: the second call runs each compiled graph's generated function
+        actual, _ = run_traced(program, *fused_in, calls=2, earlier=first)
     through = program_dtypes(program, inputs)
     leaves = [i for i, t in enumerate(inputs) if t.requires_grad]
     diff = [k for k, e in enumerate(expected) if e.requires_grad and e.dtype.is_floating_point]
@@ -709,6 +713,8 @@ def check_program(program: Callable, inputs: list[torch.Tensor], bitwise: tuple 
             return exact[0][part]
         return get
 
+    for earlier in first:
+        assert_same(earlier, expected, "output of the first call", through, reference(0))
     assert_same(actual, expected, "output", through, reference(0))
     for k in bitwise:
         assert_same_bits(actual[k], expected[k], f"output {k}", k in nan_signs)
@@ -731,15 +737,17 @@ def check_program(program: Callable, inputs: list[torch.Tensor], bitwise: tuple 
             torch.autograd.grad([out[k] for k in diff], [(fused_in if mutates else again)[i] for i in leaves],
                                 grads_out, allow_unused=True)
         return
-    try:
-        got = torch.autograd.grad([actual[k] for k in diff], [fused_in[i] for i in leaves], grads_out,
-                                  allow_unused=True)
-    except RuntimeError:
-        if not (mutates and _aot_eager_backward_raises(program, inputs, diff, leaves, grads_out)):
-            raise
-        return  # PyTorch's own (see _aot_eager_backward_raises)
     zero = lambda gs, ins: [torch.zeros_like(ins[i]) if x is None else x for x, i in zip(gs, leaves)]
-    assert_same(zero(got, fused_in), zero(want, eager_in), "gradient", through, reference(1))
+    # the first call's backward first (its graph interpreted), then the second's (generated)
+    for outs, what in [(o, "gradient of the first call") for o in first] + [(actual, "gradient")]:
+        try:
+            got = torch.autograd.grad([outs[k] for k in diff], [fused_in[i] for i in leaves], grads_out,
+                                      allow_unused=True)
+        except RuntimeError:
+            if not (mutates and _aot_eager_backward_raises(program, inputs, diff, leaves, grads_out)):
+                raise
+            return  # PyTorch's own (see _aot_eager_backward_raises)
+        assert_same(zero(got, fused_in), zero(want, eager_in), what, through, reference(1))
 
 
 def _aot_eager_backward_raises(program: Callable, inputs: list[torch.Tensor], diff: list[int], leaves: list[int],

@@ -67,11 +67,15 @@ def run_compiled(fn: Callable, *args, **options):
     return result, graphs
 
 
-def run_traced(fn: Callable, *args, **options):
+def run_traced(fn: Callable, *args, calls: int = 1, earlier: list | None = None, **options):
     """Like :func:`run_compiled`, without TorchDynamo: ``fn`` is traced to ATen by ``make_fx``
     and handed to the torchfuse backend, which runs AOTAutograd (decomposition, and the joint
     forward-backward graph when ``args`` require grad) and the compiler, as it does for a graph
-    Dynamo captured. Half the cost of a Dynamo compile, for the hundreds of registry cases."""
+    Dynamo captured. Half the cost of a Dynamo compile, for the hundreds of registry cases.
+
+    With ``calls`` above 1 the compiled function is called that many times on ``args`` (from
+    the second call on, a compiled graph runs its generated function); the result returned is
+    the last call's, and the earlier ones are appended to ``earlier``."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
     options.setdefault("interpret_integer_division", True)
@@ -80,8 +84,11 @@ def run_traced(fn: Callable, *args, **options):
     as_tuple = (lambda *a: (fn(*a),)) if single else (lambda *a: tuple(fn(*a)))
     gm = make_fx(as_tuple)(*[a.detach() for a in args])  # the backend takes tuple outputs
     compiled = backend.torchfuse_backend(gm, list(args), options=options)
-    result = compiled(*args)
-    result = result[0] if single else tuple(result)
+    for k in range(calls):
+        result = compiled(*args)
+        result = result[0] if single else tuple(result)
+        if k < calls - 1 and earlier is not None:
+            earlier.append(result)
     graphs = [g for g in backend.RECENT if all(g is not b for b in before)]
     return result, graphs
 
