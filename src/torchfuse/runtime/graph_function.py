@@ -40,7 +40,7 @@ import sympy
 import torch
 
 from ..ir.from_fx import getitem_path
-from ..ir.graph import Node, Value, as_int, map_values
+from ..ir.graph import Node, Value, as_int, is_symbolic, map_values
 from .calls import ViewCall, _no_view, _nothing, _with_sizes
 from .group import GroupRunner
 from .launch import REINTERPRET, draw_seeds
@@ -127,9 +127,9 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict) -> tuple[Any, 
             _call(src, step, graph.slots, sym_values)
             if step.target in FRESH_CONTIGUOUS and len(step.outputs) == 1:
                 fresh.add(graph.slots[step.outputs[0]])
-                shape = _static_shape(step)
-                if shape is not None:
-                    known[graph.slots[step.outputs[0]]] = ("_ng", shape, _contiguous(shape))
+                layout = _static_layout(step)
+                if layout is not None:
+                    known[graph.slots[step.outputs[0]]] = ("_ng", *layout)
         else:  # batched copies, registry nodes
             src.emit(f"{src.bind(run, 'B')}(env, {sk}, {sv})")
         for s in dead:
@@ -197,22 +197,13 @@ FRESH_CONTIGUOUS = frozenset({torch.ops.aten.mm.default, torch.ops.aten.addmm.de
                               torch.ops.aten.baddbmm.default})
 
 
-def _static_shape(node: Node) -> tuple | None:
-    """The sizes of ``node``'s only result when they are integers, else ``None``."""
-    if len(node.outputs) != 1 or node.outputs[0].meta is None:
+def _static_layout(node: Node) -> tuple[tuple, tuple] | None:
+    """The traced sizes and strides of ``node``'s only result when all are integers, else
+    ``None``."""
+    meta = node.outputs[0].meta if len(node.outputs) == 1 else None
+    if meta is None or any(is_symbolic(d) for d in (*meta.shape, *meta.stride)):
         return None
-    shape = node.outputs[0].meta.shape
-    if not all(isinstance(d, int) or (isinstance(d, sympy.Expr) and d.is_Integer) for d in shape):
-        return None
-    return tuple(int(d) for d in shape)
-
-
-def _contiguous(shape: tuple) -> tuple:
-    stride, n = [], 1
-    for d in reversed(shape):
-        stride.append(n)
-        n *= max(int(d), 1)
-    return tuple(reversed(stride))
+    return tuple(int(d) for d in meta.shape), tuple(int(d) for d in meta.stride)
 
 
 def _call(src: _Source, node: Node, slots: dict, sym_values: dict) -> None:
