@@ -13,6 +13,7 @@ import torch
 import torchfuse
 from torchfuse import backend
 from torchfuse.runtime import executor
+from torchfuse.runtime.compile import TritonBinary
 from torchfuse.runtime.group import GroupRunner
 
 from conftest import DEVICE
@@ -250,7 +251,7 @@ def test_groups_launch_through_their_launch_functions():
         plan = runner.plans[()]
         plan.device_index = -1  # no device: stream 0
         record = lambda *args, name=runner.group.name: launched.append((name, args[:3]))  # noqa: E731
-        direct = [(record, None, None, 1, 1, st.XBLOCK, st.RBLOCK) for st in plan.config.stages]
+        direct = [(TritonBinary(record, None, None), 1, 1, st.XBLOCK, st.RBLOCK) for st in plan.config.stages]
         spec = (True,) * len(runner.checked)
         plan.direct = {spec: direct}
         runner.fast[()] = runner._fast_launcher(plan, spec, direct)

@@ -4,10 +4,12 @@ offsets are compared with eager's on every call, including calls whose input lay
 from the recorded one."""
 from __future__ import annotations
 
+import pytest
 import torch
 
 import torchfuse
 from torchfuse import backend
+from torchfuse.runtime.compile import StaticBinary, TritonBinary, static_binary
 from torchfuse.runtime.executor import VIEW_OPS, ViewCall
 
 from test_ops import DEVICE
@@ -140,13 +142,16 @@ def _dropout_residual(x, y):
     return torch.nn.functional.dropout(x, 0.3, training=True) + y
 
 
-def test_generated_launch_passes_the_general_paths_arguments(monkeypatch):
+@pytest.mark.parametrize("kind", ["triton", "static"])
+def test_generated_launch_passes_the_general_paths_arguments(monkeypatch, kind):
     """The generated per-group launch function (``runtime.launch.build_launcher``) hands the
     compiled binaries exactly the arguments the general direct path does (pointers, launch
     scalars, seed, grid, block sizes, stream), for a multi-output group, a split reduction with
     its workspaces and a dropout group, with and without the profiler recording; and it declines
-    (returns False, launches nothing) when an input's layout differs from the plan's. The binaries are replaced by a recorder, so
-    this runs on any device."""
+    (returns False, launches nothing) when an input's layout differs from the plan's. The
+    launchers (Triton's, and PyTorch's C++ launcher, which takes the parameters that are not
+    constexprs: here every one but the first and the block sizes) are replaced by a recorder,
+    so this runs on any device."""
     import torchfuse.runtime.executor as ex
     from torchfuse.runtime import launch
 
@@ -177,8 +182,11 @@ def test_generated_launch_passes_the_general_paths_arguments(monkeypatch):
         env[: g.n_inputs] = inputs
         tensors = [env[runner.in_slots[i]] for i in runner.tensor_in]
         spec = tuple(tensors[i].data_ptr() & 15 == 0 for i in runner.checked)
-        direct = [(record, "function", "metadata", st.grid[0], st.grid[1] if len(st.grid) > 1 else 1, st.XBLOCK,
-                   st.RBLOCK) for st in plan.config.stages]
+        n_params = len(plan.kernel.source.params)
+        binary = (TritonBinary(record, "function", "metadata") if kind == "triton" else
+                  StaticBinary(record, 77, 4, 0, "O" * (n_params + 1), tuple(range(1, n_params)), (None, None)))
+        direct = [(binary, st.grid[0], st.grid[1] if len(st.grid) > 1 else 1, st.XBLOCK, st.RBLOCK)
+                  for st in plan.config.stages]
         plan.direct = {spec: direct}
         runner.fast.clear()
         runner(env, (), {})
@@ -203,3 +211,74 @@ def test_generated_launch_passes_the_general_paths_arguments(monkeypatch):
             assert fast(env) is True
         assert calls == general
         assert plan.kernel.source.name in {e.name for e in prof.events()}
+
+
+class _Compiled:
+    """The parts of Triton's ``CompiledKernel`` :func:`static_binary` reads."""
+
+    def __init__(self, signature, constants, meta, names=("in0", "out0", "n", "one", "XBLOCK", "RBLOCK")):
+        fn = type("Fn", (), {"arg_names": list(names)})()
+        self.src = type("Src", (), {"fn": fn, "signature": signature, "constants": constants})()
+        self.metadata = type("Meta", (), dict(num_warps=4, shared=0, num_ctas=1, **meta))()
+        self.shared = 0
+        self.function = 1234
+
+
+def test_static_binary_takes_the_parameters_that_are_not_constexprs():
+    """PyTorch's C++ launcher gets one type character per parameter that is not a constexpr,
+    in order, then a null pointer per scratch buffer the kernel declares (as Triton's launcher
+    passes them); keys by name (Triton 3.3 and later) and by position alike. Kernels that need
+    what that launcher does not do keep Triton's."""
+    launcher = getattr(getattr(torch._C, "_StaticCudaLauncher", None), "_launch_kernel", None)
+    if launcher is None:
+        pytest.skip("this PyTorch has no C++ launcher for Triton kernels")
+    named = {"in0": "*fp16", "out0": "*fp32", "n": "i32", "one": "constexpr", "XBLOCK": "constexpr",
+             "RBLOCK": "constexpr"}
+    scratch = {"global_scratch_size": 0, "profile_scratch_size": 0}
+    b = static_binary(_Compiled(named, {(3,): 1, (4,): 1024, (5,): 1}, scratch))
+    assert (b.types, b.keep, b.tail, b.function, b.num_warps) == ("OOiOO", (0, 1, 2), (None, None), 1234, 4)
+    positional = {0: "*bf16", 1: "*fp32", 2: "i64", 3: "fp32", 4: "i32", 5: "i32"}
+    b = static_binary(_Compiled(positional, {"XBLOCK": 1024, "RBLOCK": 1}, {}))
+    assert (b.types, b.keep, b.tail) == ("OOlf", (0, 1, 2, 3), ())
+    assert static_binary(_Compiled(named, {}, {"global_scratch_size": 64})) is None
+    assert static_binary(_Compiled(named, {}, {"launch_pdl": True})) is None
+    assert static_binary(_Compiled({**named, "n": "tensordesc<fp16[64, 64]>"}, {}, {})) is None
+    # the arguments it passes: the kept parameters, then the scratch pointers
+    calls = []
+    b = StaticBinary(lambda *a: calls.append(a), 1234, 4, 0, "OOiOO", (0, 1, 2), (None, None))
+    b(3, 1, 99, [10, 20, 30, 1, 1024, 1])
+    ns: dict = {"stream": 99}
+    exec(f"def go():\n    {b.source(0, 3, 1, ['10', '20', '30', '1', '1024', '1'], ns)}", ns)
+    ns["go"]()
+    assert calls == [(1234, 3, 1, 1, 4, 0, "OOiOO", (10, 20, 30, None, None), 99)] * 2
+
+
+def test_matrix_products_call_their_python_binding_only_with_tensor_arguments():
+    """A compiled graph's ``mm`` and ``addmm`` called with tensors go through the Python binding
+    (the same overload, less host time); with a keyword or a scalar argument they keep the
+    overload's own entry point; in both cases the values are eager's."""
+    from torchfuse.ir.graph import Node, Value
+    from torchfuse.runtime.calls import BOUND, call_runner, entry_point
+
+    aten = torch.ops.aten
+    a, b, bias = (Value(name) for name in ("a", "b", "bias"))
+
+    def call(target, args, kwargs, outputs=()):
+        return Node(None, [], {}, list(outputs), target=target, args=tuple(args), kwargs=kwargs)
+
+    assert entry_point(aten.mm.default, call(aten.mm.default, [a, b], {})) is BOUND[aten.mm.default]
+    assert entry_point(aten.addmm.default, call(aten.addmm.default, [bias, a, b], {"beta": 0.5})) \
+        is aten.addmm.default._op
+    assert entry_point(aten.add.Tensor, call(aten.add.Tensor, [a, b], {})) is aten.add.Tensor._op
+
+    x, w, c = torch.randn(8, 16), torch.randn(16, 4), torch.randn(4)
+    for target, args, kwargs, expected in [
+            (aten.mm.default, [a, b], {}, x @ w),
+            (aten.addmm.default, [bias, a, b], {}, torch.addmm(c, x, w)),
+            (aten.addmm.default, [bias, a, b], {"beta": 0.5}, torch.addmm(c, x, w, beta=0.5))]:
+        out = Value("out")
+        node = call(target, args, kwargs, [out])
+        slots = {a: 0, b: 1, bias: 2, out: 3}
+        env = [x, w, c, None]
+        call_runner(node, slots)(env)
+        torch.testing.assert_close(env[3], expected, rtol=0, atol=0)

@@ -169,9 +169,11 @@ def _two_outputs(x, y, z):
 def _stub_direct(plan) -> list:
     """A plan's direct launches with every stage's binary replaced by a stub that does nothing
     (the plan then launches on no device: stream 0, which the stub ignores)."""
+    from torchfuse.runtime.compile import TritonBinary
+
     plan.device_index = -1
     stub = lambda *a: None  # noqa: E731
-    return [(stub, None, None, 1, 1, st.XBLOCK, st.RBLOCK) for st in plan.config.stages]
+    return [(TritonBinary(stub, None, None), 1, 1, st.XBLOCK, st.RBLOCK) for st in plan.config.stages]
 
 
 def host_runtime(args, prov) -> list:

@@ -216,6 +216,28 @@ def merge_view_chains(runners: list, steps: list, reads_at: dict[int, int], keep
     return merged
 
 
+#: ATen overloads whose Python binding (``torch._C._VariableFunctions``) dispatches to the same
+#: overload when called with the graph's positional arguments (tensors only): its argument parser
+#: costs less host time per call than the overload's schema-driven entry point (measured in
+#: benchmarks/NOTES.md), and a transformer's training step makes hundreds of these calls
+BOUND = {torch.ops.aten.mm.default: torch._C._VariableFunctions.mm,
+         torch.ops.aten.addmm.default: torch._C._VariableFunctions.addmm,
+         torch.ops.aten.bmm.default: torch._C._VariableFunctions.bmm,
+         torch.ops.aten.baddbmm.default: torch._C._VariableFunctions.baddbmm}
+
+
+def entry_point(target: Any, node: Node) -> Any:
+    """What a compiled graph calls for ``node``'s op: the Python binding of a matrix product
+    called with tensors only (:data:`BOUND`), an ``OpOverload``'s C++ entry point (one Python
+    frame less per call than the overload object), else ``target`` itself."""
+    if (target in BOUND and not node.kwargs
+            and all(isinstance(a, Value) for a in node.args)):
+        return BOUND[target]
+    if isinstance(target, torch._ops.OpOverload):
+        return target._op
+    return target
+
+
 def call_runner(node: Node, slots: dict[Value, int]):
     """A closure running ``node``'s call with its arguments resolved ahead of time (slots of
     values, evaluation of symbolic sizes, constants as they are); its ``node`` attribute is
@@ -226,8 +248,7 @@ def call_runner(node: Node, slots: dict[Value, int]):
         rest = [_compile_argument(a, slots) for a in node.args[1:]]
         if all(c for c, _ in rest) and not any(isinstance(a, Value) for a in node.args[1:]):
             return ViewCall(target, slots[node.args[0]], [v for _, v in rest], slots[node.outputs[0]])
-    if isinstance(target, torch._ops.OpOverload):
-        target = target._op  # the C++ entry point, one Python frame less per call
+    target = entry_point(target, node)
     args = [_compile_argument(a, slots) for a in node.args]
     kwargs = {k: _compile_argument(v, slots) for k, v in node.kwargs.items()}
     outs = [slots[o] for o in node.outputs]

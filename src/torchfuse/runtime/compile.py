@@ -68,9 +68,7 @@ class Kernel:
             key = (stage, spec_key)
             hit = binaries.get(key)
             if hit is not None:
-                run, function, packed = hit
-                run(grid[0], grid[1] if len(grid) > 1 else 1, 1, raw_stream(device_index), function, packed,
-                    None, None, None, *args, XBLOCK, RBLOCK)
+                hit(grid[0], grid[1] if len(grid) > 1 else 1, raw_stream(device_index), [*args, XBLOCK, RBLOCK])
                 return
             t0 = time.perf_counter()
             compiled = fn[grid](*args, XBLOCK=XBLOCK, RBLOCK=RBLOCK, num_warps=num_warps, enable_fp_fusion=fp_fusion)
@@ -80,8 +78,9 @@ class Kernel:
                 recompile_log.info("%s stage %d: first launch with specialization %s took %.3f s (%s)",
                                    self.source.name, stage, spec_key, time.perf_counter() - t0,
                                    self.coverage(stage, args, XBLOCK, RBLOCK, num_warps, fp_fusion))
-            if all(hasattr(compiled, a) for a in ("run", "function", "packed_metadata")):
-                binaries[key] = (compiled.run, compiled.function, compiled.packed_metadata)
+            binary = binary_of(compiled)
+            if binary is not None:
+                binaries[key] = binary
             return
         fn[grid](*args, XBLOCK=XBLOCK, RBLOCK=RBLOCK, num_warps=num_warps, enable_fp_fusion=fp_fusion)
 
@@ -171,6 +170,132 @@ def _triton_version() -> tuple[int, int]:
 #: packed_metadata, launch_metadata, enter_hook, exit_hook, *all_params)``; the fast path
 #: calls exactly that, and older versions go through the JIT every time.
 _FAST_LAUNCH = _triton_version() >= (3, 3)
+
+
+class TritonBinary:
+    """A compiled stage launched through Triton's own launcher (``CompiledKernel.run``: its
+    Python wrapper, then its C launcher for the argument signature).
+
+    Args:
+        run, function, packed: the compiled kernel's ``run``, ``function`` (the loaded
+            ``CUfunction``, an int) and ``packed_metadata``.
+    """
+
+    __slots__ = ("run", "function", "packed")
+
+    def __init__(self, run: Callable, function: Any, packed: Any):
+        self.run, self.function, self.packed = run, function, packed
+
+    def __call__(self, gx: int, gy: int, stream: int, args: Sequence) -> None:
+        """Launch on ``gx`` x ``gy`` programs; ``args``: every parameter of the kernel, in order,
+        constexprs included (pointers as ints)."""
+        self.run(gx, gy, 1, stream, self.function, self.packed, None, None, None, *args)
+
+    def source(self, k: int, gx: int, gy: int, args: list[str], ns: dict) -> str:
+        """The same launch as one line of generated Python, with ``args`` the parameters' texts;
+        binds its constants in ``ns`` under names ending in ``k``."""
+        ns[f"R{k}"], ns[f"F{k}"], ns[f"K{k}"] = self.run, self.function, self.packed
+        return f"R{k}({gx}, {gy}, 1, stream, F{k}, K{k}, None, None, None, {', '.join(args)})"
+
+
+class StaticBinary:
+    """A compiled stage launched through PyTorch's C++ launcher for Triton kernels
+    (``torch._C._StaticCudaLauncher._launch_kernel``, the one Inductor's generated code
+    launches with): one C call that parses the arguments by a type string and calls
+    ``cuLaunchKernel``, without Triton's per-launch Python (about 1.6 us less a launch on an
+    H200's host, benchmarks/NOTES.md). The ``CUfunction`` is the one Triton loaded.
+
+    Args:
+        launch: ``_launch_kernel``.
+        function: the loaded ``CUfunction`` (an int).
+        num_warps, shared: launch configuration (threads are 32 x ``num_warps``; bytes of
+            dynamic shared memory).
+        types: one character per argument passed (``O`` pointer, ``i`` int32, ``l`` int64,
+            ``f`` fp32, ...), the parameters that are not constexprs, then the scratch
+            pointers.
+        keep: positions of the passed parameters among all of the kernel's parameters.
+        tail: the scratch pointers (``None``: no scratch memory), as Triton's launcher passes them.
+    """
+
+    __slots__ = ("launch", "function", "num_warps", "shared", "types", "keep", "tail")
+
+    def __init__(self, launch: Callable, function: int, num_warps: int, shared: int, types: str,
+                 keep: tuple[int, ...], tail: tuple):
+        self.launch, self.function, self.num_warps, self.shared = launch, function, num_warps, shared
+        self.types, self.keep, self.tail = types, keep, tail
+
+    def __call__(self, gx: int, gy: int, stream: int, args: Sequence) -> None:
+        """As :meth:`TritonBinary.__call__`."""
+        passed = tuple(args[i] for i in self.keep) + self.tail
+        self.launch(self.function, gx, gy, 1, self.num_warps, self.shared, self.types, passed, stream)
+
+    def source(self, k: int, gx: int, gy: int, args: list[str], ns: dict) -> str:
+        """As :meth:`TritonBinary.source`."""
+        ns[f"R{k}"], ns[f"F{k}"], ns[f"T{k}"] = self.launch, self.function, self.types
+        passed = [args[i] for i in self.keep] + ["None"] * len(self.tail)
+        return (f"R{k}(F{k}, {gx}, {gy}, 1, {int(self.num_warps)}, {int(self.shared)}, T{k}, "
+                f"({', '.join(passed)},), stream)")
+
+
+#: the C++ launcher's character for each Triton scalar type (the launcher's contract; pointers: ``O``)
+_TYPE_CHARS = {"i1": "i", "i8": "b", "i16": "h", "i32": "i", "i64": "l", "u1": "I", "u8": "B", "u16": "H",
+               "u32": "I", "u64": "K", "fp16": "f", "bf16": "f", "fp32": "f", "f32": "f", "fp64": "d"}
+
+
+def static_binary(compiled: Any) -> StaticBinary | None:
+    """A :class:`StaticBinary` for Triton's compiled kernel ``compiled`` (its handles loaded),
+    or ``None`` when PyTorch has no such launcher or the kernel needs what it does not do:
+    launch hooks, scratch memory, several CTAs a program, cooperative or programmatic-dependent
+    launches, tensor descriptors."""
+    import torch
+
+    launcher = getattr(getattr(torch._C, "_StaticCudaLauncher", None), "_launch_kernel", None)
+    src, meta = getattr(compiled, "src", None), getattr(compiled, "metadata", None)
+    function = getattr(compiled, "function", None)
+    if launcher is None or src is None or meta is None or not isinstance(function, int) or launch_hooks_set():
+        return None
+    if (getattr(meta, "num_ctas", 1) != 1 or getattr(meta, "launch_cooperative_grid", False)
+            or getattr(meta, "launch_pdl", False) or any(d != 1 for d in getattr(meta, "cluster_dims", None) or ())):
+        return None
+    tail = []
+    for field in ("global_scratch_size", "profile_scratch_size"):
+        if hasattr(meta, field):
+            if getattr(meta, field):
+                return None
+            tail.append(None)
+    names = list(src.fn.arg_names)
+
+    def index(key):
+        return names.index(key) if isinstance(key, str) else key[0] if isinstance(key, tuple) else key
+
+    constants = {index(k) for k in getattr(src, "constants", {})}
+    signature = {index(k): v for k, v in src.signature.items()}
+    types, keep = [], []
+    for i in range(len(names)):
+        ty = signature.get(i, "constexpr")
+        if ty == "constexpr" or i in constants:
+            continue
+        if not isinstance(ty, str):
+            return None
+        char = "O" if ty.startswith("*") else _TYPE_CHARS.get(ty)
+        if char is None:  # tensor descriptors and other types the launcher does not parse
+            return None
+        types.append(char)
+        keep.append(i)
+    return StaticBinary(launcher, function, int(meta.num_warps), int(getattr(compiled, "shared", meta.shared)),
+                        "".join(types) + "O" * len(tail), tuple(keep), tuple(tail))
+
+
+def binary_of(compiled: Any) -> TritonBinary | StaticBinary | None:
+    """How later launches call Triton's compiled kernel ``compiled`` directly: PyTorch's C++
+    launcher where it can (:func:`static_binary`), else Triton's; ``None`` when ``compiled``
+    has neither (then launches go through Triton's JIT)."""
+    static = static_binary(compiled)
+    if static is not None:
+        return static
+    if all(hasattr(compiled, a) for a in ("run", "function", "packed_metadata")):
+        return TritonBinary(compiled.run, compiled.function, compiled.packed_metadata)
+    return None
 
 
 def _hook_active(hook) -> bool:

@@ -6,7 +6,8 @@ size signature (plans made, view replays recorded, launch functions generated); 
 (``CompiledGraph._interpret``) does, step by step in the same order, without interpreting
 anything per step:
 
-* an ATen call is one direct call of its ``OpOverload``'s C++ entry point, with its
+* an ATen call is one direct call of its ``OpOverload``'s C++ entry point (a matrix
+  product's Python binding: :func:`~torchfuse.runtime.calls.entry_point`), with its
   arguments written inline (environment slots, constants bound as names, symbolic sizes
   evaluated for the signature);
 * a recorded view (:class:`~torchfuse.runtime.calls.ViewCall`) is one reinterpretation of
@@ -41,7 +42,7 @@ import torch
 
 from ..ir.from_fx import getitem_path
 from ..ir.graph import Node, Value, as_int, is_symbolic, map_values
-from .calls import ViewCall, _no_view, _nothing, _with_sizes
+from .calls import ViewCall, _no_view, _nothing, _with_sizes, entry_point
 from .group import GroupRunner
 from .launch import REINTERPRET, draw_seeds
 
@@ -216,8 +217,7 @@ def _call(src: _Source, node: Node, slots: dict, sym_values: dict) -> None:
         index = "".join(f"[{int(i)}]" for i in node.args[1])
         src.emit(f"env[{outs[0]}] = env[{slots[node.args[0]]}]{index}")
         return
-    if isinstance(target, torch._ops.OpOverload):
-        target = target._op  # the C++ entry point, as the closure calls it
+    target = entry_point(target, node)  # as the closure calls it
     parts = [_argument(src, a, slots, sym_values) for a in node.args]
     parts += [f"{k}={_argument(src, v, slots, sym_values)}" for k, v in node.kwargs.items()]
     call = f"{src.bind(target, 'F')}({', '.join(parts)})"

@@ -52,8 +52,9 @@ class KernelPlan:
     def __init__(self, kernel, config, in_shapes, in_strides, out_specs, scalars, bytes_moved,
                  device_guarded: bool = False):
         self.binaries: dict = {}  # compiled binaries per specialization, for direct launches
-        #: specialization -> per stage ``(run, function, packed metadata, grid x, grid y, XBLOCK,
-        #: RBLOCK)``, once every stage has its binary
+        #: specialization -> per stage ``(binary, grid x, grid y, XBLOCK, RBLOCK)`` (a
+        #: :class:`~torchfuse.runtime.compile.StaticBinary` or ``TritonBinary``), once every
+        #: stage has its binary
         self.direct: dict = {}
         device = out_specs[0][3] if out_specs else None
         self.device_index = (device.index or 0) if device is not None and device.type == "cuda" else 0
@@ -313,8 +314,8 @@ class GroupRunner:
                     args.append((self.seed or launch.draw_seeds(1, outs[0].device))[1])
                 stream = launch.raw_stream(plan.device_index)
                 with launch.profiler_range(plan.kernel.source.name):
-                    for run, function, packed, gx, gy, xb, rb in direct:
-                        run(gx, gy, 1, stream, function, packed, None, None, None, *args, xb, rb)
+                    for binary, gx, gy, xb, rb in direct:
+                        binary(gx, gy, stream, [*args, xb, rb])
             else:
                 args = ins + outs
                 if ws:
@@ -333,7 +334,7 @@ class GroupRunner:
                     return self.run_fallback(env, sym_values)
                 binaries = [plan.binaries.get((i, spec)) for i in range(len(c.stages))]
                 if all(b is not None for b in binaries):
-                    plan.direct[spec] = [(*b, st.grid[0], st.grid[1] if len(st.grid) > 1 else 1, st.XBLOCK, st.RBLOCK)
+                    plan.direct[spec] = [(b, st.grid[0], st.grid[1] if len(st.grid) > 1 else 1, st.XBLOCK, st.RBLOCK)
                                          for b, st in zip(binaries, c.stages)]
                     if (sym_key not in self.fast and not self.scalar_in
                             and self.plans.get(sym_key) is plan):

@@ -114,8 +114,9 @@ def build_launcher(runner, plan, spec: tuple, direct: list):
             ns[f"A{name}{k}"], ns[f"SH{name}{k}"], ns[f"ST{name}{k}"], ns[f"DT{name}{k}"] = alloc, sh, st, dt
             lines.append(f"    {name}{k} = A{name}{k}(SH{name}{k}, ST{name}{k}, DT{name}{k})")
             ptrs.append(f"{name}{k}.data_ptr()")
-    ns["SC"] = tuple(plan.scalars)
-    ptrs.append("*SC")
+    for k, value in enumerate(plan.scalars):
+        ns[f"SC{k}"] = value
+        ptrs.append(f"SC{k}")
     if runner.random:  # the call's seed address, set by CompiledGraph, as the general path passes it
         ns["_runner"], ns["_draw"] = runner, draw_seeds
         lines.append("    seed = _runner.seed")
@@ -123,11 +124,8 @@ def build_launcher(runner, plan, spec: tuple, direct: list):
         lines.append("        seed = _draw(1, o0.device)")
         ptrs.append("seed[1]")
     lines.append(f"    stream = _stream({int(plan.device_index)})")
-    launches = []
-    for k, (run, function, packed, gx, gy, xb, rb) in enumerate(direct):
-        ns[f"R{k}"], ns[f"F{k}"], ns[f"K{k}"] = run, function, packed
-        launches.append(f"R{k}({int(gx)}, {int(gy)}, 1, stream, F{k}, K{k}, None, None, None, "
-                        f"{', '.join(ptrs)}, {int(xb)}, {int(rb)})")
+    launches = [binary.source(k, int(gx), int(gy), [*ptrs, str(int(xb)), str(int(rb))], ns)
+                for k, (binary, gx, gy, xb, rb) in enumerate(direct)]
     # while a profiler records, the same launches inside a range named after the kernel (a
     # branch, not a context manager on every launch: the unprofiled path stays as it was)
     ns["NAME"] = runner.group.name if plan.kernel is None else plan.kernel.source.name
