@@ -273,8 +273,8 @@ def test_explain_says_how_later_calls_run(tmp_path):
     x = torch.randn(8, 16, device=DEVICE)
     fn = lambda x: (x.t() @ x).softmax(-1) * 2  # noqa: E731
     result = torchfuse.explain(fn, x, more_inputs=[(x,)], verbose=False)
-    assert result.graphs[0].graph_function == "generated for 1 size signature(s)"
-    assert "calls after the first: generated for 1 size signature(s)" in result.summary()
+    assert result.graphs[0].graph_function == "one generated straight-line function per set of sizes (1 so far)"
+    assert "calls after the first: one generated straight-line function per set of sizes (1 so far)" in result.summary()
     loaded = type(result).load(result.save(str(tmp_path / "r.json")))
     assert loaded.graphs[0].graph_function == result.graphs[0].graph_function
     once = torchfuse.explain(fn, x, verbose=False, tuning=INTERPRETED)

@@ -243,9 +243,10 @@ class GraphReport:
             the kernel cache (in memory or on disk: hits).
         fallbacks: groups that ran through ATen after a failure.
         cudagraph: CUDA graph state (``mode="reduce-overhead"``), or empty.
-        graph_function: how the calls after the first run: through the graph's generated
-            straight-line function (``generated for N size signature(s)``), or ``interpreted:``
-            and why (``Tuning`` ``runtime.graph_function``); empty for graphs not fused.
+        graph_function: how the calls after the first run: through generated straight-line
+            functions (``one generated straight-line function per set of sizes (N so far)``),
+            or ``interpreted:`` and why (``Tuning`` ``runtime.graph_function``); empty for
+            graphs not fused.
         recompilations: torchfuse's re-plans of this graph.
     """
 

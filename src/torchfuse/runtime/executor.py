@@ -249,7 +249,7 @@ class CompiledGraph:
         self.generated[sym_key] = run
         self.generated_sources[sym_key] = source
         n = sum(1 for r in self.generated.values() if r)
-        self.stats["graph_function"] = f"generated for {n} size signature(s)"
+        self.stats["graph_function"] = f"one generated straight-line function per set of sizes ({n} so far)"
         return run
 
     def _drop_generated(self) -> None:
