@@ -216,14 +216,15 @@ def merge_view_chains(runners: list, steps: list, reads_at: dict[int, int], keep
     return merged
 
 
-#: ATen overloads whose Python binding (``torch._C._VariableFunctions``) dispatches to the same
-#: overload when called with the graph's positional arguments (tensors only): its argument parser
-#: costs less host time per call than the overload's schema-driven entry point (measured in
-#: benchmarks/NOTES.md), and a transformer's training step makes hundreds of these calls
-BOUND = {torch.ops.aten.mm.default: torch._C._VariableFunctions.mm,
-         torch.ops.aten.addmm.default: torch._C._VariableFunctions.addmm,
-         torch.ops.aten.bmm.default: torch._C._VariableFunctions.bmm,
-         torch.ops.aten.baddbmm.default: torch._C._VariableFunctions.baddbmm}
+#: the matrix products (cuBLAS): each returns a new contiguous tensor (their meta functions
+#: allocate it so), and a transformer's training step calls them hundreds of times
+MATRIX_PRODUCTS = frozenset({torch.ops.aten.mm.default, torch.ops.aten.addmm.default, torch.ops.aten.bmm.default,
+                             torch.ops.aten.baddbmm.default})
+
+#: per matrix product, its Python binding (``torch._C._VariableFunctions``), which dispatches to
+#: the same overload when called with the graph's positional tensors: its argument parser costs
+#: less host time per call than the overload's schema-driven entry point (benchmarks/NOTES.md)
+BOUND = {op: getattr(torch._C._VariableFunctions, op._schema.name.split("::")[1]) for op in MATRIX_PRODUCTS}
 
 
 def entry_point(target: Any, node: Node) -> Any:

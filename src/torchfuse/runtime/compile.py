@@ -202,8 +202,8 @@ class StaticBinary:
     """A compiled stage launched through PyTorch's C++ launcher for Triton kernels
     (``torch._C._StaticCudaLauncher._launch_kernel``, the one Inductor's generated code
     launches with): one C call that parses the arguments by a type string and calls
-    ``cuLaunchKernel``, without Triton's per-launch Python (about 1.6 us less a launch on an
-    H200's host, benchmarks/NOTES.md). The ``CUfunction`` is the one Triton loaded.
+    ``cuLaunchKernel``, without Triton's per-launch Python (its host cost is in
+    benchmarks/NOTES.md). The ``CUfunction`` is the one Triton loaded.
 
     Args:
         launch: ``_launch_kernel``.
@@ -245,14 +245,14 @@ _TYPE_CHARS = {"i1": "i", "i8": "b", "i16": "h", "i32": "i", "i64": "l", "u1": "
 def static_binary(compiled: Any) -> StaticBinary | None:
     """A :class:`StaticBinary` for Triton's compiled kernel ``compiled`` (its handles loaded),
     or ``None`` when PyTorch has no such launcher or the kernel needs what it does not do:
-    launch hooks, scratch memory, several CTAs a program, cooperative or programmatic-dependent
-    launches, tensor descriptors."""
+    scratch memory, several CTAs a program, cooperative or programmatic-dependent launches,
+    tensor descriptors. (Launch hooks are checked at every launch, by the callers.)"""
     import torch
 
     launcher = getattr(getattr(torch._C, "_StaticCudaLauncher", None), "_launch_kernel", None)
     src, meta = getattr(compiled, "src", None), getattr(compiled, "metadata", None)
     function = getattr(compiled, "function", None)
-    if launcher is None or src is None or meta is None or not isinstance(function, int) or launch_hooks_set():
+    if launcher is None or src is None or meta is None or not isinstance(function, int):
         return None
     if (getattr(meta, "num_ctas", 1) != 1 or getattr(meta, "launch_cooperative_grid", False)
             or getattr(meta, "launch_pdl", False) or any(d != 1 for d in getattr(meta, "cluster_dims", None) or ())):

@@ -19,10 +19,9 @@ anything per step:
 * layouts known when the function is written replace checks at run time: a group whose
   launch function ran returned its planned layouts (a local flag says so), a matrix product
   returns a new contiguous tensor (which, grad mode off, does not require grad); a view of
-  such a tensor, and a launch function whose
-  inputs are all such tensors, skip their checks of sizes and strides (each a few
-  microseconds of host time, hundreds of times a training step), and a matrix product's
-  result is returned without the check that it is not a view;
+  such a tensor, and a launch function whose inputs are all such tensors, skip their checks
+  of sizes and strides (each a few microseconds of host time, hundreds of times a training
+  step), and a matrix product's result is returned without the check that it is not a view;
 * batched copies and registry nodes call their runners; dead slots are set to ``None`` where
   the loop frees them; random groups get the call's seeds as in the loop; outputs are returned
   as the loop returns them.
@@ -42,7 +41,7 @@ import torch
 
 from ..ir.from_fx import getitem_path
 from ..ir.graph import Node, Value, as_int, is_symbolic, map_values
-from .calls import ViewCall, _no_view, _nothing, _with_sizes, entry_point
+from .calls import MATRIX_PRODUCTS, ViewCall, _no_view, _nothing, _with_sizes, entry_point
 from .group import GroupRunner
 from .launch import REINTERPRET, draw_seeds
 
@@ -191,11 +190,10 @@ def _view(src: _Source, run: ViewCall, known: dict) -> None:
     src.emit(f"{call}(env)", 2)
 
 
-#: ATen ops whose result is always a new contiguous tensor (their meta functions allocate it
-#: so): a view of one needs no layout check, and while grad mode is off (AOTAutograd runs
-#: the graphs so) no check that it requires grad
-FRESH_CONTIGUOUS = frozenset({torch.ops.aten.mm.default, torch.ops.aten.addmm.default, torch.ops.aten.bmm.default,
-                              torch.ops.aten.baddbmm.default})
+#: ATen ops whose result is always a new contiguous tensor: a view of one needs no layout
+#: check, and while grad mode is off (AOTAutograd runs the graphs so) no check that it
+#: requires grad
+FRESH_CONTIGUOUS = MATRIX_PRODUCTS
 
 
 def _static_layout(node: Node) -> tuple[tuple, tuple] | None:
