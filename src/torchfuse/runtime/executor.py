@@ -154,8 +154,8 @@ class CompiledGraph:
         self.graph_function = options.tuning.runtime.graph_function
         self.generated: dict = {}
         self.generated_sources: dict = {}
-        self.stats["graph_function"] = ("not yet generated: it is at the second call with a set of sizes "
-                                        "(torchfuse.explain(..., more_inputs=...) calls again)"
+        self.stats["graph_function"] = ("not generated yet: a set of sizes gets its generated function at "
+                                        "its second call (explain calls once; pass more_inputs=... to call again)"
                                         if self.graph_function
                                         else "interpreted: Tuning runtime.graph_function=False")
         for r in self.runners:
