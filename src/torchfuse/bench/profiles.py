@@ -54,8 +54,12 @@ def _torchfuse_graphs(last: int | None = None) -> list[dict]:
              "fallbacks": g.stats.get("fallbacks"), "cudagraph": g.stats.get("cudagraph")} for g in graphs]
 
 
-def train_workload(model_name: str, batch: int, seq: int):
-    """``(model, loss_of, case)``: a model on the GPU in train mode, ``loss_of(module)`` -> loss."""
+def train_workload(model_name: str, batch: int, seq: int, target_seq: int = 128):
+    """``(model, loss_of, case)``: a model on the GPU in train mode, ``loss_of(module)`` -> loss.
+
+    HuggingFace models are the step bench's (``suites/hf.py``: the library's default config,
+    random tokens as labels); a sequence-to-sequence model (``t5``) reads ``seq`` source tokens
+    and ``target_seq`` label tokens."""
     torch.manual_seed(0)
     if model_name.startswith("timm:"):  # an image classifier, cross-entropy on random labels
         import timm
@@ -64,20 +68,22 @@ def train_workload(model_name: str, batch: int, seq: int):
         images = torch.randn(batch, 3, 224, 224, device="cuda")
         labels = torch.randint(0, 1000, (batch,), device="cuda")
         return model, lambda m: torch.nn.functional.cross_entropy(m(images), labels), f"profile/{model_name}/{batch}"
-    import transformers
+    from .modes import MODES
+    from .suites import hf
+    from .workload import BuildContext
 
-    cfg = transformers.AutoConfig.for_model(model_name)
-    model = (transformers.GPT2LMHeadModel(cfg) if model_name == "gpt2"
-             else transformers.AutoModelForMaskedLM.from_config(cfg)).cuda()
-    ids = torch.randint(0, cfg.vocab_size, (batch, seq), device="cuda")
-    return model, lambda m: m(input_ids=ids, labels=ids).loss, f"profile/{model_name}/{batch}x{seq}"
+    seq2seq = hf.MODELS[model_name][1] == "seq2seq-lm"
+    size = (batch, seq, target_seq) if seq2seq else (batch, seq)
+    work = hf.build(model_name, size, BuildContext(device="cuda", mode=MODES["train-amp-bf16"]))
+    return (work.model, lambda m: work.loss(m(**work.inputs)),
+            f"profile/{model_name}/" + "x".join(str(n) for n in size))
 
 
 def profile_train(args, prov) -> list:
     import torchfuse
     from torch.profiler import ProfilerActivity, profile
 
-    model, loss_of, case = train_workload(args.model, args.batch, args.seq)
+    model, loss_of, case = train_workload(args.model, args.batch, args.seq, args.target_seq)
     opt = torch.optim.AdamW(model.parameters(), fused=True)
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     scaler = torch.amp.GradScaler("cuda", enabled=args.dtype == "fp16")
@@ -225,10 +231,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     p = argparse.ArgumentParser(prog="torchfuse bench profile", description=__doc__.splitlines()[0])
     p.add_argument("what", choices=("train", "infer"))
-    p.add_argument("--model", default=None, help="train: a HuggingFace model type or timm:<name> (default bert); "
+    p.add_argument("--model", default=None, help="train: a model of the HuggingFace suite (bert, gpt2, t5...) or timm:<name> (default bert); "
                                                  "infer: a TIMM model (default mobilenetv3_large_100)")
     p.add_argument("--batch", type=int, default=None, help="default 64 (train), 1 (infer)")
     p.add_argument("--seq", type=int, default=128, help="train, HuggingFace: sequence length")
+    p.add_argument("--target-seq", type=int, default=128, help="train, sequence-to-sequence models (t5): label length")
     p.add_argument("--top", type=int, default=18, help="kernels listed by device time")
     p.add_argument("--backends", default=None, help="comma-separated of eager, inductor, torchfuse (train; default "
                                                     "eager,torchfuse) or torchfuse-frozen (infer; default "
