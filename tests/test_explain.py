@@ -454,6 +454,56 @@ def test_batch_norm_buffer_writes_are_state_updates():
         torch.testing.assert_close(a, b, msg=name)
 
 
+def test_explain_runs_the_backward_of_every_call_and_names_its_capture(tmp_path):
+    """With ``backward=True`` and ``more_inputs`` of a new batch size, each call's backward runs
+    (the gradients are eager's for both calls), so every backward graph listed ran its kernels;
+    each backward graph carries its forward's capture (not -1), whether AOTAutograd compiled it
+    with the capture or at its first backward, and the text, the HTML and a saved copy name it."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.LayerNorm(16),
+                                torch.nn.Linear(16, 8)).to(DEVICE)
+    reference = copy.deepcopy(model)
+    inputs = {3: torch.randn(3, 8, device=DEVICE), 5: torch.randn(5, 8, device=DEVICE)}  # batch -> input
+    result = torchfuse.explain(model, inputs[3], backward=True, more_inputs=[(inputs[5],)], verbose=False)
+    for x in inputs.values():
+        reference(x).sum().backward()
+    for a, b in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(a.grad, b.grad)
+    backwards = [g for g in result.graphs if g.name == "backward"]
+    assert len(backwards) == len(result.captures) == 2, str(result)
+    text = result.summary()
+    page = open(result.write_html(str(tmp_path / "r.html")), encoding="utf-8").read()
+    loaded = ExplainResult.load(result.save(str(tmp_path / "r.json")))
+    assert loaded == result and loaded.summary() == text
+    for g in backwards:
+        # every group ran: a kernel, a launch plan, a kernel compiled or found in the cache
+        assert g.status == "fused" and g.groups, str(result)
+        assert all(grp.kernel and grp.plans for grp in g.groups), str(result)
+        assert g.kernels_compiled + g.kernels_cached == len(g.groups), str(result)
+        # its capture is its forward's: the capture lists both, and the batch sizes agree
+        assert 0 <= g.capture < len(result.captures), str(result)
+        capture = result.captures[g.capture]
+        assert g.index in capture.graphs, str(result)
+        forward = [result.graphs[i] for i in capture.graphs if result.graphs[i].name == "forward"]
+        assert len(forward) == 1, str(result)
+        batch = next(b for b in inputs if any(b in s for grp in forward[0].groups for p in grp.plans
+                                                  for s in p.input_shapes))
+        other = next(b for b in inputs if b != batch)
+        shapes = [s for grp in g.groups for p in grp.plans for s in p.input_shapes]
+        assert any(batch in s for s in shapes) and not any(other in s for s in shapes), (batch, shapes)
+        line = next(l for l in text.splitlines() if l.startswith(f"graph {g.index}: backward"))
+        assert f"(capture {g.capture} at " in line and "compiled at the first backward" not in line, line
+        assert ("compiled at its first backward" in line) == g.at_first_backward, line
+        section = page.split(f'<section id="graph-{g.index}">')[1].split("</section>")[0]
+        assert f"from capture {g.capture} at " in section, section[:300]
+    assert {g.capture for g in backwards} == {0, 1}
+    # the first capture (static sizes) gets its backward at the first backward; its compile
+    # time lies outside the capture's backend call and still counts
+    late = [g for g in backwards if g.at_first_backward]
+    assert late, str(result)
+    assert result.compile_seconds() >= sum(c.seconds for c in result.captures) + sum(g.compile_seconds for g in late)
+
+
 def test_explain_says_when_nothing_was_captured():
     """A call TorchDynamo runs wholly in eager produces no graph (this PyTorch skips the frame
     of a BatchNorm with ``momentum=None``, which reads its batch counter with ``.item()``): the

@@ -32,7 +32,8 @@ log = logging.getLogger("torchfuse.fusion")
 RECENT: list = []
 _MAX_RECENT = 64
 #: The most recent graphs that run as traced, unfused, newest last; for reports (torchfuse.report):
-#: dicts with name, fx_graph, segmentation (None after a failure), error, reproducer and stage seconds.
+#: dicts with name, fx_graph, segmentation (None after a failure), error, reproducer and stage seconds,
+#: and for a forward or backward graph its ``program`` (see :func:`compile_graph`'s ``capture``).
 UNFUSED: list = []
 
 
@@ -54,13 +55,18 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
             another name for a graph compiled on its own.
         static_inputs: indices of inputs that are parameters or buffers; ``None`` reads them
             from AOTAutograd's metadata (``static_input_indices``) where it has them.
-        capture: with ``Options.cudagraphs``, the state the forward and backward graphs of one
-            captured program share (:mod:`torchfuse.runtime.training_graphs`); forward and
-            backward graphs are then replayed as CUDA graphs where that is safe.
+        capture: the state the forward and backward graphs of one captured program share
+            (:mod:`torchfuse.runtime.training_graphs`). The graph's record (its
+            ``CompiledGraph``, or its entry in :data:`UNFUSED`) keeps it as ``program``, so that
+            reports can tell which capture a backward compiled at the first backward belongs
+            to. With ``Options.cudagraphs``, forward and backward graphs are also replayed as
+            CUDA graphs where that is safe.
     """
     if static_inputs is None:
         static_inputs = _static_input_indices()
     compiled = _compile_graph(gm, example_inputs, options, name, static_inputs)
+    if capture is not None:
+        _tag_program(compiled, gm, capture)
     if not (options.cudagraphs and name in ("forward", "backward")):
         return compiled
     from .runtime.training_graphs import CaptureState, capture_training_graph
@@ -72,6 +78,17 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
                                   state=capture if capture is not None else CaptureState(),
                                   copy_outputs=options.cudagraph_copy_outputs, stats=stats,
                                   address_checked_calls=options.tuning.runtime.address_checked_calls)
+
+
+def _tag_program(compiled: Callable, gm: torch.fx.GraphModule, program: Any) -> None:
+    """Remember in the record of the graph just compiled (report hook: :data:`RECENT` or
+    :data:`UNFUSED`) the program state ``program`` it shares with the other graphs of its capture."""
+    from .runtime.executor import CompiledGraph
+
+    if isinstance(compiled, CompiledGraph):
+        compiled.program = program
+    elif UNFUSED and UNFUSED[-1]["fx_graph"] is gm:  # the traced graph runs
+        UNFUSED[-1]["program"] = program
 
 
 def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Options, name: str,

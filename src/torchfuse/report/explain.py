@@ -56,9 +56,12 @@ def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequen
         model_or_fn: an ``nn.Module`` or a function (not already compiled).
         example_inputs: its positional arguments.
         more_inputs: further argument tuples to call it with afterwards (other sizes), to see
-            recompilations and their reasons.
-        backward: also run a backward pass from the tensor outputs that require grad, so
-            the backward graphs are compiled and described (``.grad`` fields change).
+            recompilations and their reasons; with ``backward``, each of these calls runs its
+            backward pass too.
+        backward: also run a backward pass after each call (the first and each of
+            ``more_inputs``) from its tensor outputs that require grad, so that every backward
+            graph is compiled, run and described (``.grad`` fields change, accumulating over
+            the calls).
         measure: on a CUDA device, time each kernel and a device copy
             (:mod:`torchfuse.report.measure`); elsewhere the result's first note says why there
             are no times.
@@ -110,7 +113,9 @@ def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequen
         if backward:
             _run_backward(out)
         for args in more_inputs:
-            fn(*args)
+            more = fn(*args)
+            if backward:  # a new capture's backward graph is listed only if it ran
+                _run_backward(more)
     seconds = time.perf_counter() - t0
     for w in caught:  # let the caller's filters see them, as if not intercepted
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -154,15 +159,28 @@ def _add_graphs(result: ExplainResult, recorder: _Recorder, known_before: set[in
             compiled_objects.append(obj)
         return index
 
+    programs: list[tuple[Any, int]] = []  # (program state, capture index) of each capture's graphs
     for i, (gm, seconds, compiled, unfused) in enumerate(recorder.captures):
         capture = Capture(index=i, ops=collect.count_ops(gm), location=collect.capture_location(gm), seconds=seconds,
                           rewrites=recorder.rewrites[i])
         capture.graphs = [add(obj, i) for obj in compiled + unfused]
+        programs += [(p, i) for p in map(_program, compiled + unfused) if p is not None]
         result.captures.append(capture)
     for obj in list(backend.RECENT) + list(backend.UNFUSED):  # compiled after the captures: a backward
         if id(obj) not in known_before and id(obj) not in seen:
-            add(obj, -1)
+            # by identity: the program state is a dataclass, whose == compares fields
+            i = next((i for p, i in programs if p is _program(obj)), -1)
+            index = add(obj, i)
+            result.graphs[index].at_first_backward = True
+            if i >= 0:
+                result.captures[i].graphs.append(index)
     return compiled_objects
+
+
+def _program(obj: Any) -> Any:
+    """The program state a compiled graph or ``backend.UNFUSED`` record shares with the other
+    graphs of its capture (``backend.compile_graph``'s ``capture``), or ``None``."""
+    return obj.get("program") if isinstance(obj, dict) else getattr(obj, "program", None)
 
 
 def _run_backward(out: Any) -> None:

@@ -18,7 +18,7 @@ import os
 from html import escape
 
 from .result import ExplainResult, GraphReport, SourceLocation
-from .summary import CATEGORY_TEXT, call_time_text, compress_ops, graph_counts, launch_text, where
+from .summary import CATEGORY_TEXT, call_time_text, compress_ops, graph_counts, graph_origin, launch_text
 from .svg import bandwidth_svg, format_number, graph_svg, group_colour
 
 _CSS = """
@@ -170,10 +170,7 @@ def _aten_table(g: GraphReport, prefix: str) -> str:
 
 def _graph_section(r: ExplainResult, g: GraphReport) -> str:
     prefix = f"g{g.index}"
-    origin = "compiled at the first backward"
-    if 0 <= g.capture < len(r.captures):
-        cap = r.captures[g.capture]
-        origin = f"from capture {cap.index}" + (f" at {where(cap.location)}" if cap.location else "")
+    origin = ("from " if g.capture >= 0 else "") + graph_origin(g, r)
     status = escape(g.status) if g.status != "compile failed" else f'<span class="failed">compile failed</span>'
     parts = [f'<section id="graph-{g.index}"><h2>Graph {g.index}: {escape(g.name)} '
              f'<span class="muted">({escape(origin)}; {status})</span></h2>']

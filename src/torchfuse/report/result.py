@@ -70,8 +70,9 @@ class Capture:
         ops: number of call nodes Dynamo counted in it.
         location: the user's line of its first op.
         seconds: wall time of the whole backend call (AOTAutograd tracing and torchfuse).
-        graphs: indices into :attr:`ExplainResult.graphs` of the ATen graphs compiled from it
-            (forward and inference; a backward graph is compiled at the first backward).
+        graphs: indices into :attr:`ExplainResult.graphs` of the ATen graphs compiled from it:
+            forward or inference, and a backward, whether compiled with the forward or at the
+            first backward (:attr:`GraphReport.at_first_backward`).
         rewrites: the rewrites torchfuse made to the captured graph before tracing it, by
             pass name (``channels_last_convolutions``: convolutions converted;
             ``dense_attention_masks``: masks made dense; ``fold_conv_batchnorm`` ...); passes
@@ -230,7 +231,8 @@ class GraphReport:
     Attributes:
         index: position in :attr:`ExplainResult.graphs`.
         name: ``forward``, ``backward`` or ``inference``.
-        capture: index of the Dynamo capture it came from (-1: unknown, e.g. a backward).
+        capture: index of the Dynamo capture it came from (-1: unknown; a result saved before
+            backward graphs compiled at the first backward were attributed has -1 for them).
         status: ``fused``, ``nothing to fuse`` (runs as traced), ``not fused: fuse=False`` or
             ``not fused: CPU tensors without interpret`` (runs as traced: fusible ops stayed on
             ATen because fusion is off) or ``compile failed``.
@@ -248,6 +250,8 @@ class GraphReport:
             or ``interpreted:`` and why (``Tuning`` ``runtime.graph_function``); empty for
             graphs not fused.
         recompilations: torchfuse's re-plans of this graph.
+        at_first_backward: compiled after its capture's backend call returned: a backward
+            graph AOTAutograd compiles at the first backward, not with the forward.
     """
 
     index: int
@@ -266,6 +270,7 @@ class GraphReport:
     cudagraph: str = ""
     graph_function: str = ""
     recompilations: list[Recompilation] = dataclasses.field(default_factory=list)
+    at_first_backward: bool = False
 
     @property
     def aten_work(self) -> list[AtenCall]:
@@ -378,9 +383,10 @@ class ExplainResult:
         planning (code generation and Triton's compile, at its first call and at new sizes).
         TorchDynamo's own bytecode tracing is not included."""
         captured = sum(c.seconds for c in self.captures)
-        later = sum(g.compile_seconds for g in self.graphs if not 0 <= g.capture < len(self.captures))
-        planning = sum(g.stage_seconds.get("plan", 0.0) for g in self.graphs if 0 <= g.capture < len(self.captures))
-        return captured + later + planning
+        later = [g.at_first_backward or not 0 <= g.capture < len(self.captures) for g in self.graphs]
+        own = sum(g.compile_seconds for g, late in zip(self.graphs, later) if late)
+        planning = sum(g.stage_seconds.get("plan", 0.0) for g, late in zip(self.graphs, later) if not late)
+        return captured + own + planning
 
     @property
     def kernels_compiled(self) -> int:

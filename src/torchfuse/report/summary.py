@@ -128,10 +128,18 @@ def graph_counts(g: GraphReport) -> str:
             + (f" (and {idle} view{'s' if idle != 1 else ''} or constant{'s' if idle != 1 else ''})" if idle else ""))
 
 
+def graph_origin(g: GraphReport, result: ExplainResult) -> str:
+    """``capture 1 at model.py:12``, with ``, compiled at its first backward`` for a backward
+    AOTAutograd compiled then; ``compiled at the first backward`` when its capture is unknown."""
+    if g.capture < 0:
+        return "compiled at the first backward"
+    location = result.captures[g.capture].location if g.capture < len(result.captures) else None
+    return (f"capture {g.capture}" + (f" at {where(location)}" if location else "")
+            + (", compiled at its first backward" if g.at_first_backward else ""))
+
+
 def _graph_lines(g: GraphReport, result: ExplainResult) -> list[str]:
-    origin = f"capture {g.capture}" if g.capture >= 0 else "compiled at the first backward"
-    if g.capture >= 0 and g.capture < len(result.captures) and result.captures[g.capture].location:
-        origin += f" at {where(result.captures[g.capture].location)}"
+    origin = graph_origin(g, result)
     lines = [f"graph {g.index}: {g.name} ({origin}): {g.status}, {graph_counts(g)}, "
              f"torchfuse compiled it in {g.compile_seconds:.3f} s"]
     if 0 <= g.capture < len(result.captures) and result.captures[g.capture].rewrites:

@@ -59,6 +59,9 @@ class CompiledGraph:
         generated: size tuple -> the generated function its calls run (``False``: none could
             be written, the steps are interpreted); ``generated_sources`` holds their text and
             ``stats["graph_function"]`` says which is used.
+        program: the state shared by the graphs compiled from one TorchDynamo capture (the
+            backend's ``CaptureState``; ``None`` outside a forward and backward pair), by which
+            reports attribute a backward compiled at the first backward to its capture.
     """
 
     _boxed_call = True
@@ -68,6 +71,7 @@ class CompiledGraph:
         self.segmentation = seg
         self.options = options
         self.name = name
+        self.program = None
         graph = seg.graph
         self.slots: dict[Value, int] = {}
         for v in graph.inputs:
