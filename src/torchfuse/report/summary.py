@@ -155,7 +155,10 @@ def _graph_lines(g: GraphReport, result: ExplainResult) -> list[str]:
     lines.append(f"  kernels: {g.kernels_compiled} compiled (cache misses), {g.kernels_cached} cached (hits); "
                  f"{g.fallbacks} fallbacks" + (f"; CUDA graph: {g.cudagraph}" if g.cudagraph else ""))
     if g.graph_function:
-        lines.append(f"  calls after the first: {g.graph_function}")
+        # runtime.executor.NOT_GENERATED: explain called the graph once
+        hint = (" (explain calls once; pass more_inputs=... to call again)"
+                if g.graph_function.startswith("not generated yet") else "")
+        lines.append(f"  calls after the first: {g.graph_function}{hint}")
     if g.groups:
         lines.append("  fusion groups:")
         for group in g.groups:

@@ -42,6 +42,10 @@ log = logging.getLogger("torchfuse.schedule")
 recompile_log = logging.getLogger("torchfuse.recompile")
 
 
+#: ``stats["graph_function"]`` of a graph not yet called twice with any set of sizes
+NOT_GENERATED = "not generated yet: a set of sizes gets its generated function at its second call"
+
+
 class CompiledGraph:
     """The compiled form of one captured graph. Called with a list of inputs (boxed).
 
@@ -158,9 +162,7 @@ class CompiledGraph:
         self.graph_function = options.tuning.runtime.graph_function
         self.generated: dict = {}
         self.generated_sources: dict = {}
-        self.stats["graph_function"] = ("not generated yet: a set of sizes gets its generated function at "
-                                        "its second call (explain calls once; pass more_inputs=... to call again)"
-                                        if self.graph_function
+        self.stats["graph_function"] = (NOT_GENERATED if self.graph_function
                                         else "interpreted: Tuning runtime.graph_function=False")
         for r in self.runners:
             if isinstance(r, GroupRunner):
