@@ -22,7 +22,8 @@ The classes of programs where PyTorch's kernels have rules of their own are draw
 Python numbers on either side of every binary op (values fp16/bf16 cannot hold, -0.0,
 integers that wrap in int8) in every dtype, with ``alpha``; division with rounding modes,
 ``%``, ``fmod``, ``**``; negative and out-of-range indices of the indexing decompositions
-(``_unsafe_masked_index``, ``slice_scatter``, ``select_scatter``, ``narrow``, ``x[idx]``);
+(``_unsafe_masked_index``, ``slice_scatter``, ``select_scatter``, ``narrow``, ``x[idx]``, and a
+number written into a row or slice of a copy, ``t[..., i] = 3``);
 constants and one-element values read by several outputs (and twice by one op); and in-place
 updates of inputs that need no gradient (buffers), in training graphs when another input
 requires grad, whose final values and version counters are compared too. Outputs computed by
@@ -350,7 +351,7 @@ def _indexing(draw, a: _Val) -> tuple[str, bool] | None:
     if not shape or shape[0] == 0:
         return None
     n, rank, dev = shape[0], len(shape), f"{a.name}.device"
-    choice = draw(st.sampled_from(("getitem", "masked", "slice_scatter", "select_scatter", "narrow")))
+    choice = draw(st.sampled_from(("getitem", "masked", "slice_scatter", "select_scatter", "narrow", "setitem")))
     if choice == "getitem":  # in range: an index out of range is a device-side assert on a GPU
         idx = draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=4))
         return f"{a.name}[torch.tensor({idx}, device={dev})]", True
@@ -376,6 +377,12 @@ def _indexing(draw, a: _Val) -> tuple[str, bool] | None:
     if choice == "select_scatter":
         i, j = draw(st.integers(-size, size - 1)), draw(st.integers(-size, size - 1))
         return f"torch.select_scatter({a.name}, {a.name}.select({d}, {j}), {d}, {i})", True
+    if choice == "setitem":  # a number written into a copy's row or slice (T5's shifted labels):
+        # TorchDynamo traces a copy of a lifted 0-dim constant into a view of the copy
+        i = draw(st.integers(-size, size - 1))
+        part = draw(st.sampled_from((f"{i}", f"{i}:", f":{i}", "::2")))
+        number = draw(st.sampled_from(NUMBERS))
+        return f"(t := {a.name}.clone()).__setitem__(({lead}{part},), {number!r}) or t", True
     start = draw(st.integers(-size, size - 1))
     length = draw(st.integers(0, size - start % size))
     return f"{a.name}.narrow({d}, {start}, {length})", True
@@ -836,7 +843,7 @@ def test_generated_programs_cover_the_grammar():
                      " % ", "torch.fmod(", " // ", "rounding_mode='trunc'", "rounding_mode='floor'", " ** ",
                      "torch.copysign(", "alpha=", "-0.0", "1000", "_unsafe_masked_index(", "slice_scatter(",
                      "select_scatter(", ".narrow(", "torch.zeros_like(", "torch.full_like(", ".add_(", ".copy_(",
-                     "value=-0.0)"]:
+                     "value=-0.0)", ").__setitem__(("]:
         assert fragment in text, fragment
     # a number first (2.5 - x), indices below zero, one value read by several returned results
     assert re.search(r"= -?[0-9.]+ [-+*/%]", text) and re.search(r"tensor\(\[[^]]*-\d", text)
