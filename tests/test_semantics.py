@@ -86,6 +86,26 @@ def test_operands_convert_to_the_common_dtype_first():
     check(lambda a, b: (a + b, a * b), a, b, exact=True)
 
 
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=dtype_id)
+def test_exact_rounding_off_keeps_half_precision_chains_in_fp32(dtype):
+    """``exact_rounding=True`` (the default) gives eager's values bit for bit on a chain of
+    half-precision ops; ``False`` keeps the chain's intermediates in fp32 (each op's compute
+    dtype) instead of rounding them to ``dtype`` between ops, so its values differ from eager's
+    and lie closer to an fp64 evaluation of the same chain."""
+    def chain(a, b):
+        return ((a * b + a).sin() * 1.7 + b).exp() * a - b * b
+
+    torch.manual_seed(0)
+    a, b = (torch.randn(4096, device=DEVICE).to(dtype) for _ in range(2))
+    eager, exact64 = chain(a, b), chain(a.double(), b.double())
+    exact, _ = run_compiled(chain, a, b)
+    assert torch.equal(exact, eager)
+    wide, _ = run_compiled(chain, a, b, exact_rounding=False)
+    assert wide.dtype == dtype and not torch.equal(wide, eager)
+    error = lambda r: (r.double() - exact64).abs().mean().item()  # noqa: E731
+    assert error(wide) < 0.5 * error(eager), (error(wide), error(eager))
+
+
 @pytest.mark.parametrize("dtype,other", [(F16, None), (BF16, None), (F16, I32), (BF16, I32)],
                          ids=["float16", "bfloat16", "float16-int32", "bfloat16-int32"])
 def test_comparisons_use_the_common_dtype(dtype, other):
