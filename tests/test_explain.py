@@ -268,6 +268,10 @@ def test_explain_result_json_round_trip(explained, tmp_path):
     assert main(["report", path, "-o", str(tmp_path / "report.html")]) == 0
     html = (tmp_path / "report.html").read_text()
     assert "<svg" in html and "tf_red_" in html and "aten.cumsum.default" in html
+    # -o naming a folder puts the page in it, named after the result
+    (tmp_path / "pages").mkdir()
+    assert main(["report", path, "-o", str(tmp_path / "pages")]) == 0
+    assert (tmp_path / "pages" / "result.html").read_text() == html
 
 
 def test_report_command_rejects_bad_input(tmp_path, capsys):
@@ -277,6 +281,10 @@ def test_report_command_rejects_bad_input(tmp_path, capsys):
     bad.write_text("{not json")
     assert main(["report", str(bad)]) == 2
     assert "cannot read" in capsys.readouterr().err
+    good = ExplainResult()
+    good.save(str(tmp_path / "empty.json"))
+    assert main(["report", str(tmp_path / "empty.json"), "-o", str(tmp_path / "empty.json" / "page.html")]) == 2
+    assert "cannot write" in capsys.readouterr().err
 
 
 # -- logs

@@ -31,7 +31,8 @@ def test_hf_model_by_name_writes_text_html_and_json(tmp_path, monkeypatch, capsy
     assert "hf:bert-base" in page and 'id="graph-0-svg"' in page
 
 
-def test_file_function_in_training_explains_forward_and_backward(tmp_path, capsys):
+def test_file_function_in_training_explains_forward_and_backward(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the default output prefix is relative
     script = tmp_path / "mine.py"
     script.write_text(textwrap.dedent("""
         import torch
@@ -41,12 +42,13 @@ def test_file_function_in_training_explains_forward_and_backward(tmp_path, capsy
             model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU(), torch.nn.LayerNorm(16))
             return model, (torch.randn(4, 16),)
     """))
-    prefix = tmp_path / "mine"
-    assert torchfuse_main(["explain", f"{script}:build", "--train", "--device", DEVICE, "-o", str(prefix)]) == 0
+    # without -o: explain-<model>-train, so that an inference run's files stay
+    prefix = tmp_path / "explain-mine-build-train"
+    assert torchfuse_main(["explain", "mine.py:build", "--train", "--device", DEVICE]) == 0
     result = ExplainResult.load(str(prefix) + ".json")
     assert sorted(g.name for g in result.graphs) == ["backward", "forward"], [g.name for g in result.graphs]
     assert all(g.groups for g in result.graphs)
-    assert "program: " + f"{script}:build (the function's inputs), training step, fp32" in (tmp_path / "mine.txt").read_text()
+    assert "program: mine.py:build (the function's inputs), training step, fp32" in prefix.with_suffix(".txt").read_text()
     # where the graph was captured: the user's model, not the module explain wraps it in
     locations = [c.location for c in result.captures if c.location is not None]
     assert locations and not any("explain_cli" in (loc.file or "") for loc in locations), locations

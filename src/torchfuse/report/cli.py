@@ -5,7 +5,8 @@ Usage::
     torchfuse report result.json [-o report.html] [--summary]
 
 ``result.json`` is what ``torchfuse.explain(...).save(path)`` wrote. Without ``-o`` the page
-goes next to it (``result.html``). Exit status 2 when the file cannot be read.
+goes next to it (``result.html``); ``-o`` names the page, or a folder to put it in. Exit status
+2 when the result cannot be read or the page cannot be written.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from .result import ExplainResult
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="torchfuse report", description=__doc__.split("\n\n")[0])
     parser.add_argument("result", help="a saved explain result (JSON, from ExplainResult.save)")
-    parser.add_argument("-o", "--output", help="where to write the HTML page (default: next to the result)")
+    parser.add_argument("-o", "--output", help="the HTML page, or a folder for it (default: next to the result)")
     parser.add_argument("--summary", action="store_true", help="also print the text summary")
     args = parser.parse_args(argv)
     try:
@@ -29,9 +30,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"torchfuse report: cannot read {args.result}: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
     output = args.output or os.path.splitext(args.result)[0] + ".html"
+    if os.path.isdir(output):  # a folder given for the page: the page goes in it
+        output = os.path.join(output, os.path.splitext(os.path.basename(args.result))[0] + ".html")
     if args.summary:
         print(result.summary())
-    result.write_html(output)
+    try:
+        result.write_html(output)
+    except OSError as e:
+        print(f"torchfuse report: cannot write {output}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
     print(f"torchfuse report: wrote {output}")
     return 0
 

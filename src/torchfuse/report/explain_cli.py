@@ -25,7 +25,7 @@ inputs cast to ``--dtype``; ``--train`` runs forward, loss and backward (under
 (seconds on a CPU). On a CPU, explain turns interpret mode on to show the plan, and says so
 first. Writes ``PREFIX.txt`` (the summary, also printed), ``PREFIX.html`` (the report) and
 ``PREFIX.json`` (the result, for ``torchfuse report``); ``PREFIX`` defaults to
-``explain-<model>``. ``--set`` changes a field of :class:`~torchfuse.config.tuning.Tuning`
+``explain-<model>`` (``explain-<model>-train`` with ``--train``). ``--set`` changes a field of :class:`~torchfuse.config.tuning.Tuning`
 (the heuristics' and code writers' constants) for this compile; ``--tuning`` adds to the
 summary the tuning each kernel was built with (the fields of the sections its scheduler and
 the code writer read, and any other changed field). Exit status 2 for a model, option or
@@ -240,7 +240,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                    help="compile with this Tuning field changed (repeatable), e.g. --set persistent.tile_elements=2048")
     p.add_argument("-o", "--output", default=None,
-                   help="PREFIX for PREFIX.txt, PREFIX.html and PREFIX.json (default explain-<model>)")
+                   help="PREFIX for PREFIX.txt, PREFIX.html and PREFIX.json (default explain-<model>, "
+                        "explain-<model>-train with --train)")
     return p
 
 
@@ -269,7 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as e:
         print(f"torchfuse explain: {e}", file=sys.stderr)
         return 2
-    prefix = args.output or f"explain-{_slug(args.model)}"
+    # a training run and an inference run of one model do not overwrite each other's files
+    prefix = args.output or f"explain-{_slug(args.model)}" + ("-train" if args.train else "")
     Path(prefix).parent.mkdir(parents=True, exist_ok=True)
     with contextlib.nullcontext() if args.train else torch.no_grad():
         result = explain(fn, *inputs, backward=args.train, measure=args.measure, mode=args.mode, verbose=False,
