@@ -467,6 +467,20 @@ def test_batch_norm_buffer_writes_are_state_updates():
         torch.testing.assert_close(a, b, msg=name)
 
 
+def test_a_backward_compiled_ahead_and_never_run_is_marked_not_run():
+    """Without ``backward=True``, a new batch size's capture still has a backward graph
+    (AOTAutograd compiles it ahead of time for dynamic sizes) that never ran: the summary says
+    so for that graph alone (its groups have no kernel), and with ``backward=True`` it runs."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.LayerNorm(32)).to(DEVICE)
+    for backward in (False, True):
+        result = torchfuse.explain(model, torch.randn(3, 16, device=DEVICE), backward=backward, verbose=False,
+                                   more_inputs=[(torch.randn(5, 16, device=DEVICE),)])
+        idle = [g for g in result.graphs if g.name == "backward" and not any(grp.kernel for grp in g.groups)]
+        assert len(idle) == (0 if backward else 1), [(g.name, [grp.kernel for grp in g.groups]) for g in result.graphs]
+        assert result.summary().count("not run: compiled ahead of its first backward") == len(idle)
+
+
 def test_explain_runs_the_backward_of_every_call_and_names_its_capture(tmp_path):
     """With ``backward=True`` and ``more_inputs`` of a new batch size, each call's backward runs
     (the gradients are eager's for both calls), so every backward graph listed ran its kernels;

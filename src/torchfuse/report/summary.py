@@ -154,6 +154,10 @@ def _graph_lines(g: GraphReport, result: ExplainResult) -> list[str]:
     lines.append(f"  stages: {stages}")
     lines.append(f"  kernels: {g.kernels_compiled} compiled (cache misses), {g.kernels_cached} cached (hits); "
                  f"{g.fallbacks} fallbacks" + (f"; CUDA graph: {g.cudagraph}" if g.cudagraph else ""))
+    if g.name == "backward" and g.groups and not any(group.kernel for group in g.groups):
+        # AOTAutograd compiles a backward with dynamic sizes before any backward runs
+        lines.append("  not run: compiled ahead of its first backward, which did not run here "
+                     "(explain(..., backward=True) runs it)")
     if g.graph_function:
         # runtime.executor.NOT_GENERATED: explain called the graph once
         hint = (" (explain calls once; pass more_inputs=... to call again)"
