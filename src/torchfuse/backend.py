@@ -65,30 +65,31 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     if static_inputs is None:
         static_inputs = _static_input_indices()
     compiled = _compile_graph(gm, example_inputs, options, name, static_inputs)
-    if capture is not None:
-        _tag_program(compiled, gm, capture)
+    record = _report_record(compiled, gm)
+    if capture is not None and record is not None:
+        if isinstance(record, dict):
+            record["program"] = capture
+        else:
+            record.program = capture
     if not (options.cudagraphs and name in ("forward", "backward")):
         return compiled
     from .runtime.training_graphs import CaptureState, capture_training_graph
 
-    stats = getattr(compiled, "stats", None)
-    if stats is None:  # the traced graph runs: its record in UNFUSED carries the status for reports
-        stats = UNFUSED[-1] if UNFUSED and UNFUSED[-1]["fx_graph"] is gm else {}
+    stats = record if isinstance(record, dict) else record.stats if record is not None else {}
     return capture_training_graph(compiled, gm, example_inputs, name=name, static_inputs=static_inputs,
                                   state=capture if capture is not None else CaptureState(),
                                   copy_outputs=options.cudagraph_copy_outputs, stats=stats,
                                   address_checked_calls=options.tuning.runtime.address_checked_calls)
 
 
-def _tag_program(compiled: Callable, gm: torch.fx.GraphModule, program: Any) -> None:
-    """Remember in the record of the graph just compiled (report hook: :data:`RECENT` or
-    :data:`UNFUSED`) the program state ``program`` it shares with the other graphs of its capture."""
+def _report_record(compiled: Callable, gm: torch.fx.GraphModule) -> Any:
+    """The record reports read for the graph just compiled (report hook): its ``CompiledGraph``,
+    its entry in :data:`UNFUSED` when the traced graph runs, or ``None``."""
     from .runtime.executor import CompiledGraph
 
     if isinstance(compiled, CompiledGraph):
-        compiled.program = program
-    elif UNFUSED and UNFUSED[-1]["fx_graph"] is gm:  # the traced graph runs
-        UNFUSED[-1]["program"] = program
+        return compiled
+    return UNFUSED[-1] if UNFUSED and UNFUSED[-1]["fx_graph"] is gm else None
 
 
 def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Options, name: str,

@@ -74,6 +74,7 @@ def train_workload(model_name: str, batch: int, seq: int, target_seq: int = 128)
 
     seq2seq = hf.MODELS[model_name][1] == "seq2seq-lm"
     size = (batch, seq, target_seq) if seq2seq else (batch, seq)
+    # the builder reads only that the mode trains; the step applies the precision
     work = hf.build(model_name, size, BuildContext(device="cuda", mode=MODES["train-amp-bf16"]))
     return (work.model, lambda m: work.loss(m(**work.inputs)),
             f"profile/{model_name}/" + "x".join(str(n) for n in size))

@@ -159,9 +159,9 @@ def _graph_lines(g: GraphReport, result: ExplainResult) -> list[str]:
         lines.append("  not run: compiled ahead of its first backward, which did not run here "
                      "(explain(..., backward=True) runs it)")
     if g.graph_function:
-        # runtime.executor.NOT_GENERATED: explain called the graph once
-        hint = (" (explain calls once; pass more_inputs=... to call again)"
-                if g.graph_function.startswith("not generated yet") else "")
+        from ..runtime.executor import NOT_GENERATED
+
+        hint = " (explain calls once; pass more_inputs=... to call again)" if g.graph_function == NOT_GENERATED else ""
         lines.append(f"  calls after the first: {g.graph_function}{hint}")
     if g.groups:
         lines.append("  fusion groups:")
