@@ -238,22 +238,17 @@ class KernelWriter(Reductions):
         if isinstance(x, Value):
             if x.meta is None:
                 return f"tl.full([], {self.pname[x]}, {triton_dtype(dtype)})" if dtype != torch.bool else f"({self.pname[x]} != 0)"
-            var, dt = self.value(x)
-            return self.cast_operand(var, dt, dtype, self.common_for(x, dt, common))
+            return self.cast_operand(*self.value(x), x.meta.dtype, dtype, common)
         return number_operand(x, dtype, common, numbers)
 
-    def common_for(self, x: Value, dt: torch.dtype, common: torch.dtype | None) -> torch.dtype | None:
-        """The op's ``common`` dtype for tensor operand ``x`` held as ``dt``: none for a value
-        kept in fp32 without ``exact_rounding``, which is ``x``'s own dtype held wider (casting it
-        to ``common`` would round it as eager does, and ``exact_rounding=False`` keeps it)."""
-        if not self.exact and x.meta is not None and dt != x.meta.dtype and x.meta.dtype == common:
-            return None
-        return common
-
     @staticmethod
-    def cast_operand(var: str, dt: torch.dtype, dtype: torch.dtype, common: torch.dtype | None) -> str:
-        """Variable ``var`` of dtype ``dt`` as an operand computed in ``dtype`` (see ``operand``)."""
-        if common is not None and dt != common and common != dtype:
+    def cast_operand(var: str, dt: torch.dtype, own: torch.dtype, dtype: torch.dtype,
+                     common: torch.dtype | None) -> str:
+        """Variable ``var``, held as ``dt``, of a tensor of dtype ``own``, as an operand computed
+        in ``dtype`` (see ``operand``). The cast to ``common`` goes by the tensor's own dtype,
+        not the one it is held in: a value ``exact_rounding=False`` keeps in fp32 is its own
+        dtype held wider, and is not rounded to it."""
+        if common is not None and own != common and common != dtype:
             var, dt = convert(var, dt, common), common
         return convert(var, dt, dtype)
 
@@ -271,7 +266,7 @@ class KernelWriter(Reductions):
                 continue
             var, dt = sub[x] if sub and x in sub else self.value(x)
             if opdef.promoted is None or i in opdef.promoted:
-                args.append(self.cast_operand(var, dt, compute, self.common_for(x, dt, common)))
+                args.append(self.cast_operand(var, dt, x.meta.dtype, compute, common))
             else:
                 args.append(convert(var, dt, torch.bool) if node.op == "where" and i == 0 else var)
         return args
