@@ -41,6 +41,52 @@ def test_cpu_tensors_are_refused():
     assert "tensors on cpu" in capture_refusal(gm, [])
 
 
+def test_cpu_scalars_made_from_constants_are_captured():
+    """A CPU scalar made from constants (an attention mask's fill value, as HuggingFace's T5
+    makes it under fp16) has the same value every call, so the capture may freeze it; one made
+    from an input, a random one, or a CPU tensor the graph returns is refused."""
+    aten = torch.ops.aten
+
+    def masked(x, m):
+        low = aten.scalar_tensor.default(-65504.0, dtype=torch.float32, device="cpu")
+        return aten.where.self(m, x, low).sum(-1)
+
+    with FakeTensorMode():
+        x, m = torch.empty(4, 8, device="cuda"), torch.empty(4, 8, device="cuda", dtype=torch.bool)
+    gm = make_fx(masked, tracing_mode="fake")(x, m)
+    assert any(n.meta["val"].device.type == "cpu" for n in gm.graph.nodes
+               if isinstance(n.meta.get("val"), torch.Tensor))
+    assert capture_refusal(gm, []) is None
+
+    def from_input(x, s):  # a CPU scalar input: its value changes between calls
+        return x * (s + 1)
+
+    with FakeTensorMode():
+        x, s = torch.empty(4, device="cuda"), torch.empty((), device="cpu")
+    assert "tensors on cpu" in capture_refusal(make_fx(from_input, tracing_mode="fake")(x, s), [])
+
+    def random_scalar(x):
+        return x * aten.rand.default([], device="cpu")
+
+    (x,) = _fake_cuda((4,))
+    assert "tensors on cpu" in capture_refusal(make_fx(random_scalar, tracing_mode="fake")(x), [])
+
+    def returned(x):
+        return x * 2, aten.scalar_tensor.default(3.0, device="cpu")
+
+    assert "tensors on cpu" in capture_refusal(make_fx(returned, tracing_mode="fake")(x), [])
+
+    def copied(x):  # a copy of host memory to the device: a replay would read it again
+        return x + aten._to_copy.default(aten.scalar_tensor.default(3.0, device="cpu"), device=x.device)
+
+    assert "copy from host" in capture_refusal(make_fx(copied, tracing_mode="fake")(x), [])
+
+    def filled(x):  # fill_ takes the value on the host
+        return aten.fill.Tensor(x, aten.scalar_tensor.default(3.0, device="cpu")) + x
+
+    assert capture_refusal(make_fx(filled, tracing_mode="fake")(x), []) is None
+
+
 @cpu_only  # fake tensors on a second CUDA device need one where CUDA is present
 def test_several_devices_are_refused():
     a, b = _fake_cuda((4,), (4,), devices=["cuda:0", "cuda:1"])

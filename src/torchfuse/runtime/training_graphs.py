@@ -76,11 +76,20 @@ def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int]) -> str |
     from torch._inductor.utils import get_first_incompatible_cudagraph_node
 
     devices = set()
+    constant = set()  # CPU scalars every call computes alike (see _cpu_constant)
     for node in gm.graph.nodes:
-        val = node.meta.get("val")
-        for v in (val if isinstance(val, (list, tuple)) else [val]):
-            if isinstance(v, torch.Tensor):
-                devices.add(v.device)
+        tensors = _tensor_values(gm, node)
+        cpu = [v for v in tensors if v.device.type == "cpu"]
+        if cpu:
+            if not _cpu_constant(gm, node, cpu, tensors, constant):
+                return (f"tensors on cpu ({node.format_node()[:120]}; CUDA graphs capture CUDA work only, "
+                        "and CPU scalars only when made from constants)")
+            constant.add(node)
+            continue
+        devices.update(v.device for v in tensors)
+        if tensors and not _reads_scalars_as_values(gm, node, constant):
+            return (f"{node.format_node()[:120]} reads a CPU tensor on the device (a copy from host "
+                    "memory, which a replay would repeat from memory that no longer holds it)")
     if any(d.type != "cuda" for d in devices):
         where = ", ".join(sorted(str(d) for d in devices if d.type != "cuda"))
         return f"tensors on {where} (CUDA graphs capture CUDA work only)"
@@ -98,6 +107,54 @@ def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int]) -> str |
         return (f"input(s) {', '.join(names[i] for i in mutated)} written in place but neither a parameter nor a "
                 "buffer (a replay writes its own copy)")
     return None
+
+
+def _tensor_values(gm: torch.fx.GraphModule, node: torch.fx.Node) -> list:
+    """The tensors ``node`` defines: its traced values, or a constant's own tensor."""
+    val = node.meta.get("val")
+    if val is None and node.op == "get_attr":
+        val = getattr(gm, str(node.target), None)
+    return [v for v in (val if isinstance(val, (list, tuple)) else [val]) if isinstance(v, torch.Tensor)]
+
+
+def _cpu_constant(gm: torch.fx.GraphModule, node: torch.fx.Node, cpu: list, tensors: list, constant: set) -> bool:
+    """Whether the CPU tensors of ``node`` are scalars (or empty) that every call computes
+    alike: a constant of the graph, or an op that is neither random nor in place on other such
+    scalars only (an attention mask's ``scalar_tensor(-65504.0)``, a clamp bound). A CUDA op
+    reads such a scalar's value on the host when it launches, so a capture keeps its value,
+    which is the value of every later call; a CPU scalar computed from an input, a CPU tensor
+    the graph returns, or one that a CPU op writes would be frozen wrongly, and is refused."""
+    if len(cpu) != len(tensors) or any(v.numel() > 1 for v in cpu):
+        return False
+    if any(u.op == "output" for u in node.users):
+        return False
+    if node.op == "get_attr":
+        return True
+    if node.op != "call_function" or not all(a in constant for a in node.all_input_nodes):
+        return False
+    target = node.target
+    if isinstance(target, torch._ops.OpOverload):
+        return not target._schema.is_mutable and torch.Tag.nondeterministic_seeded not in target.tags
+    return False
+
+
+#: device ops that take a CPU scalar's value on the host at launch (besides pointwise ops)
+_SCALAR_READERS = frozenset({torch.ops.aten.fill.Tensor, torch.ops.aten.fill_.Tensor,
+                             torch.ops.aten.masked_fill.Tensor, torch.ops.aten.masked_fill_.Tensor})
+
+
+def _reads_scalars_as_values(gm: torch.fx.GraphModule, node: torch.fx.Node, constant: set) -> bool:
+    """Whether the device op ``node`` reads the CPU scalars among its inputs as launch values
+    (pointwise ops and fills: TensorIterator and ``fill_`` read a CPU scalar on the host), not
+    by copying host memory to the device (``_to_copy``, indexing): a captured copy would read
+    that host memory again at every replay. Empty CPU tensors have nothing to read."""
+    scalars = [a for a in node.all_input_nodes if a in constant
+               and any(v.numel() for v in _tensor_values(gm, a))]
+    if not scalars:
+        return True
+    target = node.target
+    return isinstance(target, torch._ops.OpOverload) and (torch.Tag.pointwise in target.tags
+                                                          or target in _SCALAR_READERS)
 
 
 def forward_static_inputs(static_inputs: list[int] | None, n_inputs: int) -> list[int]:
