@@ -445,9 +445,51 @@ def test_aten_passes_that_apply():
     assert names(ATEN_PASSES_BEFORE_FREEZING, "inference") == ["conv_relu_epilogues"]
     assert names(ATEN_PASSES_BEFORE_FREEZING, "forward") == []
     assert names(ATEN_PASSES_BEFORE_FREEZING, "inference", conv_epilogues=False) == []
-    assert names(ATEN_PASSES, "backward") == ["merge_duplicate_pads", "cat_of_one", "log_softmax_sums",
-                                              "one_hot_picks"]
-    assert names(ATEN_PASSES, "forward", cross_entropy_rewrites=False) == ["merge_duplicate_pads", "cat_of_one"]
+    assert names(ATEN_PASSES, "backward") == ["merge_duplicate_pads", "cat_of_one", "scalar_copies_as_fills",
+                                              "log_softmax_sums", "one_hot_picks"]
+    assert names(ATEN_PASSES, "forward", cross_entropy_rewrites=False) == ["merge_duplicate_pads", "cat_of_one",
+                                                                           "scalar_copies_as_fills"]
     text = describe()
     assert (text.index("FX level") < text.index("fold_conv_batchnorm") < text.index("AOTAutograd")
             < text.index("conv_relu_epilogues") < text.index("one_hot_picks") < text.index("IR level"))
+
+
+def test_a_cpu_scalar_copied_into_a_device_tensor_becomes_a_fill():
+    """``aten.copy(dst, 0-dim CPU src)`` into a CUDA tensor (T5's decoder start token written
+    into the shifted labels) becomes ``aten.fill.Tensor``, which reads the value on the host and
+    copies nothing from host memory; CPU destinations and sources with dims stay copies. The
+    two ops give the same values for each dtype pair (checked eagerly on the CPU)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from torchfuse.passes.aten import scalar_copies_as_fills
+
+    aten = torch.ops.aten
+
+    def shift(ids, start):  # the functional form of ids[:, 0] = start
+        return aten.select_scatter.default(ids, aten.copy.default(aten.select.int(ids, 1, 0), start), 1, 0)
+
+    with FakeTensorMode():
+        ids, start = torch.empty(4, 8, dtype=torch.int64, device="cuda"), torch.empty((), dtype=torch.int64)
+        row = torch.empty(4, 8, dtype=torch.int64, device="cuda")
+        rows = torch.empty(8, dtype=torch.int64)
+    gm = make_fx(shift, tracing_mode="fake")(ids, start)
+    assert scalar_copies_as_fills(gm) == 1
+    targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+    assert aten.fill.Tensor in targets and aten.copy.default not in targets
+    on_cpu = make_fx(shift)(torch.zeros(4, 8, dtype=torch.int64), torch.tensor(3))
+    assert scalar_copies_as_fills(on_cpu) == 0
+    gm = make_fx(lambda d, s: aten.copy.default(aten.select.int(d, 0, 0), s), tracing_mode="fake")(row, rows)
+    assert scalar_copies_as_fills(gm) == 0
+    # a copy read by something other than a scatter keeps its strides (a fill's would differ)
+    gm = make_fx(lambda d, s: aten.copy.default(aten.select.int(d, 1, 0), s) + 1, tracing_mode="fake")(row, start)
+    assert scalar_copies_as_fills(gm) == 0
+    # the values the rewrite relies on: a 0-dim copy and a fill agree, dtype to dtype
+    values = {torch.float16: 65504.0, torch.bfloat16: -3.3895e38, torch.float32: 1 / 3, torch.float64: 1 / 7,
+              torch.int64: 2**53 + 1, torch.int32: -7, torch.bool: True, torch.uint8: 255}
+    for src_dtype, value in values.items():
+        src = torch.tensor(value, dtype=src_dtype)
+        for dst_dtype in values:
+            dst = torch.empty(3, 5, dtype=dst_dtype).t()
+            torch.testing.assert_close(aten.fill.Tensor(dst, src), aten.copy.default(dst, src), rtol=0, atol=0,
+                                       equal_nan=True)

@@ -10,6 +10,8 @@ before the IR is built from them.
   update) as a copy the segmenter can fuse.
 * :func:`conv_relu_epilogues`: ReLU-ended convolutions of inference graphs to cuDNN's fused
   epilogue.
+* :func:`scalar_copies_as_fills`: a 0-dim CPU tensor copied into a device tensor as a fill,
+  which a CUDA graph can capture.
 
 Also the helpers the ATen-level passes share (a node's fake value, its arguments, inserting
 a call with its value). Cross-entropy's rewrites are in :mod:`.cross_entropy`.
@@ -115,6 +117,52 @@ def cat_of_one(gm: torch.fx.GraphModule) -> int:
         _erase_unused([t for t in tensors if t is not x])
         done += 1
     return finish(gm, done, "concatenations of one non-empty tensor made copies")
+
+
+_SCATTERS = (aten.select_scatter.default, aten.slice_scatter.default)
+
+
+def scalar_copies_as_fills(gm: torch.fx.GraphModule) -> int:
+    """Replace each ``aten.copy(dst, src)`` that copies a 0-dim CPU tensor into a device tensor
+    by ``aten.fill.Tensor(dst, src)``: the same values (a 0-dim source broadcast over ``dst``
+    and cast to its dtype; ``fill_`` takes the value on the host, a conversion to a Python
+    number that is exact for every dtype it reads), and no copy from host memory, which a CUDA
+    graph capture refuses (HuggingFace's T5 writes its decoder start token into the shifted
+    labels so: ``shifted[..., 0] = start``). Only where the copy is scattered back into its
+    base (``select_scatter``, ``slice_scatter``): the fill is laid out densely, the copy as
+    ``dst``, and a scatter reads values alone.
+
+    Returns:
+        The number of copies replaced.
+    """
+    from torch._guards import detect_fake_mode
+
+    done = 0
+    for n in calls_to(gm, (aten.copy.default,)):
+        dst, src, out = _arg(n, 0, "self"), _arg(n, 1, "src"), _val(n)
+        dv, sv = _val(dst), _val(src)
+        if not all(isinstance(v, torch.Tensor) for v in (dv, sv, out)):
+            continue
+        if sv.device.type != "cpu" or sv.dim() != 0 or dv.device.type == "cpu" or sv.is_complex():
+            continue
+        fake = detect_fake_mode([dv])
+        if fake is None:
+            continue
+        with gm.graph.inserting_before(n):
+            fill = _call_with_val(gm.graph, fake, aten.fill.Tensor, dst, src)
+        fv = _val(fill)
+        # a fill is laid out densely where the copy keeps ``dst``'s strides (a view's): taken
+        # only where strides cannot matter, the copy scattered back into its base (the
+        # functional form of ``base[index] = value``)
+        scattered = all(u.op == "call_function" and u.target in _SCATTERS and _arg(u, 1, "src") is n
+                        and n not in (u.args[:1] + u.args[2:]) for u in n.users)
+        if not (scattered and fv.dtype == out.dtype and _same(fv.shape, out.shape)):
+            gm.graph.erase_node(fill)
+            continue
+        n.replace_all_uses_with(fill)
+        gm.graph.erase_node(n)
+        done += 1
+    return finish(gm, done, "copies of a CPU scalar made fills")
 
 
 def _val(x):
