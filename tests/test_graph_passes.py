@@ -445,51 +445,56 @@ def test_aten_passes_that_apply():
     assert names(ATEN_PASSES_BEFORE_FREEZING, "inference") == ["conv_relu_epilogues"]
     assert names(ATEN_PASSES_BEFORE_FREEZING, "forward") == []
     assert names(ATEN_PASSES_BEFORE_FREEZING, "inference", conv_epilogues=False) == []
-    assert names(ATEN_PASSES, "backward") == ["merge_duplicate_pads", "cat_of_one", "scalar_copies_as_fills",
+    assert names(ATEN_PASSES, "backward") == ["merge_duplicate_pads", "cat_of_one", "scalar_copies_from_device",
                                               "log_softmax_sums", "one_hot_picks"]
     assert names(ATEN_PASSES, "forward", cross_entropy_rewrites=False) == ["merge_duplicate_pads", "cat_of_one",
-                                                                           "scalar_copies_as_fills"]
+                                                                           "scalar_copies_from_device"]
     text = describe()
     assert (text.index("FX level") < text.index("fold_conv_batchnorm") < text.index("AOTAutograd")
             < text.index("conv_relu_epilogues") < text.index("one_hot_picks") < text.index("IR level"))
 
 
-def test_a_cpu_scalar_copied_into_a_device_tensor_becomes_a_fill():
-    """``aten.copy(dst, 0-dim CPU src)`` into a CUDA tensor (T5's decoder start token written
-    into the shifted labels) becomes ``aten.fill.Tensor``, which reads the value on the host and
-    copies nothing from host memory; CPU destinations and sources with dims stay copies. The
-    two ops give the same values for each dtype pair (checked eagerly on the CPU)."""
+def test_a_cpu_constant_copied_into_a_device_tensor_gets_a_device_source():
+    """``aten.copy(dst, 0-dim CPU constant)`` into a CUDA tensor (T5's decoder start token
+    written into the shifted labels, ``shifted[..., 0] = start``) reads ``aten.full([], value)``
+    on the device instead: the copy stays, with its layout, and nothing is copied from host
+    memory. CPU destinations, CPU sources that are inputs rather than constants, and sources
+    with dims stay as they are. The values the rewrite relies on (a copy from the CPU scalar
+    and one from ``full`` of its ``item()``, dtype to dtype) are checked eagerly on the CPU."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from torchfuse.passes.aten import scalar_copies_as_fills
+    from torchfuse.passes.aten import scalar_copies_from_device
 
     aten = torch.ops.aten
 
-    def shift(ids, start):  # the functional form of ids[:, 0] = start
-        return aten.select_scatter.default(ids, aten.copy.default(aten.select.int(ids, 1, 0), start), 1, 0)
+    def shift(ids):  # as TorchDynamo traces it: a lifted constant copied into a strided view
+        return aten.unsqueeze.default(aten.copy.default(aten.select.int(ids, 1, 0), torch.tensor(3)), 1)
 
     with FakeTensorMode():
-        ids, start = torch.empty(4, 8, dtype=torch.int64, device="cuda"), torch.empty((), dtype=torch.int64)
-        row = torch.empty(4, 8, dtype=torch.int64, device="cuda")
+        ids = torch.empty(4, 8, dtype=torch.int64, device="cuda")
         rows = torch.empty(8, dtype=torch.int64)
-    gm = make_fx(shift, tracing_mode="fake")(ids, start)
-    assert scalar_copies_as_fills(gm) == 1
-    targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
-    assert aten.fill.Tensor in targets and aten.copy.default not in targets
-    on_cpu = make_fx(shift)(torch.zeros(4, 8, dtype=torch.int64), torch.tensor(3))
-    assert scalar_copies_as_fills(on_cpu) == 0
-    gm = make_fx(lambda d, s: aten.copy.default(aten.select.int(d, 0, 0), s), tracing_mode="fake")(row, rows)
-    assert scalar_copies_as_fills(gm) == 0
-    # a copy read by something other than a scatter keeps its strides (a fill's would differ)
-    gm = make_fx(lambda d, s: aten.copy.default(aten.select.int(d, 1, 0), s) + 1, tracing_mode="fake")(row, start)
-    assert scalar_copies_as_fills(gm) == 0
-    # the values the rewrite relies on: a 0-dim copy and a fill agree, dtype to dtype
+        start = torch.empty((), dtype=torch.int64)
+    gm = make_fx(shift, tracing_mode="fake")(ids)
+    copy = next(n for n in gm.graph.nodes if n.target is aten.copy.default)
+    before = copy.meta["val"]
+    assert scalar_copies_from_device(gm) == 1
+    src = copy.args[1]
+    assert src.target is aten.full.default and src.args[1] == 3 and src.kwargs["device"].type == "cuda"
+    assert src.kwargs["dtype"] == torch.int64
+    assert copy.meta["val"].stride() == before.stride() == (8,)  # the copy keeps dst's layout
+    assert not any(n.target is aten.lift_fresh_copy.default for n in gm.graph.nodes)
+    on_cpu = make_fx(shift)(torch.zeros(4, 8, dtype=torch.int64))
+    assert scalar_copies_from_device(on_cpu) == 0
+    copy_of = lambda d, s: aten.copy.default(aten.select.int(d, 0, 0), s)  # noqa: E731
+    assert scalar_copies_from_device(make_fx(copy_of, tracing_mode="fake")(ids, rows)) == 0  # a source with dims
+    assert scalar_copies_from_device(make_fx(copy_of, tracing_mode="fake")(ids, start)) == 0  # an input's value
     values = {torch.float16: 65504.0, torch.bfloat16: -3.3895e38, torch.float32: 1 / 3, torch.float64: 1 / 7,
               torch.int64: 2**53 + 1, torch.int32: -7, torch.bool: True, torch.uint8: 255}
     for src_dtype, value in values.items():
-        src = torch.tensor(value, dtype=src_dtype)
+        cpu_scalar = torch.tensor(value, dtype=src_dtype)
+        full = aten.full.default([], cpu_scalar.item(), dtype=src_dtype)
         for dst_dtype in values:
             dst = torch.empty(3, 5, dtype=dst_dtype).t()
-            torch.testing.assert_close(aten.fill.Tensor(dst, src), aten.copy.default(dst, src), rtol=0, atol=0,
-                                       equal_nan=True)
+            torch.testing.assert_close(aten.copy.default(dst, full), aten.copy.default(dst, cpu_scalar), rtol=0,
+                                       atol=0, equal_nan=True)

@@ -13,8 +13,8 @@ A program captured by ``torch.compile`` goes through, in order:
 3. **ATen level** (per graph): :data:`ATEN_PASSES_BEFORE_FREEZING` (cuDNN's fused
    convolution epilogues, before the frozen weights' subgraph is split off,
    :func:`torchfuse.freezing.split_weight_subgraph`), then :data:`ATEN_PASSES` (duplicate pads
-   merged, concatenations of one non-empty tensor as copies, CPU scalars copied into device
-   tensors as fills, cross-entropy's row sums;
+   merged, concatenations of one non-empty tensor as copies, CPU constants copied into device
+   tensors read from device fills, cross-entropy's row sums;
    :mod:`torchfuse.passes.aten`,
    :mod:`torchfuse.passes.cross_entropy`).
 4. **IR level** (:data:`IR_PASSES`): the IR built from the ATen graph
@@ -115,7 +115,7 @@ ATEN_PASSES_BEFORE_FREEZING: tuple[GraphPass, ...] = (
 ATEN_PASSES: tuple[GraphPass, ...] = (
     GraphPass("merge_duplicate_pads", lambda gm, o: aten.merge_duplicate_pads(gm), _always, guarded=False),
     GraphPass("cat_of_one", lambda gm, o: aten.cat_of_one(gm), _always),
-    GraphPass("scalar_copies_as_fills", lambda gm, o: aten.scalar_copies_as_fills(gm), _always),
+    GraphPass("scalar_copies_from_device", lambda gm, o: aten.scalar_copies_from_device(gm), _always),
     # log_softmax_sums first: a log-softmax it no longer reads lets one_hot_picks reach x - max
     GraphPass("log_softmax_sums",
               lambda gm, o: cross_entropy.log_softmax_sums(gm, o.persistent_max_elements, o.tuning.graph_passes),

@@ -10,8 +10,8 @@ before the IR is built from them.
   update) as a copy the segmenter can fuse.
 * :func:`conv_relu_epilogues`: ReLU-ended convolutions of inference graphs to cuDNN's fused
   epilogue.
-* :func:`scalar_copies_as_fills`: a 0-dim CPU tensor copied into a device tensor as a fill,
-  which a CUDA graph can capture.
+* :func:`scalar_copies_from_device`: a 0-dim CPU constant copied into a device tensor read
+  from a device fill instead, which a CUDA graph can capture.
 
 Also the helpers the ATen-level passes share (a node's fake value, its arguments, inserting
 a call with its value). Cross-entropy's rewrites are in :mod:`.cross_entropy`.
@@ -119,50 +119,62 @@ def cat_of_one(gm: torch.fx.GraphModule) -> int:
     return finish(gm, done, "concatenations of one non-empty tensor made copies")
 
 
-_SCATTERS = (aten.select_scatter.default, aten.slice_scatter.default)
+def scalar_copies_from_device(gm: torch.fx.GraphModule) -> int:
+    """Give each ``aten.copy(dst, src)`` of a 0-dim CPU constant of the graph into a device
+    tensor a device source: ``aten.full([], value)`` on ``dst``'s device, of ``src``'s dtype.
+    The copy stays (``dst``'s layout, the same broadcast and cast), and its values are the
+    same: ``value`` is the constant's, read exactly as a Python number. A copy from host
+    memory is what a CUDA graph capture refuses (HuggingFace's T5 writes its decoder start
+    token into the shifted labels so: ``shifted[..., 0] = start``, which TorchDynamo traces as
+    a copy of a lifted 0-dim constant); a fill kernel is captured.
 
-
-def scalar_copies_as_fills(gm: torch.fx.GraphModule) -> int:
-    """Replace each ``aten.copy(dst, src)`` that copies a 0-dim CPU tensor into a device tensor
-    by ``aten.fill.Tensor(dst, src)``: the same values (a 0-dim source broadcast over ``dst``
-    and cast to its dtype; ``fill_`` takes the value on the host, a conversion to a Python
-    number that is exact for every dtype it reads), and no copy from host memory, which a CUDA
-    graph capture refuses (HuggingFace's T5 writes its decoder start token into the shifted
-    labels so: ``shifted[..., 0] = start``). Only where the copy is scattered back into its
-    base (``select_scatter``, ``slice_scatter``): the fill is laid out densely, the copy as
-    ``dst``, and a scatter reads values alone.
+    Only constants whose value the graph holds (a ``get_attr``, possibly through
+    ``lift_fresh_copy``, or ``scalar_tensor`` of a number); complex ones are left alone.
 
     Returns:
-        The number of copies replaced.
+        The number of copies given a device source.
     """
     from torch._guards import detect_fake_mode
 
     done = 0
     for n in calls_to(gm, (aten.copy.default,)):
-        dst, src, out = _arg(n, 0, "self"), _arg(n, 1, "src"), _val(n)
+        dst, src = _arg(n, 0, "self"), _arg(n, 1, "src")
         dv, sv = _val(dst), _val(src)
-        if not all(isinstance(v, torch.Tensor) for v in (dv, sv, out)):
+        if not (isinstance(dv, torch.Tensor) and isinstance(sv, torch.Tensor)):
             continue
         if sv.device.type != "cpu" or sv.dim() != 0 or dv.device.type == "cpu" or sv.is_complex():
             continue
+        value = _constant_number(gm, src)
         fake = detect_fake_mode([dv])
-        if fake is None:
+        if value is None or fake is None:
             continue
         with gm.graph.inserting_before(n):
-            fill = _call_with_val(gm.graph, fake, aten.fill.Tensor, dst, src)
-        fv = _val(fill)
-        # a fill is laid out densely where the copy keeps ``dst``'s strides (a view's): taken
-        # only where strides cannot matter, the copy scattered back into its base (the
-        # functional form of ``base[index] = value``)
-        scattered = all(u.op == "call_function" and u.target in _SCATTERS and _arg(u, 1, "src") is n
-                        and n not in (u.args[:1] + u.args[2:]) for u in n.users)
-        if not (scattered and fv.dtype == out.dtype and _same(fv.shape, out.shape)):
-            gm.graph.erase_node(fill)
-            continue
-        n.replace_all_uses_with(fill)
-        gm.graph.erase_node(n)
+            full = _call_with_val(gm.graph, fake, aten.full.default, [], value, dtype=sv.dtype,
+                                  layout=torch.strided, device=dv.device, pin_memory=False)
+        n.replace_input_with(src, full)
+        _erase_unused([src])
+        for attr in [a for a in gm.graph.nodes if a.op == "get_attr" and not a.users]:
+            gm.graph.erase_node(attr)
         done += 1
-    return finish(gm, done, "copies of a CPU scalar made fills")
+    return finish(gm, done, "copies of a CPU constant given a device source")
+
+
+def _constant_number(gm: torch.fx.GraphModule, node) -> bool | int | float | None:
+    """The Python number a 0-dim CPU constant node of ``gm`` holds, or ``None`` when it is not
+    one whose value the graph holds."""
+    if _call_of(node, aten.lift_fresh_copy.default):
+        node = node.args[0]
+    if _call_of(node, aten.scalar_tensor.default):
+        value = node.args[0]
+        return value if isinstance(value, (bool, int, float)) else None
+    if not (isinstance(node, torch.fx.Node) and node.op == "get_attr"):
+        return None
+    tensor = gm
+    for name in node.target.split("."):
+        tensor = getattr(tensor, name, None)
+    if not isinstance(tensor, torch.Tensor) or tensor.dim() != 0 or tensor.is_complex() or tensor.device.type != "cpu":
+        return None
+    return tensor.item()
 
 
 def _val(x):
