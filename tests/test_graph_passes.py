@@ -478,7 +478,8 @@ def test_a_cpu_constant_copied_into_a_device_tensor_gets_a_device_source():
     gm = make_fx(shift, tracing_mode="fake")(ids)
     copy = next(n for n in gm.graph.nodes if n.target is aten.copy.default)
     before = copy.meta["val"]
-    assert scalar_copies_from_device(gm) == 1
+    with before.fake_mode:  # as AOTAutograd runs the passes: the constant is read as a real tensor
+        assert scalar_copies_from_device(gm) == 1
     src = copy.args[1]
     assert src.target is aten.full.default and src.args[1] == 3 and src.kwargs["device"].type == "cuda"
     assert src.kwargs["dtype"] == torch.int64

@@ -174,7 +174,10 @@ def _constant_number(gm: torch.fx.GraphModule, node) -> bool | int | float | Non
         tensor = getattr(tensor, name, None)
     if not isinstance(tensor, torch.Tensor) or tensor.dim() != 0 or tensor.is_complex() or tensor.device.type != "cpu":
         return None
-    return tensor.item()
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    with unset_fake_temporarily():  # a real constant, read while AOTAutograd's fake mode is active
+        return tensor.item()
 
 
 def _val(x):
