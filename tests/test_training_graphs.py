@@ -115,7 +115,9 @@ class _Pool:
     """A stand-in for ``cudagraphify_impl``: the first call is a warm-up whose outputs are fresh
     tensors, as the trees' warm-up run is; every later call writes its outputs into the buffers
     of the second (the recording's pool), so an output held across calls is overwritten and the
-    activations a backward reads in place are at other addresses after the warm-up."""
+    activations a backward reads in place are at other addresses after the warm-up. As the
+    trees do, each call returns new tensor objects over the pool's memory and keeps none, so
+    that autograd may take a gradient as ``.grad`` without copying it."""
 
     def __init__(self):
         self.calls = []
@@ -136,7 +138,8 @@ class _Pool:
                 for b, o in zip(buffers, outs):
                     if isinstance(b, torch.Tensor):
                         b.copy_(o)
-            return list(buffers)
+            return [torch.empty(0, dtype=b.dtype).set_(b.untyped_storage(), b.storage_offset(), b.shape, b.stride())
+                    if isinstance(b, torch.Tensor) else b for b in buffers]
 
         return replay
 
@@ -180,7 +183,50 @@ def test_gradient_accumulation_matches_eager(pool, set_to_none):
         model.zero_grad(set_to_none=set_to_none)
     assert pool.calls == [False, True]
     fw, bw = [g for g in backend.RECENT[-2:]]
-    assert "captured" in fw.stats["cudagraph"] and "gradients copied" in bw.stats["cudagraph"]
+    assert "captured" in fw.stats["cudagraph"] and "gradients returned in the pool" in bw.stats["cudagraph"]
+
+
+class _Broken(torch.nn.Module):
+    """Two halves with a graph break between them: two captures, whose backward replays both
+    leave gradients in the pool before the next micro-batch's first forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = _mlp(), _mlp()[:2]
+        self.b[0] = torch.nn.Linear(4, 16)
+
+    def forward(self, x):
+        h = self.a(x)
+        torch._dynamo.graph_break()
+        return self.b(h)
+
+
+def _accumulate(eager, model, compiled, xs, set_to_none):
+    for step in range(3):
+        for f in (eager, compiled):
+            for x in xs[2 * step: 2 * step + 2]:
+                f(x).square().mean().backward()
+        for a, b in zip(_grads(eager), _grads(model)):
+            torch.testing.assert_close(b, a)
+        eager.zero_grad(set_to_none=set_to_none)
+        model.zero_grad(set_to_none=set_to_none)
+
+
+@cpu_only
+def test_gradients_left_in_the_pool_move_out_across_graph_breaks(pool, monkeypatch):
+    """Each ``.grad`` a backward replay left in the pool (taken by autograd, then accumulated
+    into by the next micro-batch) moves out before the next forward, whichever capture made it."""
+    moved = []
+    release = training_graphs.release_pool_gradients
+    monkeypatch.setattr(training_graphs, "release_pool_gradients", lambda: moved.append(release()) or moved[-1])
+    eager, model = _Broken(), _Broken()
+    model.load_state_dict(eager.state_dict())
+    compiled = torchfuse.compile(model, mode="reduce-overhead", interpret=True)
+    _accumulate(eager, model, compiled, [torch.randn(5, 8) for _ in range(6)], set_to_none=True)
+    assert pool.calls == [False, False, True, True]
+    # the second micro-batch of each step: all 8 parameters of both halves (the first step's
+    # gradients come from the warm-up, which the trees also allocate in the pool)
+    assert [m for m in moved if m] == [8, 8, 8]
 
 
 @cpu_only
@@ -320,6 +366,18 @@ def test_replayed_gradient_accumulation_matches_eager(set_to_none):
             torch.testing.assert_close(b, a)
         eager.zero_grad(set_to_none=set_to_none)
         model.zero_grad(set_to_none=set_to_none)
+
+
+@gpu
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_replayed_gradient_accumulation_across_a_graph_break_matches_eager(set_to_none):
+    """Two captures (a graph break): the second's forward replay starts a new generation of
+    the CUDA graph trees, so every pool ``.grad`` must have moved out before the first's."""
+    eager, model = _Broken().cuda(), _Broken().cuda()
+    model.load_state_dict(eager.state_dict())
+    compiled = torchfuse.compile(model, mode="reduce-overhead")
+    _accumulate(eager, model, compiled, [torch.randn(5, 8, device="cuda") for _ in range(6)], set_to_none)
+    assert "captured: replayed" in backend.RECENT[-1].stats["cudagraph"]
 
 
 @gpu

@@ -132,12 +132,12 @@ class Options:
         cudagraph_max_graphs: CUDA graphs kept per compiled inference graph (least recently
             used go).
         cudagraph_copy_outputs: return copies of a replay's outputs (safe): for inference
-            graphs every output, for training graphs the forward's user-visible outputs and the
-            backward's gradients (which ``.grad`` may keep across steps; one multi-tensor copy
-            per dtype). Without it the pool's tensors are returned: an inference replay that
-            would overwrite one still in use raises, and training follows the CUDA graph
-            trees' rules (an output read after a later step's replay raises; gradient
-            accumulation needs ``.grad`` allocated outside the captured backward).
+            graphs every output, for training graphs the forward's user-visible outputs (one
+            multi-tensor copy per dtype). Without it the pool's tensors are returned: an
+            inference replay that would overwrite one still in use raises, and a training
+            output read after a later step's replay raises (the CUDA graph trees' rule).
+            Gradients are never copied: a ``.grad`` still in the pool moves out before the
+            next forward replays (:mod:`torchfuse.runtime.training_graphs`).
         freeze: treat parameters and buffers of inference graphs (compiled with gradients
             off) as constants: eval-mode BatchNorms fold into the convolutions before them,
             convolution biases on CUDA join the next fusion group, half-precision 2-D

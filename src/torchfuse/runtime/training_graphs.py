@@ -25,17 +25,22 @@ What torchfuse adds:
   is not safe to capture (a host synchronization, a data-dependent size), or an in-place write to
   an input that is neither a parameter nor a buffer runs uncaptured, and ``stats["cudagraph"]``
   (which ``explain`` prints) says why;
-* copies of the outputs a user holds across steps (``Options.cudagraph_copy_outputs``): the
-  backward's gradients, which autograd may keep as ``.grad`` (accumulated by the next backward,
-  or zeroed in place by ``zero_grad(set_to_none=False)``) and which the next replay would
-  otherwise overwrite, and the forward's user-visible outputs (the loss, the logits). The
-  activations saved for the backward stay in the pool.
+* copies of the forward's user-visible outputs (the loss, the logits), which a user may hold
+  across steps and the next replay would otherwise overwrite (``Options.cudagraph_copy_outputs``);
+* gradients returned in the pool, without copies, and ``.grad`` kept safe instead: autograd
+  takes a gradient as ``.grad`` when that was ``None``, so with ``zero_grad(set_to_none=False)``
+  or accumulation over micro-batches a ``.grad`` may still be pool memory when the next step's
+  replays write it. Before any captured forward runs, each ``.grad`` that is still a gradient
+  output of a replay moves to memory of its own (:func:`release_pool_gradients`): one copy per
+  optimizer step at most, none with ``set_to_none=True``. The activations saved for the
+  backward stay in the pool.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
 import logging
+import weakref
 from typing import Any, Callable
 
 import torch
@@ -44,7 +49,7 @@ import torch.fx
 log = logging.getLogger("torchfuse.recompile")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(eq=False)
 class CaptureState:
     """Shared by the forward and backward compilers of one TorchDynamo graph.
 
@@ -57,11 +62,48 @@ class CaptureState:
         inputs_moved: an input read in place was at another address than in the call before
             (checked in the first ``Tuning.runtime.address_checked_calls`` calls of the
             forward); from then on neither graph is replayed.
+        grad_params: weak references to the forward's last inputs that get gradients (the
+            parameters whose ``.grad`` the backward's outputs become).
+        pool_gradients: storage addresses of the last backward replay's outputs (gradients in
+            the pool), until the next captured forward (:func:`release_pool_gradients`).
     """
 
     forward_captured: bool = True
     device_index: int | None = None
     inputs_moved: bool = False
+    grad_params: list = dataclasses.field(default_factory=list)
+    pool_gradients: frozenset = frozenset()
+
+
+#: captures whose backward replayed since the last captured forward ran, process-wide: the next
+#: step's first forward may be another capture's (a graph break), and it runs first
+_PENDING: list[CaptureState] = []
+
+
+def release_pool_gradients() -> int:
+    """Move every ``.grad`` that is still a gradient output of a backward replay (in the CUDA
+    graph pool, which the next replays write) to memory of its own, before a captured forward
+    runs; see the module. Parameters whose ``.grad`` is ``None`` or was accumulated into
+    memory of its own cost a pointer comparison.
+
+    Returns:
+        How many ``.grad`` tensors were copied.
+
+    Raises:
+        RuntimeError: from the CUDA graph trees, when another program's replay already
+            overwrote such a ``.grad`` (its storage then refuses access).
+    """
+    moved = 0
+    for state in _PENDING:
+        for ref in state.grad_params:
+            p = ref()
+            g = p.grad if p is not None else None
+            if g is not None and g.untyped_storage().data_ptr() in state.pool_gradients:
+                p.grad = g.clone(memory_format=torch.preserve_format)
+                moved += 1
+        state.pool_gradients = frozenset()
+    _PENDING.clear()
+    return moved
 
 
 def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int]) -> str | None:
@@ -242,7 +284,7 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
         name: ``"forward"`` or ``"backward"``.
         static_inputs: for a forward, AOTAutograd's indices of parameters and buffers.
         state: shared by the forward and the backward of one TorchDynamo graph.
-        copy_outputs: copy gradients and user-visible outputs out of the pool (see the module).
+        copy_outputs: copy a forward's user-visible outputs out of the pool (see the module).
         stats: the compiled graph's counters, where ``"cudagraph"`` says what happened.
         cudagraphify: the trees' ``cudagraphify_impl`` (a stand-in in CPU tests).
         address_checked_calls: ``Tuning.runtime.address_checked_calls``: the first calls of a
@@ -280,21 +322,28 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
                     mutated_input_idxs=tuple(sorted(find_input_mutations(gm.graph))))
     replay = None
     copier = None
-    if copy_outputs:
-        n_user = None if backward else user_output_count()
-        if backward or n_user:
-            copier = OutputCopier(None if backward else range(n_user))
+    n_user = None if backward or not copy_outputs else user_output_count()
+    if n_user:
+        copier = OutputCopier(range(n_user))
     stats["cudagraph"] = ("captured: replayed by PyTorch's CUDA graph trees after a warm-up call per input "
                           f"signature; {len(static)} inputs read in place"
-                          + ("; gradients copied out of the pool" if backward and copier else "")
-                          + ("; user-visible outputs copied out of the pool" if not backward and copier else ""))
+                          + ("; gradients returned in the pool (a .grad still holding one moves out before "
+                             "the next forward)" if backward else "")
+                          + ("; user-visible outputs copied out of the pool" if copier else ""))
+    grad_static = None  # a forward's inputs that get gradients (parameters)
 
     addresses: tuple | None = None
     checks_left = address_checked_calls
     uncaptured = _running_backward(fn, device_index) if backward else fn
 
     def run(args: list) -> Any:
-        nonlocal replay, addresses, checks_left
+        nonlocal replay, addresses, checks_left, grad_static
+        if not backward:
+            if _PENDING:
+                release_pool_gradients()
+            if grad_static is None:
+                grad_static = [i for i in static if isinstance(args[i], torch.Tensor) and args[i].requires_grad]
+            state.grad_params = [weakref.ref(args[i]) for i in grad_static]
         # a forward's inputs read in place are parameters and buffers; a backward's are saved
         # activations, which move from the warm-up's allocations into the pool by design
         if checks_left and not backward and not state.inputs_moved:
@@ -310,6 +359,11 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
         if replay is None:  # made from the first real inputs: the trees key graphs on their ints
             replay = cudagraphify(_clearing(fn), args, static, **settings)
         outputs = replay(args)
+        if backward:
+            state.pool_gradients = frozenset(o.untyped_storage().data_ptr() for o in outputs
+                                             if isinstance(o, torch.Tensor))
+            if state not in _PENDING:
+                _PENDING.append(state)
         return copier(outputs) if copier is not None else outputs
 
     run._boxed_call = True
