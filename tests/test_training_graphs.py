@@ -8,6 +8,10 @@ eager.
 """
 from __future__ import annotations
 
+import functools
+import sys
+import types
+
 import pytest
 import torch
 from torch._subclasses import FakeTensorMode
@@ -112,36 +116,70 @@ def test_writes_to_inputs_are_refused_unless_static():
 
 # ------------------------------------------------------------------ outputs and gradients (CPU)
 class _Pool:
-    """A stand-in for ``cudagraphify_impl``: the first call is a warm-up whose outputs are fresh
-    tensors, as the trees' warm-up run is; every later call writes its outputs into the buffers
-    of the second (the recording's pool), so an output held across calls is overwritten and the
-    activations a backward reads in place are at other addresses after the warm-up. As the
-    trees do, each call returns new tensor objects over the pool's memory and keeps none, so
-    that autograd may take a gradient as ``.grad`` without copying it."""
+    """A stand-in for ``cudagraphify_impl`` that does to outputs what PyTorch's CUDA graph trees
+    do. The first call is a warm-up whose outputs are fresh tensors; every later call writes
+    its outputs into the buffers of the second (the recording's pool), so an output held across
+    calls is overwritten and the activations a backward reads in place are at other addresses
+    after the warm-up. Later calls return the same cached tensors over that memory, registered
+    as the trees register them (``torch._C._add_cached_tensor``, so that autograd may take one
+    as ``.grad``), and ``node`` holds the trees' weak references to the last call's outputs:
+    ``StorageWeakRefWrapper``, with the trees' reference-count check for the cached ones."""
 
     def __init__(self):
         self.calls = []
+        self.replays = 0  # calls of the functions made, the warm-ups included
+        self.node = None  # as the trees' ``current_node``: the last call's
+        self.cached: list = []  # each function's list of cached outputs (the trees' one reference)
 
     def __call__(self, fn, inputs, static, **settings):
+        from torch._inductor.cudagraph_trees import StorageWeakRefWrapper
+
         buffers: list = []
+        cached: list = []
+        storages: list = []  # the trees keep a Python storage object per cached output
         warmed_up = [False]
         self.calls.append(settings["is_backward"])
+        self.cached.append(cached)
+
+        def check(i):  # the trees' rule: only the list and the call hold the cached tensor
+            return sys.getrefcount(cached[i]) == (3 if cached[i]._use_count() > 1 else 2)
 
         def replay(args):
+            self.replays += 1
             outs = fn(list(args))
             if not warmed_up[0]:
                 warmed_up[0] = True
+                self.node = types.SimpleNamespace(outputs_weakrefs=[
+                    StorageWeakRefWrapper(o) if isinstance(o, torch.Tensor) else None for o in outs])
                 return list(outs)
             if not buffers:
                 buffers.extend(o.clone() if isinstance(o, torch.Tensor) else o for o in outs)
+                for b in buffers:
+                    if isinstance(b, torch.Tensor):
+                        storages.append(_storage_over(b))
+                        cached.append(torch.empty(0, dtype=b.dtype).set_(storages[-1], b.storage_offset(),
+                                                                         b.shape, b.stride()))
+                        torch._C._add_cached_tensor(cached[-1])
+                    else:
+                        cached.append(b)
+                node = types.SimpleNamespace(outputs_weakrefs=[
+                    StorageWeakRefWrapper(c, extra_ref_check=functools.partial(check, i))
+                    if isinstance(c, torch.Tensor) else None for i, c in enumerate(cached)])
+                replay.node = node
             else:
                 for b, o in zip(buffers, outs):
                     if isinstance(b, torch.Tensor):
                         b.copy_(o)
-            return [torch.empty(0, dtype=b.dtype).set_(b.untyped_storage(), b.storage_offset(), b.shape, b.stride())
-                    if isinstance(b, torch.Tensor) else b for b in buffers]
+            self.node = replay.node
+            return list(cached)
 
         return replay
+
+
+def _storage_over(b: torch.Tensor) -> torch.UntypedStorage:
+    """A storage over ``b``'s memory that does not own it (as the trees make for replays)."""
+    memory = b.untyped_storage()
+    return torch._C._construct_storage_from_data_pointer(memory.data_ptr(), b.device, memory.nbytes())
 
 
 @pytest.fixture
@@ -152,7 +190,12 @@ def pool(monkeypatch):
     stand_in = _Pool()
     monkeypatch.setattr(trees, "cudagraphify_impl", stand_in)
     monkeypatch.setattr(training_graphs, "capture_refusal", lambda gm, static: None)
-    return stand_in
+    monkeypatch.setattr(training_graphs, "_trees_node", lambda device_index: stand_in.node)
+    torch._C._set_cached_tensors_enabled(True)
+    yield stand_in
+    for t in (t for ts in stand_in.cached for t in ts if isinstance(t, torch.Tensor)):
+        torch._C._remove_cached_tensor(t)
+    torch._C._set_cached_tensors_enabled(False)
 
 
 def _mlp():
@@ -227,6 +270,40 @@ def test_gradients_left_in_the_pool_move_out_across_graph_breaks(pool, monkeypat
     # the second micro-batch of each step: all 8 parameters of both halves (the first step's
     # gradients come from the warm-up, which the trees also allocate in the pool)
     assert [m for m in moved if m] == [8, 8, 8]
+
+
+@cpu_only
+@pytest.mark.parametrize("how", [".grad", "autograd.grad"])
+def test_gradients_held_outside_grad_keep_their_values(pool, how):
+    """Gradients kept across steps outside ``.grad`` (an old ``.grad`` after
+    ``zero_grad(set_to_none=True)``, or ``torch.autograd.grad``'s results) keep their step's
+    values: while one is held the graphs run uncaptured, and the capture copies its gradients
+    from then on; once none is held the graphs replay again."""
+    eager, model = _mlp(), _mlp()
+    compiled = torchfuse.compile(model, mode="reduce-overhead", interpret=True)
+    xs = [torch.randn(5, 8) for _ in range(8)]
+
+    def step(m, f, x):
+        loss = f(x).square().mean()
+        if how == "autograd.grad":
+            return list(torch.autograd.grad(loss, list(m.parameters())))
+        loss.backward()
+        grads = [p.grad for p in m.parameters()]
+        m.zero_grad(set_to_none=True)
+        return grads
+
+    kept = [(step(eager, eager, x), step(model, compiled, x)) for x in xs[:5]]
+    for want, got in kept:
+        for a, b in zip(want, got):
+            torch.testing.assert_close(b, a)
+    fw, bw = backend.RECENT[-2:]
+    assert "held outside .grad" in fw.stats["cudagraph"]
+    del kept  # nothing held any more: replays resume, with copied gradients
+    before = pool.replays
+    for x in xs[5:]:
+        for a, b in zip(step(eager, eager, x), step(model, compiled, x)):
+            torch.testing.assert_close(b, a)
+    assert pool.replays == before + 2 * 3
 
 
 @cpu_only
@@ -382,6 +459,21 @@ def test_replayed_gradient_accumulation_across_a_graph_break_matches_eager(set_t
     compiled = torchfuse.compile(model, mode="reduce-overhead")
     _accumulate(eager, model, compiled, [torch.randn(5, 8, device="cuda") for _ in range(6)], set_to_none)
     assert "captured: replayed" in backend.RECENT[-1].stats["cudagraph"]
+
+
+@gpu
+def test_replayed_gradients_held_outside_grad_keep_their_values():
+    """``torch.autograd.grad``'s results kept over steps keep their values while later steps
+    replay (the trees' replays write the same pool memory and mark nothing)."""
+    eager, model = _mlp().cuda(), _mlp().cuda()
+    compiled = torchfuse.compile(model, mode="reduce-overhead")
+    xs = [torch.randn(5, 8, device="cuda") for _ in range(6)]
+    kept = [(torch.autograd.grad(eager(x).square().mean(), list(eager.parameters())),
+             torch.autograd.grad(compiled(x).square().mean(), list(model.parameters()))) for x in xs]
+    for want, got in kept:
+        for a, b in zip(want, got):
+            torch.testing.assert_close(b, a)
+    assert "held outside .grad" in backend.RECENT[-2].stats["cudagraph"]
 
 
 @gpu

@@ -27,18 +27,23 @@ What torchfuse adds:
   (which ``explain`` prints) says why;
 * copies of the forward's user-visible outputs (the loss, the logits), which a user may hold
   across steps and the next replay would otherwise overwrite (``Options.cudagraph_copy_outputs``);
-* gradients returned in the pool, without copies, and ``.grad`` kept safe instead: autograd
-  takes a gradient as ``.grad`` when that was ``None``, so with ``zero_grad(set_to_none=False)``
-  or accumulation over micro-batches a ``.grad`` may still be pool memory when the next step's
-  replays write it. Before any captured forward runs, each ``.grad`` that is still a gradient
-  output of a replay moves to memory of its own (:func:`release_pool_gradients`): one copy per
-  optimizer step at most, none with ``set_to_none=True``. The activations saved for the
-  backward stay in the pool.
+* gradients returned in the pool, without copies, and kept safe instead. A replay writes the
+  memory an earlier replay returned, and in replay mode the trees neither copy nor mark what
+  is still held, so a held gradient would silently change. Autograd takes a gradient as
+  ``.grad`` when that was ``None``, so with ``zero_grad(set_to_none=False)`` or accumulation
+  over micro-batches a ``.grad`` may still be pool memory at the next step. Before any captured
+  forward runs (:func:`release_pool_gradients`), each such ``.grad`` moves to memory of its
+  own: one copy per optimizer step at most, none with ``set_to_none=True``. A gradient still
+  held anywhere else (kept from ``torch.autograd.grad``, by a hook, or as an old ``.grad``) is
+  found by its storage's weak reference: every captured graph then runs uncaptured while that
+  memory is held, and that capture's gradients are copied out of the pool from then on. The
+  activations saved for the backward stay in the pool.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
+import gc
 import logging
 import weakref
 from typing import Any, Callable
@@ -62,29 +67,39 @@ class CaptureState:
         inputs_moved: an input read in place was at another address than in the call before
             (checked in the first ``Tuning.runtime.address_checked_calls`` calls of the
             forward); from then on neither graph is replayed.
-        grad_params: weak references to the forward's last inputs that get gradients (the
-            parameters whose ``.grad`` the backward's outputs become).
-        pool_gradients: storage addresses of the last backward replay's outputs (gradients in
-            the pool), until the next captured forward (:func:`release_pool_gradients`).
+        grad_params: weak references to the forward's last inputs that get gradients (leaf
+            tensors: the parameters, and inputs that require grad).
+        pool_gradients: ``(storage address, the trees' weak reference)`` of the last
+            backward replay's outputs (gradients in the pool), until the next captured forward
+            (:func:`release_pool_gradients`).
+        copy_gradients: a gradient of this capture was held outside ``.grad`` at a later step;
+            its backward copies its gradients out of the pool from then on.
+        step_uncaptured: this step's forward ran uncaptured (pool memory was held), so its
+            backward runs uncaptured too.
     """
 
     forward_captured: bool = True
     device_index: int | None = None
     inputs_moved: bool = False
     grad_params: list = dataclasses.field(default_factory=list)
-    pool_gradients: frozenset = frozenset()
+    pool_gradients: list = dataclasses.field(default_factory=list)
+    copy_gradients: bool = False
+    step_uncaptured: bool = False
 
 
 #: captures whose backward replayed since the last captured forward ran, process-wide: the next
 #: step's first forward may be another capture's (a graph break), and it runs first
 _PENDING: list[CaptureState] = []
+#: weak references to pool storages of gradients held outside ``.grad``: while one is alive no
+#: captured graph replays, since any replay may write that memory
+_HELD: list = []
 
 
 def release_pool_gradients() -> int:
-    """Move every ``.grad`` that is still a gradient output of a backward replay (in the CUDA
-    graph pool, which the next replays write) to memory of its own, before a captured forward
-    runs; see the module. Parameters whose ``.grad`` is ``None`` or was accumulated into
-    memory of its own cost a pointer comparison.
+    """Before a captured forward runs, move every ``.grad`` that is still a gradient output of a
+    backward replay (in the CUDA graph pool, which the next replays write) to memory of its
+    own, and note the replays' gradients still held elsewhere; see the module. Parameters whose
+    ``.grad`` is ``None`` or was accumulated into memory of its own cost a pointer comparison.
 
     Returns:
         How many ``.grad`` tensors were copied.
@@ -95,15 +110,64 @@ def release_pool_gradients() -> int:
     """
     moved = 0
     for state in _PENDING:
+        addresses = {ptr for ptr, _ in state.pool_gradients}
         for ref in state.grad_params:
             p = ref()
-            g = p.grad if p is not None else None
-            if g is not None and g.untyped_storage().data_ptr() in state.pool_gradients:
-                p.grad = g.clone(memory_format=torch.preserve_format)
+            if p is not None and p.grad is not None and p.grad.untyped_storage().data_ptr() in addresses:
+                p.grad = p.grad.clone(memory_format=torch.preserve_format)
                 moved += 1
-        state.pool_gradients = frozenset()
+        held = [r for _, r in state.pool_gradients if _alive(r)]
+        if held:  # a reference cycle may hold one until the cyclic collector runs
+            gc.collect()
+            held = [r for r in held if _alive(r)]
+        if held:
+            state.copy_gradients = True
+            _HELD.extend(held)
+            log.info("backward: CUDA graph %s", _HELD_MESSAGE)
+        state.pool_gradients = []
     _PENDING.clear()
     return moved
+
+
+def _trees_node(device_index: int) -> Any:
+    """The CUDA graph trees' node that ran last on ``device_index`` (``current_node``), or
+    ``None``."""
+    from torch._inductor.cudagraph_trees import get_manager
+
+    manager = get_manager(device_index, create_if_none_exists=False)
+    return manager.current_node if manager is not None else None
+
+
+def _pool_outputs(outputs: list, device_index: int) -> list | None:
+    """``(storage address, weak reference)`` of each tensor output in the pool of the replay
+    just made, from the trees' own weak references to the outputs of the node that ran
+    (``outputs_weakrefs``; the last ``len(outputs)`` of a warm-up node's). The trees return
+    the same cached tensor for an output on every replay and hold it themselves; their weak
+    reference counts only the holders beyond theirs, which a plain storage weak reference
+    cannot. ``None`` when the node has no such references."""
+    refs = getattr(_trees_node(device_index), "outputs_weakrefs", None)
+    if refs is None or len(refs) < len(outputs):
+        return None
+    refs = refs[len(refs) - len(outputs):]
+    return [(r.data_ptr(), r) for o, r in zip(outputs, refs) if r is not None and isinstance(o, torch.Tensor)]
+
+
+def pool_memory_held() -> bool:
+    """Whether a gradient a replay returned is still held outside ``.grad`` (see the module)."""
+    _HELD[:] = [r for r in _HELD if _alive(r)]
+    return bool(_HELD)
+
+
+def _alive(ref: Any) -> bool:
+    """Whether a storage the trees' weak reference ``ref`` follows is held beyond the trees'
+    own references; a storage that no longer exists is not (the trees' check of a cached
+    output reads its node, and reports a node that is gone as holding it)."""
+    return not ref.ref.expired() and not ref.expired()
+
+
+_HELD_MESSAGE = ("a gradient returned in the pool was still held outside .grad at the next step: calls "
+                 "run uncaptured while it is held, and this capture's gradients are copied out of the pool "
+                 "from then on")
 
 
 def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int]) -> str | None:
@@ -325,25 +389,31 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
     n_user = None if backward or not copy_outputs else user_output_count()
     if n_user:
         copier = OutputCopier(range(n_user))
-    stats["cudagraph"] = ("captured: replayed by PyTorch's CUDA graph trees after a warm-up call per input "
-                          f"signature; {len(static)} inputs read in place"
-                          + ("; gradients returned in the pool (a .grad still holding one moves out before "
-                             "the next forward)" if backward else "")
-                          + ("; user-visible outputs copied out of the pool" if copier else ""))
-    grad_static = None  # a forward's inputs that get gradients (parameters)
+    captured = (f"captured: replayed by PyTorch's CUDA graph trees after a warm-up call per input "
+                f"signature; {len(static)} inputs read in place"
+                + ("; user-visible outputs copied out of the pool" if copier else ""))
+    stats["cudagraph"] = captured + ("; gradients returned in the pool (a .grad still holding one moves out "
+                                     "before the next forward)" if backward else "")
+    grad_copier = OutputCopier(None) if backward else None
+    grad_inputs = None  # a forward's leaf inputs that get gradients
 
     addresses: tuple | None = None
     checks_left = address_checked_calls
     uncaptured = _running_backward(fn, device_index) if backward else fn
 
     def run(args: list) -> Any:
-        nonlocal replay, addresses, checks_left, grad_static
+        nonlocal replay, addresses, checks_left, grad_inputs
         if not backward:
             if _PENDING:
                 release_pool_gradients()
-            if grad_static is None:
-                grad_static = [i for i in static if isinstance(args[i], torch.Tensor) and args[i].requires_grad]
-            state.grad_params = [weakref.ref(args[i]) for i in grad_static]
+            if grad_inputs is None:
+                grad_inputs = [i for i, a in enumerate(args)
+                               if isinstance(a, torch.Tensor) and a.requires_grad and a.is_leaf]
+            state.grad_params = [weakref.ref(args[i]) for i in grad_inputs]
+            state.step_uncaptured = bool(_HELD) and pool_memory_held()
+        if state.step_uncaptured:
+            stats["cudagraph"] = f"{captured}; {_HELD_MESSAGE}"
+            return uncaptured(args)
         # a forward's inputs read in place are parameters and buffers; a backward's are saved
         # activations, which move from the warm-up's allocations into the pool by design
         if checks_left and not backward and not state.inputs_moved:
@@ -360,10 +430,15 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
             replay = cudagraphify(_clearing(fn), args, static, **settings)
         outputs = replay(args)
         if backward:
-            state.pool_gradients = frozenset(o.untyped_storage().data_ptr() for o in outputs
-                                             if isinstance(o, torch.Tensor))
-            if state not in _PENDING:
-                _PENDING.append(state)
+            if not state.copy_gradients:
+                state.pool_gradients = _pool_outputs(outputs, device_index)
+                if state.pool_gradients is not None:
+                    if state not in _PENDING:
+                        _PENDING.append(state)
+                    return outputs
+                state.copy_gradients = True  # no weak references to judge by: the safe way
+                log.info("backward: CUDA graph trees without output weak references: gradients copied")
+            return grad_copier(outputs)
         return copier(outputs) if copier is not None else outputs
 
     run._boxed_call = True
