@@ -100,20 +100,18 @@ def release_pool_gradients() -> int:
     backward replay (in the CUDA graph pool, which the next replays write) to memory of its
     own, and note the replays' gradients still held elsewhere; see the module. Parameters whose
     ``.grad`` is ``None`` or was accumulated into memory of its own cost a pointer comparison.
+    A ``.grad`` the trees already marked overwritten (another program's capture started their
+    new generation first) is left as it is: reading it raises the trees' error.
 
     Returns:
         How many ``.grad`` tensors were copied.
-
-    Raises:
-        RuntimeError: from the CUDA graph trees, when another program's replay already
-            overwrote such a ``.grad`` (its storage then refuses access).
     """
     moved = 0
     for state in _PENDING:
         addresses = {ptr for ptr, _ in state.pool_gradients}
         for ref in state.grad_params:
             p = ref()
-            if p is not None and p.grad is not None and p.grad.untyped_storage().data_ptr() in addresses:
+            if p is not None and p.grad is not None and _address(p.grad) in addresses:
                 p.grad = p.grad.clone(memory_format=torch.preserve_format)
                 moved += 1
         held = [r for _, r in state.pool_gradients if _alive(r)]
@@ -127,6 +125,15 @@ def release_pool_gradients() -> int:
         state.pool_gradients = []
     _PENDING.clear()
     return moved
+
+
+def _address(t: torch.Tensor) -> int | None:
+    """The address of ``t``'s storage; ``None`` when the trees already marked it overwritten
+    (another program's capture started a new generation first), which reading then reports."""
+    try:
+        return t.untyped_storage().data_ptr()
+    except RuntimeError:
+        return None
 
 
 def _trees_node(device_index: int) -> Any:
