@@ -41,8 +41,10 @@ def test_capturable_graph_is_not_refused():
 
 
 def test_cpu_tensors_are_refused():
+    """A CPU input is refused, and named as the graph names it."""
     gm = make_fx(lambda x: x.relu())(torch.randn(3))
-    assert "tensors on cpu" in capture_refusal(gm, [])
+    name = next(n.name for n in gm.graph.nodes if n.op == "placeholder")
+    assert capture_refusal(gm, []).startswith(f"tensors on cpu (input {name};")
 
 
 def test_cpu_scalars_made_from_constants_are_captured():

@@ -195,7 +195,8 @@ def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int]) -> str |
         cpu = [v for v in tensors if v.device.type == "cpu"]
         if cpu:
             if not _cpu_constant(gm, node, cpu, tensors, constant):
-                return (f"tensors on cpu ({node.format_node()[:120]}; CUDA graphs capture CUDA work only, "
+                what = f"input {node.name}" if node.op == "placeholder" else node.format_node()[:120]
+                return (f"tensors on cpu ({what}; CUDA graphs capture CUDA work only, "
                         "and CPU scalars only when made from constants)")
             constant.add(node)
             continue
