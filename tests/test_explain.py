@@ -531,6 +531,46 @@ def test_explain_runs_the_backward_of_every_call_and_names_its_capture(tmp_path)
     assert result.compile_seconds() >= sum(c.seconds for c in result.captures) + sum(g.compile_seconds for g in late)
 
 
+class TiedHead(torch.nn.Module):
+    """An embedding whose weight is also the output projection's: the backward graph computes
+    the projection's weight gradient early and adds the embedding's to it at its end."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(10, 8)
+        self.norm = torch.nn.LayerNorm(8)
+
+    def forward(self, idx):
+        return torch.tanh(self.norm(self.emb(idx)) @ self.emb.weight.t())
+
+
+def test_backward_groups_are_numbered_and_listed_in_execution_order(monkeypatch):
+    """Each graph's fusion groups are listed, and numbered 0, 1, 2 ..., in the order their
+    kernels ran, backward graphs included (the tied weight's gradient sum is built from a
+    value the backward computes first but runs last)."""
+    from torchfuse.runtime.executor import GroupRunner
+
+    ran = []  # group names in the order the graphs ran them
+    call = GroupRunner.__call__
+
+    def recording(self, *args, **kwargs):
+        ran.append(self.group.name)
+        return call(self, *args, **kwargs)
+
+    monkeypatch.setattr(GroupRunner, "__call__", recording)
+    torch.manual_seed(0)
+    model = TiedHead().to(DEVICE)
+    result = torchfuse.explain(model, torch.randint(0, 10, (4, 6), device=DEVICE), backward=True, verbose=False)
+    assert [g.name for g in result.graphs] == ["forward", "backward"], str(result)
+    assert [grp.name for g in result.graphs for grp in g.groups] == ran, (ran, str(result))
+    text = result.summary().splitlines()
+    for g in result.graphs:
+        start = text.index(next(line for line in text if line.startswith(f"graph {g.index}: ")))
+        end = next(i for i in range(start + 1, len(text)) if text[i].startswith(("graph ", "recompilations:")))
+        printed = [int(m.group(1)) for line in text[start:end] if (m := re.match(r" {4}group (\d+) ", line))]
+        assert printed == list(range(len(g.groups))) and len(printed) >= 2, (g.name, printed)
+
+
 def test_explain_says_when_nothing_was_captured():
     """A call TorchDynamo runs wholly in eager produces no graph (this PyTorch skips the frame
     of a BatchNorm with ``momentum=None``, which reads its batch counter with ``.item()``): the

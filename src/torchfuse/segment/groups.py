@@ -21,7 +21,7 @@ class FusionGroup:
     """A set of registry nodes that run as one kernel.
 
     Attributes:
-        id: index of the group in its graph, used in kernel names.
+        id: index of the group among its graph's groups in execution order, used in its name.
         nodes: the group's nodes in topological order.
         inputs: values read from outside the group (tensors and scalars), in first-use order.
         outputs: values the group writes (read later or returned by the graph).

@@ -103,6 +103,10 @@ def finalize(units: Units) -> Segmentation:
         for n in fg.nodes:
             group_of[n] = fg
     steps = _schedule_steps(graph, group_of, units)
+    # ids follow the execution order: a group whose first node comes early can run late (a
+    # backward graph's view of a forward input, added to a gradient computed at its end)
+    for gid, fg in enumerate(s for s in steps if isinstance(s, FusionGroup)):
+        fg.id = gid
     return Segmentation(graph=graph, steps=steps)
 
 
