@@ -347,6 +347,25 @@ def test_cache_topic_logs_misses_then_hits(caplog, restore_topic_loggers, tmp_pa
     assert any(m.startswith("graph cache miss") and "no entry for this graph's code" in m for m in messages), messages
 
 
+def test_recompilation_of_a_torch_module_names_the_users_frame(caplog, restore_topic_loggers):
+    """TorchDynamo compiles a ``torch.nn`` container through a wrapper of its own (in
+    ``torch/_dynamo/external_utils.py``); its recompilation is placed at the user's line that
+    made the call, in the explain result and in the ``recompile`` log alike."""
+    configure_logging(frozenset({"recompile"}))
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).to(DEVICE)
+    x, wider = torch.randn(2, 8, device=DEVICE), torch.randn(3, 8, device=DEVICE)
+    with caplog.at_level(logging.INFO, logger="torchfuse.recompile"):
+        result = torchfuse.explain(model, x, more_inputs=[(wider,)], verbose=False)  # the call that recompiles
+    place = f"({__file__}:{_line_of('the call that recompiles')})"
+    (dynamo,) = [r for r in result.recompilations if r.source == "dynamo"]
+    assert dynamo.where.endswith(place) and "size mismatch" in dynamo.reason, dynamo
+    assert f"[dynamo] {dynamo.where}: " in result.summary()
+    logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("TorchDynamo compiles")]
+    assert len(logged) == 1 and place in logged[0], logged
+    torch_dir = os.path.dirname(torch.__file__)
+    assert torch_dir not in dynamo.where and torch_dir not in logged[0], (dynamo.where, logged)
+
+
 # -- profiler names
 
 

@@ -221,12 +221,14 @@ def _guard_failure_counts() -> dict:
 
 
 def _dynamo_recompilations(before: dict) -> list[Recompilation]:
-    """TorchDynamo's re-traces during the run: the guard that failed, per code object."""
+    """TorchDynamo's re-traces during the run: the guard that failed, per code object, placed
+    at the user's frame when the code is PyTorch's own (:func:`~torchfuse.runtime.recompiles.recompile_where`)."""
+    from ..runtime.recompiles import recompile_where
+
     out = []
     for code, reasons in getattr(torch._dynamo.utils, "guard_failures", {}).items():
-        where = f"{getattr(code, 'co_name', code)} ({getattr(code, 'co_filename', '?')}:{getattr(code, 'co_firstlineno', 0)})"
-        for reason in reasons[before.get(code, 0):]:
-            out.append(Recompilation(source="dynamo", where=where, reason=str(reason).strip()))
+        for i in range(before.get(code, 0), len(reasons)):
+            out.append(Recompilation(source="dynamo", where=recompile_where(code, i), reason=str(reasons[i]).strip()))
     return out
 
 

@@ -215,7 +215,9 @@ class Recompilation:
     Attributes:
         source: ``dynamo`` (a guard failed: TorchDynamo traced the code again) or
             ``torchfuse`` (new sizes or input layouts: groups were planned again).
-        where: the function (dynamo) or the graph and group (torchfuse).
+        where: the function compiled again, or the user's frame that called it when the
+            function is PyTorch's own, such as TorchDynamo's wrapper of a ``torch.nn`` module
+            (dynamo); the graph and group (torchfuse).
         reason: the failed guard, or the new sizes or strides.
     """
 

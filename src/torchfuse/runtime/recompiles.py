@@ -8,36 +8,115 @@ again; :func:`log_dynamo_recompiles`, called at each backend call, logs the reas
 logged yet to the ``torchfuse.recompile`` logger (``TORCHFUSE_LOGS=recompile``). torchfuse's
 own re-plans (new sizes in a graph compiled with dynamic shapes, new input layouts, a new
 kernel for a group) are logged to the same logger by :mod:`torchfuse.runtime.executor`.
+
+Each failure is placed at the function TorchDynamo compiles again, unless that function is
+PyTorch's own (the wrapper TorchDynamo puts around a ``torch.nn`` module such as
+``Sequential``, in ``torch/_dynamo/external_utils.py``): then at the user's frame, the
+innermost frame of the call stack outside PyTorch's and torchfuse's files, read while
+TorchDynamo compiles that function again (:func:`recompile_where` gives either).
 """
 from __future__ import annotations
 
 import logging
+import os
+import re
+import sys
 import threading
+from functools import lru_cache
 
 log = logging.getLogger("torchfuse.recompile")
 
-_logged: dict = {}  # code object -> how many of its guard failures were logged
+#: code object -> (its list in TorchDynamo's ``guard_failures``, where each failure of it seen
+#: so far happened); the list is compared by identity, as ``torch._dynamo.reset()`` starts new ones
+_seen: dict = {}
 _lock = threading.Lock()
 
 
 def log_dynamo_recompiles() -> list[str]:
-    """Log TorchDynamo's guard failures not logged before; returns their messages (empty when
-    there are none or the ``recompile`` topic is off)."""
+    """Note where each of TorchDynamo's guard failures not seen before happened (see
+    :func:`recompile_where`) and log them; returns their messages (empty when there are none
+    or the ``recompile`` topic is off)."""
     try:
         from torch._dynamo.utils import guard_failures
     except ImportError:
         return []
     messages = []
+    compiling = _compiling_frame_id()
     with _lock:
         for code, reasons in list(guard_failures.items()):
-            start = _logged.get(code, 0)
-            _logged[code] = len(reasons)
-            if not log.isEnabledFor(logging.INFO):
-                continue
-            where = (f"{getattr(code, 'co_name', code)} ({getattr(code, 'co_filename', '?')}:"
-                     f"{getattr(code, 'co_firstlineno', 0)})")
-            for reason in reasons[start:]:
-                messages.append(f"TorchDynamo compiles {where} again: {str(reason).strip()}")
+            seen = _seen.get(code)
+            if seen is None or seen[0] is not reasons:
+                seen = _seen[code] = (reasons, [])
+            for reason in reasons[len(seen[1]):]:
+                seen[1].append(_where(code, str(reason), compiling))
+                if log.isEnabledFor(logging.INFO):
+                    messages.append(f"TorchDynamo compiles {seen[1][-1]} again: {str(reason).strip()}")
     for m in messages:
         log.info("%s", m)
     return messages
+
+
+def recompile_where(code, index: int) -> str:
+    """Where the ``index``-th guard failure of ``code`` (a key of TorchDynamo's
+    ``guard_failures``) happened: ``the call in name (file:line)`` of the user's frame, or
+    ``name (file:line)`` of the function compiled again when that is not PyTorch's own or no
+    user's frame was noted."""
+    from torch._dynamo.utils import guard_failures
+
+    with _lock:
+        seen = _seen.get(code)
+        if seen is not None and seen[0] is guard_failures.get(code) and index < len(seen[1]):
+            return seen[1][index]
+    return _code_where(code)
+
+
+def _code_where(code) -> str:
+    return (f"{getattr(code, 'co_name', code)} ({getattr(code, 'co_filename', '?')}:"
+            f"{getattr(code, 'co_firstlineno', 0)})")
+
+
+def _where(code, reason: str, compiling: int | None) -> str:
+    """The user's frame for a failure of PyTorch's own code that the current backend call
+    compiles again (its reason starts with the failed entry's compile id, ``frame/count``);
+    the code's own place otherwise (a failure with no compile after it, such as at the
+    recompile limit, must not take a later compile's stack)."""
+    if not _torch_file(getattr(code, "co_filename", "")):
+        return _code_where(code)
+    failed = re.match(r"\s*(\d+)/\d+", reason)
+    if compiling is not None and failed is not None and int(failed.group(1)) != compiling:
+        return _code_where(code)
+    frame = sys._getframe(1)
+    while frame is not None and _compiler_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None:
+        return _code_where(code)
+    return f"the call in {frame.f_code.co_name} ({frame.f_code.co_filename}:{frame.f_lineno})"
+
+
+def _compiling_frame_id() -> int | None:
+    """TorchDynamo's id of the frame being compiled, or ``None`` outside a compile."""
+    try:
+        from torch._guards import CompileContext
+
+        compile_id = CompileContext.current_compile_id()
+    except (ImportError, AttributeError):
+        return None
+    return getattr(compile_id, "frame_id", None)
+
+
+def _under(filename: str, root: str) -> bool:
+    return os.path.realpath(filename).startswith(os.path.realpath(root) + os.sep)
+
+
+@lru_cache(maxsize=None)
+def _torch_file(filename: str) -> bool:
+    """Whether ``filename`` is one of PyTorch's own files."""
+    import torch
+
+    return _under(filename, os.path.dirname(torch.__file__))
+
+
+@lru_cache(maxsize=None)
+def _compiler_file(filename: str) -> bool:
+    """Whether ``filename`` is PyTorch's or torchfuse's (the backend, explain): not the user's."""
+    return _torch_file(filename) or _under(filename, os.path.dirname(os.path.dirname(__file__)))
