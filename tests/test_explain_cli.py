@@ -55,6 +55,36 @@ def test_file_function_in_training_explains_forward_and_backward(tmp_path, capsy
     assert any("Linear" in (loc.module or "") for loc in locations), locations
 
 
+def test_file_model_of_torch_modules_names_the_users_file(tmp_path, capsys):
+    """A ``file.py:function`` model made of PyTorch's own modules: TorchDynamo records no frame
+    of the user's for its ops, only the command's wrapper; every location (ATen calls, fusion
+    groups, the capture) names the user's function in the user's file instead, in the text and
+    the saved result."""
+    script = tmp_path / "layers.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+
+
+        def build():
+            torch.manual_seed(0)
+            return torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU()), (torch.randn(4, 16),)
+    """))
+    def_line = script.read_text().splitlines().index("def build():") + 1
+    prefix = tmp_path / "layers"
+    assert torchfuse_main(["explain", f"{script}:build", "--device", DEVICE, "-o", str(prefix)]) == 0
+    result = ExplainResult.load(str(prefix) + ".json")
+    (graph,) = result.graphs
+    calls = [c for c in graph.aten_calls if c.category not in ("view", "constant")]
+    locations = [c.location for c in calls] + [loc for g in graph.groups for loc in g.locations]
+    locations.append(result.captures[0].location)
+    assert calls and graph.groups and all(loc is not None for loc in locations), str(result)
+    assert {(loc.file, loc.line, loc.function) for loc in locations} == {(str(script), def_line, "build")}, locations
+    assert {loc.module for loc in locations} >= {"model.0 (Linear)", "model.1 (GELU)"}, locations
+    text = (tmp_path / "layers.txt").read_text()
+    assert f"aten.addmm.default  [vendor library (by design)]  layers.py:{def_line} in model.0 (Linear)" in text, text
+    assert "explain_cli" not in text and "explain_cli" not in (tmp_path / "layers.html").read_text()
+
+
 @pytest.mark.parametrize("argv, message", [
     (["hf:bert-huge"], "not one of the HF suite's models"),
     (["resnet"], "cannot read MODEL"),

@@ -308,7 +308,8 @@ def graph_breaks(break_reasons: list) -> list[GraphBreak]:
 def capture_location(gm) -> SourceLocation | None:
     """The user's line of a Dynamo graph's first op: the first op whose line is not in
     torchfuse's own files (``torchfuse explain`` wraps a user's function in a module of its
-    own); when every line is, the first op's module alone."""
+    own); when every line is, the first op's location (the command puts the user's function
+    in place of its wrapper's lines)."""
     first = None
     own = str(Path(__file__).resolve().parents[1])
     for n in gm.graph.nodes:
@@ -319,7 +320,7 @@ def capture_location(gm) -> SourceLocation | None:
             if not loc.file or not str(Path(loc.file).resolve()).startswith(own):
                 return loc
             first = first or loc
-    return SourceLocation(file="", line=0, module=first.module) if first is not None and first.module else None
+    return first
 
 
 def count_ops(gm) -> int:

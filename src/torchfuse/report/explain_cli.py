@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import linecache
 import re
 import sys
 from pathlib import Path
@@ -137,14 +138,17 @@ def workload_step(spec: str, size: tuple[int, ...] | None, mode_name: str, devic
 
 class _Call(torch.nn.Module):
     """``model(*args)`` or ``model(**kwargs)``, under ``torch.autocast`` when training in half
-    precision: what explain compiles for a ``file.py:function`` model."""
+    precision: what explain compiles for a ``file.py:function`` model. ``origin`` is the user's
+    ``function``, which :func:`name_user_file` puts in place of this module's lines."""
 
-    def __init__(self, model: Any, keywords: bool, amp_dtype: torch.dtype | None, device_type: str):
+    def __init__(self, model: Any, keywords: bool, amp_dtype: torch.dtype | None, device_type: str,
+                 origin: Any = None):
         super().__init__()
         self.model = model
         self.keywords = keywords
         self.amp_dtype = amp_dtype
         self.device_type = device_type
+        self.origin = origin
 
     def forward(self, *args):
         with torch.autocast(self.device_type, dtype=self.amp_dtype) if self.amp_dtype else contextlib.nullcontext():
@@ -164,7 +168,8 @@ def file_step(spec: str, mode_name: str, device: str):
     module_spec.loader.exec_module(module)
     if not callable(getattr(module, function, None)):
         raise SpecError(f"{path} has no function {function!r}")
-    made = getattr(module, function)()
+    origin = getattr(module, function)
+    made = origin()
     if not (isinstance(made, tuple) and len(made) == 2):
         raise SpecError(f"{spec}() must return (model_or_fn, inputs); got {type(made).__name__}")
     model, inputs = made
@@ -180,7 +185,29 @@ def file_step(spec: str, mode_name: str, device: str):
     keywords = isinstance(inputs, dict)
     args = (inputs,) if keywords else tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
     amp = mode.dtype if mode.training and mode.amp else None
-    return _Call(model, keywords, amp, torch.device(device).type), args
+    return _Call(model, keywords, amp, torch.device(device).type, origin), args
+
+
+def name_user_file(result, origin: Any) -> None:
+    """Put the user's ``origin`` function (its file, ``def`` line and name) in place of every
+    source location in ``result`` that names this module's :class:`_Call`: ops that ran inside
+    PyTorch's own modules (a ``Sequential`` of them, say) have no frame of the user's in
+    TorchDynamo's stack traces, so the wrapper's call was the innermost frame recorded."""
+    code = getattr(origin, "__code__", None)
+    if code is None:
+        return
+    own = Path(__file__).resolve()
+    locations = [c.location for c in result.captures]
+    for b in result.graph_breaks:
+        locations += [b.location, *b.stack]
+    for g in result.graphs:
+        locations += [c.location for c in g.aten_calls] + [loc for grp in g.groups for loc in grp.locations]
+    for loc in locations:
+        if loc is not None and loc.file and Path(loc.file).resolve() == own:
+            loc.file, loc.line, loc.function = code.co_filename, code.co_firstlineno, code.co_name
+            loc.code = linecache.getline(code.co_filename, code.co_firstlineno).strip()
+    for grp in (grp for g in result.graphs for grp in g.groups):  # still without repeats
+        grp.locations = list({(loc.file, loc.line, loc.module): loc for loc in grp.locations}.values())
 
 
 def check_options(options: dict, mode: str | None) -> None:
@@ -276,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.nullcontext() if args.train else torch.no_grad():
         result = explain(fn, *inputs, backward=args.train, measure=args.measure, mode=args.mode, verbose=False,
                          **options)
+    if isinstance(fn, _Call):
+        name_user_file(result, fn.origin)
     result.environment["program"] = (f"{args.model} ({shown}{', quick configuration' if args.quick else ''}), "
                                      f"{'training step' if args.train else 'inference'}, {args.dtype}")
     text = result.summary(tuning=args.tuning)
