@@ -334,6 +334,38 @@ def test_logging_topics_produce_records(caplog, restore_topic_loggers, tmp_path)
     assert handler.format(caplog.records[0]).startswith("[torchfuse.fusion] ")
 
 
+def test_fusion_log_counts_views_apart_from_aten_calls(caplog, restore_topic_loggers):
+    """The ``fusion`` log's line per graph counts fusion groups and ATen calls as explain's
+    graph line does: views (ops whose schema returns an alias of an input: they launch
+    nothing) counted apart; its per-op lines add up to the same ATen calls."""
+    import operator
+
+    configure_logging(frozenset({"fusion"}))
+
+    def f(x, w):
+        h = (x @ w).t()
+        return torch.cumsum(h.relu(), 0)[1:] * 2
+
+    x, w = torch.randn(4, 8, device=DEVICE), torch.randn(8, 6, device=DEVICE)
+    before = {id(c) for c in backend.RECENT}
+    with caplog.at_level(logging.INFO, logger="torchfuse.fusion"):
+        result = torchfuse.explain(f, x, w, verbose=False)
+    (compiled,) = [c for c in backend.RECENT if id(c) not in before]
+    calls = [n for n in compiled.segmentation.calls if n.target is not operator.getitem]
+    views = sum(bool(getattr(n.target, "is_view", False)) for n in calls)
+    work = len(calls) - views
+    assert views and work, [str(n.target) for n in calls]
+    counts = re.compile(r"(\d+) fusion groups?, (\d+) ATen calls?(?: \(and (\d+) views? or constants?\))?")
+    expected = (len(compiled.segmentation.groups), work, views)
+    messages = [r.getMessage() for r in caplog.records if r.name == "torchfuse.fusion"]
+    (line,) = [m for m in messages if m.startswith("inference: ") and counts.search(m)]
+    assert tuple(int(n or 0) for n in counts.search(line).groups()) == expected, line
+    (graph_line,) = [l for l in result.summary().splitlines() if l.startswith("graph 0: ")]
+    assert tuple(int(n or 0) for n in counts.search(graph_line).groups()) == expected, graph_line
+    per_op = [int(m.group(1)) for m in map(re.compile(r"inference: (\d+) x \S+ on ATen").match, messages) if m]
+    assert sum(per_op) == work, messages
+
+
 def test_cache_topic_logs_misses_then_hits(caplog, restore_topic_loggers, tmp_path):
     configure_logging(frozenset({"cache"}))
 

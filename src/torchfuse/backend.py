@@ -152,12 +152,14 @@ def _run_unfused_after_failure(gm: torch.fx.GraphModule, example_inputs: list, o
 
 
 def _log_aten_calls(name: str, seg) -> None:
-    """With the ``fusion`` log topic: each ATen target left unfused, with its reason and count."""
+    """With the ``fusion`` log topic: each ATen target left unfused, with its reason and count
+    (the ATen calls explain counts: views and module constants apart)."""
     if log.isEnabledFor(logging.INFO):
         import collections
 
-        reasons = collections.Counter((str(n.target), n.reason) for n in seg.calls
-                                      if n.reason not in ("view (no data moves)", "tuple element"))
+        from .report.collect import split_calls
+
+        reasons = collections.Counter((str(n.target), n.reason) for n in split_calls(seg.calls)[0])
         for (target, reason), count in sorted(reasons.items()):
             log.info("%s: %d x %s on ATen: %s", name, count, target, reason)
 
@@ -185,7 +187,12 @@ def _make_runtime(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
         attach(compiled, plan_cache)
     RECENT.append(compiled)
     del RECENT[:-_MAX_RECENT]
-    log.info("%s: %d fusion groups, %d ATen calls", name, len(seg.groups), len(seg.calls))
+    if log.isEnabledFor(logging.INFO):  # counted as explain counts them: views apart from ATen calls
+        from .report.collect import split_calls
+        from .report.summary import counts_text
+
+        work, idle = split_calls(seg.calls)
+        log.info("%s: %s", name, counts_text(len(seg.groups), len(work), len(idle)))
     return compiled
 
 

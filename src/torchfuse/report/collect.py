@@ -18,8 +18,8 @@ from typing import Any, Iterable
 from ..ir.from_fx import CPU_REASON, FUSE_OFF_REASON
 from ..ir.graph import Node, Value
 from ..segment import FusionGroup
-from .result import (AtenCall, GraphBreak, GraphReport, GroupReport, KernelReport, LaunchStage, PlanReport,
-                     Recompilation, SourceLocation, Step)
+from .result import (NO_WORK, AtenCall, GraphBreak, GraphReport, GroupReport, KernelReport, LaunchStage,
+                     PlanReport, Recompilation, SourceLocation, Step)
 
 from ..ir.ops import LIBRARY_OPS, is_library_op  # noqa: F401  (re-exported for the report)
 
@@ -91,6 +91,13 @@ def call_category(node: Node) -> str:
         return "disabled"
     return "unsupported"
 
+
+def split_calls(nodes: Iterable[Node]) -> tuple[list[Node], list[Node]]:
+    """A segmentation's call nodes as every report counts them: ``(ATen calls, views and
+    module constants)``; tuple elements (bookkeeping) are in neither."""
+    listed = [n for n in nodes if n.reason not in _HIDDEN_REASONS]
+    idle = [n for n in listed if call_category(n) in NO_WORK]
+    return [n for n in listed if call_category(n) not in NO_WORK], idle
 
 
 def _meta_text(v: Value) -> str:

@@ -123,8 +123,14 @@ REWRITE_OPTIONS = {
 def graph_counts(g: GraphReport) -> str:
     """``3 fusion groups, 1 ATen call (and 2 views or constants)``: one graph's counts, as the
     text summary and the HTML report's graph header give them."""
-    work, idle = len(g.aten_work), len(g.aten_calls) - len(g.aten_work)
-    return (f"{len(g.groups)} fusion group{'s' if len(g.groups) != 1 else ''}, {work} ATen call{'s' if work != 1 else ''}"
+    return counts_text(len(g.groups), len(g.aten_work), len(g.aten_calls) - len(g.aten_work))
+
+
+def counts_text(groups: int, work: int, idle: int) -> str:
+    """``3 fusion groups, 1 ATen call (and 2 views or constants)`` from the counts of fusion
+    groups, ATen calls that move data, and views and module constants (the ``fusion`` log's
+    words too)."""
+    return (f"{groups} fusion group{'s' if groups != 1 else ''}, {work} ATen call{'s' if work != 1 else ''}"
             + (f" (and {idle} view{'s' if idle != 1 else ''} or constant{'s' if idle != 1 else ''})" if idle else ""))
 
 
