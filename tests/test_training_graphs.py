@@ -307,6 +307,8 @@ def test_gradients_held_outside_grad_keep_their_values(pool, how):
         for a, b in zip(step(eager, eager, x), step(model, compiled, x)):
             torch.testing.assert_close(b, a)
     assert pool.replays == before + 2 * 3
+    assert "captured" in fw.stats["cudagraph"] and "held" not in fw.stats["cudagraph"]
+    assert "gradients copied out of the pool: a gradient returned in the pool was still held" in bw.stats["cudagraph"]
 
 
 @cpu_only

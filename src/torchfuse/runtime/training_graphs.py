@@ -72,8 +72,9 @@ class CaptureState:
         pool_gradients: ``(storage address, the trees' weak reference)`` of the last
             backward replay's outputs (gradients in the pool), until the next captured forward
             (:func:`release_pool_gradients`).
-        copy_gradients: a gradient of this capture was held outside ``.grad`` at a later step;
-            its backward copies its gradients out of the pool from then on.
+        copy_gradients: why this capture's backward copies its gradients out of the pool from
+            now on (a gradient was held outside ``.grad`` at a later step, or the trees gave no
+            weak references to judge by); empty while it returns them in the pool.
         step_uncaptured: this step's forward ran uncaptured (pool memory was held), so its
             backward runs uncaptured too.
     """
@@ -83,7 +84,7 @@ class CaptureState:
     inputs_moved: bool = False
     grad_params: list = dataclasses.field(default_factory=list)
     pool_gradients: list = dataclasses.field(default_factory=list)
-    copy_gradients: bool = False
+    copy_gradients: str = ""
     step_uncaptured: bool = False
 
 
@@ -119,7 +120,7 @@ def release_pool_gradients() -> int:
             gc.collect()
             held = [r for r in held if _alive(r)]
         if held:
-            state.copy_gradients = True
+            state.copy_gradients = _HELD_MESSAGE
             _HELD.extend(held)
             log.info("backward: CUDA graph %s", _HELD_MESSAGE)
         state.pool_gradients = []
@@ -172,6 +173,7 @@ def _alive(ref: Any) -> bool:
     return not ref.ref.expired() and not ref.expired()
 
 
+_NO_REFERENCES = "the CUDA graph trees gave no weak references to their outputs, to tell which are held"
 _HELD_MESSAGE = ("a gradient returned in the pool was still held outside .grad at the next step: calls "
                  "run uncaptured while it is held, and this capture's gradients are copied out of the pool "
                  "from then on")
@@ -419,8 +421,8 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
                                if isinstance(a, torch.Tensor) and a.requires_grad and a.is_leaf]
             state.grad_params = [weakref.ref(args[i]) for i in grad_inputs]
             state.step_uncaptured = bool(_HELD) and pool_memory_held()
+            stats["cudagraph"] = f"{captured}; {_HELD_MESSAGE}" if state.step_uncaptured else captured
         if state.step_uncaptured:
-            stats["cudagraph"] = f"{captured}; {_HELD_MESSAGE}"
             return uncaptured(args)
         # a forward's inputs read in place are parameters and buffers; a backward's are saved
         # activations, which move from the warm-up's allocations into the pool by design
@@ -444,8 +446,9 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
                     if state not in _PENDING:
                         _PENDING.append(state)
                     return outputs
-                state.copy_gradients = True  # no weak references to judge by: the safe way
-                log.info("backward: CUDA graph trees without output weak references: gradients copied")
+                state.copy_gradients = _NO_REFERENCES  # nothing to judge by: the safe way
+                log.info("backward: CUDA graph %s", _NO_REFERENCES)
+            stats["cudagraph"] = f"{captured}; gradients copied out of the pool: {state.copy_gradients}"
             return grad_copier(outputs)
         return copier(outputs) if copier is not None else outputs
 
