@@ -812,8 +812,17 @@ def _run(program: Program) -> None:
     check_program(fn, inputs, program.bitwise, program.nan_signs, program.mutates)
 
 
-# before the seeded run: after a run with --fuzz-seed, hypothesis draws other programs in this
-# process even for a derandomized test, so this one runs first
+def test_fuzz_programs(pytestconfig):
+    """Random programs compiled by torchfuse equal eager (forward and backward)."""
+    examples = pytestconfig.getoption("fuzz_examples")
+    run = settings(max_examples=examples, deadline=None, database=None, print_blob=True,
+                   derandomize=pytestconfig.getoption("fuzz_seed") is None,
+                   suppress_health_check=list(HealthCheck))(given(programs())(_run))
+    if pytestconfig.getoption("fuzz_seed") is not None:
+        run = seed(pytestconfig.getoption("fuzz_seed"))(run)
+    run()
+
+
 def test_generated_programs_cover_the_grammar():
     """Over the first thousand programs (generation only, no compilation; the sequence
     depends on the hypothesis version) the strategy reaches every op family, every layout
@@ -852,14 +861,3 @@ def test_generated_programs_cover_the_grammar():
     assert any(0 in s.shape for s in inputs) and any(s.specials for s in inputs)
     assert any(s.grad for s in inputs)
     assert any(len(p.lines) >= 4 and len(p.inputs) >= 2 for p in seen)
-
-
-def test_fuzz_programs(pytestconfig):
-    """Random programs compiled by torchfuse equal eager (forward and backward)."""
-    examples = pytestconfig.getoption("fuzz_examples")
-    run = settings(max_examples=examples, deadline=None, database=None, print_blob=True,
-                   derandomize=pytestconfig.getoption("fuzz_seed") is None,
-                   suppress_health_check=list(HealthCheck))(given(programs())(_run))
-    if pytestconfig.getoption("fuzz_seed") is not None:
-        run = seed(pytestconfig.getoption("fuzz_seed"))(run)
-    run()
