@@ -134,8 +134,9 @@ class Options:
         cudagraph_copy_outputs: return copies of a replay's outputs (safe): for inference
             graphs every output, for training graphs the forward's user-visible outputs (one
             multi-tensor copy per dtype). Without it the pool's tensors are returned: an
-            inference replay that would overwrite one still in use raises, and a training
-            output read after a later step's replay raises (the CUDA graph trees' rule).
+            inference replay that would overwrite one still in use raises, and a later
+            step's replay overwrites a training output that was kept (the CUDA graph trees'
+            rule in replay mode: clone what you keep).
             Gradients are never copied: a ``.grad`` still in the pool moves out before the
             next forward replays (:mod:`torchfuse.runtime.training_graphs`).
         freeze: treat parameters and buffers of inference graphs (compiled with gradients
