@@ -35,8 +35,10 @@ What torchfuse adds:
   forward runs (:func:`release_pool_gradients`), each such ``.grad`` moves to memory of its
   own: one copy per optimizer step at most, none with ``set_to_none=True``. A gradient still
   held anywhere else (kept from ``torch.autograd.grad``, by a hook, or as an old ``.grad``) is
-  found by its storage's weak reference: every captured graph then runs uncaptured while that
-  memory is held, and that capture's gradients are copied out of the pool from then on. The
+  found by the trees' own weak references to the backward's outputs (:func:`_pool_outputs`):
+  every captured graph then runs uncaptured while that memory is held, and that capture's
+  gradients are copied out of the pool from then on (as they are when the trees give no such
+  references). The
   activations saved for the backward stay in the pool.
 """
 from __future__ import annotations
