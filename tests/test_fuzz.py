@@ -553,8 +553,17 @@ def programs(draw, max_steps: int = 7) -> Program:
             shape = tuple(a.meta.shape)
             signs, nan_signs = a.signs, a.nan_signs
             choice = draw(st.sampled_from(("permute", "transpose", "unsqueeze", "squeeze", "expand", "narrow",
-                                           "step", "reshape")))
-            if choice == "permute":
+                                           "step", "reshape", "cat", "stack")))
+            if choice in ("cat", "stack"):
+                # tensors of one shape and dtype joined (a split projection's gradients, stacked
+                # or concatenated: the concatenation becomes fusible selects)
+                same = [v for v in vals if tuple(v.meta.shape) == shape and v.meta.dtype == a.meta.dtype]
+                parts = [a] + [draw(st.sampled_from(same)) for _ in range(draw(st.integers(1, 4)))]
+                d = draw(st.integers(-rank, rank - 1 if choice == "cat" else rank))
+                expr = f"torch.{choice}([{', '.join(p.name for p in parts)}], {d})"
+                exact, finite = all(p.exact for p in parts), all(p.finite for p in parts)
+                signs, nan_signs = all(p.signs for p in parts), all(p.nan_signs for p in parts)
+            elif choice == "permute":
                 perm = draw(st.permutations(range(rank)))
                 expr = f"{a.name}.permute({', '.join(map(str, perm))})"
             elif choice == "transpose":
@@ -843,7 +852,7 @@ def test_generated_programs_cover_the_grammar():
                      " % ", "torch.fmod(", " // ", "rounding_mode='trunc'", "rounding_mode='floor'", " ** ",
                      "torch.copysign(", "alpha=", "-0.0", "1000", "_unsafe_masked_index(", "slice_scatter(",
                      "select_scatter(", ".narrow(", "torch.zeros_like(", "torch.full_like(", ".add_(", ".copy_(",
-                     "value=-0.0)", ").__setitem__(("]:
+                     "value=-0.0)", ").__setitem__((", "torch.cat([", "torch.stack(["]:
         assert fragment in text, fragment
     # a number first (2.5 - x), indices below zero, one value read by several returned results
     assert re.search(r"= -?[0-9.]+ [-+*/%]", text) and re.search(r"tensor\(\[[^]]*-\d", text)

@@ -109,6 +109,72 @@ def test_concatenation_of_one_nonempty_tensor_is_a_copy():
     assert cat_of_one(gm) == 0
 
 
+def test_concatenation_of_equal_tensors_is_a_select():
+    """``cat`` of two to four tensors of one shape becomes selects over the stacked shape,
+    through the reshapes that made its inputs (a split projection's gradients, viewed back
+    from heads, and ``unsqueeze`` as ``stack`` makes them), with the concatenation's values,
+    shape and strides to the bit (signed zeros, infinities and NaN too); unequal shapes,
+    mixed dtypes and more inputs than the limit stay concatenations."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from torchfuse.passes.aten import equal_cats_as_selects
+
+    aten = torch.ops.aten
+
+    def f(q, k, v, w):
+        heads = [t.permute(0, 2, 1, 3).contiguous().view(2, 5, 12) for t in (q * 0.5, k, v)]
+        stacked = [t.unsqueeze(0) for t in (q, k, v)]
+        return (aten.cat(heads, -1), aten.cat(stacked, 0), aten.cat([q, k], 1), aten.cat([q, w], 2),
+                aten.cat([q, k.double()], 0), aten.cat([q, k, v, q, k], 3))
+
+    q, k, v = (torch.randn(2, 3, 5, 4) for _ in range(3))
+    q[0, 0, 0, :3] = torch.tensor([-0.0, float("inf"), float("nan")])
+    w = torch.randn(2, 3, 6, 4)
+    want = f(q, k, v, w)
+    gm = make_fx(f, tracing_mode="fake")(q, k, v, w)
+    assert equal_cats_as_selects(gm, 4) == 3
+    left = [n for n in gm.graph.nodes if n.target is aten.cat.default]
+    assert len(left) == 3  # unequal shapes, mixed dtypes, five inputs
+    # the head views were looked through: the selects stack the heads' tensors themselves
+    assert not any(n.target is aten.view.default and n.args[1] == [2, 5, 12] for n in gm.graph.nodes)
+    bits = {torch.float32: torch.int32, torch.float64: torch.int64}
+    for got, w_ in zip(gm(q, k, v, w), want):
+        assert got.dtype == w_.dtype and got.shape == w_.shape and got.stride() == w_.stride()
+        assert torch.equal(got.view(bits[got.dtype]), w_.view(bits[w_.dtype]))
+    assert equal_cats_as_selects(gm, 4) == 0
+
+
+def test_split_projection_backward_fuses_its_concatenation():
+    """A projection split into query, key and value (GPT-2's attention): through
+    ``torchfuse.compile`` with gradients, values and gradients equal eager's, the backward's
+    concatenation of the three gradients runs in a fusion group (nothing concatenates on ATen),
+    and its kernel loads each gradient only on the lanes of its branch."""
+    from torchfuse import backend
+
+    def f(x, w):
+        q, k, v = (x @ w).split(8, dim=-1)
+        heads = [t.view(2, 6, 2, 4).transpose(1, 2) for t in (q, k, v)]
+        a = torch.nn.functional.scaled_dot_product_attention(*heads)
+        return a.transpose(1, 2).reshape(2, 6, 8)
+
+    x = torch.randn(2, 6, 8, device=DEVICE, requires_grad=True)
+    w = torch.randn(8, 24, device=DEVICE, requires_grad=True)
+    torch._dynamo.reset()
+    got = torchfuse.compile(f, dynamic=False)(x, w)
+    want = f(x, w)
+    torch.testing.assert_close(got, want)
+    g = torch.randn_like(want)
+    gx, gw = torch.autograd.grad(got, (x, w), g)
+    ex, ew = torch.autograd.grad(want, (x, w), g)
+    torch.testing.assert_close(gx, ex)
+    torch.testing.assert_close(gw, ew)
+    bwd = [c for c in backend.RECENT if c.name == "backward"][-1]
+    assert not any("cat" in str(c.target) for c in bwd.segmentation.calls)
+    sources = [p.kernel.source.text for s in bwd.steps if hasattr(s, "plans") for p in s.plans.values()
+               if p.kernel is not None and "_where" in p.kernel.source.name]
+    assert sources and all("mask=xmask & lanes" in text for text in sources), sources
+
+
 def test_concatenation_of_one_tensor_in_a_compiled_training_graph():
     """Through ``torchfuse.compile`` with gradients: values and gradients equal eager's, and no
     concatenation is left on ATen in the forward graph."""
@@ -445,10 +511,10 @@ def test_aten_passes_that_apply():
     assert names(ATEN_PASSES_BEFORE_FREEZING, "inference") == ["conv_relu_epilogues"]
     assert names(ATEN_PASSES_BEFORE_FREEZING, "forward") == []
     assert names(ATEN_PASSES_BEFORE_FREEZING, "inference", conv_epilogues=False) == []
-    assert names(ATEN_PASSES, "backward") == ["merge_duplicate_pads", "cat_of_one", "scalar_copies_from_device",
-                                              "log_softmax_sums", "one_hot_picks"]
-    assert names(ATEN_PASSES, "forward", cross_entropy_rewrites=False) == ["merge_duplicate_pads", "cat_of_one",
-                                                                           "scalar_copies_from_device"]
+    assert names(ATEN_PASSES, "backward") == ["merge_duplicate_pads", "cat_of_one", "equal_cats_as_selects",
+                                              "scalar_copies_from_device", "log_softmax_sums", "one_hot_picks"]
+    assert names(ATEN_PASSES, "forward", cross_entropy_rewrites=False) == [
+        "merge_duplicate_pads", "cat_of_one", "equal_cats_as_selects", "scalar_copies_from_device"]
     text = describe()
     assert (text.index("FX level") < text.index("fold_conv_batchnorm") < text.index("AOTAutograd")
             < text.index("conv_relu_epilogues") < text.index("one_hot_picks") < text.index("IR level"))

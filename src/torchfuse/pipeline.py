@@ -115,6 +115,8 @@ ATEN_PASSES_BEFORE_FREEZING: tuple[GraphPass, ...] = (
 ATEN_PASSES: tuple[GraphPass, ...] = (
     GraphPass("merge_duplicate_pads", lambda gm, o: aten.merge_duplicate_pads(gm), _always, guarded=False),
     GraphPass("cat_of_one", lambda gm, o: aten.cat_of_one(gm), _always),
+    GraphPass("equal_cats_as_selects",
+              lambda gm, o: aten.equal_cats_as_selects(gm, o.tuning.graph_passes.cat_select_max_inputs), _always),
     GraphPass("scalar_copies_from_device", lambda gm, o: aten.scalar_copies_from_device(gm), _always),
     # log_softmax_sums first: a log-softmax it no longer reads lets one_hot_picks reach x - max
     GraphPass("log_softmax_sums",

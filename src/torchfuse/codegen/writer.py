@@ -97,6 +97,18 @@ class KernelWriter(Reductions):
         self._per_element: dict[Value, bool] = {}
         self.workspaces = [(n, comp, dt) for n in workspace_nodes(group) for comp, dt in workspace_components(n)]
         self.random_nodes = [n for n in group.nodes if REGISTRY[n.op].kind == "random"]
+        #: values read by exactly one in-group node (not written): a select's branch may be
+        #: computed, down to its loads, on the lanes that take it alone (``branch_loads``)
+        readers: dict[Value, list[Node]] = {}
+        for n in group.nodes:
+            for x in n.inputs:
+                if isinstance(x, Value) and x.meta is not None:
+                    readers.setdefault(x, []).append(n)
+        written = set(group.outputs)
+        self._only_reader = {x: r[0] for x, r in readers.items() if len(r) == 1 and x not in written}
+        #: value -> (mask variable, whether it varies along r): the lanes whose select takes
+        #: the branch ``value`` is computed for
+        self.branch_masks: dict[Value, tuple[str, bool]] = {}
 
     # ------------------------------------------------------------------ text helpers
     def emit(self, line: str) -> None:
@@ -221,7 +233,13 @@ class KernelWriter(Reductions):
                 return var, v.meta.dtype
             # (a value broadcast along every loop dim of a row kernel is loaded as a block of
             # the loop's shape: all lanes read one cached address)
-            self.emit(f"{var} = tl.load({self.address(v, load=True)}, mask={self.mask_for(v, load=True)}, other=0)")
+            mask = self.mask_for(v, load=True)
+            branch = self.branch_masks.get(v)
+            # a branch mask that varies along r only where the load is a tile already (the
+            # load's shape stays the one the rest of the kernel expects)
+            if branch is not None and (mask == "xrmask" or (mask == "xmask" and not branch[1])):
+                mask = f"{mask} & {branch[0]}"
+            self.emit(f"{var} = tl.load({self.address(v, load=True)}, mask={mask}, other=0)")
             self.define(v, var, v.meta.dtype)
             return var, v.meta.dtype
         self.emit_node(node)
@@ -309,6 +327,8 @@ class KernelWriter(Reductions):
 
     def emit_node(self, node: Node) -> None:
         opdef = REGISTRY[node.op]
+        if self.tuning.codegen.branch_loads and opdef.kind in ("layout", "pointwise"):
+            self.mask_branches(node)
         if opdef.kind == "layout":
             var, dt = self.value(node.inputs[0])
             self.define(node.output, var, dt)
@@ -372,6 +392,62 @@ class KernelWriter(Reductions):
                 branches.append(self.fresh())
                 self.emit(f"{branches[-1]} = {convert(arg, result_dtype, final)}")
             self.selects[var] = (args[0], *branches)
+
+    def mask_branches(self, node: Node) -> None:
+        """Before pointwise ``node``'s operands are emitted: where ``node`` is a select on a
+        condition computed from indices alone (a concatenation's ``i == k``,
+        :func:`~torchfuse.passes.aten.equal_cats_as_selects`), each branch it alone reads is
+        computed, down to its loads, only on the lanes that take it; an op ``node`` alone reads,
+        inside such a branch, inherits the branch's lanes. The other lanes load nothing and
+        their values are never selected, so each input of a concatenation is read once
+        (``Tuning.codegen.branch_loads``). Selects on loaded data (a ReLU's backward) are left
+        alone: their branches change from element to element, and masks would save no memory
+        traffic."""
+        inherited = self.branch_masks.get(node.output)
+        targets = [(i, x) for i, x in enumerate(node.inputs) if self._inherits(x, node)]
+        if not targets:
+            return
+        if node.op == "where" and self._from_indices(node.inputs[0]):
+            var, dt = self.value(node.inputs[0])
+            pick = self.fresh("pick")
+            self.emit(f"{pick} = {convert(var, dt, torch.bool)}")
+            along_r = self.reduce and self.in_r(node.inputs[0])
+            for i, x in targets:
+                if i == 0:
+                    continue
+                cond = pick if i == 1 else f"({pick} == 0)"
+                in_r = along_r
+                if inherited is not None:
+                    cond, in_r = f"{inherited[0]} & {cond}", in_r or inherited[1]
+                name = self.fresh("lanes")
+                self.emit(f"{name} = {cond}")
+                self.branch_masks[x] = (name, in_r)
+        elif inherited is not None:
+            for _, x in targets:
+                self.branch_masks[x] = inherited
+
+    def _inherits(self, x: Any, node: Node) -> bool:
+        """Whether operand ``x`` of ``node`` may be computed on ``node``'s lanes alone: only
+        ``node`` reads it, it is not computed yet, and it is a load or a pointwise or layout
+        op's result (never a reduction's, which needs every lane)."""
+        if not (isinstance(x, Value) and x.meta is not None) or self._only_reader.get(x) is not node:
+            return False
+        if self.lookup(x) is not None:
+            return False
+        producer = self.producer_of.get(x)
+        return producer is None or REGISTRY[producer.op].kind in ("pointwise", "layout")
+
+    def _from_indices(self, v: Any) -> bool:
+        """Whether ``v`` is computed from loop indices (``arange``) and constants alone."""
+        if not isinstance(v, Value) or v.meta is None:
+            return not isinstance(v, Value)
+        node = self.producer_of.get(v)
+        if node is None:
+            return False
+        kind = REGISTRY[node.op].kind
+        if node.op == "arange" or kind == "constant":
+            return True
+        return kind in ("pointwise", "layout") and all(self._from_indices(x) for x in node.inputs)
 
     def emit_arange(self, node: Node) -> None:
         """``start + step * i`` where ``i`` is the element's index: the offset of a contiguous

@@ -224,6 +224,9 @@ class CodegenTuning:
             -> 632 instructions; run BM).
         batch_row_sums: persistent row sums that do not depend on each other are reduced
             together, up to three at a time (``tf_row_sum2``/``tf_row_sum3``; run AO).
+        branch_loads: a select on a condition of indices alone (a concatenation's) computes
+            each branch it alone reads only on the lanes that take it, so each input is loaded
+            once (:meth:`~torchfuse.codegen.writer.KernelWriter.mask_branches`).
     """
 
     all_true_masks: bool = True
@@ -231,6 +234,7 @@ class CodegenTuning:
     sink_selects: bool = True
     row_prelude: bool = True
     batch_row_sums: bool = True
+    branch_loads: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -281,6 +285,9 @@ class GraphPassTuning:
             layout on tensor cores).
         conv_bias_epilogue_devices: device types where a frozen graph's convolution biases move
             into the following fusion group (:func:`~torchfuse.freezing.conv_bias_epilogues`).
+        cat_select_max_inputs: concatenations of at most this many tensors of one shape become
+            fusible selects (:func:`~torchfuse.passes.aten.equal_cats_as_selects`); each input
+            is one more select an element evaluates.
     """
 
     one_hot_picks: bool = True
@@ -291,6 +298,7 @@ class GraphPassTuning:
     attention_mask_devices: tuple[str, ...] = ("cuda",)
     channels_last_devices: tuple[str, ...] = ("cuda",)
     conv_bias_epilogue_devices: tuple[str, ...] = ("cuda",)
+    cat_select_max_inputs: int = 4
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,6 +8,8 @@ before the IR is built from them.
   ``tokens x vocabulary`` elements per step (GPT-2 at 8 x 512 in bf16: 412 MB each).
 * :func:`cat_of_one`: a concatenation whose other inputs are empty (a key-value cache's first
   update) as a copy the segmenter can fuse.
+* :func:`equal_cats_as_selects`: a concatenation of a few tensors of one shape (the backward
+  of a projection split into query, key and value) as selects the segmenter can fuse.
 * :func:`conv_relu_epilogues`: ReLU-ended convolutions of inference graphs to cuDNN's fused
   epilogue.
 * :func:`scalar_copies_from_device`: a 0-dim CPU constant copied into a device tensor read
@@ -117,6 +119,121 @@ def cat_of_one(gm: torch.fx.GraphModule) -> int:
         _erase_unused([t for t in tensors if t is not x])
         done += 1
     return finish(gm, done, "concatenations of one non-empty tensor made copies")
+
+
+def equal_cats_as_selects(gm: torch.fx.GraphModule, max_inputs: int) -> int:
+    """Replace each ``aten.cat`` of 2 to ``max_inputs`` tensors of one static shape, dtype and
+    device by a select the segmenter can fuse with the tensors' producers and readers.
+
+    ``cat(xs, d)`` of ``n`` tensors shaped ``[..., s, ...]`` is, element for element,
+    ``where(i == 0, x0', where(i == 1, x1', ... x{n-1}'))`` over the stacked shape
+    ``[..., n, s, ...]`` (``xk'``: ``xk`` unsqueezed at ``d``, broadcast along the new dim;
+    ``i``: an ``arange(n)`` along it), made contiguous and viewed as the concatenation's
+    contiguous result. Where every ``xk`` is a reshape (``view``, ``unsqueeze``) of a tensor
+    ``yk`` whose dims group into the dims before ``d``, those of ``d`` and those after, the
+    select stacks the ``yk`` instead, at the first of ``d``'s dims: the same elements in the
+    same order, with no reshape that merges dims between the select and the ``yk``'s producers
+    (the segmenter fuses across none). A select passes its operand's value through, so the
+    values are the concatenation's, signed zeros included. Code generation loads each input only where its
+    branch is taken (:meth:`~torchfuse.codegen.writer.KernelWriter.mask_branches`), so the
+    fused kernel reads every input once, as ATen's concatenation does.
+
+    Why: the backward of a fused projection split three ways (GPT-2's query, key and value;
+    timm's ``qkv.unbind``) concatenates three gradients that pointwise kernels have just made
+    contiguous; on ATen that is a kernel of its own and one more copy of each gradient, where
+    the select is one fusion group with them, as Inductor's pointwise concatenation is.
+
+    Args:
+        gm: an ATen-level graph whose nodes carry fake values (``meta["val"]``).
+        max_inputs: ``Tuning.graph_passes.cat_select_max_inputs``.
+
+    Returns:
+        The number of concatenations replaced.
+    """
+    from torch._guards import detect_fake_mode
+
+    done = 0
+    for n in calls_to(gm, (aten.cat.default,)):
+        tensors = _arg(n, 0, "tensors")
+        out = _val(n)
+        if not isinstance(tensors, (list, tuple)) or not 2 <= len(tensors) <= max_inputs:
+            continue
+        vals = [_val(t) for t in tensors]
+        if not isinstance(out, torch.Tensor) or not all(isinstance(v, torch.Tensor) for v in vals):
+            continue
+        shape = vals[0].shape
+        if (not shape or not all(type(s) is int for s in shape) or not out.is_contiguous()
+                or any(v.shape != shape or v.dtype != out.dtype or v.device != out.device for v in vals)):
+            continue
+        fake = detect_fake_mode(vals)
+        if fake is None:
+            continue
+        dim = _arg(n, 1, "dim", 0)
+        dim = dim + len(shape) if dim < 0 else dim
+        sources, at = _stack_sources(list(tensors), list(shape), dim)
+        count, rank = len(sources), len(_val(sources[0]).shape)
+        g = gm.graph
+        with g.inserting_before(n):
+            parts = [_call_with_val(g, fake, aten.unsqueeze.default, t, at) for t in sources]
+            select = parts[-1]
+            for k in range(count - 2, -1, -1):
+                # an index of its own for each select: a value read by one select only fuses
+                # into that select's group, where a shared one would be written out
+                index = _call_with_val(g, fake, aten.arange.default, count, dtype=torch.int64, device=out.device)
+                index = _call_with_val(g, fake, aten.view.default, index, [count] + [1] * (rank - at))
+                pick = _call_with_val(g, fake, aten.eq.Scalar, index, k)
+                select = _call_with_val(g, fake, aten.where.self, pick, parts[k], select)
+            if not _val(select).is_contiguous():
+                select = _call_with_val(g, fake, aten.clone.default, select, memory_format=torch.contiguous_format)
+            result = select
+            if list(_val(select).shape) != list(out.shape):
+                result = _call_with_val(g, fake, aten.view.default, select, list(out.shape))
+        n.replace_all_uses_with(result)
+        g.erase_node(n)
+        _erase_unused(tensors)
+        # a reshape of the concatenation back to the stacked shape (``unbind``'s backward
+        # stacks so) reads the select itself: two reshapes that merge and split dims would
+        # stand between the select and its readers, and the segmenter fuses across neither
+        stacked = list(_val(select).shape)
+        for user in list(result.users) if result is not select else []:
+            if (user.op == "call_function" and user.target in (aten.view.default, aten._unsafe_view.default)
+                    and list(_val(user).shape) == stacked):
+                user.replace_all_uses_with(select)
+                g.erase_node(user)
+        if result is not select and not result.users:
+            g.erase_node(result)
+        done += 1
+    return finish(gm, done, "concatenations of equal tensors made selects")
+
+
+#: ATen reshapes that only regroup a tensor's dims, in its elements' row-major order
+_RESHAPES = (aten.view.default, aten._unsafe_view.default, aten.unsqueeze.default, aten.reshape.default)
+
+
+def _stack_sources(tensors: list, shape: list, dim: int) -> tuple[list, int]:
+    """``(sources, at)``: tensors to stack at dim ``at`` for the concatenation of ``tensors``
+    (each of ``shape``) along ``dim``, in the concatenation's row-major order. The reshaped
+    tensors themselves when every one of ``tensors`` reshapes a tensor of one static shape
+    whose leading dims multiply to the dims before ``dim`` and whose next ones to ``dim``'s
+    size; else ``tensors`` at ``dim``."""
+    import math
+
+    if not all(isinstance(t, torch.fx.Node) and t.op == "call_function" and t.target in _RESHAPES
+               for t in tensors):
+        return tensors, dim
+    inner = [t.args[0] for t in tensors]
+    vals = [_val(t) for t in inner]
+    if not all(isinstance(v, torch.Tensor) for v in vals) or not all(type(s) is int for s in vals[0].shape):
+        return tensors, dim
+    base = list(vals[0].shape)
+    if any(list(v.shape) != base for v in vals) or math.prod(base) != math.prod(shape):
+        return tensors, dim
+    before, through = math.prod(shape[:dim]), math.prod(shape[:dim + 1])
+    prefix = [math.prod(base[:k]) for k in range(len(base) + 1)]
+    starts = [k for k, p in enumerate(prefix) if p == before]
+    if not starts or through not in prefix[starts[0]:]:
+        return tensors, dim
+    return inner, starts[0]
 
 
 def scalar_copies_from_device(gm: torch.fx.GraphModule) -> int:
