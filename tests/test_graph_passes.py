@@ -175,6 +175,21 @@ def test_split_projection_backward_fuses_its_concatenation():
     assert sources and all("mask=xmask & lanes" in text for text in sources), sources
 
 
+def test_stacked_tensors_reduced_in_one_kernel():
+    """A stack of three computed tensors read by row and column reductions (the selects then sit
+    in reduction kernels, whose tiles load every branch): values equal eager's."""
+    def f(a, b, c):
+        s = torch.stack([a * 2, b, c.neg()], 0)
+        return s.sum(1), s.sum(-1), (s * 3).amax(0)
+
+    for shape in [(6, 8), (33, 5)]:
+        a, b, c = (torch.randn(*shape, device=DEVICE) for _ in range(3))
+        torch._dynamo.reset()
+        got = torchfuse.compile(f, dynamic=False)(a, b, c)
+        for g, e in zip(got, f(a, b, c)):
+            torch.testing.assert_close(g, e)
+
+
 def test_concatenation_of_one_tensor_in_a_compiled_training_graph():
     """Through ``torchfuse.compile`` with gradients: values and gradients equal eager's, and no
     concatenation is left on ATen in the forward graph."""

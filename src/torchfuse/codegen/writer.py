@@ -106,9 +106,9 @@ class KernelWriter(Reductions):
                     readers.setdefault(x, []).append(n)
         written = set(group.outputs)
         self._only_reader = {x: r[0] for x, r in readers.items() if len(r) == 1 and x not in written}
-        #: value -> (mask variable, whether it varies along r): the lanes whose select takes
-        #: the branch ``value`` is computed for
-        self.branch_masks: dict[Value, tuple[str, bool]] = {}
+        #: value -> (mask variable, whether it varies along r, the scope defining it): the lanes
+        #: whose select takes the branch ``value`` is computed for
+        self.branch_masks: dict[Value, tuple[str, bool, dict]] = {}
 
     # ------------------------------------------------------------------ text helpers
     def emit(self, line: str) -> None:
@@ -236,8 +236,10 @@ class KernelWriter(Reductions):
             mask = self.mask_for(v, load=True)
             branch = self.branch_masks.get(v)
             # a branch mask that varies along r only where the load is a tile already (the
-            # load's shape stays the one the rest of the kernel expects)
-            if branch is not None and (mask == "xrmask" or (mask == "xmask" and not branch[1])):
+            # load's shape stays the one the rest of the kernel expects), and only while the
+            # scope that defines it is open (a later loop over r loads the value again)
+            if (branch is not None and any(branch[2] is scope for scope in self.scopes)
+                    and (mask == "xrmask" or (mask == "xmask" and not branch[1]))):
                 mask = f"{mask} & {branch[0]}"
             self.emit(f"{var} = tl.load({self.address(v, load=True)}, mask={mask}, other=0)")
             self.define(v, var, v.meta.dtype)
@@ -417,11 +419,11 @@ class KernelWriter(Reductions):
                     continue
                 cond = pick if i == 1 else f"({pick} == 0)"
                 in_r = along_r
-                if inherited is not None:
+                if inherited is not None and any(inherited[2] is scope for scope in self.scopes):
                     cond, in_r = f"{inherited[0]} & {cond}", in_r or inherited[1]
                 name = self.fresh("lanes")
                 self.emit(f"{name} = {cond}")
-                self.branch_masks[x] = (name, in_r)
+                self.branch_masks[x] = (name, in_r, self.scopes[-1])
         elif inherited is not None:
             for _, x in targets:
                 self.branch_masks[x] = inherited
