@@ -55,6 +55,30 @@ def test_file_function_in_training_explains_forward_and_backward(tmp_path, capsy
     assert any("Linear" in (loc.module or "") for loc in locations), locations
 
 
+def test_file_model_imports_the_modules_beside_it(tmp_path, monkeypatch):
+    """``torchfuse explain models/mine.py:build`` where ``mine.py`` imports ``blocks.py`` from
+    its own folder, run from another directory, as ``python models/mine.py`` would find it; the
+    import path is as it was afterwards."""
+    import sys
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    (folder / "blocks.py").write_text("import torch\n\nBlock = lambda: torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU())\n")
+    (folder / "mine.py").write_text(textwrap.dedent("""
+        import torch
+        from blocks import Block
+
+        def build():
+            return Block(), (torch.randn(2, 8),)
+    """))
+    monkeypatch.chdir(tmp_path)
+    path_before = list(sys.path)
+    assert torchfuse_main(["explain", "models/mine.py:build", "--device", DEVICE, "-o", str(tmp_path / "out")]) == 0
+    assert ExplainResult.load(str(tmp_path / "out.json")).groups
+    assert sys.path == path_before
+    sys.modules.pop("blocks", None)
+
+
 def test_file_model_of_torch_modules_names_the_users_file(tmp_path, capsys):
     """A ``file.py:function`` model made of PyTorch's own modules: TorchDynamo records no frame
     of the user's for its ops, only the command's wrapper; every location (ATen calls, fusion

@@ -188,6 +188,11 @@ def equal_cats_as_selects(gm: torch.fx.GraphModule, max_inputs: int) -> int:
             result = select
             if list(_val(select).shape) != list(out.shape):
                 result = _call_with_val(g, fake, aten.view.default, select, list(out.shape))
+        for new in _nodes_between(parts[0], n):
+            # the concatenation's source line and module, for explain's locations
+            for key in ("stack_trace", "nn_module_stack"):
+                if key in n.meta:
+                    new.meta.setdefault(key, n.meta[key])
         n.replace_all_uses_with(result)
         g.erase_node(n)
         _erase_unused(tensors)
@@ -204,6 +209,15 @@ def equal_cats_as_selects(gm: torch.fx.GraphModule, max_inputs: int) -> int:
             g.erase_node(result)
         done += 1
     return finish(gm, done, "concatenations of equal tensors made selects")
+
+
+def _nodes_between(first: torch.fx.Node, end: torch.fx.Node) -> list:
+    """The nodes from ``first`` up to, not including, ``end``, in graph order."""
+    nodes, node = [], first
+    while node is not end:
+        nodes.append(node)
+        node = node.next
+    return nodes
 
 
 #: ATen reshapes that only regroup a tensor's dims, in its elements' row-major order

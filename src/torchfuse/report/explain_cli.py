@@ -165,7 +165,15 @@ def file_step(spec: str, mode_name: str, device: str):
         raise SpecError(f"{path}: no such file (MODEL is hf:NAME, timm:NAME, torchvision:NAME or file.py:function)")
     module_spec = importlib.util.spec_from_file_location(Path(path).stem, path)
     module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
+    # the file's folder first on the import path, as ``python file.py`` puts it, so that the
+    # file can import the modules beside it
+    folder = str(Path(path).resolve().parent)
+    sys.path.insert(0, folder)
+    try:
+        module_spec.loader.exec_module(module)
+    finally:
+        if folder in sys.path:
+            sys.path.remove(folder)
     if not callable(getattr(module, function, None)):
         raise SpecError(f"{path} has no function {function!r}")
     origin = getattr(module, function)

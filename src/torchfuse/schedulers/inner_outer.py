@@ -84,7 +84,7 @@ class InnerOuterScheduler(Scheduler):
                             reason=f"{x} rows of {r}: {programs} programs over {blocks} blocks of "
                                    f"{plural(xb, 'row')}, {plural(w, 'warp')}"
                                    + (f" ({resident} fit on a multiprocessor)" if resident else "")
-                                   + f", column partials summed by {cdiv(r, fr)} programs")
+                                   + f", column partials summed by {plural(cdiv(r, fr), 'program')}")
 
     def workspace_elements(self, config: LaunchConfig, rt: RuntimeLayout) -> int:
         return config.split * rt.rnumel  # one partial per program and column

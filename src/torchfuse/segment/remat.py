@@ -82,7 +82,7 @@ def rematerialize(units: Units) -> int:
             done += 1
     if done:
         graph.nodes = new_nodes
-        log.info("rematerialized %d values for reduction groups", done)
+        log.info("rematerialized %d value%s for reduction groups", done, "" if done == 1 else "s")
     return done
 
 
