@@ -274,7 +274,7 @@ def test_explain_says_how_later_calls_run(tmp_path):
     fn = lambda x: (x.t() @ x).softmax(-1) * 2  # noqa: E731
     result = torchfuse.explain(fn, x, more_inputs=[(x,)], verbose=False)
     assert result.graphs[0].graph_function == "one generated straight-line function per set of sizes (1 so far)"
-    assert "calls after the first: one generated straight-line function per set of sizes (1 so far)" in result.summary()
+    assert "generated function: one generated straight-line function per set of sizes (1 so far)" in result.summary()
     loaded = type(result).load(result.save(str(tmp_path / "r.json")))
     assert loaded.graphs[0].graph_function == result.graphs[0].graph_function
     once = torchfuse.explain(fn, x, verbose=False, tuning=INTERPRETED)

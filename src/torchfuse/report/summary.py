@@ -168,9 +168,9 @@ def _graph_lines(g: GraphReport, result: ExplainResult) -> list[str]:
         from ..runtime.executor import NOT_GENERATED
 
         # made at a second call with sizes seen before: more_inputs of new sizes do not make it
-        hint = (" (it is made when the same sizes come a second time: pass more_inputs=[inputs of the "
-                "same sizes])" if g.graph_function == NOT_GENERATED else "")
-        lines.append(f"  calls after the first: {g.graph_function}{hint}")
+        hint = ("; to see it here, pass more_inputs=[inputs of the same sizes]"
+                if g.graph_function == NOT_GENERATED else "")
+        lines.append(f"  generated function: {g.graph_function}{hint}")
     if g.groups:
         lines.append("  fusion groups:")
         for group in g.groups:

@@ -43,7 +43,8 @@ recompile_log = logging.getLogger("torchfuse.recompile")
 
 
 #: ``stats["graph_function"]`` of a graph not yet called twice with any set of sizes
-NOT_GENERATED = "not generated yet: a set of sizes gets its generated function at its second call"
+NOT_GENERATED = ("not generated yet (each set of sizes gets one at its second call; until then the "
+                 "graph runs step by step)")
 
 
 class CompiledGraph:
