@@ -97,10 +97,12 @@ class KernelWriter(Reductions):
         self._per_element: dict[Value, bool] = {}
         self.workspaces = [(n, comp, dt) for n in workspace_nodes(group) for comp, dt in workspace_components(n)]
         self.random_nodes = [n for n in group.nodes if REGISTRY[n.op].kind == "random"]
-        #: values read by exactly one in-group node (not written): a select's branch may be
-        #: computed, down to its loads, on the lanes that take it alone (``branch_loads``)
+        #: selects on index conditions exist only where the group computes indices: only then
+        #: a select's branch may be computed, down to its loads, on the lanes that take it
+        #: alone (``branch_loads``), from the values read by exactly one in-group node
+        self.branch_loads = tuning.codegen.branch_loads and any(n.op == "arange" for n in group.nodes)
         readers: dict[Value, list[Node]] = {}
-        for n in group.nodes:
+        for n in group.nodes if self.branch_loads else ():
             for x in n.inputs:
                 if isinstance(x, Value) and x.meta is not None:
                     readers.setdefault(x, []).append(n)
@@ -238,7 +240,7 @@ class KernelWriter(Reductions):
             # a branch mask that varies along r only where the load is a tile already (the
             # load's shape stays the one the rest of the kernel expects), and only while the
             # scope that defines it is open (a later loop over r loads the value again)
-            if (branch is not None and any(branch[2] is scope for scope in self.scopes)
+            if (branch is not None and self._open(branch)
                     and (mask == "xrmask" or (mask == "xmask" and not branch[1]))):
                 mask = f"{mask} & {branch[0]}"
             self.emit(f"{var} = tl.load({self.address(v, load=True)}, mask={mask}, other=0)")
@@ -329,7 +331,7 @@ class KernelWriter(Reductions):
 
     def emit_node(self, node: Node) -> None:
         opdef = REGISTRY[node.op]
-        if self.tuning.codegen.branch_loads and opdef.kind in ("layout", "pointwise"):
+        if self.branch_loads and opdef.kind in ("layout", "pointwise"):
             self.mask_branches(node)
         if opdef.kind == "layout":
             var, dt = self.value(node.inputs[0])
@@ -419,7 +421,7 @@ class KernelWriter(Reductions):
                     continue
                 cond = pick if i == 1 else f"({pick} == 0)"
                 in_r = along_r
-                if inherited is not None and any(inherited[2] is scope for scope in self.scopes):
+                if inherited is not None and self._open(inherited):
                     cond, in_r = f"{inherited[0]} & {cond}", in_r or inherited[1]
                 name = self.fresh("lanes")
                 self.emit(f"{name} = {cond}")
@@ -427,6 +429,10 @@ class KernelWriter(Reductions):
         elif inherited is not None:
             for _, x in targets:
                 self.branch_masks[x] = inherited
+
+    def _open(self, branch: tuple) -> bool:
+        """Whether the scope that defines a branch mask is open where code is emitted now."""
+        return any(branch[2] is scope for scope in self.scopes)
 
     def _inherits(self, x: Any, node: Node) -> bool:
         """Whether operand ``x`` of ``node`` may be computed on ``node``'s lanes alone: only

@@ -21,6 +21,7 @@ a call with its value). Cross-entropy's rewrites are in :mod:`.cross_entropy`.
 from __future__ import annotations
 
 import functools
+import math
 
 import torch
 import torch.fx
@@ -201,8 +202,7 @@ def equal_cats_as_selects(gm: torch.fx.GraphModule, max_inputs: int) -> int:
         # stand between the select and its readers, and the segmenter fuses across neither
         stacked = list(_val(select).shape)
         for user in list(result.users) if result is not select else []:
-            if (user.op == "call_function" and user.target in (aten.view.default, aten._unsafe_view.default)
-                    and list(_val(user).shape) == stacked):
+            if user.op == "call_function" and user.target in _RESHAPES and list(_val(user).shape) == stacked:
                 user.replace_all_uses_with(select)
                 g.erase_node(user)
         if result is not select and not result.users:
@@ -230,8 +230,6 @@ def _stack_sources(tensors: list, shape: list, dim: int) -> tuple[list, int]:
     tensors themselves when every one of ``tensors`` reshapes a tensor of one static shape
     whose leading dims multiply to the dims before ``dim`` and whose next ones to ``dim``'s
     size; else ``tensors`` at ``dim``."""
-    import math
-
     if not all(isinstance(t, torch.fx.Node) and t.op == "call_function" and t.target in _RESHAPES
                for t in tensors):
         return tensors, dim
