@@ -71,9 +71,11 @@ class CaptureState:
             forward); from then on neither graph is replayed.
         grad_params: weak references to the forward's last inputs that get gradients (leaf
             tensors: the parameters, and inputs that require grad).
-        pool_gradients: ``(storage address, the trees' weak reference)`` of the last
-            backward replay's outputs (gradients in the pool), until the next captured forward
+        pool_gradients: the trees' weak references to the last backward replay's outputs
+            (gradients in the pool), until the next captured forward
             (:func:`release_pool_gradients`).
+        pool_addresses: the storage addresses of ``pool_gradients``, made where the backward
+            returns (the GPU is busy then), not at the next forward.
         copy_gradients: why this capture's backward copies its gradients out of the pool from
             now on (a gradient was held outside ``.grad`` at a later step, or the trees gave no
             weak references to judge by); empty while it returns them in the pool.
@@ -86,6 +88,7 @@ class CaptureState:
     inputs_moved: bool = False
     grad_params: list = dataclasses.field(default_factory=list)
     pool_gradients: list = dataclasses.field(default_factory=list)
+    pool_addresses: frozenset = frozenset()
     copy_gradients: str = ""
     step_uncaptured: bool = False
 
@@ -111,21 +114,22 @@ def release_pool_gradients() -> int:
     """
     moved = 0
     for state in _PENDING:
-        addresses = {ptr for ptr, _ in state.pool_gradients}
+        addresses = state.pool_addresses
         for ref in state.grad_params:
             p = ref()
             if p is not None and p.grad is not None and _address(p.grad) in addresses:
                 p.grad = p.grad.clone(memory_format=torch.preserve_format)
                 moved += 1
-        held = [r for _, r in state.pool_gradients if _alive(r)]
+        held = _held(state.pool_gradients)
         if held:  # a reference cycle may hold one until the cyclic collector runs
             gc.collect()
-            held = [r for r in held if _alive(r)]
+            held = _held(held)
         if held:
             state.copy_gradients = _HELD_MESSAGE
             _HELD.extend(held)
             log.info("backward: CUDA graph %s", _HELD_MESSAGE)
         state.pool_gradients = []
+        state.pool_addresses = frozenset()
     _PENDING.clear()
     return moved
 
@@ -149,30 +153,31 @@ def _trees_node(device_index: int) -> Any:
 
 
 def _pool_outputs(outputs: list, device_index: int) -> list | None:
-    """``(storage address, weak reference)`` of each tensor output in the pool of the replay
-    just made, from the trees' own weak references to the outputs of the node that ran
-    (``outputs_weakrefs``; the last ``len(outputs)`` of a warm-up node's). The trees return
-    the same cached tensor for an output on every replay and hold it themselves; their weak
-    reference counts only the holders beyond theirs, which a plain storage weak reference
-    cannot. ``None`` when the node has no such references."""
+    """The trees' own weak references to the tensor outputs of the replay just made
+    (``outputs_weakrefs`` of the node that ran; the last ``len(outputs)`` of a warm-up
+    node's). The trees return the same cached tensor for an output on every replay and hold
+    it themselves; their weak reference counts only the holders beyond theirs, which a plain
+    storage weak reference cannot. ``None`` when the node has no such references."""
     refs = getattr(_trees_node(device_index), "outputs_weakrefs", None)
     if refs is None or len(refs) < len(outputs):
         return None
     refs = refs[len(refs) - len(outputs):]
-    return [(r.data_ptr(), r) for o, r in zip(outputs, refs) if r is not None and isinstance(o, torch.Tensor)]
+    return [r for o, r in zip(outputs, refs) if r is not None and isinstance(o, torch.Tensor)]
 
 
 def pool_memory_held() -> bool:
     """Whether a gradient a replay returned is still held outside ``.grad`` (see the module)."""
-    _HELD[:] = [r for r in _HELD if _alive(r)]
+    _HELD[:] = _held(_HELD)
     return bool(_HELD)
 
 
-def _alive(ref: Any) -> bool:
-    """Whether a storage the trees' weak reference ``ref`` follows is held beyond the trees'
-    own references; a storage that no longer exists is not (the trees' check of a cached
-    output reads its node, and reports a node that is gone as holding it)."""
-    return not ref.ref.expired() and not ref.expired()
+def _held(refs: list) -> list:
+    """The trees' weak references in ``refs`` whose storage is held beyond the trees' own
+    references. The trees' check runs first, since it is the one that usually decides (one
+    call per gradient, each forward); a storage that no longer exists is then not held (the
+    trees' check of a cached output reads its node, and reports a node that is gone as
+    holding it)."""
+    return [r for r in [r for r in refs if not r.expired()] if not r.ref.expired()]
 
 
 _NO_REFERENCES = "the CUDA graph trees gave no weak references to their outputs, to tell which are held"
@@ -313,9 +318,10 @@ def _fresh_like(t: torch.Tensor) -> torch.Tensor:
     """An uninitialized tensor for a copy of ``t``: ``t``'s strides where its elements do not
     overlap; a broadcast output (a stride of 0, as the gradient of an expanded tensor can be)
     gets dense strides instead, since nothing can be copied into overlapping elements."""
-    if _overlaps(tuple(t.shape), t.stride()):
+    size, stride = t.shape, t.stride()
+    if _overlaps(size, stride):
         return torch.empty_like(t, memory_format=torch.contiguous_format)
-    return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device)
+    return torch.empty_strided(size, stride, dtype=t.dtype, device=t.device)
 
 
 class OutputCopier:
@@ -325,26 +331,39 @@ class OutputCopier:
 
     Args:
         indices: output positions to copy; ``None``: every tensor output.
+
+    The positions are grouped by dtype and device at the first call: a compiled graph's
+    outputs keep their dtypes and devices from call to call, and the grouping is host time
+    on every forward, where a step with a host synchronization leaves the GPU waiting.
     """
 
     def __init__(self, indices: range | None):
         self.indices = indices
+        self._groups: list[list[int]] | None = None
+        self._count = -1
 
     def __call__(self, outputs: list) -> list:
-        positions = range(len(outputs)) if self.indices is None else self.indices
-        by_dtype: dict = {}
-        for i in positions:
-            o = outputs[i]
-            if isinstance(o, torch.Tensor):
-                by_dtype.setdefault((o.dtype, o.device), []).append(i)
+        groups = self._groups
+        if groups is None or len(outputs) != self._count:
+            groups = self._groups = self._group(outputs)
+            self._count = len(outputs)
         outputs = list(outputs)
-        for group in by_dtype.values():
+        for group in groups:
             src = [outputs[i] for i in group]
             dst = [_fresh_like(t) for t in src]
             torch._foreach_copy_(dst, src)
             for i, d in zip(group, dst):
                 outputs[i] = d
         return outputs
+
+    def _group(self, outputs: list) -> list[list[int]]:
+        positions = range(len(outputs)) if self.indices is None else self.indices
+        by_dtype: dict = {}
+        for i in positions:
+            o = outputs[i]
+            if isinstance(o, torch.Tensor):
+                by_dtype.setdefault((o.dtype, o.device), []).append(i)
+        return list(by_dtype.values())
 
 
 def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_inputs: list, *, name: str,
@@ -445,6 +464,7 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
             if not state.copy_gradients:
                 state.pool_gradients = _pool_outputs(outputs, device_index)
                 if state.pool_gradients is not None:
+                    state.pool_addresses = frozenset(r.data_ptr() for r in state.pool_gradients)
                     if state not in _PENDING:
                         _PENDING.append(state)
                     return outputs
