@@ -351,14 +351,22 @@ def test_outputs_held_across_steps_keep_their_values(pool):
 
 
 def test_output_copier_copies_broadcast_tensors():
-    """The copier gives a broadcast output (stride 0) a dense copy with its values."""
-    expanded = torch.arange(3.0).reshape(3, 1).expand(3, 4)
-    sliced = torch.arange(24.0).reshape(4, 6)[:, ::2]
-    got = training_graphs.OutputCopier(None)([expanded, sliced, 7])
-    torch.testing.assert_close(got[0], expanded)
-    torch.testing.assert_close(got[1], sliced)
-    assert got[1].stride() == sliced.stride() and got[2] == 7
-    assert got[0].data_ptr() != expanded.data_ptr()
+    """The copier gives a broadcast output (stride 0) a dense copy with its values, and every
+    other output a copy with its strides, on every call (the dtype groups are made once)."""
+    copier = training_graphs.OutputCopier(None)
+    for step in range(2):
+        expanded = torch.arange(3.0).reshape(3, 1).expand(3, 4) + step
+        sliced = torch.arange(24.0).reshape(4, 6)[:, ::2] - step
+        permuted = torch.randn(2, 3, 4, dtype=torch.float16).permute(2, 0, 1)
+        ints = torch.arange(6).reshape(2, 3).t()
+        outputs = [expanded, sliced, 7, permuted, ints]
+        got = copier(outputs)
+        assert got[2] == 7
+        for i in (0, 1, 3, 4):
+            assert torch.equal(got[i], outputs[i]) and got[i].dtype == outputs[i].dtype
+            assert got[i].untyped_storage().data_ptr() != outputs[i].untyped_storage().data_ptr()
+        assert got[0].is_contiguous()
+        assert [got[i].stride() for i in (1, 3, 4)] == [outputs[i].stride() for i in (1, 3, 4)]
 
 
 @cpu_only

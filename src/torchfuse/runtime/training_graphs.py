@@ -324,10 +324,28 @@ def _fresh_like(t: torch.Tensor) -> torch.Tensor:
     return torch.empty_strided(size, stride, dtype=t.dtype, device=t.device)
 
 
+def _copies(src: list) -> list:
+    """Copies of the same-dtype tensors ``src`` made by one ATen call
+    (``torch._foreach_clone``, whose allocations happen in C++, not a Python call each);
+    copies of a tensor that is not dense (gaps, overlaps) are laid out densely by it."""
+    clone = getattr(torch, "_foreach_clone", None)
+    if clone is None:  # older PyTorch
+        return [_copy_keeping_strides(t) for t in src]
+    return clone(src)
+
+
+def _copy_keeping_strides(t: torch.Tensor) -> torch.Tensor:
+    """A copy of ``t`` with ``t``'s strides (see :func:`_fresh_like`)."""
+    d = _fresh_like(t)
+    d.copy_(t)
+    return d
+
+
 class OutputCopier:
     """Copy chosen outputs of a replay out of the CUDA graph pool into fresh tensors, with one
-    multi-tensor copy per dtype (``torch._foreach_copy_``), so that holding them across steps
-    is safe.
+    multi-tensor copy per dtype, so that holding them across steps is safe. Each copy has its
+    source's strides (an intermediate base that AOTAutograd regenerates views from must keep
+    them), except that a broadcast source's copy is dense.
 
     Args:
         indices: output positions to copy; ``None``: every tensor output.
@@ -350,10 +368,8 @@ class OutputCopier:
         outputs = list(outputs)
         for group in groups:
             src = [outputs[i] for i in group]
-            dst = [_fresh_like(t) for t in src]
-            torch._foreach_copy_(dst, src)
-            for i, d in zip(group, dst):
-                outputs[i] = d
+            for i, t, d in zip(group, src, _copies(src)):
+                outputs[i] = d if d.stride() == t.stride() else _copy_keeping_strides(t)
         return outputs
 
     def _group(self, outputs: list) -> list[list[int]]:
