@@ -350,9 +350,13 @@ def test_outputs_held_across_steps_keep_their_values(pool):
         torch.testing.assert_close(out, model(x))
 
 
-def test_output_copier_copies_broadcast_tensors():
+@pytest.mark.parametrize("foreach_clone", [True, False], ids=["foreach-clone", "no-foreach-clone"])
+def test_output_copier_copies_broadcast_tensors(monkeypatch, foreach_clone):
     """The copier gives a broadcast output (stride 0) a dense copy with its values, and every
-    other output a copy with its strides, on every call (the dtype groups are made once)."""
+    other output a copy with its strides, on every call (the dtype groups are made once);
+    also with a PyTorch that has no ``torch._foreach_clone``."""
+    if not foreach_clone:
+        monkeypatch.delattr(torch, "_foreach_clone", raising=False)
     copier = training_graphs.OutputCopier(None)
     for step in range(2):
         expanded = torch.arange(3.0).reshape(3, 1).expand(3, 4) + step

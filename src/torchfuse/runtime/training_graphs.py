@@ -325,13 +325,16 @@ def _fresh_like(t: torch.Tensor) -> torch.Tensor:
 
 
 def _copies(src: list) -> list:
-    """Copies of the same-dtype tensors ``src`` made by one ATen call
-    (``torch._foreach_clone``, whose allocations happen in C++, not a Python call each);
-    copies of a tensor that is not dense (gaps, overlaps) are laid out densely by it."""
+    """Copies of the same-dtype tensors ``src``: made by one ATen call
+    (``torch._foreach_clone``, whose allocations happen in C++, not a Python call each), which
+    lays out densely the copy of a tensor that is not dense (gaps, overlaps); where PyTorch
+    has no such op, fresh tensors (:func:`_fresh_like`) filled by one ``torch._foreach_copy_``."""
     clone = getattr(torch, "_foreach_clone", None)
-    if clone is None:  # older PyTorch
-        return [_copy_keeping_strides(t) for t in src]
-    return clone(src)
+    if clone is not None:
+        return clone(src)
+    dst = [_fresh_like(t) for t in src]
+    torch._foreach_copy_(dst, src)
+    return dst
 
 
 def _copy_keeping_strides(t: torch.Tensor) -> torch.Tensor:
