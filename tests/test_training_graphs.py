@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import sys
-import types
 
 import pytest
 import torch
@@ -117,6 +116,14 @@ def test_writes_to_inputs_are_refused_unless_static():
 
 
 # ------------------------------------------------------------------ outputs and gradients (CPU)
+class _Node:
+    """The trees' node as the stand-in keeps it: its weak references to its outputs (and, as a
+    node of the trees, itself weakly referenceable)."""
+
+    def __init__(self, outputs_weakrefs):
+        self.outputs_weakrefs = outputs_weakrefs
+
+
 class _Pool:
     """A stand-in for ``cudagraphify_impl`` that does to outputs what PyTorch's CUDA graph trees
     do. The first call is a warm-up whose outputs are fresh tensors; every later call writes
@@ -151,7 +158,7 @@ class _Pool:
             outs = fn(list(args))
             if not warmed_up[0]:
                 warmed_up[0] = True
-                self.node = types.SimpleNamespace(outputs_weakrefs=[
+                self.node = _Node(outputs_weakrefs=[
                     StorageWeakRefWrapper(o) if isinstance(o, torch.Tensor) else None for o in outs])
                 return list(outs)
             if not buffers:
@@ -164,7 +171,7 @@ class _Pool:
                         torch._C._add_cached_tensor(cached[-1])
                     else:
                         cached.append(b)
-                node = types.SimpleNamespace(outputs_weakrefs=[
+                node = _Node(outputs_weakrefs=[
                     StorageWeakRefWrapper(c, extra_ref_check=functools.partial(check, i))
                     if isinstance(c, torch.Tensor) else None for i, c in enumerate(cached)])
                 replay.node = node
@@ -309,6 +316,38 @@ def test_gradients_held_outside_grad_keep_their_values(pool, how):
     assert pool.replays == before + 2 * 3
     assert "captured" in fw.stats["cudagraph"] and "held" not in fw.stats["cudagraph"]
     assert "gradients copied out of the pool: a gradient returned in the pool was still held" in bw.stats["cudagraph"]
+
+
+@cpu_only
+def test_held_gradients_are_found_after_free_counts_are_learned(pool, monkeypatch):
+    """The trees' own check judges a gradient's holder counts once; later steps with the same
+    counts skip it, and a gradient kept after that (``torch.autograd.grad``'s results) is
+    still found: the graphs run uncaptured and the values are eager's."""
+    from torch._inductor.cudagraph_trees import StorageWeakRefWrapper
+
+    checks = []
+    expired = StorageWeakRefWrapper.expired
+    monkeypatch.setattr(StorageWeakRefWrapper, "expired", lambda self: checks.append(1) or expired(self))
+    monkeypatch.setattr(training_graphs, "_FREE", set())
+    eager, model = _mlp(), _mlp()
+    compiled = torchfuse.compile(model, mode="reduce-overhead", interpret=True)
+    xs = [torch.randn(5, 8) for _ in range(8)]
+    per_step = []
+    for x in xs[:5]:
+        for m, f in ((eager, eager), (model, compiled)):
+            f(x).square().mean().backward()
+            m.zero_grad(set_to_none=True)
+        per_step.append(len(checks))
+        checks.clear()
+    assert per_step[-1] == 0 and max(per_step) > 0  # learned, then skipped
+    fw, bw = backend.RECENT[-2:]
+    assert "held" not in fw.stats["cudagraph"]
+    kept = [(torch.autograd.grad(f(x).square().mean(), list(m.parameters())))
+            for x in xs[5:7] for m, f in ((eager, eager), (model, compiled))]
+    assert "held outside .grad" in fw.stats["cudagraph"]
+    for want, got in zip(kept[0::2], kept[1::2]):
+        for a, b in zip(want, got):
+            torch.testing.assert_close(b, a)
 
 
 @cpu_only

@@ -47,6 +47,7 @@ import dataclasses
 import functools
 import gc
 import logging
+import sys
 import weakref
 from typing import Any, Callable
 
@@ -76,6 +77,8 @@ class CaptureState:
             (:func:`release_pool_gradients`).
         pool_addresses: the storage addresses of ``pool_gradients``, made where the backward
             returns (the GPU is busy then), not at the next forward.
+        pool_holders: what :func:`_held_in` reads to count the holders of ``pool_gradients``
+            (a :class:`_Holders`), or ``None``.
         copy_gradients: why this capture's backward copies its gradients out of the pool from
             now on (a gradient was held outside ``.grad`` at a later step, or the trees gave no
             weak references to judge by); empty while it returns them in the pool.
@@ -89,6 +92,7 @@ class CaptureState:
     grad_params: list = dataclasses.field(default_factory=list)
     pool_gradients: list = dataclasses.field(default_factory=list)
     pool_addresses: frozenset = frozenset()
+    pool_holders: Any = None
     copy_gradients: str = ""
     step_uncaptured: bool = False
 
@@ -120,7 +124,7 @@ def release_pool_gradients() -> int:
             if p is not None and p.grad is not None and _address(p.grad) in addresses:
                 p.grad = p.grad.clone(memory_format=torch.preserve_format)
                 moved += 1
-        held = _held(state.pool_gradients)
+        held = _held_in(state)
         if held:  # a reference cycle may hold one until the cyclic collector runs
             gc.collect()
             held = _held(held)
@@ -130,6 +134,7 @@ def release_pool_gradients() -> int:
             log.info("backward: CUDA graph %s", _HELD_MESSAGE)
         state.pool_gradients = []
         state.pool_addresses = frozenset()
+        state.pool_holders = None
     _PENDING.clear()
     return moved
 
@@ -152,23 +157,85 @@ def _trees_node(device_index: int) -> Any:
     return manager.current_node if manager is not None else None
 
 
-def _pool_outputs(outputs: list, device_index: int) -> list | None:
+def _pool_outputs(outputs: list, device_index: int) -> tuple[list, _Holders | None] | None:
     """The trees' own weak references to the tensor outputs of the replay just made
     (``outputs_weakrefs`` of the node that ran; the last ``len(outputs)`` of a warm-up
-    node's). The trees return the same cached tensor for an output on every replay and hold
-    it themselves; their weak reference counts only the holders beyond theirs, which a plain
-    storage weak reference cannot. ``None`` when the node has no such references."""
-    refs = getattr(_trees_node(device_index), "outputs_weakrefs", None)
+    node's), and their :class:`_Holders`. The trees return the same cached tensor for an
+    output on every replay and hold it themselves; their weak reference counts only the
+    holders beyond theirs, which a plain storage weak reference cannot. ``None`` when the
+    node has no such references."""
+    node = _trees_node(device_index)
+    refs = getattr(node, "outputs_weakrefs", None)
     if refs is None or len(refs) < len(outputs):
         return None
-    refs = refs[len(refs) - len(outputs):]
-    return [r for o, r in zip(outputs, refs) if r is not None and isinstance(o, torch.Tensor)]
+    pairs = [(o, r) for o, r in zip(outputs, refs[len(refs) - len(outputs):])
+             if r is not None and isinstance(o, torch.Tensor)]
+    refs = [r for _, r in pairs]
+    return refs, _holders(node, [o for o, _ in pairs])
 
 
 def pool_memory_held() -> bool:
     """Whether a gradient a replay returned is still held outside ``.grad`` (see the module)."""
     _HELD[:] = _held(_HELD)
     return bool(_HELD)
+
+
+@dataclasses.dataclass(eq=False)
+class _Holders:
+    """Where the holders of a backward replay's pool gradients are counted (made where the
+    backward returns): weak references to the trees' node and to the tensors it returned (for
+    an output the trees check by reference count, their cached tensor), aligned with
+    ``CaptureState.pool_gradients``."""
+
+    node: Any
+    tensors: list
+
+
+#: counts of a pool gradient's holders that the trees' own check judged free: (Python references
+#: to the returned tensor, C++ references to it, references to its storage, whether the trees
+#: check no reference count for it); see _held_in
+_FREE: set = set()
+_STORAGE_USES = torch._C._storage_Use_Count
+_TENSOR_USES = torch._C.TensorBase._use_count
+
+
+def _holders(node: Any, outputs: list) -> _Holders | None:
+    """The :class:`_Holders` of a backward replay's tensor ``outputs`` from the trees' ``node``,
+    or ``None`` where the node takes no weak reference."""
+    try:
+        node_ref = weakref.ref(node)
+    except TypeError:
+        return None
+    return _Holders(node_ref, [weakref.ref(o) for o in outputs if isinstance(o, torch.Tensor)])
+
+
+def _held_in(state: CaptureState) -> list:
+    """:func:`_held` of ``state.pool_gradients``, answered for most gradients without the
+    trees' check (about 2 us of host time each, on the path from a step's host
+    synchronization to its first replay): the trees' verdict is a function of a gradient's
+    holder counts while their node lives, so counts that the trees once judged free are free
+    again (:data:`_FREE`). The counts are read for all gradients at once; a gradient whose
+    counts are new, or whose node or returned tensor is gone, is judged by the trees."""
+    refs, holders = state.pool_gradients, state.pool_holders
+    node = holders.node() if holders is not None else None
+    if node is None or len(holders.tensors) != len(refs):
+        return _held(refs)
+    tensors = [w() for w in holders.tensors]
+    if any(t is None for t in tensors):
+        return _held(refs)
+    # the storage the trees' reference follows now (they may point it elsewhere), read here
+    counts = list(zip(map(sys.getrefcount, tensors), map(_TENSOR_USES, tensors),
+                      map(_STORAGE_USES, [r.ref.cdata for r in refs]), [r.extra_ref_check is None for r in refs]))
+    del tensors  # the trees' check below must not see these references
+    held = []
+    for k, c in enumerate(counts):
+        if c not in _FREE:
+            r = refs[k]
+            if r.expired():
+                _FREE.add(c)
+            elif not r.ref.expired():
+                held.append(r)
+    return held
 
 
 def _held(refs: list) -> list:
@@ -481,8 +548,9 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
         outputs = replay(args)
         if backward:
             if not state.copy_gradients:
-                state.pool_gradients = _pool_outputs(outputs, device_index)
-                if state.pool_gradients is not None:
+                found = _pool_outputs(outputs, device_index)
+                if found is not None:
+                    state.pool_gradients, state.pool_holders = found
                     state.pool_addresses = frozenset(r.data_ptr() for r in state.pool_gradients)
                     if state not in _PENDING:
                         _PENDING.append(state)
