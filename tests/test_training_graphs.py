@@ -395,7 +395,7 @@ def test_output_copier_copies_broadcast_tensors(monkeypatch, foreach_clone):
     other output a copy with its strides, on every call (the dtype groups are made once);
     also with a PyTorch that has no ``torch._foreach_clone``."""
     if not foreach_clone:
-        monkeypatch.delattr(torch, "_foreach_clone", raising=False)
+        monkeypatch.setattr(training_graphs, "_FOREACH_CLONE", None)
     copier = training_graphs.OutputCopier(None)
     for step in range(2):
         expanded = torch.arange(3.0).reshape(3, 1).expand(3, 4) + step
@@ -408,6 +408,7 @@ def test_output_copier_copies_broadcast_tensors(monkeypatch, foreach_clone):
         for i in (0, 1, 3, 4):
             assert torch.equal(got[i], outputs[i]) and got[i].dtype == outputs[i].dtype
             assert got[i].untyped_storage().data_ptr() != outputs[i].untyped_storage().data_ptr()
+        assert all(got[i].device == outputs[i].device for i in (0, 1, 3, 4))
         assert got[0].is_contiguous()
         assert [got[i].stride() for i in (1, 3, 4)] == [outputs[i].stride() for i in (1, 3, 4)]
 

@@ -381,25 +381,46 @@ def _overlaps(size: tuple, stride: tuple) -> bool:
                                                  for (prev_st, prev_n), (st, _) in zip(dims, dims[1:]))
 
 
-def _fresh_like(t: torch.Tensor) -> torch.Tensor:
+def _fresh_like(t: torch.Tensor, alloc: Callable | None = None) -> torch.Tensor:
     """An uninitialized tensor for a copy of ``t``: ``t``'s strides where its elements do not
     overlap; a broadcast output (a stride of 0, as the gradient of an expanded tensor can be)
-    gets dense strides instead, since nothing can be copied into overlapping elements."""
+    gets dense strides instead, since nothing can be copied into overlapping elements.
+
+    Args:
+        alloc: ``alloc(shape, stride, dtype)`` for ``t``'s device (:func:`_allocator`);
+            ``None``: ``torch.empty_strided``.
+    """
     size, stride = t.shape, t.stride()
     if _overlaps(size, stride):
         return torch.empty_like(t, memory_format=torch.contiguous_format)
-    return torch.empty_strided(size, stride, dtype=t.dtype, device=t.device)
+    if alloc is None:
+        return torch.empty_strided(size, stride, dtype=t.dtype, device=t.device)
+    return alloc(tuple(size), stride, t.dtype)
+
+
+def _allocator(device: torch.device) -> Callable:
+    """The fastest allocation entry point for ``device`` (:func:`~torchfuse.runtime.launch.allocator`;
+    the fast CUDA one only where ``device`` is the current device)."""
+    from .launch import allocator
+
+    return allocator(device, device.type == "cuda" and torch.cuda.current_device() == device.index)
+
+
+#: ``torch._foreach_clone``, where this PyTorch has it
+_FOREACH_CLONE = getattr(torch, "_foreach_clone", None)
 
 
 def _copies(src: list) -> list:
-    """Copies of the same-dtype tensors ``src``: made by one ATen call
-    (``torch._foreach_clone``, whose allocations happen in C++, not a Python call each), which
-    lays out densely the copy of a tensor that is not dense (gaps, overlaps); where PyTorch
-    has no such op, fresh tensors (:func:`_fresh_like`) filled by one ``torch._foreach_copy_``."""
-    clone = getattr(torch, "_foreach_clone", None)
-    if clone is not None:
-        return clone(src)
-    dst = [_fresh_like(t) for t in src]
+    """Copies of the same-dtype tensors ``src`` (on one device), with their strides (a broadcast
+    one's copy dense). Where PyTorch has ``torch._foreach_clone``, one call makes them all (its
+    allocations happen in C++, not a Python call each); it lays out the copy of a tensor with
+    gaps densely, so such a tensor is copied again with its strides. Else fresh tensors
+    (:func:`_fresh_like`) filled by one ``torch._foreach_copy_``."""
+    if _FOREACH_CLONE is not None:
+        return [d if d.stride() == t.stride() or _overlaps(t.shape, t.stride()) else _copy_keeping_strides(t)
+                for t, d in zip(src, _FOREACH_CLONE(src))]
+    alloc = _allocator(src[0].device)
+    dst = [_fresh_like(t, alloc) for t in src]
     torch._foreach_copy_(dst, src)
     return dst
 
@@ -437,9 +458,8 @@ class OutputCopier:
             self._count = len(outputs)
         outputs = list(outputs)
         for group in groups:
-            src = [outputs[i] for i in group]
-            for i, t, d in zip(group, src, _copies(src)):
-                outputs[i] = d if d.stride() == t.stride() else _copy_keeping_strides(t)
+            for i, d in zip(group, _copies([outputs[i] for i in group])):
+                outputs[i] = d
         return outputs
 
     def _group(self, outputs: list) -> list[list[int]]:
