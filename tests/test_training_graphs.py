@@ -437,6 +437,25 @@ def test_backward_uncaptured_when_forward_refused():
     torch.testing.assert_close(out, model(x))
 
 
+@cpu_only
+@pytest.mark.parametrize("grad", [True, False], ids=["training", "inference"])
+def test_reduce_overhead_on_cpu_tensors_warns_once(monkeypatch, grad):
+    """``mode="reduce-overhead"`` on CPU tensors captures nothing; the first such graph of a
+    process says so once, and the values are eager's."""
+    from torchfuse.runtime import cudagraphs
+
+    monkeypatch.setattr(cudagraphs, "_warned_not_cuda", [False])
+    model = _mlp()
+    compiled = torchfuse.compile(model, mode="reduce-overhead", interpret=True)
+    xs = [torch.randn(5, 8), torch.randn(3, 8)]
+    with torch.set_grad_enabled(grad), pytest.warns(UserWarning, match="capture CUDA work only") as caught:
+        outs = [compiled(x) for x in xs for _ in range(2)]
+    assert sum("capture CUDA work only" in str(w.message) for w in caught) == 1
+    with torch.no_grad():
+        for out, x in zip(outs, [x for x in xs for _ in range(2)]):
+            torch.testing.assert_close(out, model(x))
+
+
 # ------------------------------------------------------------------ on a GPU
 def _train(model, step_fn, steps, xs, ys, opt, scaler=None):
     losses = []

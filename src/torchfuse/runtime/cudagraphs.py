@@ -32,11 +32,28 @@ from __future__ import annotations
 
 import collections
 import logging
+import warnings
 from typing import Any
 
 import torch
 
 log = logging.getLogger("torchfuse.recompile")
+
+
+_warned_not_cuda = [False]
+
+
+def warn_not_captured_off_cuda(name: str) -> None:
+    """Warn once per process that a graph compiled with ``cudagraphs=True`` (``mode=
+    "reduce-overhead"``) runs uncaptured because its tensors are not CUDA tensors: the mode
+    then does nothing, which a user trying it on a CPU would otherwise not learn."""
+    if _warned_not_cuda[0]:
+        return
+    _warned_not_cuda[0] = True
+    warnings.warn(f"torchfuse: mode=\"reduce-overhead\" (cudagraphs=True) replays CUDA graphs, which capture CUDA "
+                  f"work only; this {name} graph's tensors are not on a CUDA device, so it runs uncaptured "
+                  "(torchfuse.explain says why for each graph). This warning is shown once per process.",
+                  UserWarning, stacklevel=2)
 
 
 class CudaGraphOutputInUse(RuntimeError):
@@ -143,6 +160,7 @@ class CudaGraphRunner:
         sig = self._signature(args, indices)
         if sig is None:
             self.disable("an input is not a CUDA tensor")
+            warn_not_captured_off_cuda(self.compiled.name)
             return self.compiled(args)
         captured = self.graphs.get(sig)
         if captured is not None:
@@ -162,6 +180,7 @@ class CudaGraphRunner:
         if any(not isinstance(args[i], torch.Tensor) or args[i].device.type != self.device_type
                for i in self.static_idx):
             self.disable("a parameter or buffer is not a CUDA tensor")
+            warn_not_captured_off_cuda(self.compiled.name)
             return self.compiled(args)
         try:
             captured = self._capture(args)

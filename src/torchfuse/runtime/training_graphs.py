@@ -253,6 +253,10 @@ _HELD_MESSAGE = ("a gradient returned in the pool was still held outside .grad a
                  "from then on")
 
 
+#: how a refusal for tensors that are not on a CUDA device begins
+_OFF_CUDA = "tensors on "
+
+
 def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int]) -> str | None:
     """Why the ATen-level graph ``gm`` cannot be captured into a CUDA graph, or ``None``.
 
@@ -272,7 +276,7 @@ def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int]) -> str |
         if cpu:
             if not _cpu_constant(gm, node, cpu, tensors, constant):
                 what = f"input {node.name}" if node.op == "placeholder" else node.format_node()[:120]
-                return (f"tensors on cpu ({what}; CUDA graphs capture CUDA work only, "
+                return (f"{_OFF_CUDA}cpu ({what}; CUDA graphs capture CUDA work only, "
                         "and CPU scalars only when made from constants)")
             constant.add(node)
             continue
@@ -282,7 +286,7 @@ def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int]) -> str |
                     "memory, which a replay would repeat from memory that no longer holds it)")
     if any(d.type != "cuda" for d in devices):
         where = ", ".join(sorted(str(d) for d in devices if d.type != "cuda"))
-        return f"tensors on {where} (CUDA graphs capture CUDA work only)"
+        return f"{_OFF_CUDA}{where} (CUDA graphs capture CUDA work only)"
     if len(devices) > 1:
         return f"tensors on several devices ({', '.join(sorted(str(d) for d in devices))})"
     if not devices:
@@ -507,6 +511,10 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
     if reason is not None:
         stats["cudagraph"] = f"not captured: {reason}"
         log.info("%s: CUDA graph %s", name, stats["cudagraph"])
+        if reason.startswith(_OFF_CUDA) and not backward:
+            from .cudagraphs import warn_not_captured_off_cuda
+
+            warn_not_captured_off_cuda(name)
         if not backward:
             state.forward_captured = False
         elif state.forward_captured:
