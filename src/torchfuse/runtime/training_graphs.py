@@ -253,8 +253,9 @@ _HELD_MESSAGE = ("a gradient returned in the pool was still held outside .grad a
                  "from then on")
 
 
-#: how a refusal for tensors that are not on a CUDA device begins
+#: how a refusal for tensors that are not on a CUDA device begins, and one for several devices
 _OFF_CUDA = "tensors on "
+_SEVERAL = "tensors on several devices"
 
 
 def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int]) -> str | None:
@@ -288,7 +289,7 @@ def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int]) -> str |
         where = ", ".join(sorted(str(d) for d in devices if d.type != "cuda"))
         return f"{_OFF_CUDA}{where} (CUDA graphs capture CUDA work only)"
     if len(devices) > 1:
-        return f"tensors on several devices ({', '.join(sorted(str(d) for d in devices))})"
+        return f"{_SEVERAL} ({', '.join(sorted(str(d) for d in devices))})"
     if not devices:
         return "no CUDA tensors"
     node = get_first_incompatible_cudagraph_node(gm)
@@ -511,7 +512,7 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
     if reason is not None:
         stats["cudagraph"] = f"not captured: {reason}"
         log.info("%s: CUDA graph %s", name, stats["cudagraph"])
-        if reason.startswith(_OFF_CUDA) and not backward:
+        if reason.startswith(_OFF_CUDA) and not reason.startswith(_SEVERAL) and not backward:
             from .cudagraphs import warn_not_captured_off_cuda
 
             warn_not_captured_off_cuda(name)
