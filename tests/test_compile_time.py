@@ -406,3 +406,51 @@ def test_recompile_log_says_what_the_warm_ups_did_not_cover(caplog):
         assert "num_warps" in kernel.coverage(0, [base[:32], 32], 64, 1, 8, True)
     assert Kernel(FakeKernel("k").source, None, [Stub()], interpret=False).coverage(
         0, [base, 32], 64, 1, 4, True) == "no warm-up in this process"
+
+
+def _helper_kernel(i: int):
+    """A kernel module as code generation writes one: the header, then a kernel calling a
+    helper that calls another (``tf_div_floor_int`` calls ``tf_div_trunc_int``)."""
+    import hashlib
+
+    from torchfuse.codegen.triton import HEADER, KernelSource
+
+    body = (f"@triton.jit\ndef k{i}(x_ptr, y_ptr, n, XBLOCK: tl.constexpr):\n"
+            "    o = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)\n"
+            "    x = tl.load(x_ptr + o, mask=o < n)\n"
+            f"    tl.store(y_ptr + o, tf_div_floor_int(x, -3) + {i}, mask=o < n)\n")
+    text = HEADER + "\n\n" + body
+    return KernelSource(name=f"k{i}", text=text, key=hashlib.sha256(text.encode()).hexdigest(), params=(),
+                        stages=(f"k{i}",))
+
+
+@pytest.mark.parametrize("interpret", [False, True], ids=["jit", "interpreted"])
+def test_kernel_modules_share_the_header_made_once(tmp_path, interpret):
+    """Kernel modules take the header's helpers from one namespace made once per process and
+    helper forms (each helper a Triton function whose source Triton reads: most of a module's
+    load time), and their own functions keep their line numbers in the module's text; under the
+    interpreter the helpers are interpreted with their host twins in place, and a kernel
+    computes what PyTorch does."""
+    import inspect
+
+    from torchfuse.codegen.helpers import HOST_VARIANTS
+    from torchfuse.runtime import compile as kernel_compile
+    from torchfuse.runtime.cache import SourceStore
+
+    store = SourceStore(tmp_path)
+    sources = [_helper_kernel(1000 + 2 * k + interpret) for k in range(2)]
+    kernels = [kernel_compile.load(s, store, interpret) for s in sources]
+    a, b = (k.fns[0].fn.__globals__ for k in kernels)
+    assert a is not b and a["tf_div_floor_int"] is b["tf_div_floor_int"]
+    for kernel, source in zip(kernels, sources):
+        lines, first = inspect.getsourcelines(kernel.fns[0].fn)
+        assert source.text.splitlines(True)[first - 1:first - 1 + len(lines)] == lines
+    if not interpret:
+        return
+    for name, host in HOST_VARIANTS.items():
+        if host in a:
+            assert a[name] is a[host]
+    x = torch.arange(-20, 20, dtype=torch.int32)
+    y = torch.empty_like(x)
+    kernels[0].fns[0][(1,)](x, y, x.numel(), XBLOCK=64)
+    torch.testing.assert_close(y, torch.div(x, -3, rounding_mode="floor") + int(sources[0].name[1:]))

@@ -19,7 +19,7 @@ import types
 from typing import Any, Callable, Sequence
 
 from ..codegen.helpers import HELPERS, HOST_VARIANTS
-from ..codegen.triton import KernelSource
+from ..codegen.triton import HEADER, KernelSource
 from .cache import SourceStore
 
 log = logging.getLogger("torchfuse.cache")
@@ -506,24 +506,66 @@ def load(source: KernelSource, store: SourceStore, interpret: bool, gpu_helpers:
     module.__file__ = str(path)
     linecache.cache[str(path)] = (len(source.text), None, source.text.splitlines(True), str(path))
     sys.modules[modname] = module
-    exec(builtins.compile(source.text, str(path), "exec"), module.__dict__)
+    if source.text.startswith(HEADER):
+        # the helpers every module starts with are made once per process and helper forms
+        # (a @triton.jit function each, whose source Triton reads: most of a module's load
+        # time); the rest runs at its own line numbers in the text
+        module.__dict__.update(_header_namespace(interpret, k[2]))
+        rest = "\n" * HEADER.count("\n") + source.text[len(HEADER):]
+        exec(builtins.compile(rest, str(path), "exec"), module.__dict__)
+    else:
+        exec(builtins.compile(source.text, str(path), "exec"), module.__dict__)
     if interpret:
-        from triton.runtime.interpreter import InterpretedFunction
-
-        from .interpreter_math import libdevice
-
-        module.libdevice = libdevice
-        for name in HELPERS + source.stages:
-            obj = getattr(module, name, None)
-            if obj is not None:  # (the helpers on demand are there only when called)
-                module.__dict__[name] = InterpretedFunction(getattr(obj, "fn", obj))
-        for name, host in HOST_VARIANTS.items():  # CPU tensors: PyTorch's CPU kernels' rules
-            if host in module.__dict__ and not _named(name, gpu_helpers):
-                module.__dict__[name] = module.__dict__[host]
+        _interpreted(module.__dict__, HELPERS + source.stages, gpu_helpers)
     kernel = Kernel(source, path, [getattr(module, n) for n in source.stages], interpret)
     with _lock:
         _loaded.setdefault(k, kernel)
         return _loaded[k]
+
+
+#: (interpret, helper forms) -> the names the kernel header defines, made once per process
+_headers: dict[tuple, dict] = {}
+
+
+def _header_namespace(interpret: bool, gpu_helpers: tuple[str, ...]) -> dict:
+    """The kernel header's names (imports and helpers), executed once per process for these
+    helper forms, as a module of its own whose text linecache serves to Triton. Under the
+    interpreter its helpers are interpreted functions with their host twins in place, in its
+    own namespace, which is their globals: a helper calling another gets the same form a kernel
+    does."""
+    key = (interpret, gpu_helpers)
+    with _lock:
+        names = _headers.get(key)
+        if names is not None:
+            return names
+        path = f"<torchfuse kernel header {'i' if interpret else 'j'}{abs(hash(gpu_helpers)):x}>"
+        module = types.ModuleType(f"torchfuse_kernel_header_{'i' if interpret else 'j'}{abs(hash(gpu_helpers)):x}")
+        module.__file__ = path
+        linecache.cache[path] = (len(HEADER), None, HEADER.splitlines(True), path)
+        sys.modules[module.__name__] = module
+        exec(builtins.compile(HEADER, path, "exec"), module.__dict__)
+        if interpret:
+            _interpreted(module.__dict__, HELPERS, gpu_helpers)
+        names = _headers[key] = {n: v for n, v in module.__dict__.items() if not n.startswith("__")}
+        return names
+
+
+def _interpreted(names: dict, functions: Sequence[str], gpu_helpers: tuple[str, ...]) -> None:
+    """Make the Triton functions ``functions`` of the namespace ``names`` interpreted ones, with
+    the interpreter's device math, and put each helper's host twin in its place (PyTorch's CPU
+    kernels' rules) except for the helpers named in ``gpu_helpers``."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    from .interpreter_math import libdevice
+
+    names["libdevice"] = libdevice
+    for name in functions:
+        obj = names.get(name)
+        if obj is not None and not isinstance(obj, InterpretedFunction):  # (the helpers on demand
+            names[name] = InterpretedFunction(getattr(obj, "fn", obj))    # are there only when called)
+    for name, host in HOST_VARIANTS.items():
+        if host in names and not _named(name, gpu_helpers):
+            names[name] = names[host]
 
 
 def compile_all(jobs: list[tuple], threads: int,
