@@ -538,8 +538,9 @@ def _header_namespace(interpret: bool, gpu_helpers: tuple[str, ...]) -> dict:
         names = _headers.get(key)
         if names is not None:
             return names
-        path = f"<torchfuse kernel header {'i' if interpret else 'j'}{abs(hash(gpu_helpers)):x}>"
-        module = types.ModuleType(f"torchfuse_kernel_header_{'i' if interpret else 'j'}{abs(hash(gpu_helpers)):x}")
+        suffix = f"{'i' if interpret else 'j'}{abs(hash(gpu_helpers)):x}"
+        path = f"<torchfuse kernel header {suffix}>"
+        module = types.ModuleType(f"torchfuse_kernel_header_{suffix}")
         module.__file__ = path
         linecache.cache[path] = (len(HEADER), None, HEADER.splitlines(True), path)
         sys.modules[module.__name__] = module

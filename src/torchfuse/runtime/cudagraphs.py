@@ -43,11 +43,12 @@ log = logging.getLogger("torchfuse.recompile")
 _warned_not_cuda = [False]
 
 
-def warn_not_captured_off_cuda(name: str) -> None:
+def warn_if_off_cuda(name: str, inputs) -> None:
     """Warn once per process that a graph compiled with ``cudagraphs=True`` (``mode=
-    "reduce-overhead"``) runs uncaptured because its tensors are not CUDA tensors: the mode
-    then does nothing, which a user trying it on a CPU would otherwise not learn."""
-    if _warned_not_cuda[0]:
+    "reduce-overhead"``) runs uncaptured because none of its ``inputs`` is a CUDA tensor: the
+    mode then does nothing, which a user trying it on a CPU would otherwise not learn. A graph
+    with CUDA inputs that is refused for another reason says why in ``explain`` only."""
+    if _warned_not_cuda[0] or any(isinstance(t, torch.Tensor) and t.device.type == "cuda" for t in inputs):
         return
     _warned_not_cuda[0] = True
     warnings.warn(f"torchfuse: mode=\"reduce-overhead\" (cudagraphs=True) replays CUDA graphs, which capture CUDA "
@@ -160,7 +161,7 @@ class CudaGraphRunner:
         sig = self._signature(args, indices)
         if sig is None:
             self.disable("an input is not a CUDA tensor")
-            warn_not_captured_off_cuda(self.compiled.name)
+            warn_if_off_cuda(self.compiled.name, args)
             return self.compiled(args)
         captured = self.graphs.get(sig)
         if captured is not None:
@@ -180,7 +181,7 @@ class CudaGraphRunner:
         if any(not isinstance(args[i], torch.Tensor) or args[i].device.type != self.device_type
                for i in self.static_idx):
             self.disable("a parameter or buffer is not a CUDA tensor")
-            warn_not_captured_off_cuda(self.compiled.name)
+            warn_if_off_cuda(self.compiled.name, args)
             return self.compiled(args)
         try:
             captured = self._capture(args)

@@ -54,6 +54,8 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
+from .launch import allocator
+
 log = logging.getLogger("torchfuse.recompile")
 
 
@@ -211,7 +213,7 @@ def _holders(node: Any, outputs: list) -> _Holders | None:
 
 def _held_in(state: CaptureState) -> list:
     """:func:`_held` of ``state.pool_gradients``, answered for most gradients without the
-    trees' check (about 2 us of host time each, on the path from a step's host
+    trees' check (several Python calls per gradient, on the path from a step's host
     synchronization to its first replay): the trees' verdict is a function of a gradient's
     holder counts while their node lives, so counts that the trees once judged free are free
     again (:data:`_FREE`). The counts are read for all gradients at once; a gradient whose
@@ -253,11 +255,6 @@ _HELD_MESSAGE = ("a gradient returned in the pool was still held outside .grad a
                  "from then on")
 
 
-#: how a refusal for tensors that are not on a CUDA device begins, and one for several devices
-_OFF_CUDA = "tensors on "
-_SEVERAL = "tensors on several devices"
-
-
 def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int]) -> str | None:
     """Why the ATen-level graph ``gm`` cannot be captured into a CUDA graph, or ``None``.
 
@@ -277,7 +274,7 @@ def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int]) -> str |
         if cpu:
             if not _cpu_constant(gm, node, cpu, tensors, constant):
                 what = f"input {node.name}" if node.op == "placeholder" else node.format_node()[:120]
-                return (f"{_OFF_CUDA}cpu ({what}; CUDA graphs capture CUDA work only, "
+                return (f"tensors on cpu ({what}; CUDA graphs capture CUDA work only, "
                         "and CPU scalars only when made from constants)")
             constant.add(node)
             continue
@@ -287,9 +284,9 @@ def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int]) -> str |
                     "memory, which a replay would repeat from memory that no longer holds it)")
     if any(d.type != "cuda" for d in devices):
         where = ", ".join(sorted(str(d) for d in devices if d.type != "cuda"))
-        return f"{_OFF_CUDA}{where} (CUDA graphs capture CUDA work only)"
+        return f"tensors on {where} (CUDA graphs capture CUDA work only)"
     if len(devices) > 1:
-        return f"{_SEVERAL} ({', '.join(sorted(str(d) for d in devices))})"
+        return f"tensors on several devices ({', '.join(sorted(str(d) for d in devices))})"
     if not devices:
         return "no CUDA tensors"
     node = get_first_incompatible_cudagraph_node(gm)
@@ -406,8 +403,6 @@ def _fresh_like(t: torch.Tensor, alloc: Callable | None = None) -> torch.Tensor:
 def _allocator(device: torch.device) -> Callable:
     """The fastest allocation entry point for ``device`` (:func:`~torchfuse.runtime.launch.allocator`;
     the fast CUDA one only where ``device`` is the current device)."""
-    from .launch import allocator
-
     return allocator(device, device.type == "cuda" and torch.cuda.current_device() == device.index)
 
 
@@ -512,10 +507,10 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
     if reason is not None:
         stats["cudagraph"] = f"not captured: {reason}"
         log.info("%s: CUDA graph %s", name, stats["cudagraph"])
-        if reason.startswith(_OFF_CUDA) and not reason.startswith(_SEVERAL) and not backward:
-            from .cudagraphs import warn_not_captured_off_cuda
+        if not backward:
+            from .cudagraphs import warn_if_off_cuda
 
-            warn_not_captured_off_cuda(name)
+            warn_if_off_cuda(name, example_inputs)
         if not backward:
             state.forward_captured = False
         elif state.forward_captured:
