@@ -171,3 +171,17 @@ def test_parsers():
 def test_torchfuse_help_lists_explain(capsys):
     assert torchfuse_main(["--help"]) == 0
     assert "explain" in capsys.readouterr().out
+
+
+def test_hf_model_without_transformers_says_what_to_install(monkeypatch):
+    """``hf:`` models without HuggingFace transformers installed: a one-line error naming
+    what to install, not a traceback from the benchmark's suite."""
+    import importlib.util
+
+    from torchfuse.report.explain_cli import workload_step
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "transformers" else find_spec(name, *a))
+    with pytest.raises(SpecError, match="pip install transformers"):
+        workload_step("hf:bert-base", None, "infer-fp32", "cpu", quick=True)

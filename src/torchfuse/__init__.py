@@ -40,9 +40,9 @@ def compile(model: Any = None, *, dynamic: bool | None = None, fullgraph: bool =
         dynamic: passed to ``torch.compile`` (``None``: static first, dynamic after a size
             changes).
         fullgraph: passed to ``torch.compile`` (raise on graph breaks).
-        mode: ``"reduce-overhead"`` replays inference graphs as CUDA graphs
-            (``cudagraphs=True``); ``None``, ``"default"``, ``"max-autotune"`` and
-            ``"max-autotune-no-cudagraphs"`` compile as usual.
+        mode: ``"reduce-overhead"`` replays inference and training graphs on CUDA tensors as
+            CUDA graphs (``cudagraphs=True``; docs/cuda-graphs.md); ``None``, ``"default"``,
+            ``"max-autotune"`` and ``"max-autotune-no-cudagraphs"`` compile as usual.
         options: an :class:`Options` or a dict; keyword arguments override single options
             (``interpret=True``, ``dump_dir="..."`` ...).
 

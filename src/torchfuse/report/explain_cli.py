@@ -110,6 +110,9 @@ def workload_step(spec: str, size: tuple[int, ...] | None, mode_name: str, devic
     mode = MODES[mode_name]
     ctx = BuildContext(device=device, mode=mode, quick=quick)
     if library == "hf":
+        if importlib.util.find_spec("transformers") is None:
+            raise SpecError(f"{spec} needs HuggingFace transformers: pip install transformers "
+                            "(or torchfuse's \"bench\" extra)")
         model = hf_model(name)
         seq2seq = hf.MODELS[model][1] == "seq2seq-lm"
         if size is None:
