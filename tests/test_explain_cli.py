@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+import warnings
 
 import pytest
 
@@ -185,3 +186,26 @@ def test_hf_model_without_transformers_says_what_to_install(monkeypatch):
                         lambda name, *a: None if name == "transformers" else find_spec(name, *a))
     with pytest.raises(SpecError, match="pip install transformers"):
         workload_step("hf:bert-base", None, "infer-fp32", "cpu", quick=True)
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="the warning is for graphs off CUDA")
+def test_torchfuse_warnings_are_printed_once_in_the_summary(tmp_path, capsys, monkeypatch):
+    """``--mode reduce-overhead`` on CPU tensors: the warning that the mode does nothing there is
+    in the summary, and not printed a second time on stderr."""
+    from torchfuse.runtime import cudagraphs
+
+    monkeypatch.setattr(cudagraphs, "_warned_not_cuda", [False])  # shown once per process
+    script = tmp_path / "tiny.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+
+        def build():
+            return torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU()), (torch.randn(2, 8),)
+    """))
+    with warnings.catch_warnings(record=True) as shown:  # what Python would print on stderr
+        warnings.simplefilter("always")
+        assert torchfuse_main(["explain", f"{script}:build", "--mode", "reduce-overhead", "--device", "cpu",
+                               "-o", str(tmp_path / "tiny")]) == 0
+    printed = capsys.readouterr().out
+    assert "warning: torchfuse: mode=\"reduce-overhead\"" in printed, printed
+    assert not [w for w in shown if "reduce-overhead" in str(w.message)], [str(w.message) for w in shown]

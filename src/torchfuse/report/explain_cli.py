@@ -39,6 +39,7 @@ import importlib.util
 import linecache
 import re
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -311,7 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     # a training run and an inference run of one model do not overwrite each other's files
     prefix = args.output or f"explain-{_slug(args.model)}" + ("-train" if args.train else "")
     Path(prefix).parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.nullcontext() if args.train else torch.no_grad():
+    # torchfuse's own warnings are in the summary printed below: not also on stderr
+    with contextlib.nullcontext() if args.train else torch.no_grad(), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="torchfuse")
         result = explain(fn, *inputs, backward=args.train, measure=args.measure, mode=args.mode, verbose=False,
                          **options)
     if isinstance(fn, _Call):
