@@ -209,3 +209,44 @@ def test_a_stored_partition_replays_to_the_searched_one_and_a_cyclic_one_is_refu
     x = torch.randn(6, 40)
     got, _ = _run(chain(), _options(), x)
     torch.testing.assert_close(got[0], torch.exp(x) - torch.exp(x))
+
+
+def test_remembered_domains_are_the_domains_aligning_afresh_gives(monkeypatch):
+    """``Units.domain`` answers a node list it aligned before from memory (the sibling passes
+    try merges again): every answer, remembered or not, is what aligning that list afresh
+    gives, the partition is the same, and nothing is remembered once the partition is made."""
+    from torchfuse.domain import align
+    from torchfuse.segment import fuse
+
+    def graph() -> Graph:  # LayerNorm-backward-like: column and row sums of one gradient, and a
+        b = Builder()      # reshape that splits a dim (no domain with its reader)
+        x, g, w, y = b.input(64, 32), b.input(64, 32), b.input(32), b.input(16)
+        gx = b.op("mul", g, x, shape=(64, 32))
+        dw = b.op("sum", gx, [0], shape=(32,))
+        db = b.op("sum", g, [0], shape=(32,))
+        gw = b.op("mul", g, w, shape=(64, 32))
+        rows = b.op("sum", gw, [1], True, shape=(64, 1))
+        split = b.op("reshape", b.op("neg", y, shape=(16,)), [4, 4], shape=(4, 4))
+        return b.graph(dw, db, b.op("sub", gw, rows, shape=(64, 32)), b.op("exp", split, shape=(4, 4)))
+
+    def described(units) -> list:
+        groups = {id(u): u for u in units.unit.values()}.values()
+        return sorted(([n.outputs[0].name for n in u], str(align(u, units.outputs_of(u)))) for u in groups)
+
+    remembering = fuse.Units.domain
+    asked: list = []
+
+    def checked(self, nodes):
+        answer = remembering(self, nodes)
+        asked.append(tuple(nodes))
+        assert str(answer) == str(align(nodes, self.outputs_of(nodes))), nodes
+        return answer
+
+    monkeypatch.setattr(fuse.Units, "domain", checked)
+    remembered = fuse.partition(graph(), _options())
+    assert remembered._domains == {}
+    assert len(asked) > len(set(asked))  # some lists were asked again
+    assert any(isinstance(align(list(a), remembered.outputs_of(list(a))), str) for a in asked)  # and refused
+    monkeypatch.setattr(fuse.Units, "domain", lambda self, nodes: align(nodes, self.outputs_of(nodes)))
+    afresh = fuse.partition(graph(), _options())
+    assert described(remembered) == described(afresh)
