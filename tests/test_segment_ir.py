@@ -211,42 +211,65 @@ def test_a_stored_partition_replays_to_the_searched_one_and_a_cyclic_one_is_refu
     torch.testing.assert_close(got[0], torch.exp(x) - torch.exp(x))
 
 
-def test_remembered_domains_are_the_domains_aligning_afresh_gives(monkeypatch):
+def test_remembered_and_grown_domains_are_the_domains_aligning_afresh_gives(monkeypatch):
     """``Units.domain`` answers a node list it aligned before from memory (the sibling passes
-    try merges again): every answer, remembered or not, is what aligning that list afresh
-    gives, the partition is the same, and nothing is remembered once the partition is made."""
-    from torchfuse.domain import align
+    try merges again) and grows a remembered group's domain by the nodes a merge adds
+    (``domain.extend``) instead of aligning the whole group again: every answer, refusals
+    included, is what aligning that list afresh gives (sizes, reduced dims and every value's
+    dims), the partition is the same, and nothing is remembered once the partition is made."""
+    from torchfuse import domain
     from torchfuse.segment import fuse
 
-    def graph() -> Graph:  # LayerNorm-backward-like: column and row sums of one gradient, and a
-        b = Builder()      # reshape that splits a dim (no domain with its reader)
+    def graph() -> Graph:  # LayerNorm-backward-like: column and row sums of one gradient, a
+        b = Builder()      # chain after them, and a reshape that splits a dim (no domain with its reader);
         x, g, w, y = b.input(64, 32), b.input(64, 32), b.input(32), b.input(16)
+        h = b.input(32, 64)  # and two sums of one input, one through a transpose: siblings whose
+        by_rows = b.op("sum", h, [1], shape=(32,))  # merged group takes the other one's seed
+        by_cols = b.op("sum", b.op("mul", b.op("permute", h, [1, 0], shape=(64, 32)), 2.0, shape=(64, 32)), [0],
+                       shape=(32,))
         gx = b.op("mul", g, x, shape=(64, 32))
         dw = b.op("sum", gx, [0], shape=(32,))
         db = b.op("sum", g, [0], shape=(32,))
         gw = b.op("mul", g, w, shape=(64, 32))
         rows = b.op("sum", gw, [1], True, shape=(64, 1))
+        t = b.op("sub", gw, rows, shape=(64, 32))
+        for _ in range(3):
+            t = b.op("mul", b.op("permute", t, [1, 0], shape=(32, 64)), 0.5, shape=(32, 64))
+            t = b.op("permute", b.op("exp", t, shape=(32, 64)), [1, 0], shape=(64, 32))
         split = b.op("reshape", b.op("neg", y, shape=(16,)), [4, 4], shape=(4, 4))
-        return b.graph(dw, db, b.op("sub", gw, rows, shape=(64, 32)), b.op("exp", split, shape=(4, 4)))
+        return b.graph(dw, db, t, b.op("exp", split, shape=(4, 4)), by_rows, by_cols)
+
+    def key(answer):
+        if isinstance(answer, str):
+            return answer
+        return answer.sizes, answer.reduced, sorted((v.name, d) for v, d in answer.dims.items())
 
     def described(units) -> list:
         groups = {id(u): u for u in units.unit.values()}.values()
-        return sorted(([n.outputs[0].name for n in u], str(align(u, units.outputs_of(u)))) for u in groups)
+        return sorted(([n.outputs[0].name for n in u], key(domain.align(u, units.outputs_of(u)))) for u in groups)
 
-    remembering = fuse.Units.domain
+    remembering, extending = fuse.Units.domain, domain.extend
     asked: list = []
+    grown: list = []
 
-    def checked(self, nodes):
-        answer = remembering(self, nodes)
+    def checked(self, nodes, grown_from=None):
+        answer = remembering(self, nodes, grown_from)
         asked.append(tuple(nodes))
-        assert str(answer) == str(align(nodes, self.outputs_of(nodes))), nodes
+        assert key(answer) == key(domain.align(nodes, self.outputs_of(nodes))), nodes
         return answer
 
+    def counted(*args):
+        result = extending(*args)
+        grown.append(result is not None)
+        return result
+
     monkeypatch.setattr(fuse.Units, "domain", checked)
+    monkeypatch.setattr(fuse, "extend", counted)
     remembered = fuse.partition(graph(), _options())
     assert remembered._domains == {}
     assert len(asked) > len(set(asked))  # some lists were asked again
-    assert any(isinstance(align(list(a), remembered.outputs_of(list(a))), str) for a in asked)  # and refused
-    monkeypatch.setattr(fuse.Units, "domain", lambda self, nodes: align(nodes, self.outputs_of(nodes)))
+    assert any(grown)  # some domains were grown
+    assert any(isinstance(domain.align(list(a), remembered.outputs_of(list(a))), str) for a in asked)  # refusals
+    monkeypatch.setattr(fuse.Units, "domain", lambda self, nodes, grown_from=None: domain.align(nodes, self.outputs_of(nodes)))
     afresh = fuse.partition(graph(), _options())
     assert described(remembered) == described(afresh)

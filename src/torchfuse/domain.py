@@ -41,6 +41,11 @@ class Domain:
     sizes: tuple[Size, ...]
     reduced: tuple[int, ...]
     dims: dict[Value, Dims]
+    #: the value whose shape and dims define the domain (its dims are ``0..rank-1``), and
+    #: whether propagating from it alone placed every value (no part of the group needed a
+    #: seed of its own); :func:`extend` grows such a domain instead of aligning again
+    seed: Value | None = dataclasses.field(default=None, compare=False, repr=False)
+    from_seed: bool = dataclasses.field(default=False, compare=False, repr=False)
 
     def varies_along_reduced(self, v: Value) -> bool:
         """True when ``v`` changes along a reduced dim (it lives in the [x, r] space)."""
@@ -232,8 +237,8 @@ class _Aligner:
             self.assign(out, tuple(res))
 
 
-def _propagate(a: _Aligner, nodes) -> None:
-    for _ in range(2 * len(nodes) + 2):
+def _propagate(a: _Aligner, nodes, group_size: int) -> None:
+    for _ in range(2 * group_size + 2):
         a.changed = False
         for n in reversed(nodes):
             a.backward(n)
@@ -316,23 +321,8 @@ def align(nodes: Sequence[Node], outputs: Sequence[Value]) -> Domain | str:
         The :class:`Domain`, or a string saying why the nodes cannot share one kernel.
     """
     reductions = [n for n in nodes if REGISTRY[n.op].kind == "reduction"]
-    if reductions:
-        seed = reductions[0].inputs[0]
-        candidates = [(seed, tuple(reductions[0].attrs["dims"]))]
-    else:
-        seen_shapes = []
-        candidates = []
-        tensors = [o for n in reversed(nodes) for o in n.outputs if o.meta is not None]
-        for v in sorted(tensors, key=lambda t: -t.meta.rank):
-            if any(len(s) == len(v.meta.shape) and all(sizes_equal(a, b) for a, b in zip(s, v.meta.shape))
-                   for s in seen_shapes):
-                continue
-            seen_shapes.append(v.meta.shape)
-            candidates.append((v, ()))
-            if len(candidates) >= 3:
-                break
     reason = "no value to define a domain"
-    for seed, rdims in candidates:
+    for seed, rdims in _seeds(nodes, reductions):
         result = _align_with(nodes, outputs, seed, rdims, reductions)
         if isinstance(result, Domain):
             return result
@@ -340,17 +330,95 @@ def align(nodes: Sequence[Node], outputs: Sequence[Value]) -> Domain | str:
     return reason
 
 
+def extend(known: Domain, nodes: Sequence[Node], outputs: Sequence[Value], added: Sequence[Node]) -> Domain | None:
+    """:func:`align` of ``nodes``, a group whose nodes but ``added`` had the domain ``known``,
+    computed from ``known``: when the grown group is seeded by ``known``'s seed and ``known``
+    placed every value from it alone, propagating from that seed places the old values as it
+    did before, so only the rules of ``added`` can place anything new or find a conflict, and
+    only they are run. A group that aligns this way gets the domain :func:`align` would give
+    it (a successful alignment is the unique one its seed forces).
+
+    Args:
+        known: the domain of ``nodes`` without ``added``.
+        nodes: the grown group, in graph order.
+        outputs: the values it must write.
+        added: its nodes that were not in ``known``'s group, in graph order.
+
+    Returns:
+        The domain, or ``None`` where this cannot decide (another seed, a conflict, a value not
+        placed, an output that does not cover the domain): :func:`align` then says why, in its
+        own words.
+    """
+    if known.seed is None or not known.from_seed:
+        return None
+    reductions = [n for n in nodes if REGISTRY[n.op].kind == "reduction"]
+    first = next(iter(_seeds(nodes, reductions)), None)
+    if first is None or first[0] is not known.seed or tuple(sorted(first[1])) != known.reduced:
+        return None
+    a = _Aligner(known.sizes, known.reduced)
+    a.dims = dict(known.dims)
+    try:
+        seeded = _place(a, nodes, reductions, added)
+    except _Conflict:
+        return None
+    result = _checked(a, nodes, outputs, reductions)
+    if not isinstance(result, Domain):
+        return None
+    result.seed, result.from_seed = known.seed, not seeded
+    return result
+
+
+def _seeds(nodes: Sequence[Node], reductions: list) -> list:
+    """The values :func:`align` tries to define the domain with, in order, each with the dims
+    the group reduces: the first reduction's input; for a pointwise group, outputs of the
+    largest rank, of up to three shapes, the last-computed first."""
+    if reductions:
+        return [(reductions[0].inputs[0], tuple(reductions[0].attrs["dims"]))]
+    seen_shapes = []
+    candidates = []
+    tensors = [o for n in reversed(nodes) for o in n.outputs if o.meta is not None]
+    for v in sorted(tensors, key=lambda t: -t.meta.rank):
+        if any(len(s) == len(v.meta.shape) and all(sizes_equal(a, b) for a, b in zip(s, v.meta.shape))
+               for s in seen_shapes):
+            continue
+        seen_shapes.append(v.meta.shape)
+        candidates.append((v, ()))
+        if len(candidates) >= 3:
+            break
+    return candidates
+
+
 def _align_with(nodes, outputs, seed: Value, rdims, reductions) -> Domain | str:
     a = _Aligner(seed.meta.shape, rdims)
     try:
         a.assign(seed, tuple(range(seed.meta.rank)))
-        while True:
-            _propagate(a, nodes)
-            # parts of the group not connected to the seed (horizontally fused siblings)
-            if not _seed_unconnected(a, nodes, reductions):
-                break
+        from_seed = not _place(a, nodes, reductions, nodes)
     except _Conflict as e:
         return str(e)
+    result = _checked(a, nodes, outputs, reductions)
+    if isinstance(result, Domain):
+        result.seed, result.from_seed = seed, from_seed
+    return result
+
+
+def _place(a: _Aligner, nodes, reductions, rules) -> bool:
+    """Propagate with the rules of ``rules`` (of ``nodes``) until nothing changes, seeding the
+    parts of ``nodes`` not connected to what is placed (horizontally fused siblings) one by
+    one. Returns whether such a seed was needed.
+
+    Raises:
+        _Conflict: a value placed two ways, or with sizes the domain does not have.
+    """
+    seeded = False
+    while True:
+        _propagate(a, rules, len(nodes))
+        if not _seed_unconnected(a, nodes, reductions):
+            return seeded
+        seeded = True
+
+
+def _checked(a: _Aligner, nodes, outputs, reductions) -> Domain | str:
+    """The domain ``a`` placed, or why it is not one (see the module's invariants)."""
     inputs, produced = group_values(nodes)
     for v in inputs + produced:
         if v.meta is not None and v not in a.dims:

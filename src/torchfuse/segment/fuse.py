@@ -24,7 +24,7 @@ import types
 from typing import Sequence
 
 from ..config import Options
-from ..domain import align
+from ..domain import Domain, align, extend
 from ..ir.graph import Graph, Node, Value
 from ..ir.ops import REGISTRY
 from .groups import has_reduction, is_fusible, one_element
@@ -64,9 +64,15 @@ class Units:
                     outs.append(o)
         return outs
 
-    def domain(self, nodes: list[Node]):
+    def domain(self, nodes: list[Node], grown: tuple[list[Node], list[Node]] | None = None):
         """:func:`~torchfuse.domain.align` of ``nodes`` (in graph order) and the values they
         write, remembered until :func:`partition` returns.
+
+        Args:
+            grown: ``(part, added)``, two groups that ``nodes`` joins: where ``part``'s domain
+                is remembered, it is grown by ``added`` (:func:`~torchfuse.domain.extend`)
+                rather than aligned again over every node, which makes a group that grows node
+                by node cost the square of its size.
 
         Returns:
             The :class:`~torchfuse.domain.Domain`, or why the nodes cannot share one.
@@ -74,7 +80,13 @@ class Units:
         key = tuple(nodes)
         dom = self._domains.get(key)
         if dom is None:
-            dom = self._domains[key] = align(nodes, self.outputs_of(nodes))
+            outputs = self.outputs_of(nodes)
+            known = self._domains.get(tuple(grown[0])) if grown is not None else None
+            if isinstance(known, Domain):
+                dom = extend(known, nodes, outputs, grown[1])
+            if dom is None:
+                dom = align(nodes, outputs)
+            self._domains[key] = dom
         return dom
 
     def creates_cycle(self, merged: list[Node], bounded: bool) -> bool:
@@ -119,7 +131,7 @@ class Units:
             return False
         if self.creates_cycle(merged, bounded):
             return False
-        dom = self.domain(merged)
+        dom = self.domain(merged, (ua, ub) if len(ua) >= len(ub) else (ub, ua))
         if isinstance(dom, str):
             self.failures[(id(ua), id(ub))] = dom
             return False
