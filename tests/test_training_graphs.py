@@ -40,10 +40,11 @@ def test_capturable_graph_is_not_refused():
 
 
 def test_cpu_tensors_are_refused():
-    """A CPU input is refused, and named as the graph names it."""
+    """A CPU input is refused, and named as the graph names it, with its dtype, shape and
+    position, which the user's code shows."""
     gm = make_fx(lambda x: x.relu())(torch.randn(3))
     name = next(n.name for n in gm.graph.nodes if n.op == "placeholder")
-    assert capture_refusal(gm, []).startswith(f"tensors on cpu (input {name};")
+    assert capture_refusal(gm, []).startswith(f"tensors on cpu (input {name} (float32[3], input 1 of 1);")
 
 
 def test_cpu_scalars_made_from_constants_are_captured():
@@ -111,7 +112,7 @@ def test_writes_to_inputs_are_refused_unless_static():
         return x * buf
 
     gm = make_fx(f, tracing_mode="fake")(*_fake_cuda((4,), (4,)))
-    assert "buf" in capture_refusal(gm, [])
+    assert "buf_1 (float32[4], input 2 of 2) written in place" in capture_refusal(gm, []), capture_refusal(gm, [])
     assert capture_refusal(gm, [1]) is None  # a buffer: the replay writes it in place
 
 

@@ -273,7 +273,7 @@ def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int]) -> str |
         cpu = [v for v in tensors if v.device.type == "cpu"]
         if cpu:
             if not _cpu_constant(gm, node, cpu, tensors, constant):
-                what = f"input {node.name}" if node.op == "placeholder" else node.format_node()[:120]
+                what = f"input {_named(gm, node)}" if node.op == "placeholder" else node.format_node()[:120]
                 return (f"tensors on cpu ({what}; CUDA graphs capture CUDA work only, "
                         "and CPU scalars only when made from constants)")
             constant.add(node)
@@ -295,10 +295,19 @@ def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int]) -> str |
                 "data-dependent size)")
     mutated = sorted(find_input_mutations(gm.graph) - set(static_inputs))
     if mutated:
-        names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
-        return (f"input(s) {', '.join(names[i] for i in mutated)} written in place but neither a parameter nor a "
-                "buffer (a replay writes its own copy)")
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        return (f"input(s) {', '.join(_named(gm, placeholders[i]) for i in mutated)} written in place but neither a "
+                "parameter nor a buffer (a replay writes its own copy)")
     return None
+
+
+def _named(gm: torch.fx.GraphModule, placeholder: torch.fx.Node) -> str:
+    """An input of ``gm`` as a refusal names it: AOTAutograd's name (``primals_3``), which the
+    user's code does not show, with its position, dtype and shape, which it does."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    val = placeholder.meta.get("val")
+    what = f"{str(val.dtype).removeprefix('torch.')}{list(val.shape)}, " if isinstance(val, torch.Tensor) else ""
+    return f"{placeholder.name} ({what}input {placeholders.index(placeholder) + 1} of {len(placeholders)})"
 
 
 def _tensor_values(gm: torch.fx.GraphModule, node: torch.fx.Node) -> list:
