@@ -200,3 +200,36 @@ def test_an_input_updated_by_a_tensor_that_requires_grad():
     from test_fuzz import _aot_eager_backward_raises
 
     assert _aot_eager_backward_raises(program, inputs, [0], [0], [torch.ones(1, 1)])
+
+
+def test_sub_with_alpha_where_eager_overflows_on_one_path_only():
+    """``torch.sub(x, x, alpha=2)`` of fp16 60000: CPU eager's scalar path rounds ``2 * x`` to
+    fp16 (inf), its vectorized path and CUDA eager compute ``x - 2 * x`` in fp32 (-60000), as
+    torchfuse does; the normalization after it then gives NaN in eager and 1.0 in torchfuse,
+    and 0.99996 in float64 (found with ``--fuzz-examples 400 --fuzz-seed 151``). Where eager
+    has NaN and the float64 value is a number, the check now accepts a value within the
+    tolerance of that number."""
+    def program(x0):
+        v0 = torch.sub(x0, x0, alpha=2)
+        v1 = x0.abs()
+        v2 = x0.abs()
+        v3 = x0.abs()
+        v4 = (v0 / v0.sum(dim=0, keepdim=True))
+        return (v4,)
+
+    check_program(program, [make_input((5,), torch.float16, 'contiguous', seed=0, specials=True, grad=False)])
+
+
+def test_an_input_updated_by_sub_with_alpha_where_eager_overflows():
+    """The same ``sub`` added to its input in place: eager's input becomes -inf, torchfuse's 0,
+    as in float64 (found with ``--fuzz-examples 400 --fuzz-seed 151``). An input's value after
+    the call is now checked against the float64 program's too, as outputs are."""
+    def program(x0):
+        v0 = torch.sub(x0, x0, alpha=2)
+        v1 = x0.abs()
+        v2 = x0.abs()
+        x0.add_(v0)
+        return (v2,)
+
+    check_program(program, [make_input((5,), torch.float16, 'contiguous', seed=0, specials=True, grad=False)],
+                  mutates=True)
