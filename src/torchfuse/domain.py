@@ -352,8 +352,12 @@ def extend(known: Domain, nodes: Sequence[Node], outputs: Sequence[Value], added
     if known.seed is None or not known.from_seed:
         return None
     reductions = [n for n in nodes if REGISTRY[n.op].kind == "reduction"]
-    first = next(iter(_seeds(nodes, reductions)), None)
-    if first is None or first[0] is not known.seed or tuple(sorted(first[1])) != known.reduced:
+    if reductions:
+        first, rdims = reductions[0].inputs[0], reductions[0].attrs["dims"]
+    else:  # _seeds' first without sorting them all: a pointwise group's seed moves with each node it gains
+        tensors = [o for n in reversed(nodes) for o in n.outputs if o.meta is not None]
+        first, rdims = (max(tensors, key=lambda t: t.meta.rank) if tensors else None), ()
+    if first is not known.seed or tuple(sorted(rdims)) != known.reduced:
         return None
     a = _Aligner(known.sizes, known.reduced)
     a.dims = dict(known.dims)
