@@ -293,6 +293,22 @@ class CompiledGraph:
         slots = self.slots
         return map_values(self.output_spec, lambda v: env[slots[v]])
 
+    def _compile(self, work: list, on_done) -> None:
+        """Compile the first ``stages`` stages of each ``(step, plan, pointer args, stages)`` at
+        once (:func:`compile_all`); a step whose kernel fails to compile falls back to ATen."""
+        jobs, runners = [], []
+        fp_fusion = not self.options.exact_rounding
+        for step, plan, args, stages in work:
+            seed = [torch.zeros(2, dtype=torch.int64, device=plan.out_specs[0][3])] if step.random else []
+            for i, st in enumerate(plan.config.stages[:stages]):
+                jobs.append((plan.kernel, i, st.grid, args + plan.scalars + seed, st.XBLOCK, st.RBLOCK,
+                             st.num_warps, fp_fusion))
+                runners.append(step)
+        errors = compile_all(jobs, self.options.compile_threads, on_done=on_done)
+        for step, err in zip(runners, errors):
+            if err is not None and step.failed is None:
+                step.fail(err)
+
     def _prepare(self, env: list, sym_key, sym_values) -> None:
         """Plan every group for these sizes from the traced metadata and compile in parallel."""
         t0 = time.perf_counter()
@@ -302,11 +318,10 @@ class CompiledGraph:
                 sizes = ", ".join(f"{s} ({where.get(s, '?')}) = {v}" for s, v in sym_values.items())
                 recompile_log.info("%s: new sizes %s; planning every group again", self.name, sizes)
             self.stats["events"].append({"group": "*", "reason": f"new sizes {sym_values}"})
-        jobs = []
-        runners = []
         todo = [step for step in self.steps if isinstance(step, GroupRunner) and not step.failed]
         progress = CompileProgress(self.name, len(todo), self.options.progress,
                                    delay=self.options.tuning.runtime.progress_delay_seconds)
+        ready, fit = [], []  # (step, plan, pointer args) whose launch configuration is final / is to be fitted
         for step in todo:
             g = step.group
             try:
@@ -333,24 +348,24 @@ class CompiledGraph:
                 ws = []
                 if plan.workspaces:
                     ws = [torch.empty(1, dtype=dt, device=plan.out_specs[0][3]) for dt in step.workspace_dtypes]
-                c = plan.config
-                if c.scheduler == "reduction.inner_outer" and self.options.tuning.inner_outer.fit:
-                    c = step.fit_inner_outer(plan, dummies + outs + ws, not self.options.exact_rounding)
-                seed = [torch.zeros(2, dtype=torch.int64, device=outs[0].device)] if step.random else []
-                for i, st in enumerate(c.stages):
-                    jobs.append((plan.kernel, i, st.grid, dummies + outs + ws + plan.scalars + seed, st.XBLOCK,
-                                 st.RBLOCK, st.num_warps, not self.options.exact_rounding))
-                    runners.append(step)
+                fitted = plan.config.scheduler == "reduction.inner_outer" and self.options.tuning.inner_outer.fit
+                (fit if fitted else ready).append((step, plan, dummies + outs + ws))
         t1 = time.perf_counter()
-        progress.compiling(len(jobs))
+        # Fitting an inner-outer grid reads its first kernel's compiled resource use: those
+        # first kernels compile together with every other kernel, then the fitted plans' stages.
+        # (a first stage compiled before fitting is found in Triton's cache after it, unless the
+        # fitted split changed what the kernel specializes on)
+        progress.compiling(len(fit) + sum(len(p.config.stages) for _, p, _ in ready + fit))
         try:
-            errors = compile_all(jobs, self.options.compile_threads, on_done=progress.compiled)
+            self._compile([(s, p, a, 1) for s, p, a in fit] + [(s, p, a, None) for s, p, a in ready],
+                          progress.compiled)
+            for step, plan, args in fit:
+                if step.failed is None:
+                    step.fit_inner_outer(plan, args, not self.options.exact_rounding)
+            self._compile([(s, p, a, None) for s, p, a in fit if s.failed is None], progress.compiled)
         finally:
             progress.close()
         self.stats["compile_seconds"] += time.perf_counter() - t1
-        for step, err in zip(runners, errors):
-            if err is not None and step.failed is None:
-                step.fail(err)
         self.prepared.add(sym_key)
         if self.plan_cache is not None:  # graph cache hook: store the sources generated now
             self.plan_cache.flush()
