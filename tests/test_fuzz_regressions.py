@@ -6,6 +6,7 @@ exposed a torchfuse bug (then fixed) or a flaw of the fuzzer's own check (then f
 """
 from __future__ import annotations
 
+import pytest
 import torch
 
 from test_fuzz import check_program, make_input
@@ -233,3 +234,22 @@ def test_an_input_updated_by_sub_with_alpha_where_eager_overflows():
 
     check_program(program, [make_input((5,), torch.float16, 'contiguous', seed=0, specials=True, grad=False)],
                   mutates=True)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA eager's semantics of a 0-dim operand")
+def test_floor_division_by_a_zero_dim_operand_of_another_dtype_follows_cuda_eager():
+    """``div(x, y, rounding_mode="floor")`` and ``remainder`` of an fp16 tensor by a 0-dim fp32
+    tensor near it (found with ``--fuzz-examples 600 --fuzz-seed 157``): CUDA eager rounds a
+    0-dim CUDA operand to fp16 as it loads it (quotient exactly 1) and reads a 0-dim CPU
+    operand as a scalar at fp32 (quotient just below 1); torchfuse gives eager's values in
+    both cases. CPU eager reads a 0-dim CPU tensor as a scalar, so on CPU tensors the two differ
+    by design and the fuzzer's CPU run reports it."""
+    def program(x, y):
+        return torch.div(x, y, rounding_mode="floor"), torch.remainder(x, y), x / y
+
+    x = torch.tensor([1.8799], dtype=torch.float16, device="cuda")
+    for y in (torch.tensor(1.8802, device="cuda"), torch.tensor(1.8802)):
+        compiled = torch.compile(program, backend="torchfuse")
+        for got, want in zip(compiled(x, y), program(x, y)):
+            torch.testing.assert_close(got, want, rtol=0, atol=0)
+        torch._dynamo.reset()
