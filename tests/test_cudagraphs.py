@@ -283,8 +283,10 @@ def test_runner_refuses_a_graph_that_writes_a_non_static_input():
     with torch.no_grad():
         for _ in range(3):
             torch.testing.assert_close(r([w, b, x])[0], x @ w + b)
-    assert r.disabled and "written in place" in r.stats["cudagraph"]
+    assert r.disabled and "input(s) input 2 written in place" in r.stats["cudagraph"]
     assert not _CpuRunner(_Linear(), Options(), [0, 1], mutated_inputs={1}).disabled
+    named = _CpuRunner(_Linear(), Options(), [0, 1], mutated_inputs={2}, input_names=["w", "b", "x (float32[3, 8])"])
+    assert "input(s) x (float32[3, 8]) written in place" in named.stats["cudagraph"]
 
 
 @gpu

@@ -44,7 +44,8 @@ def test_cpu_tensors_are_refused():
     position, which the user's code shows."""
     gm = make_fx(lambda x: x.relu())(torch.randn(3))
     name = next(n.name for n in gm.graph.nodes if n.op == "placeholder")
-    assert capture_refusal(gm, []).startswith(f"tensors on cpu (input {name} (float32[3], input 1 of 1);")
+    assert capture_refusal(gm, []).startswith(f"tensors on cpu (input {name} (float32[3], graph input 1 of 1);")
+    assert capture_refusal(gm, [], names=("x",)).startswith(f"tensors on cpu (input x (float32[3], {name});")
 
 
 def test_cpu_scalars_made_from_constants_are_captured():
@@ -112,8 +113,31 @@ def test_writes_to_inputs_are_refused_unless_static():
         return x * buf
 
     gm = make_fx(f, tracing_mode="fake")(*_fake_cuda((4,), (4,)))
-    assert "buf_1 (float32[4], input 2 of 2) written in place" in capture_refusal(gm, []), capture_refusal(gm, [])
+    assert "buf_1 (float32[4], forward input 2 of 2) written in place" in capture_refusal(gm, [], graph="forward")
+    assert "self.buf (float32[4], buf_1) written in place" in capture_refusal(gm, [], names=("x", "self.buf"))
     assert capture_refusal(gm, [1]) is None  # a buffer: the replay writes it in place
+
+
+def test_refusals_name_inputs_as_the_users_code_does():
+    """TorchDynamo's sources name a graph's inputs as the user's code reads them (a module's
+    parameters and buffers by attribute path, arguments by name); a CPU training graph under
+    CUDA graphs is refused naming its first input so, and AOTAutograd's name beside it."""
+    seen = []
+
+    def backend_(gm, example_inputs):
+        seen.append(training_graphs.user_input_names(gm))
+        return gm.forward
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+    torch.compile(lambda x, y: model(x) + y, backend=backend_)(torch.randn(3, 4), torch.randn(3, 4))
+    assert seen == [("model[0].weight", "model[0].bias", "x", "model[1].num_batches_tracked",
+                     "model[1].running_mean", "model[1].running_var", "model[1].weight", "model[1].bias", "y")]
+    torch._dynamo.reset()
+    compiled = torchfuse.compile(model, mode="reduce-overhead", interpret=True)
+    with pytest.warns(UserWarning, match="not on a CUDA device"):
+        compiled(torch.randn(3, 4)).sum().backward()
+    fw = next(r for r in reversed(backend.RECENT) if r.name == "forward")
+    assert "tensors on cpu (input model[0].weight (float32[4, 4], primals_1);" in fw.stats["cudagraph"]
 
 
 # ------------------------------------------------------------------ outputs and gradients (CPU)
@@ -199,7 +223,7 @@ def pool(monkeypatch):
 
     stand_in = _Pool()
     monkeypatch.setattr(trees, "cudagraphify_impl", stand_in)
-    monkeypatch.setattr(training_graphs, "capture_refusal", lambda gm, static: None)
+    monkeypatch.setattr(training_graphs, "capture_refusal", lambda gm, static, *names: None)
     monkeypatch.setattr(training_graphs, "_trees_node", lambda device_index: stand_in.node)
     torch._C._set_cached_tensors_enabled(True)
     yield stand_in
@@ -442,7 +466,8 @@ def test_backward_uncaptured_when_forward_refused():
 @pytest.mark.parametrize("grad", [True, False], ids=["training", "inference"])
 def test_reduce_overhead_on_cpu_tensors_warns_once(monkeypatch, grad):
     """``mode="reduce-overhead"`` on CPU tensors captures nothing; the first such graph of a
-    process says so once, and the values are eager's."""
+    process says so once, pointing at the user's code (here, this file), and the values are
+    eager's."""
     from torchfuse.runtime import cudagraphs
 
     monkeypatch.setattr(cudagraphs, "_warned_not_cuda", [False])
@@ -451,7 +476,7 @@ def test_reduce_overhead_on_cpu_tensors_warns_once(monkeypatch, grad):
     xs = [torch.randn(5, 8), torch.randn(3, 8)]
     with torch.set_grad_enabled(grad), pytest.warns(UserWarning, match="capture CUDA work only") as caught:
         outs = [compiled(x) for x in xs for _ in range(2)]
-    assert sum("capture CUDA work only" in str(w.message) for w in caught) == 1
+    assert [w.filename for w in caught if "capture CUDA work only" in str(w.message)] == [__file__]
     with torch.no_grad():
         for out, x in zip(outs, [x for x in xs for _ in range(2)]):
             torch.testing.assert_close(out, model(x))

@@ -25,6 +25,7 @@ from .runtime import phases as _phases
 from .decompose import decomposition_table
 from .ir.from_fx import CPU_REASON as _CPU_REASON
 from .pipeline import run_aten_passes, run_fx_passes
+from .runtime.warn import user_stacklevel
 
 log = logging.getLogger("torchfuse.fusion")
 
@@ -44,7 +45,8 @@ def _boxed(fn: Callable) -> Callable:
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Options, name: str = "graph",
-                  static_inputs: list[int] | None = None, capture: "CaptureState | None" = None) -> Callable:
+                  static_inputs: list[int] | None = None, capture: "CaptureState | None" = None,
+                  input_names: tuple[str, ...] = ()) -> Callable:
     """Compile one ATen-level FX graph (as AOTAutograd produces) into a boxed callable.
 
     Never raises for a graph it cannot fuse: anything unsupported runs through ATen, and an
@@ -61,10 +63,14 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
             reports can tell which capture a backward compiled at the first backward belongs
             to. With ``Options.cudagraphs``, forward and backward graphs are also replayed as
             CUDA graphs where that is safe.
+        input_names: the user's names of the inputs of TorchDynamo's graph, which a forward
+            or inference graph takes in the same order
+            (:func:`~torchfuse.runtime.training_graphs.user_input_names`): refusals to capture
+            name inputs by them.
     """
     if static_inputs is None:
         static_inputs = _static_input_indices()
-    compiled = _compile_graph(gm, example_inputs, options, name, static_inputs)
+    compiled = _compile_graph(gm, example_inputs, options, name, static_inputs, input_names)
     record = _report_record(compiled, gm)
     if capture is not None and record is not None:
         if isinstance(record, dict):
@@ -79,7 +85,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     return capture_training_graph(compiled, gm, example_inputs, name=name, static_inputs=static_inputs,
                                   state=capture if capture is not None else CaptureState(),
                                   copy_outputs=options.cudagraph_copy_outputs, stats=stats,
-                                  address_checked_calls=options.tuning.runtime.address_checked_calls)
+                                  address_checked_calls=options.tuning.runtime.address_checked_calls,
+                                  input_names=input_names)
 
 
 def _report_record(compiled: Callable, gm: torch.fx.GraphModule) -> Any:
@@ -93,7 +100,7 @@ def _report_record(compiled: Callable, gm: torch.fx.GraphModule) -> Any:
 
 
 def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Options, name: str,
-                   static_inputs: list[int] | None) -> Callable:
+                   static_inputs: list[int] | None, input_names: tuple[str, ...] = ()) -> Callable:
     """:func:`compile_graph` without the training graphs' CUDA graph capture: the passes of
     :mod:`torchfuse.pipeline` at the ATen and IR levels, then the runtime."""
     from .ir.from_fx import graph_from_fx
@@ -133,7 +140,12 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Opti
 
         from torch._dynamo.backends.cudagraphs import find_input_mutations
 
-        return CudaGraphRunner(compiled, options, static_inputs, mutated_inputs=find_input_mutations(gm.graph))
+        from .runtime.training_graphs import describe_input
+
+        mutated = find_input_mutations(gm.graph)
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        return CudaGraphRunner(compiled, options, static_inputs, mutated_inputs=mutated,
+                               input_names=[describe_input(gm, n, input_names, name) for n in placeholders])
     return compiled
 
 
@@ -145,7 +157,7 @@ def _run_unfused_after_failure(gm: torch.fx.GraphModule, example_inputs: list, o
 
     repro = write_reproducer(gm, example_inputs, name, error, options)
     warnings.warn(f"torchfuse: could not compile {name} graph ({type(error).__name__}: {error}); running it unfused"
-                  + (f"; reproducer: {repro}" if repro else ""), RuntimeWarning, stacklevel=3)
+                  + (f"; reproducer: {repro}" if repro else ""), RuntimeWarning, stacklevel=user_stacklevel())
     log.exception("compile failure", exc_info=error)
     _record_unfused(name, gm, None, f"{type(error).__name__}: {error}", repro, seconds, 0.0)
     return _boxed(gm.forward)
@@ -254,7 +266,7 @@ def _warn_cpu_unfused(seg) -> None:
                   "pass interpret=True (or set TORCHFUSE_INTERPRET=1 and leave the option unset) to run the "
                   "generated kernels in "
                   "Triton's interpreter (slow: a testing path). This warning is shown once per process.",
-                  UserWarning, stacklevel=2)
+                  UserWarning, stacklevel=user_stacklevel())
 
 
 def _record_unfused(name: str, gm, seg, error: str | None, reproducer: str | None, ir_seconds: float,
@@ -320,7 +332,7 @@ def _warn_freeze_with_grad(options: Options) -> None:
         warnings.warn("torchfuse: freeze=True applies to graphs compiled under torch.no_grad() or "
                       "torch.inference_mode(); this graph is compiled with grad enabled, so its weights are not "
                       "frozen (no BatchNorm folding or hoisting). This warning is shown once per process.",
-                      UserWarning, stacklevel=3)
+                      UserWarning, stacklevel=user_stacklevel())
 
 
 def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options: Any = None,
@@ -364,13 +376,14 @@ def _trace_and_compile(gm: torch.fx.GraphModule, example_inputs: list, opts: Opt
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
-    from .runtime.training_graphs import CaptureState
+    from .runtime.training_graphs import CaptureState, user_input_names
 
     capture = CaptureState()  # shared by this program's forward and backward graphs
+    names = user_input_names(gm)
     backend = aot_autograd(
-        fw_compiler=functools.partial(compile_graph, options=opts, name="forward", capture=capture),
+        fw_compiler=functools.partial(compile_graph, options=opts, name="forward", capture=capture, input_names=names),
         bw_compiler=functools.partial(compile_graph, options=opts, name="backward", capture=capture),
-        inference_compiler=functools.partial(compile_graph, options=opts, name="inference"),
+        inference_compiler=functools.partial(compile_graph, options=opts, name="inference", input_names=names),
         partition_fn=min_cut_rematerialization_partition,
         decompositions=decomposition_table(opts.tuning.decompose),
         # writes to inputs that need no gradient (BatchNorm's running statistics and batch
@@ -386,7 +399,7 @@ def _trace_and_compile(gm: torch.fx.GraphModule, example_inputs: list, opts: Opt
             raise  # TorchDynamo's own signals (restart the analysis, a graph break), not failures
         first = (str(e).splitlines() or [""])[0][:300]
         warnings.warn(f"torchfuse: AOTAutograd rejected this graph ({type(e).__name__}: {first}); it runs "
-                      "eagerly, unfused", RuntimeWarning, stacklevel=3)
+                      "eagerly, unfused", RuntimeWarning, stacklevel=user_stacklevel())
         log.info("AOTAutograd failure", exc_info=True)
         _record_unfused("captured", gm, None, f"AOTAutograd: {type(e).__name__}: {first}", None, 0.0, 0.0)
         return gm

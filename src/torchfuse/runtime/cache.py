@@ -26,6 +26,8 @@ import threading
 import warnings
 from pathlib import Path
 
+from .warn import user_stacklevel
+
 log = logging.getLogger("torchfuse.cache")
 
 _private_dir: Path | None = None
@@ -118,4 +120,4 @@ def warn_unusable(cache_dir: Path, error: OSError) -> None:
     warnings.warn(f"torchfuse: the kernel cache directory {cache_dir} cannot be used ({reason}); kernels go to a "
                   "temporary directory removed when the process exits, so none persists. Set TORCHFUSE_CACHE_DIR "
                   "(or the cache_dir option) to a writable directory, or cache_dir=None to run without a cache. "
-                  "This warning is shown once per directory.", UserWarning, stacklevel=4)
+                  "This warning is shown once per directory.", UserWarning, stacklevel=user_stacklevel())

@@ -37,6 +37,8 @@ from typing import Any
 
 import torch
 
+from .warn import user_stacklevel
+
 log = logging.getLogger("torchfuse.recompile")
 
 
@@ -54,7 +56,7 @@ def warn_if_off_cuda(name: str, inputs) -> None:
     warnings.warn(f"torchfuse: mode=\"reduce-overhead\" (cudagraphs=True) replays CUDA graphs, which capture CUDA "
                   f"work only; this {name} graph's tensors are not on a CUDA device, so it runs uncaptured "
                   "(torchfuse.explain says why for each graph). This warning is shown once per process.",
-                  UserWarning, stacklevel=2)
+                  UserWarning, stacklevel=user_stacklevel())
 
 
 class CudaGraphOutputInUse(RuntimeError):
@@ -81,6 +83,8 @@ class CudaGraphRunner:
             whose address did not change).
         mutated_inputs: indices of the inputs the graph writes in place; a graph that writes
             one that is not static is not captured.
+        input_names: how a refusal names each input (the user's name where known, dtype and
+            shape); default: its index.
 
     Per call, only the other inputs enter the signature (their shapes, strides, dtypes) and
     are copied into the graph's buffers; the static ones cost one address comparison each.
@@ -90,7 +94,8 @@ class CudaGraphRunner:
     _boxed_call = True
     device_type = "cuda"
 
-    def __init__(self, compiled, options, static_inputs: list[int] | None = None, mutated_inputs=()):
+    def __init__(self, compiled, options, static_inputs: list[int] | None = None, mutated_inputs=(),
+                 input_names: list[str] | None = None):
         self._boxed_call = True
         self.compiled = compiled
         self.options = options
@@ -108,7 +113,8 @@ class CudaGraphRunner:
         compiled.stats["cudagraph"] = "not yet captured"
         written = sorted(set(mutated_inputs) - set(static_inputs or ()))
         if written:  # a replay would write its private copy of the input, not the caller's tensor
-            self.disable(f"input(s) {written} written in place but neither a parameter nor a buffer")
+            named = ", ".join(input_names[i] if input_names else f"input {i}" for i in written)
+            self.disable(f"input(s) {named} written in place but neither a parameter nor a buffer")
 
     def __getattr__(self, name):
         return getattr(self.compiled, name)

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..ir.graph import Node, values_in
 from .phases import record_first_call
+from .warn import user_stacklevel
 
 log = logging.getLogger("torchfuse.schedule")
 
@@ -58,7 +59,7 @@ def first_call(graph, args: list) -> Any:
         log.warning("%s graph: run-time failure on its first call", graph.name, exc_info=True)
         warnings.warn(f"torchfuse: the {graph.name} graph failed on its first call "
                       f"({message.splitlines()[0][:300]}) and runs through ATen as traced from now on"
-                      + (f"; reproducer: {reproducer}" if reproducer else ""), RuntimeWarning, stacklevel=4)
+                      + (f"; reproducer: {reproducer}" if reproducer else ""), RuntimeWarning, stacklevel=user_stacklevel())
         fx_graph = graph.fx_graph
         graph.traced = lambda a: call_traced(fx_graph, a)
         return list(result) if isinstance(result, tuple) else result

@@ -31,6 +31,7 @@ from . import launch
 from .cache import SourceStore
 from .calls import run_registry_node_eagerly
 from .compile import Kernel, int_spec, launch_hooks_set, load
+from .warn import user_stacklevel
 
 log = logging.getLogger("torchfuse.schedule")
 recompile_log = logging.getLogger("torchfuse.recompile")
@@ -360,7 +361,7 @@ class GroupRunner:
             self.reproducer = self.write_reproducer(f"fusion group {self.group.name}: {self.failed}")
         warnings.warn(f"torchfuse: fusion group {self.group.name} could not be compiled and runs through "
                       f"ATen instead ({self.failed.splitlines()[0][:300]})"
-                      + (f"; reproducer: {self.reproducer}" if self.reproducer else ""), RuntimeWarning, stacklevel=3)
+                      + (f"; reproducer: {self.reproducer}" if self.reproducer else ""), RuntimeWarning, stacklevel=user_stacklevel())
         self.stats["fallbacks"] += 1
 
     def run_fallback(self, env: list, sym_values: dict | None = None) -> None:

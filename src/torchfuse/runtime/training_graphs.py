@@ -47,6 +47,7 @@ import dataclasses
 import functools
 import gc
 import logging
+import re
 import sys
 import weakref
 from typing import Any, Callable
@@ -255,13 +256,16 @@ _HELD_MESSAGE = ("a gradient returned in the pool was still held outside .grad a
                  "from then on")
 
 
-def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int]) -> str | None:
+def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int], names: tuple[str, ...] = (),
+                    graph: str = "graph") -> str | None:
     """Why the ATen-level graph ``gm`` cannot be captured into a CUDA graph, or ``None``.
 
     Args:
         gm: the graph (nodes carry fake values in ``meta["val"]``).
         static_inputs: indices of the inputs read in place by every replay (parameters,
             buffers, a backward's saved activations); only these may be written in place.
+        names: the user's names of ``gm``'s inputs (:func:`user_input_names`), where known.
+        graph: what ``gm`` is (``"forward"``, ``"backward"``), to name an input's position.
     """
     from torch._dynamo.backends.cudagraphs import find_input_mutations
     from torch._inductor.utils import get_first_incompatible_cudagraph_node
@@ -273,7 +277,7 @@ def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int]) -> str |
         cpu = [v for v in tensors if v.device.type == "cpu"]
         if cpu:
             if not _cpu_constant(gm, node, cpu, tensors, constant):
-                what = f"input {_named(gm, node)}" if node.op == "placeholder" else node.format_node()[:120]
+                what = f"input {describe_input(gm, node, names, graph)}" if node.op == "placeholder" else node.format_node()[:120]
                 return (f"tensors on cpu ({what}; CUDA graphs capture CUDA work only, "
                         "and CPU scalars only when made from constants)")
             constant.add(node)
@@ -296,18 +300,54 @@ def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int]) -> str |
     mutated = sorted(find_input_mutations(gm.graph) - set(static_inputs))
     if mutated:
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-        return (f"input(s) {', '.join(_named(gm, placeholders[i]) for i in mutated)} written in place but neither a "
+        return (f"input(s) {', '.join(describe_input(gm, placeholders[i], names, graph) for i in mutated)} written in place but neither a "
                 "parameter nor a buffer (a replay writes its own copy)")
     return None
 
 
-def _named(gm: torch.fx.GraphModule, placeholder: torch.fx.Node) -> str:
-    """An input of ``gm`` as a refusal names it: AOTAutograd's name (``primals_3``), which the
-    user's code does not show, with its position, dtype and shape, which it does."""
+def describe_input(gm: torch.fx.GraphModule, placeholder: torch.fx.Node, names: tuple[str, ...] = (),
+           graph: str = "graph") -> str:
+    """An input of ``gm`` as a refusal names it. With ``names`` (the user's names of the
+    graph's inputs, :func:`user_input_names`, one per placeholder): that name, with the dtype,
+    shape and AOTAutograd's name (``self.norm.running_mean (float32[8], primals_4)``). Without:
+    AOTAutograd's name with the dtype, shape and position in ``graph``
+    (``tangents_1 (float32[8, 8], backward input 5 of 6)``)."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     val = placeholder.meta.get("val")
     what = f"{str(val.dtype).removeprefix('torch.')}{list(val.shape)}, " if isinstance(val, torch.Tensor) else ""
-    return f"{placeholder.name} ({what}input {placeholders.index(placeholder) + 1} of {len(placeholders)})"
+    k = placeholders.index(placeholder)
+    if len(names) == len(placeholders):
+        return f"{names[k]} ({what}{placeholder.name})"
+    return f"{placeholder.name} ({what}{graph} input {k + 1} of {len(placeholders)})"
+
+
+def user_input_names(gm: torch.fx.GraphModule) -> tuple[str, ...]:
+    """The user's names of the inputs of TorchDynamo's graph ``gm``, in order, from the
+    sources TorchDynamo records (``G['net']._modules['0']._parameters['weight']`` reads
+    ``net[0].weight``, ``L['x']`` reads ``x``, a compiled module's own parameters read
+    ``model.<path>``); AOTAutograd's forward and inference graphs take the same inputs in the
+    same order. An input without a source keeps its node's name."""
+    names = []
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        source = getattr(node.meta.get("grapharg"), "source", None)
+        name = getattr(source, "name", None)
+        try:
+            name = name() if callable(name) else name
+        except Exception:  # a source kind that cannot name itself
+            name = None
+        names.append(_readable(name) if isinstance(name, str) else node.name)
+    return tuple(names)
+
+
+def _readable(source: str) -> str:
+    """``G['m']._modules['0']._parameters['weight']`` as Python reads it: ``m[0].weight``. A
+    compiled module is TorchDynamo's local ``fn``, read as ``model``."""
+    out = re.sub(r"^L\['fn'\](?=\._(?:modules|parameters|buffers)\[)", "model", source)
+    out = re.sub(r"^[LG]\['([^']+)'\]", r"\1", out)
+    out = re.sub(r"\._modules\['(\d+)'\]", r"[\1]", out)
+    return re.sub(r"\._(?:modules|parameters|buffers)\['([^']+)'\]", r".\1", out)
 
 
 def _tensor_values(gm: torch.fx.GraphModule, node: torch.fx.Node) -> list:
@@ -484,7 +524,7 @@ class OutputCopier:
 def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_inputs: list, *, name: str,
                            static_inputs: list[int] | None, state: CaptureState, copy_outputs: bool,
                            stats: dict | None, cudagraphify: Callable | None = None,
-                           address_checked_calls: int = 3) -> Callable:
+                           address_checked_calls: int = 3, input_names: tuple[str, ...] = ()) -> Callable:
     """Wrap the compiled forward or backward graph ``fn`` so that its calls replay CUDA graphs.
 
     Args:
@@ -499,6 +539,8 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
         cudagraphify: the trees' ``cudagraphify_impl`` (a stand-in in CPU tests).
         address_checked_calls: ``Tuning.runtime.address_checked_calls``: the first calls of a
             forward whose parameters and buffers are compared by address with the call before.
+        input_names: the user's names of a forward's inputs (:func:`user_input_names`), for
+            the refusals; a backward's inputs (saved activations, gradients) have none.
 
     Returns:
         A boxed callable: ``fn`` itself (or a thin wrapper) when the graph is not captured.
@@ -510,7 +552,7 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
     stats = stats if stats is not None else {}
     backward = name == "backward"
     static = backward_static_inputs(gm) if backward else forward_static_inputs(static_inputs, len(example_inputs))
-    reason = capture_refusal(gm, static)
+    reason = capture_refusal(gm, static, () if backward else input_names, name)
     if reason is None and backward and not state.forward_captured:
         reason = "its forward graph is not captured"
     if reason is not None:
