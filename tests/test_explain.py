@@ -225,7 +225,7 @@ def test_explain_summary_text(explained):
     # each graph ran once per set of sizes: the summary (and only the summary) says how to see
     # the generated function of later calls
     assert all(g.graph_function.startswith("not generated yet") for g in result.graphs)
-    assert text.count("pass more_inputs=[inputs of the same sizes]") == len(result.graphs)
+    assert text.count("more_inputs=[inputs of the same sizes]") == len(result.graphs)
     assert not any("more_inputs" in g.graph_function for g in result.graphs)
 
 

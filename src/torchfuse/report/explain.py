@@ -236,7 +236,8 @@ def _dynamo_recompilations(before: dict) -> list[Recompilation]:
 NOTE_CPU_INTERPRET = ("this program runs on {device} tensors, so explain turned interpret mode on (interpret=True) to "
                       "show the plan: the generated kernels ran in Triton's interpreter, with the interpreter's launch "
                       "configurations (a GPU gets its own). torch.compile on {device} tensors without interpret=True "
-                      "runs them through ATen, unfused; pass interpret=False to explain that")
+                      "runs them through ATen, unfused; pass interpret=False (on the command line: --option interpret=false) "
+                      "to explain that")
 #: shown first when ``measure=True`` cannot time anything
 NOTE_NO_MEASURE = ("measure=True gave no kernel times: timing needs a CUDA device, and this run is on {device} "
                    "(the interpreter's times say nothing about a GPU)")

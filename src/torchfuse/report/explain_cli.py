@@ -268,7 +268,8 @@ def parser() -> argparse.ArgumentParser:
                    help="forward, loss and backward (default: inference); the loss: hf: the model's own (from token "
                         "labels), timm:/torchvision: cross-entropy on random labels, file.py:function: the sum of "
                         "its outputs")
-    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda" if torch.cuda.is_available() else "cpu",
+                   help="where to run (default: cuda when present, else cpu; on cpu the kernels run in Triton's interpreter)")
     p.add_argument("--quick", action="store_true", help="the benchmark's tiny configurations (seconds on a CPU)")
     p.add_argument("--measure", action="store_true", help="time each kernel against a device copy (GPU only)")
     p.add_argument("--mode", default=None, help="a torch.compile mode, e.g. reduce-overhead")

@@ -168,7 +168,7 @@ def _graph_lines(g: GraphReport, result: ExplainResult) -> list[str]:
         from ..runtime.executor import NOT_GENERATED
 
         # made at a second call with sizes seen before: more_inputs of new sizes do not make it
-        hint = ("; to see it here, pass more_inputs=[inputs of the same sizes]"
+        hint = ("; to see it here, call explain(..., more_inputs=[inputs of the same sizes]) from Python"
                 if g.graph_function == NOT_GENERATED else "")
         lines.append(f"  generated function: {g.graph_function}{hint}")
     if g.groups:
