@@ -37,6 +37,9 @@ def finalize(units: Units) -> Segmentation:
 
     final: list[list[Node]] = []
     as_calls: set[Node] = set()
+    # each kept group's (outputs, domain): the domain the groups are made with below, unless
+    # what follows changes a group's outputs (which only its own nodes' users decide)
+    aligned: dict[tuple, tuple] = {}
     for nodes in groups:
         pending = [nodes]
         while pending:
@@ -66,7 +69,8 @@ def finalize(units: Units) -> Segmentation:
                         units.unit[n] = [n]
                 pending.append(rest)
                 continue
-            dom = align(cur, units.outputs_of(cur))
+            outs = units.outputs_of(cur)
+            dom = align(cur, outs)
             if isinstance(dom, str):
                 if len(cur) == 1:
                     as_calls.update(cur)
@@ -77,6 +81,7 @@ def finalize(units: Units) -> Segmentation:
                     pending.append([n])
                 continue
             final.append(cur)
+            aligned[tuple(cur)] = (outs, dom)
     # call nodes (layout ops dropped from groups) need ATen targets
     for n in as_calls:
         _to_call(n)
@@ -93,7 +98,8 @@ def finalize(units: Units) -> Segmentation:
     made: list[FusionGroup] = []
     for gid, nodes in enumerate(sorted(final, key=lambda g: units.index[g[0]])):
         outs = units.outputs_of(nodes)
-        dom = align(nodes, outs)
+        known = aligned.get(tuple(nodes))
+        dom = known[1] if known is not None and known[0] == outs else align(nodes, outs)
         assert not isinstance(dom, str), dom
         inputs, _ = group_values(nodes)
         fg = FusionGroup(id=gid, nodes=nodes, inputs=inputs, outputs=outs, domain=dom)
