@@ -118,6 +118,22 @@ def test_writes_to_inputs_are_refused_unless_static():
     assert capture_refusal(gm, [1]) is None  # a buffer: the replay writes it in place
 
 
+def test_backward_refusals_name_the_saved_forward_inputs_by_the_users_names():
+    """A backward graph's inputs that are saved forward inputs (AOTAutograd's ``primals_k``)
+    read by the forward input's user name; the others by their place in the backward."""
+    graph = torch.fx.Graph()
+    nodes = [graph.placeholder(n) for n in ("primals_2", "tangents_1")]
+    for n in nodes:
+        n.meta["val"] = torch.empty(2, 3)
+    graph.output(tuple(nodes))
+    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    names = ("model[0].weight", "x")
+    assert training_graphs.describe_input(gm, nodes[0], names, "backward") == \
+        "x (float32[2, 3], primals_2, backward input 1 of 2)"
+    assert training_graphs.describe_input(gm, nodes[1], names, "backward") == \
+        "tangents_1 (float32[2, 3], backward input 2 of 2)"
+
+
 def test_refusals_name_inputs_as_the_users_code_does():
     """TorchDynamo's sources name a graph's inputs as the user's code reads them (a module's
     parameters and buffers by attribute path, arguments by name); a CPU training graph under

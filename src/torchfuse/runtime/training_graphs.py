@@ -82,6 +82,9 @@ class CaptureState:
             returns (the GPU is busy then), not at the next forward.
         pool_holders: what :func:`_held_in` reads to count the holders of ``pool_gradients``
             (a :class:`_Holders`), or ``None``.
+        input_names: the user's names of the forward's inputs (:func:`user_input_names`),
+            where they are one per placeholder of the forward graph; the backward's refusals
+            name the forward inputs it saves by them.
         copy_gradients: why this capture's backward copies its gradients out of the pool from
             now on (a gradient was held outside ``.grad`` at a later step, or the trees gave no
             weak references to judge by); empty while it returns them in the pool.
@@ -96,6 +99,7 @@ class CaptureState:
     pool_gradients: list = dataclasses.field(default_factory=list)
     pool_addresses: frozenset = frozenset()
     pool_holders: Any = None
+    input_names: tuple = ()
     copy_gradients: str = ""
     step_uncaptured: bool = False
 
@@ -306,18 +310,23 @@ def capture_refusal(gm: torch.fx.GraphModule, static_inputs: list[int], names: t
 
 
 def describe_input(gm: torch.fx.GraphModule, placeholder: torch.fx.Node, names: tuple[str, ...] = (),
-           graph: str = "graph") -> str:
-    """An input of ``gm`` as a refusal names it. With ``names`` (the user's names of the
-    graph's inputs, :func:`user_input_names`, one per placeholder): that name, with the dtype,
-    shape and AOTAutograd's name (``self.norm.running_mean (float32[8], primals_4)``). Without:
-    AOTAutograd's name with the dtype, shape and position in ``graph``
-    (``tangents_1 (float32[8, 8], backward input 5 of 6)``)."""
+                   graph: str = "graph") -> str:
+    """An input of ``gm`` as a refusal names it. With ``names``, the user's names of the
+    forward's inputs (:func:`user_input_names`): in a forward or inference graph, one per
+    placeholder; in a backward graph, the forward inputs it saves (AOTAutograd names them
+    ``primals_k`` there too). Named so: the user's name, the dtype and shape, and AOTAutograd's
+    name (``self.norm.running_mean (float32[8], primals_4)``). Otherwise AOTAutograd's name with
+    the dtype, shape and position in ``graph`` (``tangents_1 (float32[8, 8], backward input 5
+    of 6)``)."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     val = placeholder.meta.get("val")
     what = f"{str(val.dtype).removeprefix('torch.')}{list(val.shape)}, " if isinstance(val, torch.Tensor) else ""
     k = placeholders.index(placeholder)
-    if len(names) == len(placeholders):
+    if graph != "backward" and names and len(names) == len(placeholders):
         return f"{names[k]} ({what}{placeholder.name})"
+    saved = re.fullmatch(r"primals_(\d+)", placeholder.name) if graph == "backward" else None
+    if saved is not None and 0 < int(saved[1]) <= len(names):
+        return f"{names[int(saved[1]) - 1]} ({what}{placeholder.name}, {graph} input {k + 1} of {len(placeholders)})"
     return f"{placeholder.name} ({what}{graph} input {k + 1} of {len(placeholders)})"
 
 
@@ -540,7 +549,7 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
         address_checked_calls: ``Tuning.runtime.address_checked_calls``: the first calls of a
             forward whose parameters and buffers are compared by address with the call before.
         input_names: the user's names of a forward's inputs (:func:`user_input_names`), for
-            the refusals; a backward's inputs (saved activations, gradients) have none.
+            the refusals of the forward and of its backward (``state.input_names``).
 
     Returns:
         A boxed callable: ``fn`` itself (or a thin wrapper) when the graph is not captured.
@@ -552,7 +561,9 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
     stats = stats if stats is not None else {}
     backward = name == "backward"
     static = backward_static_inputs(gm) if backward else forward_static_inputs(static_inputs, len(example_inputs))
-    reason = capture_refusal(gm, static, () if backward else input_names, name)
+    if not backward and len(input_names) == sum(1 for n in gm.graph.nodes if n.op == "placeholder"):
+        state.input_names = tuple(input_names)
+    reason = capture_refusal(gm, static, state.input_names, name)
     if reason is None and backward and not state.forward_captured:
         reason = "its forward graph is not captured"
     if reason is not None:
