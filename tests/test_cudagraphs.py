@@ -276,6 +276,15 @@ def test_frozen_wrapper_vouches_for_static_inputs_and_changes_are_still_seen(mon
         assert runner.recorded == 2 and len(checks) == 2
 
 
+def test_runner_names_the_input_that_is_not_on_a_cuda_device():
+    """A graph called with a CPU input runs uncaptured, and the refusal names that input."""
+    r = CudaGraphRunner(_Linear(), Options(), [0, 1], input_names=["w", "b", "x (float32[3, 8])"])
+    w, b, x = torch.randn(8, 4), torch.randn(4), torch.randn(3, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(r([w, b, x])[0], x @ w + b)
+    assert r.disabled == "input x (float32[3, 8]) is on cpu, not a CUDA device", r.disabled
+
+
 def test_runner_refuses_a_graph_that_writes_a_non_static_input():
     """A replay would write its private copy of such an input, not the caller's tensor."""
     r = _CpuRunner(_Linear(), Options(), [0, 1], mutated_inputs={2})
@@ -283,7 +292,7 @@ def test_runner_refuses_a_graph_that_writes_a_non_static_input():
     with torch.no_grad():
         for _ in range(3):
             torch.testing.assert_close(r([w, b, x])[0], x @ w + b)
-    assert r.disabled and "input(s) input 2 written in place" in r.stats["cudagraph"]
+    assert r.disabled and "input(s) 2 written in place" in r.stats["cudagraph"]
     assert not _CpuRunner(_Linear(), Options(), [0, 1], mutated_inputs={1}).disabled
     named = _CpuRunner(_Linear(), Options(), [0, 1], mutated_inputs={2}, input_names=["w", "b", "x (float32[3, 8])"])
     assert "input(s) x (float32[3, 8]) written in place" in named.stats["cudagraph"]

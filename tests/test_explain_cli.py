@@ -161,6 +161,9 @@ def test_parsers():
     assert parse_size("8x128") == (8, 128) and parse_size("4") == (4,)
     assert parse_option("freeze=true") == ("freeze", True) and parse_option("max_group_ops=64") == ("max_group_ops", 64)
     assert parse_option("cache_dir=none") == ("cache_dir", None) and parse_option("dump_dir=d") == ("dump_dir", "d")
+    # a boolean option also takes the spellings its environment variable does; an int option keeps 1 an int
+    assert parse_option("interpret=1") == ("interpret", True) and parse_option("freeze=off") == ("freeze", False)
+    assert parse_option("compile_threads=1") == ("compile_threads", 1)
     assert hf_model("bert") == "bert" and hf_model("t5-small") == "t5" and hf_model("albert-base-v2") == "albert"
     for bad in ("8x", "ax3", ""):
         with pytest.raises(SpecError):

@@ -134,7 +134,7 @@ def test_backward_refusals_name_the_saved_forward_inputs_by_the_users_names():
         "tangents_1 (float32[2, 3], backward input 2 of 2)"
 
 
-def test_refusals_name_inputs_as_the_users_code_does():
+def test_refusals_name_inputs_as_the_users_code_does(monkeypatch):
     """TorchDynamo's sources name a graph's inputs as the user's code reads them (a module's
     parameters and buffers by attribute path, arguments by name); a CPU training graph under
     CUDA graphs is refused naming its first input so, and AOTAutograd's name beside it."""
@@ -149,6 +149,9 @@ def test_refusals_name_inputs_as_the_users_code_does():
     assert seen == [("model[0].weight", "model[0].bias", "x", "model[1].num_batches_tracked",
                      "model[1].running_mean", "model[1].running_var", "model[1].weight", "model[1].bias", "y")]
     torch._dynamo.reset()
+    from torchfuse.runtime import cudagraphs
+
+    monkeypatch.setattr(cudagraphs, "_warned_not_cuda", [False])  # (once per process)
     compiled = torchfuse.compile(model, mode="reduce-overhead", interpret=True)
     with pytest.warns(UserWarning, match="not on a CUDA device"):
         compiled(torch.randn(3, 4)).sum().backward()

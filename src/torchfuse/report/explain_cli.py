@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import importlib.util
 import linecache
 import re
@@ -44,6 +45,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
+from ..config import Options
 
 #: ``--dtype`` -> (bench mode for inference, bench mode for training)
 _MODES = {"fp32": ("infer-fp32", "train-fp32"), "fp16": ("infer-fp16", "train-amp-fp16"),
@@ -69,15 +72,25 @@ def parse_size(text: str) -> tuple[int, ...]:
     return size
 
 
+#: spellings of a boolean option's value on the command line besides true/false
+_BOOL_WORDS = {"1": True, "0": False, "yes": True, "no": False, "on": True, "off": False}
+#: the names of :class:`~torchfuse.config.Options`' boolean fields
+_BOOL_OPTIONS = frozenset(f.name for f in dataclasses.fields(Options) if str(f.type) == "bool")
+
+
 def parse_option(text: str) -> tuple[str, Any]:
-    """``"max_group_ops=64"`` -> ``("max_group_ops", 64)``; ``true``/``false`` become bools,
-    integers ints, ``none`` None, anything else stays a string (``Options`` checks the types)."""
+    """``"max_group_ops=64"`` -> ``("max_group_ops", 64)``; ``true``/``false`` become bools (as
+    do ``1``/``0``, ``yes``/``no`` and ``on``/``off`` for a boolean option, which the
+    environment variables take), integers ints, ``none`` None, anything else stays a string
+    (``Options`` checks the types)."""
     name, sep, value = text.partition("=")
     if not sep or not name.strip():
         raise SpecError(f"--option takes NAME=VALUE (got {text!r})")
     v = value.strip()
     if v.lower() in ("true", "false"):
         return name.strip(), v.lower() == "true"
+    if name.strip() in _BOOL_OPTIONS and v.lower() in _BOOL_WORDS:
+        return name.strip(), _BOOL_WORDS[v.lower()]
     if v.lower() == "none":
         return name.strip(), None
     if re.fullmatch(r"-?\d+", v):

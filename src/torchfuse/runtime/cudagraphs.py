@@ -112,8 +112,9 @@ class CudaGraphRunner:
         self.disabled: str | None = None
         compiled.stats["cudagraph"] = "not yet captured"
         written = sorted(set(mutated_inputs) - set(static_inputs or ()))
+        self.input_names = input_names
         if written:  # a replay would write its private copy of the input, not the caller's tensor
-            named = ", ".join(input_names[i] if input_names else f"input {i}" for i in written)
+            named = ", ".join(self._named(i) for i in written)
             self.disable(f"input(s) {named} written in place but neither a parameter nor a buffer")
 
     def __getattr__(self, name):
@@ -123,6 +124,10 @@ class CudaGraphRunner:
         self.disabled = reason
         self.compiled.stats["cudagraph"] = f"not captured: {reason}"
         log.info("%s: CUDA graph %s", self.compiled.name, self.compiled.stats["cudagraph"])
+
+    def _named(self, i: int) -> str:
+        """Input ``i`` as a refusal names it (``input_names``, else its index)."""
+        return self.input_names[i] if self.input_names and i < len(self.input_names) else str(i)
 
     def _signature(self, args: list, indices) -> tuple | None:
         sig = []
@@ -166,7 +171,8 @@ class CudaGraphRunner:
         indices = self.dyn_idx if self.dyn_idx is not None else range(len(args))
         sig = self._signature(args, indices)
         if sig is None:
-            self.disable("an input is not a CUDA tensor")
+            i = next(i for i in indices if isinstance(args[i], torch.Tensor) and args[i].device.type != self.device_type)
+            self.disable(f"input {self._named(i)} is on {args[i].device.type}, not a CUDA device")
             warn_if_off_cuda(self.compiled.name, args)
             return self.compiled(args)
         captured = self.graphs.get(sig)
