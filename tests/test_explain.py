@@ -669,6 +669,16 @@ def test_graph_with_fusion_switched_off_is_not_called_nothing_to_fuse():
     assert [g.status for g in mm.graphs] == ["nothing to fuse"], str(mm)
 
 
+def test_an_unfused_graph_under_cuda_graphs_is_not_called_fused():
+    """Under ``mode="reduce-overhead"`` an inference graph keeps its runtime even with no fusion
+    group (to replay it as a CUDA graph); fusion switched off still reads as not fused."""
+    gelu = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU()).to(DEVICE).eval()
+    x = torch.randn(4, 16, device=DEVICE)
+    with torch.no_grad():
+        off = torchfuse.explain(gelu, x, fuse=False, mode="reduce-overhead")
+    assert [g.status for g in off.graphs] == ["not fused: fuse=False"], str(off)
+
+
 def test_explain_lists_aten_views_as_views():
     """An ATen call that returns a view (``select``, ``unbind``), which the registry has no
     entry for, is listed as a view (no data moves), not as unsupported; values are eager's."""

@@ -223,7 +223,8 @@ def compiled_graph_report(compiled, index: int, capture: int) -> GraphReport:
                                       location=location_of_fx_node(fx_nodes.get(n.source))))
     stats = compiled.stats
     report = GraphReport(
-        index=index, name=compiled.name, capture=capture, status="fused", groups=groups, aten_calls=calls,
+        index=index, name=compiled.name, capture=capture, status="fused" if groups else _unfused_status(calls),
+        groups=groups, aten_calls=calls,
         steps=steps_from_segmentation(compiled.segmentation, {g.id: i for i, g in enumerate(groups)}, calls_by_node),
         stage_seconds={k: float(stats.get(f"{k}_seconds", 0.0)) for k in ("ir", "segment", "codegen", "compile", "plan")},
         kernels_compiled=int(stats.get("kernels_compiled", 0)), kernels_cached=int(stats.get("kernels_cached", 0)),
@@ -247,6 +248,14 @@ def _call_reports(nodes: list[Node], fx_nodes: dict) -> tuple[list[AtenCall], di
     return calls, index
 
 
+def _unfused_status(calls: list) -> str:
+    """The status of a graph without fusion groups: fusible ops left on ATen because fusion is
+    off are not "nothing to fuse"."""
+    reasons = {c.reason for c in calls if c.category == "disabled"}
+    return ("not fused: fuse=False" if FUSE_OFF_REASON in reasons else
+            "not fused: CPU tensors without interpret" if reasons else "nothing to fuse")
+
+
 def unfused_graph_report(record: dict, index: int, capture: int) -> GraphReport:
     """A :class:`GraphReport` from one of ``torchfuse.backend.UNFUSED``'s records."""
     gm = record["fx_graph"]
@@ -255,11 +264,7 @@ def unfused_graph_report(record: dict, index: int, capture: int) -> GraphReport:
     stage_seconds = {"ir": float(record.get("ir_seconds", 0.0)), "segment": float(record.get("segment_seconds", 0.0))}
     if seg is not None:
         calls, calls_by_node = _call_reports(seg.calls, fx_nodes)
-        # fusible ops left on ATen because fusion is off are not "nothing to fuse"
-        reasons = {c.reason for c in calls if c.category == "disabled"}
-        status = ("not fused: fuse=False" if FUSE_OFF_REASON in reasons else
-                  "not fused: CPU tensors without interpret" if reasons else "nothing to fuse")
-        return GraphReport(index=index, name=record["name"], capture=capture, status=status,
+        return GraphReport(index=index, name=record["name"], capture=capture, status=_unfused_status(calls),
                            aten_calls=calls, steps=steps_from_segmentation(seg, {}, calls_by_node),
                            stage_seconds=stage_seconds, cudagraph=str(record.get("cudagraph", "")))
     error = record.get("error") or "unknown error"
