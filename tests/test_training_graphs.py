@@ -501,6 +501,31 @@ def test_reduce_overhead_on_cpu_tensors_warns_once(monkeypatch, grad):
             torch.testing.assert_close(out, model(x))
 
 
+class _Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 4)
+
+    def forward(self, features):
+        return torch.relu(self.fc(features))
+
+
+@cpu_only
+def test_a_warning_at_compile_time_points_at_the_line_that_called_the_model(monkeypatch):
+    """The off-CUDA warning of an inference graph, given while TorchDynamo compiles the model's
+    ``forward``, names the line that called the model, not the ``def`` line of ``forward``."""
+    import inspect
+
+    from torchfuse.runtime import cudagraphs
+
+    monkeypatch.setattr(cudagraphs, "_warned_not_cuda", [False])
+    compiled = torchfuse.compile(_Net(), mode="reduce-overhead", interpret=True)
+    with torch.no_grad(), pytest.warns(UserWarning, match="capture CUDA work only") as caught:
+        line = inspect.currentframe().f_lineno + 1
+        compiled(torch.randn(2, 8))
+    assert [(w.filename, w.lineno) for w in caught if "capture CUDA work only" in str(w.message)] == [(__file__, line)]
+
+
 # ------------------------------------------------------------------ on a GPU
 def _train(model, step_fn, steps, xs, ys, opt, scaler=None):
     losses = []
