@@ -80,6 +80,21 @@ def test_file_model_imports_the_modules_beside_it(tmp_path, monkeypatch):
     sys.modules.pop("blocks", None)
 
 
+def test_file_model_explained_for_inference_runs_in_eval_mode(tmp_path, capsys):
+    """Inference explains a file's model in eval mode, as the named models run: BatchNorm
+    reads its running statistics and writes none (no state update among the ATen calls)."""
+    script = tmp_path / "bn.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+
+        def build():
+            return torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8)), (torch.randn(4, 8),)
+    """))
+    assert torchfuse_main(["explain", f"{script}:build", "--device", DEVICE, "-o", str(tmp_path / "bn")]) == 0
+    text = (tmp_path / "bn.txt").read_text()
+    assert "copy_" not in text and "running" not in text, text
+
+
 def test_file_model_of_torch_modules_names_the_users_file(tmp_path, capsys):
     """A ``file.py:function`` model made of PyTorch's own modules: TorchDynamo records no frame
     of the user's for its ops, only the command's wrapper; every location (ATen calls, fusion

@@ -19,8 +19,8 @@ Usage::
   ``inputs`` is a tuple of positional arguments or a dict of keyword arguments.
 
 The models are the benchmark's (:mod:`torchfuse.bench.suites`), built by its builders, and the
-step is the benchmark's: inference runs the forward under ``torch.no_grad()`` with model and
-inputs cast to ``--dtype``; ``--train`` runs forward, loss and backward (under
+step is the benchmark's: inference runs the forward under ``torch.no_grad()`` with the model
+in eval mode (a file's model too) and model and inputs cast to ``--dtype``; ``--train`` runs forward, loss and backward (under
 ``torch.autocast`` for fp16 and bf16). ``--quick`` takes the benchmark's tiny configurations
 (seconds on a CPU). On a CPU, explain turns interpret mode on to show the plan, and says so
 first. Writes ``PREFIX.txt`` (the summary, also printed), ``PREFIX.html`` (the report) and
@@ -203,6 +203,8 @@ def file_step(spec: str, mode_name: str, device: str):
     inputs = torch.utils._pytree.tree_map(move, inputs)
     if isinstance(model, torch.nn.Module):
         model = model.to(device)
+        if not mode.training:  # inference in eval mode, as the benchmark's models run it
+            model.eval()
     if not mode.training and mode.dtype != torch.float32:
         inputs = cast_floating(inputs, mode.dtype)
         if isinstance(model, torch.nn.Module):
