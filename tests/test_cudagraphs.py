@@ -278,7 +278,7 @@ def test_frozen_wrapper_vouches_for_static_inputs_and_changes_are_still_seen(mon
 
 def test_runner_names_the_input_that_is_not_on_a_cuda_device():
     """A graph called with a CPU input runs uncaptured, and the refusal names that input."""
-    r = CudaGraphRunner(_Linear(), Options(), [0, 1], input_names=["w", "b", "x (float32[3, 8])"])
+    r = CudaGraphRunner(_Linear(), Options(), [0, 1], name_input=["w", "b", "x (float32[3, 8])"].__getitem__)
     w, b, x = torch.randn(8, 4), torch.randn(4), torch.randn(3, 8)
     with torch.no_grad():
         torch.testing.assert_close(r([w, b, x])[0], x @ w + b)
@@ -294,7 +294,7 @@ def test_runner_refuses_a_graph_that_writes_a_non_static_input():
             torch.testing.assert_close(r([w, b, x])[0], x @ w + b)
     assert r.disabled and "input(s) 2 written in place" in r.stats["cudagraph"]
     assert not _CpuRunner(_Linear(), Options(), [0, 1], mutated_inputs={1}).disabled
-    named = _CpuRunner(_Linear(), Options(), [0, 1], mutated_inputs={2}, input_names=["w", "b", "x (float32[3, 8])"])
+    named = _CpuRunner(_Linear(), Options(), [0, 1], mutated_inputs={2}, name_input=["w", "b", "x (float32[3, 8])"].__getitem__)
     assert "input(s) x (float32[3, 8]) written in place" in named.stats["cudagraph"]
 
 

@@ -142,10 +142,9 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Opti
 
         from .runtime.training_graphs import describe_input
 
-        mutated = find_input_mutations(gm.graph)
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-        return CudaGraphRunner(compiled, options, static_inputs, mutated_inputs=mutated,
-                               input_names=[describe_input(gm, n, input_names, name) for n in placeholders])
+        return CudaGraphRunner(compiled, options, static_inputs, mutated_inputs=find_input_mutations(gm.graph),
+                               name_input=lambda i: describe_input(gm, placeholders[i], input_names, name))
     return compiled
 
 

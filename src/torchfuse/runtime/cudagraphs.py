@@ -33,7 +33,7 @@ from __future__ import annotations
 import collections
 import logging
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -83,8 +83,8 @@ class CudaGraphRunner:
             whose address did not change).
         mutated_inputs: indices of the inputs the graph writes in place; a graph that writes
             one that is not static is not captured.
-        input_names: how a refusal names each input (the user's name where known, dtype and
-            shape); default: its index.
+        name_input: ``name_input(i)``: how a refusal names input ``i`` (the user's name where
+            known, dtype and shape), called only when refusing; default: its index.
 
     Per call, only the other inputs enter the signature (their shapes, strides, dtypes) and
     are copied into the graph's buffers; the static ones cost one address comparison each.
@@ -95,7 +95,7 @@ class CudaGraphRunner:
     device_type = "cuda"
 
     def __init__(self, compiled, options, static_inputs: list[int] | None = None, mutated_inputs=(),
-                 input_names: list[str] | None = None):
+                 name_input: Callable[[int], str] | None = None):
         self._boxed_call = True
         self.compiled = compiled
         self.options = options
@@ -112,9 +112,9 @@ class CudaGraphRunner:
         self.disabled: str | None = None
         compiled.stats["cudagraph"] = "not yet captured"
         written = sorted(set(mutated_inputs) - set(static_inputs or ()))
-        self.input_names = input_names
+        self.name_input = name_input if name_input is not None else str
         if written:  # a replay would write its private copy of the input, not the caller's tensor
-            named = ", ".join(self._named(i) for i in written)
+            named = ", ".join(self.name_input(i) for i in written)
             self.disable(f"input(s) {named} written in place but neither a parameter nor a buffer")
 
     def __getattr__(self, name):
@@ -124,10 +124,6 @@ class CudaGraphRunner:
         self.disabled = reason
         self.compiled.stats["cudagraph"] = f"not captured: {reason}"
         log.info("%s: CUDA graph %s", self.compiled.name, self.compiled.stats["cudagraph"])
-
-    def _named(self, i: int) -> str:
-        """Input ``i`` as a refusal names it (``input_names``, else its index)."""
-        return self.input_names[i] if self.input_names and i < len(self.input_names) else str(i)
 
     def _signature(self, args: list, indices) -> tuple | None:
         sig = []
@@ -172,7 +168,7 @@ class CudaGraphRunner:
         sig = self._signature(args, indices)
         if sig is None:
             i = next(i for i in indices if isinstance(args[i], torch.Tensor) and args[i].device.type != self.device_type)
-            self.disable(f"input {self._named(i)} is on {args[i].device.type}, not a CUDA device")
+            self.disable(f"input {self.name_input(i)} is on {args[i].device.type}, not a CUDA device")
             warn_if_off_cuda(self.compiled.name, args)
             return self.compiled(args)
         captured = self.graphs.get(sig)
