@@ -176,13 +176,17 @@ class _Pool:
     after the warm-up. Later calls return the same cached tensors over that memory, registered
     as the trees register them (``torch._C._add_cached_tensor``, so that autograd may take one
     as ``.grad``), and ``node`` holds the trees' weak references to the last call's outputs:
-    ``StorageWeakRefWrapper``, with the trees' reference-count check for the cached ones."""
+    ``StorageWeakRefWrapper``, with the trees' reference-count check for the cached ones.
+    ``warmed_up`` says whether the last call was a warm-up, and ``new_generation`` whether a
+    backward ran since the last forward (the trees' test when the user marks no step)."""
 
     def __init__(self):
         self.calls = []
         self.replays = 0  # calls of the functions made, the warm-ups included
         self.node = None  # as the trees' ``current_node``: the last call's
         self.cached: list = []  # each function's list of cached outputs (the trees' one reference)
+        self.warmed_up = False
+        self.new_generation = True
 
     def __call__(self, fn, inputs, static, **settings):
         from torch._inductor.cudagraph_trees import StorageWeakRefWrapper
@@ -199,6 +203,8 @@ class _Pool:
 
         def replay(args):
             self.replays += 1
+            self.new_generation = settings["is_backward"]
+            self.warmed_up = not warmed_up[0]
             outs = fn(list(args))
             if not warmed_up[0]:
                 warmed_up[0] = True
@@ -244,8 +250,13 @@ def pool(monkeypatch):
     monkeypatch.setattr(trees, "cudagraphify_impl", stand_in)
     monkeypatch.setattr(training_graphs, "capture_refusal", lambda gm, static, *names: None)
     monkeypatch.setattr(training_graphs, "_trees_node", lambda device_index: stand_in.node)
+    monkeypatch.setattr(training_graphs, "_warmed_up", lambda device_index: stand_in.warmed_up)
+    monkeypatch.setattr(training_graphs, "_new_generation", lambda device_index: stand_in.new_generation)
     torch._C._set_cached_tensors_enabled(True)
     yield stand_in
+    for pending in (training_graphs._PENDING, training_graphs._HELD, training_graphs._HELD_OUTPUTS,
+                    training_graphs._OUTPUTS):
+        pending.clear()  # the stand-in's memory, which no later test's pool shares
     for t in (t for ts in stand_in.cached for t in ts if isinstance(t, torch.Tensor)):
         torch._C._remove_cached_tensor(t)
     torch._C._set_cached_tensors_enabled(False)
@@ -433,6 +444,115 @@ def test_outputs_held_across_steps_keep_their_values(pool):
         torch.testing.assert_close(out, model(x))
 
 
+#: every forward output returned in the pool, whatever its size (the tests' tensors are small)
+ALL_IN_POOL = "runtime.pool_output_bytes=1"
+
+
+@cpu_only
+def test_outputs_dropped_within_the_step_stay_in_the_pool(pool):
+    """Outputs the step drops (the value passed across a graph break, the output once the
+    loss is taken) are returned in the pool, not copied: every step replays both captures and
+    returns the same pool memory, with eager's values and gradients."""
+    eager, model = _Broken(), _Broken()
+    model.load_state_dict(eager.state_dict())
+    compiled = torchfuse.compile(model, mode="reduce-overhead", interpret=True, tuning=ALL_IN_POOL)
+    addresses = []
+    for step in range(5):
+        x = torch.randn(5, 8)
+        out = compiled(x)
+        torch.testing.assert_close(out, eager(x))
+        addresses.append(out.data_ptr())
+        out.square().mean().backward()
+        eager(x).square().mean().backward()
+        del out
+        for a, b in zip(_grads(eager), _grads(model)):
+            torch.testing.assert_close(b, a)
+        eager.zero_grad(set_to_none=True)
+        model.zero_grad(set_to_none=True)
+    assert len(set(addresses[2:])) == 1  # the replays' (after the warm-up and the recording)
+    assert pool.replays == 4 * 5  # two captures, forward and backward, every step
+    assert all("copied out of the pool from then on" not in g.stats["cudagraph"] for g in backend.RECENT[-4:])
+
+
+@cpu_only
+@pytest.mark.parametrize("keep", ["output", "view", "alias"])
+def test_outputs_kept_into_the_next_step_keep_their_values(pool, keep, monkeypatch):
+    """Outputs in the pool that later steps still find kept (each step's output, a view of it,
+    or a detached alias, collected in a list from the fourth step on) keep their values: the
+    steps run uncaptured while a replayed one is kept, with a warning, and the output is
+    copied from then on; once the list is gone the graphs replay again."""
+    eager, model = _mlp(), _mlp()
+    compiled = torchfuse.compile(model, mode="reduce-overhead", interpret=True, tuning=ALL_IN_POOL)
+    xs = [torch.randn(5, 8) for _ in range(10)]
+
+    def step(x):
+        out = compiled(x)
+        out.square().mean().backward()
+        return {"output": out, "view": out.t(), "alias": out[1:].detach()}[keep]
+
+    def want(x):
+        ref = eager(x).detach()
+        return {"output": ref, "view": ref.t(), "alias": ref[1:]}[keep]
+
+    for x in xs[:4]:
+        torch.testing.assert_close(step(x), want(x))
+    assert pool.replays == 2 * 4  # warm-up, recording, two replays
+    monkeypatch.setattr(training_graphs, "_warned_outputs_held", [False])  # (once per process)
+    with pytest.warns(UserWarning, match="still referenced two steps later"):
+        kept = [step(x) for x in xs[4:8]]
+    for x, got in zip(xs[4:8], kept):
+        torch.testing.assert_close(got, want(x))
+    fw = backend.RECENT[-2]
+    assert "an output returned in the pool was still held" in fw.stats["cudagraph"]
+    assert pool.replays == 2 * 5  # the fifth step's replay; uncaptured while its output is kept
+    del kept
+    for x in xs[8:]:
+        torch.testing.assert_close(step(x), want(x))
+    assert pool.replays == 2 * 7
+    assert "1 outputs copied out of the pool from then on" in fw.stats["cudagraph"]
+    assert "calls run uncaptured" not in fw.stats["cudagraph"]
+
+
+@cpu_only
+def test_outputs_the_loop_keeps_until_the_next_call_are_copied_from_the_first_replay(pool, monkeypatch):
+    """``out = compiled(x)`` in a loop keeps the last step's output until the next call
+    returns: the warm-up's copy shows it, so the output is copied from the recording on and
+    no step runs uncaptured."""
+    monkeypatch.setattr(training_graphs, "_warned_outputs_held", [False])
+    eager, model = _mlp(), _mlp()
+    compiled = torchfuse.compile(model, mode="reduce-overhead", interpret=True, tuning=ALL_IN_POOL)
+    out = None
+    for step in range(6):
+        x = torch.randn(5, 8)
+        out = compiled(x)
+        out.square().mean().backward()
+        torch.testing.assert_close(out, eager(x))
+    assert pool.replays == 2 * 6
+    fw = backend.RECENT[-2]
+    assert "1 outputs copied out of the pool from then on" in fw.stats["cudagraph"]
+    assert "uncaptured" not in fw.stats["cudagraph"]
+    assert not training_graphs._warned_outputs_held[0]
+
+
+@cpu_only
+def test_small_outputs_are_copied_so_kept_losses_leave_replays_on(pool):
+    """Under ``pool_output_bytes`` an output is copied out of the pool: losses kept for logging
+    do not stop the replays."""
+    eager, model = _mlp(), _mlp()
+    compiled = torchfuse.compile(model, mode="reduce-overhead", interpret=True,
+                                 tuning="runtime.pool_output_bytes=1048576")
+    losses, want = [], []
+    for step in range(5):
+        x = torch.randn(5, 8)
+        loss = compiled(x).square().mean()
+        loss.backward()
+        losses.append(loss)
+        want.append(eager(x).square().mean().detach())
+    torch.testing.assert_close(torch.stack(losses).detach(), torch.stack(want))
+    assert pool.replays == 2 * 5
+    assert "copied out of the pool from then on" not in backend.RECENT[-2].stats["cudagraph"]
+
+
 @pytest.mark.parametrize("foreach_clone", [True, False], ids=["foreach-clone", "no-foreach-clone"])
 def test_output_copier_copies_broadcast_tensors(monkeypatch, foreach_clone):
     """The copier gives a broadcast output (stride 0) a dense copy with its values, and every
@@ -615,12 +735,14 @@ def test_replayed_gradients_held_outside_grad_keep_their_values():
 
 
 @gpu
-def test_replayed_outputs_kept_across_steps_keep_their_values():
+@pytest.mark.parametrize("tuning", [ALL_IN_POOL, "runtime.pool_output_bytes=1048576", "runtime.pool_output_bytes=0"],
+                         ids=["all-in-pool", "small-copied", "all-copied"])
+def test_replayed_outputs_kept_across_steps_keep_their_values(tuning):
     """Outputs kept from every step, with a view and a detached alias of each, keep that step's
     values after later replays write the same pool memory; so do ``.grad`` tensors that
-    accumulate over every step."""
+    accumulate over every step. Returned in the pool or copied out of it."""
     eager, model = _mlp().cuda(), _mlp().cuda()
-    compiled = torchfuse.compile(model, mode="reduce-overhead")
+    compiled = torchfuse.compile(model, mode="reduce-overhead", tuning=tuning)
     xs = [torch.randn(5, 8, device="cuda") for _ in range(6)]
     kept = []
     for x in xs:
@@ -636,6 +758,34 @@ def test_replayed_outputs_kept_across_steps_keep_their_values():
         torch.testing.assert_close(view, ref.t())
         torch.testing.assert_close(alias, ref[1:])
     assert "captured: replayed" in backend.RECENT[-1].stats["cudagraph"]
+
+
+@gpu
+def test_replayed_outputs_dropped_within_the_step_stay_in_the_pool():
+    """On PyTorch's CUDA graph trees: the output the step drops is returned in the pool at the
+    same address every step, every step from the third replays (the value passed across the
+    graph break is copied if something kept it into the next step), and values and gradients
+    are eager's."""
+    eager, model = _Broken().cuda(), _Broken().cuda()
+    model.load_state_dict(eager.state_dict())
+    compiled = torchfuse.compile(model, mode="reduce-overhead", tuning=ALL_IN_POOL)
+    addresses = []
+    for step in range(6):
+        x = torch.randn(5, 8, device="cuda")
+        out = compiled(x)
+        torch.testing.assert_close(out, eager(x))
+        addresses.append(out.data_ptr())
+        out.square().mean().backward()
+        eager(x).square().mean().backward()
+        del out
+        for a, b in zip(_grads(eager), _grads(model)):
+            torch.testing.assert_close(b, a)
+        eager.zero_grad(set_to_none=True)
+        model.zero_grad(set_to_none=True)
+    assert len(set(addresses[2:])) == 1
+    states = [g.stats["cudagraph"] for g in backend.RECENT[-4:]]
+    assert all(s.startswith("captured") and "uncaptured" not in s for s in states), states
+    assert "copied out of the pool from then on" not in states[-3], states  # the second forward's
 
 
 @gpu

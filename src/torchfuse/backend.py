@@ -86,6 +86,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
                                   state=capture if capture is not None else CaptureState(),
                                   copy_outputs=options.cudagraph_copy_outputs, stats=stats,
                                   address_checked_calls=options.tuning.runtime.address_checked_calls,
+                                  pool_output_bytes=options.tuning.runtime.pool_output_bytes,
                                   input_names=input_names)
 
 

@@ -340,12 +340,18 @@ class RuntimeTuning:
             generated straight-line Python function (:mod:`torchfuse.runtime.graph_function`)
             instead of interpreting its steps one by one; False interprets every call (the
             reference the generated function is tested and measured against).
+        pool_output_bytes: with CUDA graphs for training, a replayed forward's user-visible
+            outputs of at least this many bytes are returned in the CUDA graph pool, not
+            copied out of it, until one is found still held at the next step
+            (:mod:`torchfuse.runtime.training_graphs`); smaller ones are copied. 0 (the
+            default): every user-visible output is copied.
     """
 
     progress_delay_seconds: float = 2.0
     interpreter_gpu_helpers: tuple[str, ...] = ()
     address_checked_calls: int = 3
     graph_function: bool = True
+    pool_output_bytes: int = 0
 
 
 @dataclasses.dataclass(frozen=True)

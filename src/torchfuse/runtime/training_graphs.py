@@ -25,8 +25,19 @@ What torchfuse adds:
   is not safe to capture (a host synchronization, a data-dependent size), or an in-place write to
   an input that is neither a parameter nor a buffer runs uncaptured, and ``stats["cudagraph"]``
   (which ``explain`` prints) says why;
-* copies of the forward's user-visible outputs (the loss, the logits), which a user may hold
-  across steps and the next replay would otherwise overwrite (``Options.cudagraph_copy_outputs``);
+* the forward's user-visible outputs (the loss, the logits, values passed across a graph break)
+  kept safe from the next replays, which write the same memory (``Options.cudagraph_copy_outputs``):
+  copied out of the pool, or, with ``Tuning.runtime.pool_output_bytes`` set, small ones (a
+  loss, which logging keeps) copied and large ones returned in the pool, checked when the
+  next step starts (:func:`release_pool_outputs`, at the first forward where the trees start a
+  new generation, whose replays may overwrite them): one still held (kept by the user's loop,
+  viewed, aliased) makes the graphs run uncaptured while it is held, and its position is
+  copied from then on. A warm-up call copies them all, and the copies serve as probes: a
+  position whose copy is still held when the next step starts (the user's loop keeps its
+  outputs until the next call returns) is copied from the recording on, so that it never costs
+  an uncaptured step. The recording leaves in the pool what replays will: the trees replay a
+  graph only while the outputs of earlier graphs that are alive are those alive when it was
+  recorded, and record another graph otherwise;
 * gradients returned in the pool, without copies, and kept safe instead. A replay writes the
   memory an earlier replay returned, and in replay mode the trees neither copy nor mark what
   is still held, so a held gradient would silently change. Autograd takes a gradient as
@@ -49,13 +60,16 @@ import gc
 import logging
 import re
 import sys
+import warnings
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 import torch.fx
+from torch.multiprocessing.reductions import StorageWeakRef
 
 from .launch import allocator
+from .warn import user_stacklevel
 
 log = logging.getLogger("torchfuse.recompile")
 
@@ -90,6 +104,15 @@ class CaptureState:
             weak references to judge by); empty while it returns them in the pool.
         step_uncaptured: this step's forward ran uncaptured (pool memory was held), so its
             backward runs uncaptured too.
+        pool_outputs: ``(position, the trees' weak reference)`` of each user-visible output the
+            last forward replay returned in the pool, until the next step's check
+            (:func:`release_pool_outputs`).
+        probe_outputs: ``(position, a storage weak reference)`` of the copies a warm-up call
+            returned of its large outputs, until the next step's check.
+        copied_outputs: positions of user-visible outputs copied out of the pool from now on,
+            since one was still held at a later step.
+        steps_outputs_held: forward calls in a row run uncaptured because an output of an
+            earlier replay is still held (a second one warns, once per process).
     """
 
     forward_captured: bool = True
@@ -102,14 +125,23 @@ class CaptureState:
     input_names: tuple = ()
     copy_gradients: str = ""
     step_uncaptured: bool = False
+    pool_outputs: list = dataclasses.field(default_factory=list)
+    probe_outputs: list = dataclasses.field(default_factory=list)
+    copied_outputs: frozenset = frozenset()
+    steps_outputs_held: int = 0
 
 
 #: captures whose backward replayed since the last captured forward ran, process-wide: the next
 #: step's first forward may be another capture's (a graph break), and it runs first
 _PENDING: list[CaptureState] = []
-#: weak references to pool storages of gradients held outside ``.grad``: while one is alive no
-#: captured graph replays, since any replay may write that memory
+#: weak references to pool storages of gradients held outside ``.grad``, and of forward outputs
+#: held into a later step: while one is alive no captured graph replays, since any replay may
+#: write that memory
 _HELD: list = []
+_HELD_OUTPUTS: list = []
+#: captures whose last forward replay returned outputs in the pool, process-wide, until the next
+#: step's first forward checks them
+_OUTPUTS: list[CaptureState] = []
 
 
 def release_pool_gradients() -> int:
@@ -144,6 +176,83 @@ def release_pool_gradients() -> int:
         state.pool_holders = None
     _PENDING.clear()
     return moved
+
+
+def release_pool_outputs() -> int:
+    """When a step's first captured forward is about to start the trees' new generation (whose
+    replays may write any memory the last step's replays returned), find the forward outputs
+    left in the pool that are still held (by the user's loop variable, a list, a view or an
+    alias: the trees' weak references follow the storage). Each such position is copied out of
+    the pool from then on, and the held memory joins what keeps graphs uncaptured while it is
+    alive (:func:`pool_memory_held`). A reference cycle may be what holds it, so one cyclic
+    collection runs when something is found; the position is copied from then on even if the
+    collection freed it, so that a full collection (0.3-0.4 s with a large model's objects
+    alive, measured on an H200's host) runs at most once per position. The copies a warm-up
+    call returned (``CaptureState.probe_outputs``) are judged the same way, without a
+    collection: a position whose copy is still held is copied from the recording on.
+
+    Returns:
+        How many outputs in the pool were still held.
+    """
+    found = 0
+    for state in _OUTPUTS:
+        kept = {i for i, ref in state.probe_outputs if not ref.expired()}
+        if kept:  # copies, not pool memory: copied from the recording on, with nothing to wait for
+            state.copied_outputs = state.copied_outputs | kept
+            log.info("forward: CUDA graph outputs %s still held at the next step: copied out of the pool",
+                     sorted(kept))
+        state.probe_outputs = []
+        refs = [r for _, r in state.pool_outputs]
+        held = _held(refs)
+        if held:
+            gc.collect()
+            held_ids = set(map(id, held))
+            state.copied_outputs = state.copied_outputs | {i for i, r in state.pool_outputs if id(r) in held_ids}
+            _HELD_OUTPUTS.extend(_held(held))
+            found += len(held_ids)
+            log.info("forward: CUDA graph %s", _HELD_OUTPUT_MESSAGE)
+        state.pool_outputs = []
+    _OUTPUTS.clear()
+    return found
+
+
+_warned_outputs_held = [False]
+
+
+def _warn_outputs_held() -> None:
+    """Warn once per process that an output a replay returned in the pool is kept beyond the
+    next step (a list of every step's outputs), which keeps the graphs uncaptured: the user
+    would otherwise see a slower step and not learn why."""
+    if _warned_outputs_held[0]:
+        return
+    _warned_outputs_held[0] = True
+    warnings.warn("torchfuse: an output of a CUDA graph replay (mode=\"reduce-overhead\") is still referenced two "
+                  "steps later; the next replays would overwrite it, so the training graphs run without CUDA "
+                  "graphs while it is alive (that output is copied from now on). Keep a copy (.clone(), "
+                  ".detach().cpu(), .item()) of what you keep across steps. This warning is shown once per process.",
+                  UserWarning, stacklevel=user_stacklevel())
+
+
+def _new_generation(device_index: int) -> bool:
+    """Whether the CUDA graph trees' next call on ``device_index`` starts a new generation (a
+    new step: no forward waits for its backward, or the user marked a step), asked before that
+    call; True where the trees have no manager or no such test (checking more often only
+    copies more)."""
+    from torch._inductor.cudagraph_trees import get_manager
+
+    manager = get_manager(device_index, create_if_none_exists=False)
+    test = getattr(manager, "can_start_new_generation", None)
+    return True if test is None else bool(test())
+
+
+def _warmed_up(device_index: int) -> bool:
+    """Whether the trees' last call on ``device_index`` was a warm-up (not a recording or a
+    replay); True where the trees do not say."""
+    from torch._inductor.cudagraph_trees import get_manager
+
+    manager = get_manager(device_index, create_if_none_exists=False)
+    state = getattr(manager, "path_state", None)
+    return getattr(state, "name", None) not in ("RECORDING", "EXECUTION")
 
 
 def _address(t: torch.Tensor) -> int | None:
@@ -182,9 +291,11 @@ def _pool_outputs(outputs: list, device_index: int) -> tuple[list, _Holders | No
 
 
 def pool_memory_held() -> bool:
-    """Whether a gradient a replay returned is still held outside ``.grad`` (see the module)."""
+    """Whether a gradient a replay returned is still held outside ``.grad``, or a forward
+    output into a later step (see the module)."""
     _HELD[:] = _held(_HELD)
-    return bool(_HELD)
+    _HELD_OUTPUTS[:] = _held(_HELD_OUTPUTS)
+    return bool(_HELD or _HELD_OUTPUTS)
 
 
 @dataclasses.dataclass(eq=False)
@@ -254,6 +365,8 @@ def _held(refs: list) -> list:
     return [r for r in [r for r in refs if not r.expired()] if not r.ref.expired()]
 
 
+_HELD_OUTPUT_MESSAGE = ("an output returned in the pool was still held at the next step: calls run uncaptured "
+                        "while it is held, and that output is copied out of the pool from then on")
 _NO_REFERENCES = "the CUDA graph trees gave no weak references to their outputs, to tell which are held"
 _HELD_MESSAGE = ("a gradient returned in the pool was still held outside .grad at the next step: calls "
                  "run uncaptured while it is held, and this capture's gradients are copied out of the pool "
@@ -497,14 +610,14 @@ class OutputCopier:
     them), except that a broadcast source's copy is dense.
 
     Args:
-        indices: output positions to copy; ``None``: every tensor output.
+        indices: output positions to copy (a sequence); ``None``: every tensor output.
 
     The positions are grouped by dtype and device at the first call: a compiled graph's
     outputs keep their dtypes and devices from call to call, and the grouping is host time
     on every forward, where a step with a host synchronization leaves the GPU waiting.
     """
 
-    def __init__(self, indices: range | None):
+    def __init__(self, indices: Sequence[int] | None):
         self.indices = indices
         self._groups: list[list[int]] | None = None
         self._count = -1
@@ -533,7 +646,8 @@ class OutputCopier:
 def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_inputs: list, *, name: str,
                            static_inputs: list[int] | None, state: CaptureState, copy_outputs: bool,
                            stats: dict | None, cudagraphify: Callable | None = None,
-                           address_checked_calls: int = 3, input_names: tuple[str, ...] = ()) -> Callable:
+                           address_checked_calls: int = 3, input_names: tuple[str, ...] = (),
+                           pool_output_bytes: int = 0) -> Callable:
     """Wrap the compiled forward or backward graph ``fn`` so that its calls replay CUDA graphs.
 
     Args:
@@ -550,6 +664,9 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
             forward whose parameters and buffers are compared by address with the call before.
         input_names: the user's names of a forward's inputs (:func:`user_input_names`), for
             the refusals of the forward and of its backward (``state.input_names``).
+        pool_output_bytes: ``Tuning.runtime.pool_output_bytes``: with ``copy_outputs``, a
+            replayed forward's user-visible outputs of at least this many bytes are returned in
+            the pool until one is found held at a later step (see the module); 0: all copied.
 
     Returns:
         A boxed callable: ``fn`` itself (or a thin wrapper) when the graph is not captured.
@@ -592,9 +709,12 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
     n_user = None if backward or not copy_outputs else user_output_count()
     if n_user:
         copier = OutputCopier(range(n_user))
+    replay_copier: tuple | None = None  # (key, copier, positions left in the pool) of replays
     captured = (f"captured: replayed by PyTorch's CUDA graph trees after a warm-up call per input "
                 f"signature; {len(static)} inputs read in place"
-                + ("; user-visible outputs copied out of the pool" if copier else ""))
+                + ("" if copier is None else "; user-visible outputs copied out of the pool" if pool_output_bytes <= 0
+                   else f"; user-visible outputs under {pool_output_bytes} bytes copied out of the pool, larger ones "
+                   "returned in it unless a later step still finds one kept"))
     stats["cudagraph"] = captured + ("; gradients returned in the pool (a .grad still holding one moves out "
                                      "before the next forward)" if backward else "")
     grad_copier = OutputCopier(None) if backward else None
@@ -605,16 +725,27 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
     uncaptured = _running_backward(fn, device_index) if backward else fn
 
     def run(args: list) -> Any:
-        nonlocal replay, addresses, checks_left, grad_inputs
+        nonlocal replay, addresses, checks_left, grad_inputs, replay_copier
         if not backward:
             if _PENDING:
                 release_pool_gradients()
+            if _OUTPUTS and _new_generation(device_index):
+                release_pool_outputs()
             if grad_inputs is None:
                 grad_inputs = [i for i, a in enumerate(args)
                                if isinstance(a, torch.Tensor) and a.requires_grad and a.is_leaf]
             state.grad_params = [weakref.ref(args[i]) for i in grad_inputs]
-            state.step_uncaptured = bool(_HELD) and pool_memory_held()
-            stats["cudagraph"] = f"{captured}; {_HELD_MESSAGE}" if state.step_uncaptured else captured
+            state.step_uncaptured = bool(_HELD or _HELD_OUTPUTS) and pool_memory_held()
+            status = captured
+            if state.copied_outputs:
+                status += (f"; {len(state.copied_outputs)} outputs copied out of the pool from then on (found "
+                           "still held at a later step)")
+            if state.step_uncaptured:
+                status += f"; {_HELD_MESSAGE if _HELD else _HELD_OUTPUT_MESSAGE}"
+            state.steps_outputs_held = state.steps_outputs_held + 1 if state.step_uncaptured and not _HELD else 0
+            if state.steps_outputs_held == 2:
+                _warn_outputs_held()
+            stats["cudagraph"] = status
         if state.step_uncaptured:
             return uncaptured(args)
         # a forward's inputs read in place are parameters and buffers; a backward's are saved
@@ -645,7 +776,35 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
                 log.info("backward: CUDA graph %s", _NO_REFERENCES)
             stats["cudagraph"] = f"{captured}; gradients copied out of the pool: {state.copy_gradients}"
             return grad_copier(outputs)
-        return copier(outputs) if copier is not None else outputs
+        if copier is None:
+            return outputs
+        if pool_output_bytes <= 0:
+            return copier(outputs)
+        if _warmed_up(device_index):  # warm-up outputs are not the pool's recorded memory
+            outputs = copier(outputs)
+            state.probe_outputs = [(i, StorageWeakRef(outputs[i].untyped_storage())) for i in range(n_user)
+                                   if i not in state.copied_outputs and isinstance(outputs[i], torch.Tensor)
+                                   and outputs[i].untyped_storage().nbytes() >= pool_output_bytes]
+            if state.probe_outputs and state not in _OUTPUTS:
+                _OUTPUTS.append(state)
+            return outputs
+        node = _trees_node(device_index)
+        refs = getattr(node, "outputs_weakrefs", None)
+        if refs is None or len(refs) < len(outputs):
+            return copier(outputs)  # nothing to judge by: the safe way
+        refs = refs[len(refs) - len(outputs):]
+        key = (id(node), state.copied_outputs, len(outputs))
+        if replay_copier is None or replay_copier[0] != key:
+            left = [i for i in range(n_user) if i not in state.copied_outputs and refs[i] is not None
+                    and isinstance(outputs[i], torch.Tensor)
+                    and outputs[i].untyped_storage().nbytes() >= pool_output_bytes]
+            replay_copier = (key, OutputCopier([i for i in range(n_user) if i not in left]), left)
+        _, out_copier, left = replay_copier
+        if left:
+            state.pool_outputs = [(i, refs[i]) for i in left if refs[i] is not None]
+            if state not in _OUTPUTS:
+                _OUTPUTS.append(state)
+        return out_copier(outputs)
 
     run._boxed_call = True
     return run
