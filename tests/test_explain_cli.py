@@ -56,6 +56,34 @@ def test_file_function_in_training_explains_forward_and_backward(tmp_path, capsy
     assert any("Linear" in (loc.module or "") for loc in locations), locations
 
 
+def test_calls_run_the_step_again_so_that_the_generated_function_is_listed(tmp_path, monkeypatch):
+    """One call leaves each graph without its generated function (made at a second call with
+    the same sizes), and the summary says how to see it from the command line; ``--calls 2``
+    calls the step again with the same inputs, and the summary lists each graph's function."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.py").write_text(textwrap.dedent("""
+        import torch
+
+        def build():
+            torch.manual_seed(0)
+            return torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU()), (torch.randn(4, 16),)
+    """))
+    texts = {}
+    for calls in (1, 2):
+        prefix = tmp_path / f"calls{calls}"
+        assert torchfuse_main(["explain", "mine.py:build", "--train", "--device", DEVICE, "--calls", str(calls),
+                               "-o", str(prefix)]) == 0
+        texts[calls] = prefix.with_suffix(".txt").read_text()
+        result = ExplainResult.load(str(prefix) + ".json")
+        functions = [g.graph_function for g in result.graphs]
+        assert sorted(g.name for g in result.graphs) == ["backward", "forward"]
+        if calls == 1:
+            assert all(f.startswith("not generated yet") for f in functions), functions
+        else:
+            assert functions and not any(f.startswith("not generated yet") for f in functions), functions
+    assert "or --calls 2 on the command line" in texts[1] and "--calls 2 on the command line" not in texts[2]
+
+
 def test_file_model_imports_the_modules_beside_it(tmp_path, monkeypatch):
     """``torchfuse explain models/mine.py:build`` where ``mine.py`` imports ``blocks.py`` from
     its own folder, run from another directory, as ``python models/mine.py`` would find it; the
@@ -136,6 +164,7 @@ def test_file_model_of_torch_modules_names_the_users_file(tmp_path, capsys):
     (["hf:bert", "--mode", "fastest"], "unknown mode"),
     (["hf:bert", "--set", "persistent.no_such_field=1"], "unknown tuning field"),
     (["hf:bert", "--set", "persistent.tile_elements=many"], "is not a int"),
+    (["hf:bert", "--calls", "0"], "called at least once"),
 ])
 def test_unusable_arguments_exit_2_with_the_reason(argv, message, capsys, tmp_path):
     assert torchfuse_main(["explain", *argv, "--quick", "-o", str(tmp_path / "x")]) == 2

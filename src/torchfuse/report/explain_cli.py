@@ -3,8 +3,8 @@
 Usage::
 
     torchfuse explain MODEL [--size 8x128] [--dtype fp32|fp16|bf16] [--train] [--device cuda|cpu]
-                            [--quick] [--measure] [--mode reduce-overhead] [--option NAME=VALUE ...]
-                            [--set SECTION.FIELD=VALUE ...] [--tuning] [-o PREFIX]
+                            [--quick] [--measure] [--calls N] [--mode reduce-overhead]
+                            [--option NAME=VALUE ...] [--set SECTION.FIELD=VALUE ...] [--tuning] [-o PREFIX]
 
 ``MODEL`` is one of
 
@@ -22,8 +22,9 @@ The models are the benchmark's (:mod:`torchfuse.bench.suites`), built by its bui
 step is the benchmark's: inference runs the forward under ``torch.no_grad()`` with the model
 in eval mode (a file's model too) and model and inputs cast to ``--dtype``; ``--train`` runs forward, loss and backward (under
 ``torch.autocast`` for fp16 and bf16). ``--quick`` takes the benchmark's tiny configurations
-(seconds on a CPU). On a CPU, explain turns interpret mode on to show the plan, and says so
-first. Writes ``PREFIX.txt`` (the summary, also printed), ``PREFIX.html`` (the report) and
+(seconds on a CPU). ``--calls N`` calls the step N times with the same inputs (Python's
+``more_inputs``): from the second call on, each graph runs as its generated function. On a
+CPU, explain turns interpret mode on to show the plan, and says so first. Writes ``PREFIX.txt`` (the summary, also printed), ``PREFIX.html`` (the report) and
 ``PREFIX.json`` (the result, for ``torchfuse report``); ``PREFIX`` defaults to
 ``explain-<model>`` (``explain-<model>-train`` with ``--train``). ``--set`` changes a field of :class:`~torchfuse.config.tuning.Tuning`
 (the heuristics' and code writers' constants) for this compile; ``--tuning`` adds to the
@@ -287,6 +288,9 @@ def parser() -> argparse.ArgumentParser:
                    help="where to run (default: cuda when present, else cpu; on cpu the kernels run in Triton's interpreter)")
     p.add_argument("--quick", action="store_true", help="the benchmark's tiny configurations (seconds on a CPU)")
     p.add_argument("--measure", action="store_true", help="time each kernel against a device copy (GPU only)")
+    p.add_argument("--calls", type=int, default=1, metavar="N",
+                   help="call the step N times with the same inputs (default 1); from the second call on each "
+                        "graph runs its generated function, which the summary then lists (Python: more_inputs)")
     p.add_argument("--mode", default=None, help="a torch.compile mode, e.g. reduce-overhead")
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                    help="a torchfuse option (repeatable), e.g. --option freeze=true")
@@ -310,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.set:
             options["tuning"] = _tuning_with(options.get("tuning"), args.set)
         check_options(options, args.mode)
+        if args.calls < 1:
+            raise SpecError(f"--calls {args.calls}: the step is called at least once")
         mode_name = _MODES[args.dtype][1 if args.train else 0]
         if args.model.split(":", 1)[0] in ("hf", "timm", "torchvision"):
             fn, inputs, shown = workload_step(args.model, size, mode_name, args.device, args.quick)
@@ -331,8 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     # torchfuse's own warnings are in the summary printed below: not also on stderr
     with contextlib.nullcontext() if args.train else torch.no_grad(), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="torchfuse")
-        result = explain(fn, *inputs, backward=args.train, measure=args.measure, mode=args.mode, verbose=False,
-                         **options)
+        result = explain(fn, *inputs, more_inputs=[tuple(inputs)] * (args.calls - 1), backward=args.train,
+                         measure=args.measure, mode=args.mode, verbose=False, **options)
     if isinstance(fn, _Call):
         name_user_file(result, fn.origin)
     result.environment["program"] = (f"{args.model} ({shown}{', quick configuration' if args.quick else ''}), "

@@ -168,8 +168,8 @@ def _graph_lines(g: GraphReport, result: ExplainResult) -> list[str]:
         from ..runtime.executor import NOT_GENERATED
 
         # made at a second call with sizes seen before: more_inputs of new sizes do not make it
-        hint = ("; to see it here, call explain(..., more_inputs=[inputs of the same sizes]) from Python"
-                if g.graph_function == NOT_GENERATED else "")
+        hint = ("; to see it here, call it twice: explain(..., more_inputs=[inputs of the same sizes]), or "
+                "--calls 2 on the command line" if g.graph_function == NOT_GENERATED else "")
         lines.append(f"  generated function: {g.graph_function}{hint}")
     if g.groups:
         lines.append("  fusion groups:")
