@@ -448,17 +448,17 @@ def test_outputs_held_across_steps_keep_their_values(pool):
 ALL_IN_POOL = "runtime.pool_output_bytes=1"
 
 
-@cpu_only
-def test_outputs_dropped_within_the_step_stay_in_the_pool(pool):
-    """Outputs the step drops (the value passed across a graph break, the output once the
-    loss is taken) are returned in the pool, not copied: every step replays both captures and
-    returns the same pool memory, with eager's values and gradients."""
-    eager, model = _Broken(), _Broken()
+def _steps_dropping_outputs(device: str, steps: int) -> list[int]:
+    """``steps`` training steps of :class:`_Broken` under ``reduce-overhead`` with every output
+    returned in the pool, each step's output dropped after its backward; the output and the
+    gradients are checked against eager's at every step. Returns the output's address at each
+    step."""
+    eager, model = _Broken().to(device), _Broken().to(device)
     model.load_state_dict(eager.state_dict())
-    compiled = torchfuse.compile(model, mode="reduce-overhead", interpret=True, tuning=ALL_IN_POOL)
+    compiled = torchfuse.compile(model, mode="reduce-overhead", interpret=device == "cpu", tuning=ALL_IN_POOL)
     addresses = []
-    for step in range(5):
-        x = torch.randn(5, 8)
+    for _ in range(steps):
+        x = torch.randn(5, 8, device=device)
         out = compiled(x)
         torch.testing.assert_close(out, eager(x))
         addresses.append(out.data_ptr())
@@ -469,6 +469,15 @@ def test_outputs_dropped_within_the_step_stay_in_the_pool(pool):
             torch.testing.assert_close(b, a)
         eager.zero_grad(set_to_none=True)
         model.zero_grad(set_to_none=True)
+    return addresses
+
+
+@cpu_only
+def test_outputs_dropped_within_the_step_stay_in_the_pool(pool):
+    """Outputs the step drops (the value passed across a graph break, the output once the
+    loss is taken) are returned in the pool, not copied: every step replays both captures and
+    returns the same pool memory, with eager's values and gradients."""
+    addresses = _steps_dropping_outputs("cpu", 5)
     assert len(set(addresses[2:])) == 1  # the replays' (after the warm-up and the recording)
     assert pool.replays == 4 * 5  # two captures, forward and backward, every step
     assert all("copied out of the pool from then on" not in g.stats["cudagraph"] for g in backend.RECENT[-4:])
@@ -766,22 +775,7 @@ def test_replayed_outputs_dropped_within_the_step_stay_in_the_pool():
     same address every step, every step from the third replays (the value passed across the
     graph break is copied if something kept it into the next step), and values and gradients
     are eager's."""
-    eager, model = _Broken().cuda(), _Broken().cuda()
-    model.load_state_dict(eager.state_dict())
-    compiled = torchfuse.compile(model, mode="reduce-overhead", tuning=ALL_IN_POOL)
-    addresses = []
-    for step in range(6):
-        x = torch.randn(5, 8, device="cuda")
-        out = compiled(x)
-        torch.testing.assert_close(out, eager(x))
-        addresses.append(out.data_ptr())
-        out.square().mean().backward()
-        eager(x).square().mean().backward()
-        del out
-        for a, b in zip(_grads(eager), _grads(model)):
-            torch.testing.assert_close(b, a)
-        eager.zero_grad(set_to_none=True)
-        model.zero_grad(set_to_none=True)
+    addresses = _steps_dropping_outputs("cuda", 6)
     assert len(set(addresses[2:])) == 1
     states = [g.stats["cudagraph"] for g in backend.RECENT[-4:]]
     assert all(s.startswith("captured") and "uncaptured" not in s for s in states), states
