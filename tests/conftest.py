@@ -15,6 +15,11 @@ if not torch.cuda.is_available():
 
 import pytest  # noqa: E402
 
+import interpreter_bounds  # noqa: E402
+
+#: interpreted kernels' loads and stores checked against their tensor arguments (see the module)
+BOUNDS_CHECKED = interpreter_bounds.install()
+
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 

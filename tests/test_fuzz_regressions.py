@@ -253,3 +253,56 @@ def test_floor_division_by_a_zero_dim_operand_of_another_dtype_follows_cuda_eage
         for got, want in zip(compiled(x, y), program(x, y)):
             torch.testing.assert_close(got, want, rtol=0, atol=0)
         torch._dynamo.reset()
+
+
+def test_a_full_reduction_read_again_over_four_dims():
+    """The sum of a 4-D tensor added back to it and to a transposed one in the same kernel:
+    the reduction's result was named ``r3``, the name of the fourth reduced dim's index, so the
+    loads and stores after it computed their addresses from the sum and went out of bounds
+    (a heap corruption under Triton's interpreter; found with ``--fuzz-examples 3000
+    --fuzz-seed 181``). Generated names can no longer take the form of a kernel's index or
+    parameter names."""
+    def program(x0, x1, x2):
+        v0 = torch.zeros_like(x0)
+        v1 = v0 + x2
+        v2 = v0 + v0
+        v3 = v0 + v0
+        v4 = x0.sum()
+        v5 = v4 + x0
+        v6 = v4 + x1
+        return (v6, v1, v2, v3, v5,)
+
+    check_program(program, [make_input((2, 2, 2, 2), torch.int8, 'contiguous', seed=0, specials=True, grad=False),
+                            make_input((2, 2, 2, 2), torch.float32, 'transposed', seed=0, specials=True, grad=True),
+                            make_input((1, 1, 1, 1), torch.float32, 'contiguous', seed=0, specials=True, grad=True)])
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the checks are the interpreter's")
+def test_interpreted_accesses_outside_the_kernels_tensors_are_errors():
+    """The tests' interpreter checks each load and store against the kernel's tensor
+    arguments (tests/interpreter_bounds.py): a store one element past the end raises, naming
+    the kernel, where the interpreter would have written to the heap."""
+    import triton
+    import triton.language as tl
+
+    import conftest
+
+    assert conftest.BOUNDS_CHECKED
+
+    @triton.jit
+    def past_the_end(X, N, BLOCK: tl.constexpr):
+        i = tl.arange(0, BLOCK)
+        tl.store(X + i, tl.load(X + i, mask=i < N, other=0.0) + 1, mask=i < N + 1)
+
+    x = torch.zeros(8)
+    with pytest.raises(Exception, match="store out of bounds in past_the_end: 1 of 9 lanes"):
+        past_the_end[(1,)](x, 8, BLOCK=16)
+    y = torch.zeros(8)
+
+    @triton.jit
+    def inside(X, N, BLOCK: tl.constexpr):
+        i = tl.arange(0, BLOCK)
+        tl.store(X + i, tl.load(X + i, mask=i < N, other=0.0) + 1, mask=i < N)
+
+    inside[(1,)](y, 8, BLOCK=16)
+    assert torch.equal(y, torch.ones(8))

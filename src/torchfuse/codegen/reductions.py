@@ -196,7 +196,7 @@ class Reductions:
 
     def first_index(self, vals: str, idxs: str, best: str) -> str:
         """Smallest index among lanes whose value equals ``best`` (NaN matching NaN)."""
-        res = self.fresh("ix")
+        res = self.fresh("first")
         self.emit(f"{res} = tl.min(tl.where(({vals} == {best}) | (({vals} != {vals}) & ({best} != {best})), "
                   f"{idxs}, 2147483647), 1)[:, None]")
         return res
@@ -297,7 +297,7 @@ class Reductions:
                 v2 = self.fresh("mean")
                 self.emit(f"{v2} = {var} / tl.full([], rnumel, {triton_dtype(dt)})")
                 var = v2
-            final = self.fresh("r")
+            final = self.fresh("res")
             self.emit(f"{final} = {convert(var, dt, out.meta.dtype)}")
             self.define(out, final, out.meta.dtype, outer=True)
 

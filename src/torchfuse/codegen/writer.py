@@ -15,6 +15,7 @@ values are rounded to the dtype eager stores them in unless ``exact_rounding`` i
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import torch
@@ -27,6 +28,11 @@ from ..ir.graph import Node, Value
 from ..ir.ops import REGISTRY
 from ..schedulers.layout import KernelLayout, TensorAccess
 from .reductions import Reductions, workspace_components, workspace_nodes
+
+#: the names a kernel defines other than through ``KernelWriter.fresh``: the unravelled kept and
+#: reduced indices and their quotients (``unravel``), the sizes, tensors, index values and
+#: workspaces among its parameters (``params``)
+_FIXED_NAME = re.compile(r"(x|r|xq|rq|xs|rs|in|out|ix|ws)\d+")
 
 
 class KernelWriter(Reductions):
@@ -117,8 +123,19 @@ class KernelWriter(Reductions):
         self.lines.append("    " * self.indent + line)
 
     def fresh(self, prefix: str = "t") -> str:
+        """A new variable name, ``prefix`` and a counter.
+
+        Raises:
+            ValueError: the name could be one the kernel defines otherwise (its unravelled
+                indices ``x0``, ``rq1``, its parameters ``in0``, ``rs2``, ``ix0``, ``ws1``),
+                which a later definition would silently overwrite, or which would overwrite
+                it: an index read as a value makes addresses out of bounds.
+        """
         self.counter += 1
-        return f"{prefix}{self.counter}"
+        name = f"{prefix}{self.counter}"
+        if _FIXED_NAME.fullmatch(name):
+            raise ValueError(f"generated variable {name!r} has the form of a name the kernel defines otherwise")
+        return name
 
     def in_r(self, v: Value) -> bool:
         return self.reduce and v.meta is not None and self.dom.varies_along_reduced(v)
