@@ -229,6 +229,14 @@ def test_explain_summary_text(explained):
     assert not any("more_inputs" in g.graph_function for g in result.graphs)
 
 
+def test_more_inputs_given_a_tensor_instead_of_argument_tuples_says_so():
+    """``more_inputs=[x]`` would call the model with x's rows as arguments: a TypeError says to
+    pass ``[(x,)]``."""
+    x = torch.randn(4, 8, device=DEVICE)
+    with pytest.raises(TypeError, match=r"more_inputs=\[\(x,\)\]"):
+        torchfuse.explain(torch.nn.Linear(8, 8).to(DEVICE), x, more_inputs=[x], verbose=False)
+
+
 def test_measure_times_every_plan_through_its_group_runner(explained):
     """The GPU timing path, run here with a stand-in timer: each plan's runner is called on random
     inputs of the plan's sizes (no re-planning), and bandwidths are bytes over time."""

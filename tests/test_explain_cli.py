@@ -6,6 +6,7 @@ import textwrap
 import warnings
 
 import pytest
+import torch
 
 from conftest import DEVICE
 from torchfuse.cli import main as torchfuse_main
@@ -165,6 +166,7 @@ def test_file_model_of_torch_modules_names_the_users_file(tmp_path, capsys):
     (["hf:bert", "--set", "persistent.no_such_field=1"], "unknown tuning field"),
     (["hf:bert", "--set", "persistent.tile_elements=many"], "is not a int"),
     (["hf:bert", "--calls", "0"], "called at least once"),
+    *([(["hf:bert", "--device", "cuda"], "no usable CUDA device")] if not torch.cuda.is_available() else []),
 ])
 def test_unusable_arguments_exit_2_with_the_reason(argv, message, capsys, tmp_path):
     assert torchfuse_main(["explain", *argv, "--quick", "-o", str(tmp_path / "x")]) == 2

@@ -375,6 +375,24 @@ def test_options_made_directly_take_the_environment_defaults(monkeypatch, tmp_pa
     assert torchfuse.Options(interpret=True).interpret is True  # explicit values win
 
 
+@pytest.mark.parametrize("value, expected", [("Yes", True), (" on ", True), ("off", False), ("", False),
+                                             ("bogus", None), ("2", None)])
+def test_boolean_environment_variables_reject_other_values(monkeypatch, value, expected):
+    """TORCHFUSE_INTERPRET and TORCHFUSE_DISABLE_CACHE take 1/true/yes/on and 0/false/no/off;
+    another value (a typo) raises, naming the variable, instead of meaning off."""
+    for name in ("TORCHFUSE_INTERPRET", "TORCHFUSE_DISABLE_CACHE"):
+        monkeypatch.delenv("TORCHFUSE_INTERPRET", raising=False)
+        monkeypatch.delenv("TORCHFUSE_DISABLE_CACHE", raising=False)
+        monkeypatch.setenv(name, value)
+        if expected is None:
+            with pytest.raises(ValueError, match=f"{name}="):
+                torchfuse.Options()
+        elif name == "TORCHFUSE_INTERPRET":
+            assert torchfuse.Options().interpret is expected
+        else:
+            assert (torchfuse.Options().cache_dir is None) is expected
+
+
 def test_new_scheduler_for_new_sizes_is_logged_as_recompile(caplog):
     """Rows that outgrow the persistent limit get a looped kernel: the values stay eager's and
     the ``recompile`` topic names the new kernel and its scheduler."""

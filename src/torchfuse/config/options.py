@@ -33,10 +33,21 @@ from pathlib import Path
 from .tuning import Tuning, parse_tuning
 
 _TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"", "0", "false", "no", "off"}
 
 
 def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in _TRUE
+    """A boolean environment variable: 1/true/yes/on or 0/false/no/off (any case), unset off.
+
+    Raises:
+        ValueError: another value (a typo would otherwise silently mean off).
+    """
+    value = os.environ.get(name, "").strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(f"{name}={os.environ[name]!r}: expected 1/true/yes/on or 0/false/no/off")
 
 
 def _env_tuning() -> Tuning:

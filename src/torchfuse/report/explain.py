@@ -79,14 +79,19 @@ def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequen
         the :class:`ExplainResult` (``.save(path)`` writes it as JSON).
 
     Raises:
-        whatever the program raises; TypeError for an unknown option, ValueError for an
-        unknown mode. torchfuse's own failures do not raise: they are in the result (and
-        warned about, with reproducers).
+        whatever the program raises; TypeError for an unknown option, or for ``more_inputs``
+        holding a tensor where an argument tuple belongs; ValueError for an unknown mode.
+        torchfuse's own failures do not raise: they are in the result (and warned about,
+        with reproducers).
     """
     from torch._dynamo.backends.debugging import ExplainWithBackend
 
     from .. import backend
     from . import collect  # here, not at import time: it loads the IR (and sympy)
+
+    if any(isinstance(args, torch.Tensor) for args in more_inputs):  # it would be split into rows
+        raise TypeError("explain(more_inputs=...) takes argument tuples, one per call: more_inputs=[(x,)], "
+                        "not [x]")
 
     for k, v in backend.mode_overrides(mode).items():
         option_overrides.setdefault(k, v)

@@ -314,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.set:
             options["tuning"] = _tuning_with(options.get("tuning"), args.set)
         check_options(options, args.mode)
+        if args.device == "cuda" and not torch.cuda.is_available():
+            raise SpecError("--device cuda: this machine has no usable CUDA device (use --device cpu)")
         if args.calls < 1:
             raise SpecError(f"--calls {args.calls}: the step is called at least once")
         mode_name = _MODES[args.dtype][1 if args.train else 0]
