@@ -782,9 +782,8 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
             return copier(outputs)
         if _warmed_up(device_index):  # warm-up outputs are not the pool's recorded memory
             outputs = copier(outputs)
-            state.probe_outputs = [(i, StorageWeakRef(outputs[i].untyped_storage())) for i in range(n_user)
-                                   if i not in state.copied_outputs and isinstance(outputs[i], torch.Tensor)
-                                   and outputs[i].untyped_storage().nbytes() >= pool_output_bytes]
+            state.probe_outputs = [(i, StorageWeakRef(outputs[i].untyped_storage()))
+                                   for i in _large_outputs(outputs, n_user, state.copied_outputs, pool_output_bytes)]
             if state.probe_outputs and state not in _OUTPUTS:
                 _OUTPUTS.append(state)
             return outputs
@@ -795,9 +794,8 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
         refs = refs[len(refs) - len(outputs):]
         key = (id(node), state.copied_outputs, len(outputs))
         if replay_copier is None or replay_copier[0] != key:
-            left = [i for i in range(n_user) if i not in state.copied_outputs and refs[i] is not None
-                    and isinstance(outputs[i], torch.Tensor)
-                    and outputs[i].untyped_storage().nbytes() >= pool_output_bytes]
+            left = [i for i in _large_outputs(outputs, n_user, state.copied_outputs, pool_output_bytes)
+                    if refs[i] is not None]
             replay_copier = (key, OutputCopier([i for i in range(n_user) if i not in left]), left)
         _, out_copier, left = replay_copier
         if left:
@@ -808,6 +806,14 @@ def capture_training_graph(fn: Callable, gm: torch.fx.GraphModule, example_input
 
     run._boxed_call = True
     return run
+
+
+def _large_outputs(outputs: list, n_user: int, copied: frozenset, min_bytes: int) -> list[int]:
+    """The positions among the first ``n_user`` outputs (the user-visible ones) of tensors whose
+    storage holds at least ``min_bytes`` bytes, except those ``copied`` from now on: the outputs
+    a replay leaves in the pool (see the module)."""
+    return [i for i in range(n_user) if i not in copied and isinstance(outputs[i], torch.Tensor)
+            and outputs[i].untyped_storage().nbytes() >= min_bytes]
 
 
 _MOVED = ("an input read in place (a parameter) was at a new address in a later call, as FSDP2's "
