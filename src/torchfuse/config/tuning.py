@@ -343,15 +343,18 @@ class RuntimeTuning:
         pool_output_bytes: with CUDA graphs for training, a replayed forward's user-visible
             outputs of at least this many bytes are returned in the CUDA graph pool, not
             copied out of it, until one is found still held at the next step
-            (:mod:`torchfuse.runtime.training_graphs`); smaller ones are copied. 0 (the
-            default): every user-visible output is copied.
+            (:mod:`torchfuse.runtime.training_graphs`); smaller ones (a loss, which logging
+            keeps) are copied. 0: every user-visible output is copied. The default, 1 MiB,
+            keeps losses and per-token statistics copied and leaves logits and activations
+            passed across graph breaks in the pool (benchmarks/NOTES.md, "forward outputs left
+            in the pool, measured").
     """
 
     progress_delay_seconds: float = 2.0
     interpreter_gpu_helpers: tuple[str, ...] = ()
     address_checked_calls: int = 3
     graph_function: bool = True
-    pool_output_bytes: int = 0
+    pool_output_bytes: int = 1 << 20
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,8 +27,8 @@ What torchfuse adds:
   (which ``explain`` prints) says why;
 * the forward's user-visible outputs (the loss, the logits, values passed across a graph break)
   kept safe from the next replays, which write the same memory (``Options.cudagraph_copy_outputs``):
-  copied out of the pool, or, with ``Tuning.runtime.pool_output_bytes`` set, small ones (a
-  loss, which logging keeps) copied and large ones returned in the pool, checked when the
+  small ones (under ``Tuning.runtime.pool_output_bytes``: a loss, which logging keeps) copied
+  out of the pool and large ones returned in it, checked when the
   next step starts (:func:`release_pool_outputs`, at the first forward where the trees start a
   new generation, whose replays may overwrite them): one still held (kept by the user's loop,
   viewed, aliased) makes the graphs run uncaptured while it is held, and its position is
