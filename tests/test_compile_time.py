@@ -65,7 +65,7 @@ def entry_files(cache_dir) -> list[Path]:
     return sorted(p for p in Path(cache_dir, "graphs").rglob("*.json") if p.parent.name != "index")
 
 
-def test_first_call_phases_add_up_and_explain_reports_them():
+def test_first_call_phases_add_up_and_explain_reports_them(tmp_path):
     torch._dynamo.reset()
     x, w = inputs()
     compiled = torchfuse.compile(program, interpret=True, cache_dir=None)
@@ -82,9 +82,14 @@ def test_first_call_phases_add_up_and_explain_reports_them():
         compiled(x, w)
     assert not {"dynamo", "aot_autograd", "segment", "codegen"} & set(later.seconds), later.seconds
 
-    result = torchfuse.explain(program, x, w, verbose=False, cache_dir=None)
+    result = torchfuse.explain(program, x, w, verbose=False, cache_dir=str(tmp_path))
     assert result.compile_phases["segment"] > 0 and result.compile_phases["codegen"] > 0
     assert "time by phase: dynamo" in result.summary()
+    # the graphs' stages count the seconds the phases count (the graph cache's lookup with the
+    # passes): the header and each graph's ``stages:`` line agree, to the phases' rounding
+    stages = result.stage_seconds()
+    assert stages["segment"] == pytest.approx(result.compile_phases["segment"], abs=1e-4)
+    assert stages["ir"] == pytest.approx(result.compile_phases["passes"], abs=1e-4)
 
 
 def test_graph_cache_hit_skips_code_generation(tmp_path, monkeypatch):

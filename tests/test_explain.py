@@ -522,6 +522,10 @@ def test_batch_norm_buffer_writes_are_state_updates():
     writes = [c for g in result.graphs for c in g.aten_calls if c.op == "aten.copy_.default"]
     assert len(writes) == 3 and all(c.category == "state" for c in writes), [(c.op, c.category) for c in writes]
     assert "state update (by design)" in result.summary()
+    # one capture compiled as a forward and a backward graph, both listed: the header says so
+    assert [g.name for g in result.graphs] == ["forward", "backward"]
+    assert result.summary().startswith(
+        "torchfuse explain: 1 graph captured by TorchDynamo (compiled as 2: forward, backward), ")
     for (name, a), b in zip(model.named_buffers(), reference.buffers()):
         torch.testing.assert_close(a, b, msg=name)
 

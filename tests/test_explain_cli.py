@@ -194,7 +194,10 @@ def test_tuning_flag_prints_the_tuning_each_kernel_was_built_with(tmp_path, caps
     rows = [k for k in result.kernels if k.scheduler == "reduction.persistent"]
     assert len(rows) == 1, [(k.name, k.scheduler) for k in result.kernels]
     block = printed[printed.index("tuning per kernel:"):]
-    assert f"  {rows[0].name} (reduction.persistent):\n    persistent.tile_elements = 2048  (changed)\n" in block, block
+    group = next(grp for g in result.graphs for grp in g.groups
+                 if any(p.kernel_key == rows[0].key for p in grp.plans))
+    header = f"  {rows[0].name} (reduction.persistent), key {rows[0].key[:12]}, run by inference group {group.id}:"
+    assert f"{header}\n    persistent.tile_elements = 2048  (changed)\n" in block, block
     assert "    persistent.one_warp_row = 1024\n" in block and "    codegen.all_true_masks = True\n" in block, block
     assert "pointwise.large_block" not in block  # a section the persistent scheduler does not read
     assert torchfuse_main([*argv, str(tmp_path / "plain")]) == 0

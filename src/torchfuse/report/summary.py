@@ -188,14 +188,32 @@ def call_time_text(result: ExplainResult) -> str:
 
 
 def format_tuning(result: ExplainResult) -> str:
-    """The tuning each generated kernel was built with: per kernel (name and scheduler), one
+    """The tuning each generated kernel was built with: per kernel (name, scheduler, the first
+    12 digits of its cache key and the groups that ran it: two kernels may share a name), one
     ``section.field = value`` line per field of the sections its scheduler and the code writer
     read, then every other field changed from its default (marked ``(changed)``)."""
     lines = ["tuning per kernel:" + ("" if result.kernels else " no kernel was generated")]
     for k in result.kernels:
-        lines.append(f"  {k.name} ({k.scheduler or '?'}):")
+        users = [f"{g.name} group {grp.id}" for g in result.graphs for grp in g.groups
+                 if any(p.kernel_key == k.key for p in grp.plans)]
+        lines.append(f"  {k.name} ({k.scheduler or '?'}), key {k.key[:12]}"
+                     + (f", run by {', '.join(users)}" if users else "") + ":")
         lines += [f"    {line}" for line in k.tuning]
     return "\n".join(lines)
+
+
+def _captured_text(result: ExplainResult) -> str:
+    """``1 graph captured by TorchDynamo (compiled as 2: forward, backward)``: AOTAutograd
+    compiles a training graph as a forward and a backward, which the summary lists apart."""
+    n = len(result.captures)
+    text = f"{n} graph{'' if n == 1 else 's'} captured by TorchDynamo"
+    if len(result.graphs) != n:
+        kinds: dict[str, int] = {}
+        for g in result.graphs:
+            kinds[g.name] = kinds.get(g.name, 0) + 1
+        text += f" (compiled as {len(result.graphs)}: " + ", ".join(
+            k if c == 1 else f"{c} {k}" for k, c in kinds.items()) + ")"
+    return text
 
 
 def format_summary(result: ExplainResult, tuning: bool = False) -> str:
@@ -206,7 +224,7 @@ def format_summary(result: ExplainResult, tuning: bool = False) -> str:
     # rewrites count apart from fusion groups: a cuDNN epilogue fuses without a group of its own
     rewrites = sum(sum(c.rewrites.values()) for c in result.captures)
     lines = [
-        f"torchfuse explain: {len(result.captures)} graph(s) captured, {breaks} graph break(s), "
+        f"torchfuse explain: {_captured_text(result)}, {breaks} graph break(s), "
         f"{len(result.groups)} fusion group(s)"
         f"{f', {rewrites} graph rewrite(s)' if rewrites else ''}, {len(result.aten_work)} op(s) on ATen"
         f"{f' (and {idle} view(s) or constant(s))' if idle else ''}, "
