@@ -348,6 +348,9 @@ class RuntimeTuning:
             keeps losses and per-token statistics copied and leaves logits and activations
             passed across graph breaks in the pool (benchmarks/NOTES.md, "forward outputs left
             in the pool, measured").
+        pad_kernel: run the zero pads of 2-D tensors (the aligned matrix products' operands)
+            as one Triton kernel each (:mod:`torchfuse.runtime.pad`) instead of ATen's fill and
+            strided copy. Off until measured on a GPU (benchmarks/NOTES.md, "a pad kernel").
     """
 
     progress_delay_seconds: float = 2.0
@@ -355,6 +358,7 @@ class RuntimeTuning:
     address_checked_calls: int = 3
     graph_function: bool = True
     pool_output_bytes: int = 1 << 20
+    pad_kernel: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

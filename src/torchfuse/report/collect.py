@@ -75,9 +75,11 @@ def op_name(target: Any) -> str:
 
 
 def call_category(node: Node) -> str:
-    """``library``, ``unsupported``, ``view``, ``constant``, ``disabled`` or ``state`` (a write
-    back to a graph input: BatchNorm's running statistics) for a call node."""
+    """``library``, ``unsupported``, ``view``, ``constant``, ``disabled``, ``state`` (a write
+    back to a graph input: BatchNorm's running statistics) or ``pad`` (a zero pad that
+    torchfuse's pad kernel writes, :mod:`torchfuse.runtime.pad`) for a call node."""
     from ..decompose import INPUT_WRITE
+    from ..runtime.pad import PAD_KERNEL
 
     if node.reason == _VIEW:
         return "view"
@@ -87,6 +89,8 @@ def call_category(node: Node) -> str:
         return "constant"
     if is_library_op(node.target):
         return "library"
+    if node.reason == PAD_KERNEL:
+        return "pad"
     if node.reason in (FUSE_OFF_REASON, CPU_REASON):
         return "disabled"
     return "unsupported"

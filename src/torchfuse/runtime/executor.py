@@ -36,6 +36,7 @@ from .fallback import first_call, writes_input
 from .graph_function import build_graph_function
 from .group import GroupRunner
 from .launch import draw_seeds
+from .pad import pad_runner
 from .progress import CompileProgress
 
 log = logging.getLogger("torchfuse.schedule")
@@ -129,6 +130,9 @@ class CompiledGraph:
             elif step.reason in (BATCHED_CAST, BATCHED_CAST_LATE) or id(step) in batches:
                 self.steps.append(step)
                 self.runners.append(batches.get(id(step), _nothing))
+            elif step.is_call and (pad := pad_runner(step, self.slots, options, self.store, self.stats)) is not None:
+                self.steps.append(step)
+                self.runners.append(pad)
             elif not step.is_call and REGISTRY[step.op].kind in ("constant", "random"):
                 # a registry node outside any group: rebuilt from its metadata, as in a group's
                 # fallback (its ATen arguments name tensors read for metadata only, which
