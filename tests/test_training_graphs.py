@@ -20,7 +20,8 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 import torchfuse
 import torchfuse.backend as backend
 from torchfuse.runtime import training_graphs
-from torchfuse.runtime.training_graphs import capture_refusal
+from torchfuse.runtime import capture_refusals
+from torchfuse.runtime.capture_refusals import capture_refusal
 
 gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
 #: the stand-in pool tests run the generated kernels on CPU tensors through Triton's interpreter,
@@ -128,9 +129,9 @@ def test_backward_refusals_name_the_saved_forward_inputs_by_the_users_names():
     graph.output(tuple(nodes))
     gm = torch.fx.GraphModule(torch.nn.Module(), graph)
     names = ("model[0].weight", "x")
-    assert training_graphs.describe_input(gm, nodes[0], names, "backward") == \
+    assert capture_refusals.describe_input(gm, nodes[0], names, "backward") == \
         "x (float32[2, 3], primals_2, backward input 1 of 2)"
-    assert training_graphs.describe_input(gm, nodes[1], names, "backward") == \
+    assert capture_refusals.describe_input(gm, nodes[1], names, "backward") == \
         "tangents_1 (float32[2, 3], backward input 2 of 2)"
 
 
@@ -141,7 +142,7 @@ def test_refusals_name_inputs_as_the_users_code_does(monkeypatch):
     seen = []
 
     def backend_(gm, example_inputs):
-        seen.append(training_graphs.user_input_names(gm))
+        seen.append(capture_refusals.user_input_names(gm))
         return gm.forward
 
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))

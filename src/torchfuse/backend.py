@@ -65,7 +65,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
             CUDA graphs where that is safe.
         input_names: the user's names of the inputs of TorchDynamo's graph, which a forward
             or inference graph takes in the same order
-            (:func:`~torchfuse.runtime.training_graphs.user_input_names`): refusals to capture
+            (:func:`~torchfuse.runtime.capture_refusals.user_input_names`): refusals to capture
             name inputs by them.
     """
     if static_inputs is None:
@@ -143,7 +143,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Opti
 
         from torch._dynamo.backends.cudagraphs import find_input_mutations
 
-        from .runtime.training_graphs import describe_input
+        from .runtime.capture_refusals import describe_input
 
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         return CudaGraphRunner(compiled, options, static_inputs, mutated_inputs=find_input_mutations(gm.graph),
@@ -378,7 +378,8 @@ def _trace_and_compile(gm: torch.fx.GraphModule, example_inputs: list, opts: Opt
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
-    from .runtime.training_graphs import CaptureState, user_input_names
+    from .runtime.capture_refusals import user_input_names
+    from .runtime.training_graphs import CaptureState
 
     capture = CaptureState()  # shared by this program's forward and backward graphs
     names = user_input_names(gm)
