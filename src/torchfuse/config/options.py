@@ -142,9 +142,12 @@ class Options:
             as usual and ``explain`` says why.
         cudagraph_max_graphs: CUDA graphs kept per compiled inference graph (least recently
             used go).
-        cudagraph_copy_outputs: return copies of a replay's outputs (safe): for inference
-            graphs every output, for training graphs the forward's user-visible outputs (one
-            multi-tensor copy per dtype). Without it the pool's tensors are returned: an
+        cudagraph_copy_outputs: keep a replay's outputs safe from later replays: for
+            inference graphs every output is copied; for training graphs the forward's
+            user-visible outputs under ``Tuning.runtime.pool_output_bytes`` are copied (one
+            multi-tensor copy per dtype) and larger ones are returned in the pool and checked
+            at the next step (one still held makes the graphs run uncaptured while it is, and
+            is copied from then on). Without it the pool's tensors are returned: an
             inference replay that would overwrite one still in use raises, and a later
             step's replay overwrites a training output that was kept (the CUDA graph trees'
             rule in replay mode: clone what you keep).
