@@ -56,6 +56,43 @@ def test_the_float64_fallback_still_rejects_a_wrong_value():
     assert_same([torch.tensor([1.0, 2.0])], [torch.tensor([1.0, 2.0005])], "output", reference=lambda: [exact])
 
 
+def test_a_quotient_by_a_cancelled_sum_under_a_gpus_launch_configurations(monkeypatch):
+    """Rows of mean-centred values divided by their own sum, which is 0 in exact arithmetic and
+    rounding noise in float32 (-2.9e-11 in float64, 1.95e-3 in CPU eager, 0 in the kernel
+    under an H200's launch configurations, whose summation order differs): eager's quotients
+    (-1.3e7, inf) and the kernel's (-inf, 1.3e7) are equally far from float64's, and so are
+    the gradients (NaN in eager where float64 has 0, finite where float64 has NaN): the check
+    accepts both (found with ``--fuzz-examples 1500 --fuzz-seed 223 --gpu-launch-configs
+    132``). The other outputs, well conditioned, are still compared as usual."""
+    monkeypatch.setenv("TORCHFUSE_LAUNCH_CONFIGS_FOR_SM_COUNT", "132")
+
+    def program(x0, x1, x2):
+        v1 = (x2 - x2.mean(-1, keepdim=True)) * 3
+        v2 = (x2 * 2).sum((0,))
+        v6 = (v1 / v1.sum(dim=1, keepdim=True))
+        return (v6, v1, v2,)
+
+    check_program(program, [make_input((1, 1), torch.float32, 'contiguous', seed=0, specials=True, grad=True),
+                            make_input((1, 1), torch.float32, 'contiguous', seed=0, specials=True, grad=True),
+                            make_input((7, 7), torch.float32, 'offset', seed=1, specials=True, grad=True)])
+
+
+def test_the_float64_fallback_accepts_any_value_only_where_eager_is_meaningless():
+    """Where eager is off from the float64 value by at least half its magnitude, or disagrees
+    with it about NaN, any value passes; where eager is off by less (10%), a value farther off
+    still fails."""
+    from test_fuzz import assert_same
+
+    exact = torch.tensor([1e10, 100.0], dtype=torch.float64)
+    assert_same([torch.tensor([-float("inf"), 100.0])], [torch.tensor([-1.3e7, 100.0])], "output",
+                reference=lambda: [exact])
+    # eager NaN where float64 is a number, or a number where float64 is NaN: either passes
+    assert_same([torch.tensor([5.0, 7.0])], [torch.tensor([float("nan"), 3.0])], "output",
+                reference=lambda: [torch.tensor([0.0, float("nan")], dtype=torch.float64)])
+    with pytest.raises(AssertionError):
+        assert_same([torch.tensor([1e10, 150.0])], [torch.tensor([1e10, 110.0])], "output", reference=lambda: [exact])
+
+
 def test_normalized_equal_values_made_from_a_comparison():
     """The same cancellation on values made from a comparison (``sin`` of a bool tensor is
     float32 by default): the float64 reference runs with float64 as the default dtype, so it
