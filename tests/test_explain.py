@@ -84,6 +84,14 @@ def test_explain_groups_match_the_segmentation(explained):
             assert "@triton.jit" in result.kernel(plan.kernel_key).text
         assert set(report.stage_seconds) == {"ir", "segment", "codegen", "compile", "plan"}
         assert report.kernels_compiled + report.kernels_cached == len(report.groups)
+        # the stages line names the stages as the header's phases and adds up to the graph's
+        # compile time (to the printed rounding)
+        text = result.summary()
+        line = text[text.index(f"graph {report.index}: "):].splitlines()[1]
+        parts = re.fullmatch(r"  stages: passes ([\d.]+) s, segment ([\d.]+) s, codegen ([\d.]+) s, "
+                             r"triton_compile ([\d.]+) s", line)
+        assert parts is not None, line
+        assert sum(map(float, parts.groups())) == pytest.approx(report.compile_seconds, abs=3e-3)
     # the layer norm group and the sigmoid-mul-sum group, each a reduction
     assert {g.kind for r in fused for g in r.groups} == {"reduction"}
     assert any("var_mean" in g.ops for g in result.groups) and any("sigmoid" in g.ops for g in result.groups)
@@ -164,6 +172,11 @@ def test_explain_on_cpu_turns_interpret_on_and_says_so_first(monkeypatch, tmp_pa
     page = (tmp_path / "r.html").read_text()
     assert page.index("explain turned interpret mode on") < page.index('id="summary"')
     torch.testing.assert_close(torchfuse.compile(_pointwise, interpret=True)(x), _pointwise(x))
+    assert "with the interpreter's launch configurations (a GPU gets its own)" in first
+    # with a GPU's launch configurations chosen, the note says so instead
+    monkeypatch.setenv("TORCHFUSE_LAUNCH_CONFIGS_FOR_SM_COUNT", "132")
+    sized = torchfuse.explain(_pointwise, x, verbose=False).notes[0]
+    assert "with the launch configurations of a GPU of 132 multiprocessors (launch_configs_for_sm_count)" in sized
 
 
 def test_explain_counts_agree_between_text_tiles_and_drawing(explained):
@@ -189,7 +202,7 @@ def test_explain_counts_agree_between_text_tiles_and_drawing(explained):
         assert header in result.summary()
     seconds = result.compile_seconds()
     assert f"<b>{seconds:.2f} s</b>compile time" in page
-    assert f"the call took {result.seconds:.2f} s, {seconds:.2f} s of it compiling" in result.summary()
+    assert f"the 2 calls took {result.seconds:.2f} s, {seconds:.2f} s of it compiling" in result.summary()
     own = sum(g.compile_seconds for g in result.graphs)
     assert 0 < own <= seconds <= result.seconds
 
@@ -565,6 +578,7 @@ def test_explain_runs_the_backward_of_every_call_and_names_its_capture(tmp_path)
     page = open(result.write_html(str(tmp_path / "r.html")), encoding="utf-8").read()
     loaded = ExplainResult.load(result.save(str(tmp_path / "r.json")))
     assert loaded == result and loaded.summary() == text
+    assert f"the 2 calls took {result.seconds:.2f} s" in text
     for g in backwards:
         # every group ran: a kernel, a launch plan, a kernel compiled or found in the cache
         assert g.status == "fused" and g.groups, str(result)

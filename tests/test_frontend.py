@@ -234,10 +234,18 @@ def test_kernel_dump_files_one_per_kernel(tmp_path):
         return a.sum(0), a * 2
 
     x = torch.randn(8, 8, device=DEVICE)
-    torchfuse.compile(f, dump_dir=str(tmp_path))(x, x.t())
+    compiled = torchfuse.compile(f, dump_dir=str(tmp_path))
+    compiled(x, x.t())
     kernels = sorted(tmp_path.glob("tf_*.py"))
     groups = last_graph().segmentation.groups
     assert len(kernels) == len(groups) >= 1
+    # the graph's stages, and from its second call its generated function, which reads as the
+    # graph's own one
+    stems = [p.name.removesuffix(".ir.txt") for p in tmp_path.glob("*.ir.txt")]
+    assert len(stems) == 1 and not list(tmp_path.glob("*.function_*.py"))
+    compiled(x, x.t())
+    (function,) = tmp_path.glob(f"{stems[0]}.function_1.py")
+    assert function.read_text() == next(iter(last_graph().generated_sources.values()))
 
 
 def test_layouts_that_collapse_alike_share_a_kernel_and_mixed_layouts_get_their_own():
@@ -391,6 +399,18 @@ def test_boolean_environment_variables_reject_other_values(monkeypatch, value, e
             assert torchfuse.Options().interpret is expected
         else:
             assert (torchfuse.Options().cache_dir is None) is expected
+
+
+@pytest.mark.parametrize("value, expected", [("132", 132), (" 8 ", 8), ("", 0), ("abc", None), ("1.5", None)])
+def test_the_sm_count_environment_variable_rejects_what_is_not_an_integer(monkeypatch, value, expected):
+    """TORCHFUSE_LAUNCH_CONFIGS_FOR_SM_COUNT takes an integer (empty: the default, 0); another
+    value raises, naming the variable, instead of meaning the default."""
+    monkeypatch.setenv("TORCHFUSE_LAUNCH_CONFIGS_FOR_SM_COUNT", value)
+    if expected is None:
+        with pytest.raises(ValueError, match="TORCHFUSE_LAUNCH_CONFIGS_FOR_SM_COUNT="):
+            torchfuse.Options()
+    else:
+        assert torchfuse.Options().launch_configs_for_sm_count == expected
 
 
 def test_new_scheduler_for_new_sizes_is_logged_as_recompile(caplog):

@@ -37,16 +37,22 @@ def test_replace_converts_strings_to_each_field_type():
 @pytest.mark.parametrize("assignment, error, words", [
     ("split.minr=3", KeyError, ["split.minr", "min_r", "interpret_min_r"]),
     ("splits.min_r=3", KeyError, ["splits", "inner_outer", "codegen"]),
-    ("split.min_r=many", ValueError, ["split.min_r", "int"]),
+    ("split.min_r=many", ValueError, ["split.min_r", "is not an int"]),
+    ("split.min_r=2.5", ValueError, ["split.min_r", "'2.5' is not an int"]),
+    ("split.min_r=True", ValueError, ["split.min_r", "is not an int"]),
     ("codegen.sink_selects=maybe", ValueError, ["codegen.sink_selects", "bool"]),
     ("split.min_r", ValueError, ["section.field=value"]),
     ("graph_passes.conv_epilogue_dtypes=float99", ValueError, ["conv_epilogue_dtypes", "dtype"]),
     ("pointwise.small_configs=((1, 2),)", ValueError, ["small_configs"]),
 ])
 def test_bad_assignments_name_the_field_and_the_known_ones(assignment, error, words):
+    """A wrong path raises a KeyError (an ``UnknownTuningField``) listing the known names,
+    printed without quotes; a value that does not convert raises a ValueError: an int field
+    takes integers only, never cutting ``2.5`` to 2."""
     with pytest.raises(error) as info:
         parse_tuning(assignment)
     assert all(w in str(info.value) for w in words), str(info.value)
+    assert not str(info.value).startswith(("'", '"'))
 
 
 def test_every_field_has_a_documented_default_that_round_trips():
@@ -68,6 +74,10 @@ def test_every_field_has_a_documented_default_that_round_trips():
 def test_options_take_tuning_as_text_dict_or_environment(monkeypatch):
     assert Options(tuning="split.min_r=5").tuning.split.min_r == 5
     assert Options(tuning={"split.min_r": 6}).tuning.split.min_r == 6
+    nested = Options(tuning={"split": {"min_r": 7}, "looped.rblock": 1024}).tuning
+    assert (nested.split.min_r, nested.looped.rblock) == (7, 1024)
+    with pytest.raises(KeyError, match="unknown tuning field 'split.nope'; split has: "):
+        Options(tuning={"split": {"nope": 1}})
     with pytest.raises(TypeError):
         Options(tuning=5)
     monkeypatch.setenv("TORCHFUSE_TUNING", "looped.rblock=2048")

@@ -128,8 +128,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Opti
         _phases.CLOCK.add("segment", segment_seconds)
     except Exception as e:  # a compiler bug must not break the user's program
         return _run_unfused_after_failure(gm, example_inputs, options, name, e, time.perf_counter() - t0)
-    if options.dump_dir:
-        _dump_stage(options, name, gm, graph, seg)
+    dump_stem = _dump_stage(options, name, gm, graph, seg) if options.dump_dir else None
     _log_aten_calls(name, seg)
     if not options.interpret:
         _warn_cpu_unfused(seg)
@@ -138,6 +137,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Opti
         _record_unfused(name, gm, seg, None, None, ir_seconds, segment_seconds)
         return _boxed(gm.forward)
     compiled = _make_runtime(gm, example_inputs, options, name, seg, ir_seconds, segment_seconds, plan_cache)
+    compiled.dump_stem = dump_stem
     if options.cudagraphs and name == "inference":
         from .runtime.cudagraphs import CudaGraphRunner
 
@@ -282,7 +282,9 @@ def _record_unfused(name: str, gm, seg, error: str | None, reproducer: str | Non
 _dump_counter = [0]
 
 
-def _dump_stage(options: Options, name: str, gm, graph, seg) -> None:
+def _dump_stage(options: Options, name: str, gm, graph, seg) -> str:
+    """Write the graph's stages under ``options.dump_dir``; returns their common stem
+    (``<dump_dir>/<nnn>_<name>``), beside which the graph's generated functions go."""
     import os
 
     _dump_counter[0] += 1
@@ -294,6 +296,7 @@ def _dump_stage(options: Options, name: str, gm, graph, seg) -> None:
         f.write(str(graph))
     with open(stem + ".groups.txt", "w") as f:
         f.write(str(seg))
+    return stem
 
 
 #: ``torch.compile`` modes torchfuse accepts: ``"reduce-overhead"`` turns on its CUDA graphs

@@ -30,7 +30,7 @@ import dataclasses
 import os
 from pathlib import Path
 
-from .tuning import Tuning, parse_tuning
+from .tuning import Tuning, parse_tuning, tuning_assignments
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
@@ -56,11 +56,19 @@ def _env_tuning() -> Tuning:
 
 
 def _env_int(name: str, default: int = 0) -> int:
-    """An integer environment variable; ``default`` when unset or not an integer."""
-    try:
-        return int(os.environ.get(name, "").strip() or default)
-    except ValueError:
+    """An integer environment variable; ``default`` when unset or empty.
+
+    Raises:
+        ValueError: a value that is not an integer (a typo would otherwise silently mean the
+            default).
+    """
+    value = os.environ.get(name, "").strip()
+    if not value:
         return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{name}={os.environ[name]!r}: expected an integer") from None
 
 
 def default_cache_dir() -> Path:
@@ -193,7 +201,8 @@ class Options:
             tests turn it on to exercise those kernels under the interpreter.
         tuning: the constants of the heuristics, passes and code writers
             (:class:`~torchfuse.config.tuning.Tuning`); also given as a string of
-            ``section.field=value`` assignments or a dict of them. Default: ``Tuning()`` with
+            ``section.field=value`` assignments, or a dict keyed by ``"section.field"`` or
+            nested by section (``{"persistent": {"tile_elements": 8192}}``). Default: ``Tuning()`` with
             ``TORCHFUSE_TUNING``'s assignments.
         launch_configs_for_sm_count: plan every kernel's launch configuration as for a GPU of
             this many multiprocessors (132: an H200), also under the interpreter, where it
@@ -249,7 +258,7 @@ class Options:
         if isinstance(self.tuning, str):
             object.__setattr__(self, "tuning", parse_tuning(self.tuning))
         elif isinstance(self.tuning, dict):
-            object.__setattr__(self, "tuning", parse_tuning([f"{k}={v}" for k, v in self.tuning.items()]))
+            object.__setattr__(self, "tuning", parse_tuning(tuning_assignments(self.tuning)))
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             kind = str(f.type)

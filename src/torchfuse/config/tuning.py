@@ -387,7 +387,8 @@ class Tuning:
         field's type (a string is parsed: ``"False"``, ``"4096"``, ``"cuda,cpu"``).
 
         Raises:
-            KeyError: ``path`` names no section or field (the message lists the known ones).
+            UnknownTuningField: ``path`` names no section or field (a KeyError whose message
+                lists the known ones).
             ValueError: ``value`` cannot be converted to the field's type.
         """
         section_name, field_name = _split_path(path)
@@ -429,8 +430,9 @@ def parse_tuning(text: str | Iterable[str], base: Tuning | None = None) -> Tunin
     inside brackets or parentheses belongs to the value) applied in order.
 
     Raises:
-        KeyError: an assignment names no section or field.
-        ValueError: an assignment has no ``=``, or its value does not convert.
+        UnknownTuningField: an assignment names no section or field (a KeyError).
+        ValueError: an assignment has no ``=``, or its value does not convert (an int field
+            takes integers only: ``2.5`` raises rather than becoming 2).
     """
     tuning = base or Tuning()
     for assignment in _assignments(text):
@@ -476,15 +478,39 @@ def _assignments(text: str | Iterable[str]) -> list[str]:
     return out
 
 
+class UnknownTuningField(KeyError):
+    """A tuning path that names no section or field; its message lists the known ones (and,
+    unlike a plain KeyError's, prints without quotes)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 def _split_path(path: str) -> tuple[str, str]:
     section_name, _, field_name = path.partition(".")
     sections = _field_types(Tuning)
     if section_name not in sections:
-        raise KeyError(f"unknown tuning section {section_name!r} in {path!r}; known: {', '.join(sections)}")
+        raise UnknownTuningField(f"unknown tuning section {section_name!r} in {path!r}; known: {', '.join(sections)}")
     fields = _field_types(sections[section_name])
     if field_name not in fields:
-        raise KeyError(f"unknown tuning field {path!r}; {section_name} has: {', '.join(fields)}")
+        raise UnknownTuningField(f"unknown tuning field {path!r}; {section_name} has: {', '.join(fields)}")
     return section_name, field_name
+
+
+def tuning_assignments(mapping: dict) -> list[str]:
+    """``section.field=value`` assignments from a dict keyed by ``"section.field"`` or nested by
+    section (``{"persistent": {"tile_elements": 8192}}``), for :func:`parse_tuning`.
+
+    Raises:
+        UnknownTuningField: a key names no section or field.
+    """
+    out = []
+    for key, value in mapping.items():
+        if isinstance(value, dict) and "." not in str(key):
+            out += [f"{key}.{field}={v}" for field, v in value.items()]
+        else:
+            out.append(f"{key}={value}")
+    return out
 
 
 def _field_types(cls) -> dict[str, Any]:
@@ -496,7 +522,8 @@ def _convert(value: Any, kind: Any, path: str) -> Any:
     """``value`` as ``kind`` (bool, int, float, str or a tuple of them, dtypes or int
     triples); strings are parsed."""
     def fail(why: str = "") -> ValueError:
-        return ValueError(f"tuning field {path}: {value!r} is not a {_type_name(kind)}{why}")
+        name = _type_name(kind)
+        return ValueError(f"tuning field {path}: {value!r} is not {'an' if name[0] in 'aeiou' else 'a'} {name}{why}")
 
     origin = typing.get_origin(kind)
     if origin is tuple:
@@ -537,9 +564,12 @@ def _convert(value: Any, kind: Any, path: str) -> Any:
         if isinstance(value, int):
             return value
         try:
-            return int(ast.literal_eval(str(value).strip()))
+            parsed = ast.literal_eval(str(value).strip())
         except (ValueError, SyntaxError, TypeError):
             raise fail() from None
+        if isinstance(parsed, bool) or not isinstance(parsed, int):  # 2.5 is no int: never cut it to 2
+            raise fail()
+        return parsed
     if kind is float:
         try:
             return float(value)

@@ -101,7 +101,10 @@ def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequen
     if device is not None and device.type != "cuda" and not opts.interpret and opts.fuse \
             and not _interpret_given(options, option_overrides):
         opts = dataclasses.replace(opts, interpret=True)
-        notes.append(NOTE_CPU_INTERPRET.format(device=device.type))
+        sms = opts.launch_configs_for_sm_count
+        configs = (f"the launch configurations of a GPU of {sms} multiprocessors (launch_configs_for_sm_count)" if sms
+                   else "the interpreter's launch configurations (a GPU gets its own)")
+        notes.append(NOTE_CPU_INTERPRET.format(device=device.type, configs=configs))
     if measure and (device is None or device.type != "cuda"):
         notes.append(NOTE_NO_MEASURE.format(device=device.type if device is not None else "no device"))
     torch._dynamo.reset()
@@ -126,7 +129,7 @@ def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequen
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
     result = ExplainResult(environment=_environment(example_inputs, model_or_fn, opts), seconds=seconds, notes=notes,
-                           compile_phases=phases.seconds)
+                           compile_phases=phases.seconds, calls=1 + len(more_inputs))
     result.graph_breaks = collect.graph_breaks(dynamo_explain.output().break_reasons)
     compiled_objects = _add_graphs(result, recorder, compiled_before | unfused_before)
     result.kernels = _kernels(compiled_objects)
@@ -239,8 +242,7 @@ def _dynamo_recompilations(before: dict) -> list[Recompilation]:
 
 #: shown first when explain turns interpret mode on for a program on CPU tensors
 NOTE_CPU_INTERPRET = ("this program runs on {device} tensors, so explain turned interpret mode on (interpret=True) to "
-                      "show the plan: the generated kernels ran in Triton's interpreter, with the interpreter's launch "
-                      "configurations (a GPU gets its own). torch.compile on {device} tensors without interpret=True "
+                      "show the plan: the generated kernels ran in Triton's interpreter, with {configs}. torch.compile on {device} tensors without interpret=True "
                       "runs them through ATen, unfused; pass interpret=False (on the command line: --option interpret=false) "
                       "to explain that")
 #: shown first when ``measure=True`` cannot time anything

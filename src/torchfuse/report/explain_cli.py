@@ -290,7 +290,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--measure", action="store_true", help="time each kernel against a device copy (GPU only)")
     p.add_argument("--calls", type=int, default=1, metavar="N",
                    help="call the step N times with the same inputs (default 1); from the second call on each "
-                        "graph runs its generated function, which the summary then lists (Python: more_inputs)")
+                        "graph runs its generated function, which the summary then says, and whose Python text "
+                        "--option dump_dir=DIR writes (Python: more_inputs)")
     p.add_argument("--mode", default=None, help="a torch.compile mode, e.g. reduce-overhead")
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                    help="a torchfuse option (repeatable), e.g. --option freeze=true")

@@ -346,6 +346,7 @@ class ExplainResult:
         notes: what a reader must know before the rest, shown first: that a CPU run turned on
             interpret mode to show a plan, or why ``measure=True`` gave no times.
         seconds: wall time of the explained call(s), compilation included.
+        calls: how many calls ``seconds`` covers (the example inputs' and ``more_inputs``').
         compile_phases: seconds of the explained call(s) per compile phase (TorchDynamo,
             AOTAutograd, torchfuse's passes, segmentation, code generation, Triton's compile,
             first launch, other and total; :mod:`torchfuse.runtime.phases`).
@@ -362,6 +363,7 @@ class ExplainResult:
     notes: list[str] = dataclasses.field(default_factory=list)
     seconds: float = 0.0
     compile_phases: dict[str, float] = dataclasses.field(default_factory=dict)
+    calls: int = 1
     schema: int = SCHEMA
 
     # -- totals

@@ -157,9 +157,9 @@ def _graph_lines(g: GraphReport, result: ExplainResult) -> list[str]:
         lines.append(f"  error: {g.error.splitlines()[0][:200]}")
     if g.reproducer:
         lines.append(f"  reproducer: {g.reproducer}")
-    stages = ", ".join(f"{k} {v:.3f} s" for k, v in g.stage_seconds.items())
-    lines.append(f"  stages: {stages}")
-    lines.append(f"  kernels: {g.kernels_compiled} compiled (cache misses), {g.kernels_cached} cached (hits); "
+    lines.append(f"  stages: {stage_text(g.stage_seconds)}")
+    lines.append(f"  kernels: {g.kernels_compiled} compiled, {g.kernels_cached} reused (loaded earlier in this "
+                 f"process or found in the kernel cache); "
                  f"{g.fallbacks} fallbacks" + (f"; CUDA graph: {g.cudagraph}" if g.cudagraph else ""))
     if g.name == "backward" and g.groups and not any(group.kernel for group in g.groups):
         # AOTAutograd compiles a backward with dynamic sizes before any backward runs
@@ -182,9 +182,21 @@ def _graph_lines(g: GraphReport, result: ExplainResult) -> list[str]:
     return lines
 
 
+def stage_text(stages: dict[str, float]) -> str:
+    """A graph's compile seconds by stage, named as the phases of the summary's header are and
+    adding up to the graph's compile time: ``passes`` (the ``ir`` stage), ``segment``,
+    ``codegen`` (the ``plan`` stage less Triton's compile) and ``triton_compile``."""
+    compiled = stages.get("compile", 0.0)
+    parts = {"passes": stages.get("ir", 0.0), "segment": stages.get("segment", 0.0),
+             "codegen": max(0.0, stages.get("plan", 0.0) - compiled), "triton_compile": compiled}
+    return ", ".join(f"{k} {v:.3f} s" for k, v in parts.items())
+
+
 def call_time_text(result: ExplainResult) -> str:
-    """``the call took 0.18 s, 0.12 s of it compiling (...)``: the same figures as the HTML tiles."""
-    return (f"the call took {result.seconds:.2f} s, {result.compile_seconds():.2f} s of it compiling "
+    """``the call took 0.18 s, 0.12 s of it compiling (...)`` (``the 2 calls took`` with
+    ``more_inputs``): the same figures as the HTML tiles."""
+    calls = "the call" if result.calls == 1 else f"the {result.calls} calls"
+    return (f"{calls} took {result.seconds:.2f} s, {result.compile_seconds():.2f} s of it compiling "
             "(AOTAutograd and torchfuse; TorchDynamo's tracing not counted)")
 
 
@@ -229,7 +241,7 @@ def format_summary(result: ExplainResult, tuning: bool = False) -> str:
         f"{len(result.groups)} fusion group(s)"
         f"{f', {rewrites} graph rewrite(s)' if rewrites else ''}, {len(result.aten_work)} op(s) on ATen"
         f"{f' (and {idle} view(s) or constant(s))' if idle else ''}, "
-        f"{result.kernels_compiled} kernel(s) compiled, {result.kernels_cached} cached, {result.fallbacks} fallback(s)",
+        f"{result.kernels_compiled} kernel(s) compiled, {result.kernels_cached} reused, {result.fallbacks} fallback(s)",
         f"  on {env.get('device', '?')} ({env.get('mode', '')}); torch {env.get('torch', '?')}, "
         f"triton {env.get('triton', '?')}; {call_time_text(result)}",
     ]
@@ -245,7 +257,7 @@ def format_summary(result: ExplainResult, tuning: bool = False) -> str:
         lines.append("  tuning changed from the defaults: " + "; ".join(c[:-len("  (changed)")] for c in changed))
     stages = result.stage_seconds()
     if stages and not result.compile_phases:  # a result saved before the phases were recorded
-        lines.append("  compile time per stage: " + ", ".join(f"{k} {v:.3f} s" for k, v in stages.items()))
+        lines.append("  compile time per stage: " + stage_text(stages))
     if result.compile_phases:  # (runtime.phases)
         from ..runtime.phases import format_phases
 

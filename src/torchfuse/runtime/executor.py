@@ -173,6 +173,8 @@ class CompiledGraph:
             if isinstance(r, GroupRunner):
                 r.on_fail = self._drop_generated
         self.fx_graph = None
+        #: where ``dump_dir`` holds this graph's stages (``<dump_dir>/<nnn>_<name>``), or None
+        self.dump_stem: str | None = None
         self.write_reproducer = None
         self.plan_cache = None  # the graph cache (runtime.plan_cache), set by compile_graph
         self.traced = None
@@ -260,6 +262,9 @@ class CompiledGraph:
         self.generated[sym_key] = run
         self.generated_sources[sym_key] = source
         n = sum(1 for r in self.generated.values() if r)
+        if self.dump_stem:  # beside the graph's other stages (backend._dump_stage)
+            with open(f"{self.dump_stem}.function_{n}.py", "w") as f:
+                f.write(source)
         self.stats["graph_function"] = f"one generated straight-line function per set of sizes ({n} so far)"
         return run
 
