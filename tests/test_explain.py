@@ -188,9 +188,9 @@ def test_explain_counts_agree_between_text_tiles_and_drawing(explained):
     work = [c for c in result.aten_calls if c.category not in ("view", "constant")]
     idle = len(result.aten_calls) - len(work)
     assert idle > 0 and work  # the case that read "2 ATen calls" against 1
-    assert f"{len(work)} op(s) on ATen (and {idle} view(s) or constant(s))" in result.summary()
+    assert f"{len(work)} op(s) on ATen (and {idle} that move(s) no data)" in result.summary()
     assert f'<div class="card"><b>{len(work)}</b>ops on ATen</div>' in page
-    assert f'<div class="card"><b>{idle}</b>views and constants</div>' in page
+    assert f'<div class="card"><b>{idle}</b>calls that move no data</div>' in page
     for g in result.graphs:
         section = page.split(f'<section id="graph-{g.index}">')[1].split("</section>")[0]
         header = re.search(r"<p class=muted>(.*?);", section).group(1)
@@ -376,7 +376,7 @@ def test_fusion_log_counts_views_apart_from_aten_calls(caplog, restore_topic_log
     views = sum(bool(getattr(n.target, "is_view", False)) for n in calls)
     work = len(calls) - views
     assert views and work, [str(n.target) for n in calls]
-    counts = re.compile(r"(\d+) fusion groups?, (\d+) ATen calls?(?: \(and (\d+) views? or constants?\))?")
+    counts = re.compile(r"(\d+) fusion groups?, (\d+) ATen calls?(?: \(and (\d+) that moves? no data\))?")
     expected = (len(compiled.segmentation.groups), work, views)
     messages = [r.getMessage() for r in caplog.records if r.name == "torchfuse.fusion"]
     (line,) = [m for m in messages if m.startswith("inference: ") and counts.search(m)]
@@ -719,9 +719,32 @@ def test_explain_lists_aten_views_as_views():
     assert views and all(c.category == "view" for c in views.values()), [(c.op, c.category) for c in views.values()]
     # the headline counts them apart from the ATen calls that move data
     idle = sum(c.category in ("view", "constant") for c in result.aten_calls)
-    assert f"{len(result.aten_calls) - idle} op(s) on ATen (and {idle} view(s) or constant(s))" in result.summary(), \
+    assert f"{len(result.aten_calls) - idle} op(s) on ATen (and {idle} that move(s) no data)" in result.summary(), \
         result.summary().splitlines()[0]
     # and the graph's own line counts them the same way (one graph here)
-    assert f"{len(result.aten_calls) - idle} ATen calls (and {idle} views or constants)" in result.summary(), \
+    assert f"{len(result.aten_calls) - idle} ATen calls (and {idle} that move no data)" in result.summary(), \
         result.summary()
     torch.testing.assert_close(torchfuse.compile(f, dynamic=False)(x), f(x))
+
+
+def test_arithmetic_on_sizes_and_views_of_unfused_graphs_move_no_data():
+    """Arithmetic on symbolic sizes (the quotient of a size in a graph traced with dynamic
+    sizes) and the views of a graph left unfused (CPU tensors without interpret) are listed as
+    moving no data, not as ATen ops torchfuse could not fuse; values are eager's."""
+    def f(x):
+        return x.sum(-1) / x.shape[-1] + x.numel() / 3
+
+    torch._dynamo.reset()
+    result = torchfuse.explain(f, torch.randn(4, 8, device=DEVICE), more_inputs=[(torch.randn(6, 10, device=DEVICE),)],
+                               verbose=False)
+    sizes = [c for c in result.aten_calls if c.op in ("mul", "truediv")]
+    assert sizes and all(c.category == "shape" for c in sizes), [(c.op, c.category) for c in result.aten_calls]
+    assert not [c for c in result.aten_work if c.op in ("mul", "truediv")]
+    assert "no data moved: " in result.summary()
+    if DEVICE == "cpu":
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU())
+        plain = torchfuse.explain(model, torch.randn(4, 8), verbose=False, interpret=False)
+        views = [c for c in plain.aten_calls if c.op in ("aten.permute.default", "aten.t.default", "aten.view.default")]
+        assert views and all(c.category == "view" for c in views), [(c.op, c.category) for c in plain.aten_calls]
+    x = torch.randn(5, 12, device=DEVICE)
+    torch.testing.assert_close(torchfuse.compile(f)(x), f(x))

@@ -75,14 +75,19 @@ def op_name(target: Any) -> str:
 
 
 def call_category(node: Node) -> str:
-    """``library``, ``unsupported``, ``view``, ``constant``, ``disabled``, ``state`` (a write
+    """``library``, ``unsupported``, ``view``, ``shape`` (arithmetic on sizes, no tensor),
+    ``constant``, ``disabled``, ``state`` (a write
     back to a graph input: BatchNorm's running statistics) or ``pad`` (a zero pad that
     torchfuse's pad kernel writes, :mod:`torchfuse.runtime.pad`) for a call node."""
     from ..decompose import INPUT_WRITE
+    from ..runtime.calls import VIEW_OPS
     from ..runtime.pad import PAD_KERNEL
 
-    if node.reason == _VIEW:
+    # a view moves no data whatever kept it out of a group (fusion off, CPU tensors)
+    if node.reason == _VIEW or node.target in VIEW_OPS:
         return "view"
+    if node.outputs and all(o.meta is None for o in node.outputs):
+        return "shape"  # arithmetic on sizes (a symbolic size's quotient): host work, no tensor
     if node.reason == INPUT_WRITE:
         return "state"
     if node.reason == "module constant":

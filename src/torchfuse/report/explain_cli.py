@@ -75,15 +75,20 @@ def parse_size(text: str) -> tuple[int, ...]:
 
 #: spellings of a boolean option's value on the command line besides true/false
 _BOOL_WORDS = {"1": True, "0": False, "yes": True, "no": False, "on": True, "off": False}
-#: the names of :class:`~torchfuse.config.Options`' boolean fields
+#: the names of :class:`~torchfuse.config.Options`' boolean and integer fields
 _BOOL_OPTIONS = frozenset(f.name for f in dataclasses.fields(Options) if str(f.type) == "bool")
+_INT_OPTIONS = frozenset(f.name for f in dataclasses.fields(Options) if str(f.type) == "int")
 
 
 def parse_option(text: str) -> tuple[str, Any]:
     """``"max_group_ops=64"`` -> ``("max_group_ops", 64)``; ``true``/``false`` become bools (as
     do ``1``/``0``, ``yes``/``no`` and ``on``/``off`` for a boolean option, which the
     environment variables take), integers ints, ``none`` None, anything else stays a string
-    (``Options`` checks the types)."""
+    (``Options`` checks the types).
+
+    Raises:
+        SpecError: no ``=``, or a boolean or integer option given another word.
+    """
     name, sep, value = text.partition("=")
     if not sep or not name.strip():
         raise SpecError(f"--option takes NAME=VALUE (got {text!r})")
@@ -96,6 +101,11 @@ def parse_option(text: str) -> tuple[str, Any]:
         return name.strip(), None
     if re.fullmatch(r"-?\d+", v):
         return name.strip(), int(v)
+    # every value on the command line is text: say what this option takes, not "got str"
+    if name.strip() in _BOOL_OPTIONS:
+        raise SpecError(f"--option {text}: {name.strip()} takes true or false (or 1/0, yes/no, on/off)")
+    if name.strip() in _INT_OPTIONS:
+        raise SpecError(f"--option {text}: {name.strip()} takes an integer")
     return name.strip(), v
 
 
@@ -296,7 +306,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                    help="a torchfuse option (repeatable), e.g. --option freeze=true")
     p.add_argument("--tuning", action="store_true",
-                   help="also print the tuning each kernel was built with (Tuning fields its scheduler reads)")
+                   help="also print the tuning each kernel was built with (the Tuning fields its scheduler and the "
+                        "code writer read, then every field changed from its default, marked (changed))")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                    help="compile with this Tuning field changed (repeatable), e.g. --set persistent.tile_elements=2048")
     p.add_argument("-o", "--output", default=None,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from html import escape
 
-from .result import ExplainResult, GraphReport, SourceLocation
+from .result import NO_WORK, ExplainResult, GraphReport, SourceLocation
 from .summary import CATEGORY_TEXT, call_time_text, compress_ops, graph_counts, graph_origin, launch_text
 from .svg import bandwidth_svg, format_number, graph_svg, group_colour
 
@@ -82,7 +82,7 @@ def _summary_cards(r: ExplainResult) -> str:
     stages = r.stage_seconds()
     cards = [("graphs captured", len(r.captures)), ("graph breaks", len(r.graph_breaks)),
              ("fusion groups", len(r.groups)), ("ops on ATen", len(r.aten_work)),
-             ("views and constants", len(r.aten_calls) - len(r.aten_work)),
+             ("calls that move no data", len(r.aten_calls) - len(r.aten_work)),
              ("kernels compiled", r.kernels_compiled), ("kernels cached", r.kernels_cached),
              ("fallbacks", r.fallbacks), ("recompilations", len(r.recompilations)),
              ("compile time", f"{r.compile_seconds():.2f} s")]
@@ -147,7 +147,7 @@ def _groups_table(g: GraphReport, prefix: str) -> str:
 def _aten_row(g: GraphReport, prefix: str, k: int) -> str:
     c = g.aten_calls[k]
     cat = CATEGORY_TEXT.get(c.category, c.category)
-    reason = "" if c.category in ("view", "constant", "library") else c.reason  # the category says it all
+    reason = "" if c.category in ("view", "constant", "shape", "library") else c.reason  # the category says it all
     return (f'<tr id="{prefix}-aten-{k}"><td><code>{escape(c.op)}</code></td>'
             f'<td><span class="tag {escape(c.category)}">{escape(cat)}</span></td><td>{escape(reason)}</td>'
             f"<td><code>{escape(c.node[:160])}</code></td><td>{_loc(c.location)}</td></tr>")
@@ -158,10 +158,10 @@ def _aten_table(g: GraphReport, prefix: str) -> str:
     if not g.aten_calls:
         return "<p class=note>Every op runs in a generated kernel.</p>"
     head = "<tr><th>op</th><th>why on ATen</th><th>reason</th><th>IR</th><th>source line</th></tr>"
-    idle = [k for k, c in enumerate(g.aten_calls) if c.category in ("view", "constant")]
+    idle = [k for k, c in enumerate(g.aten_calls) if c.category in NO_WORK]
     work = [k for k in range(len(g.aten_calls)) if k not in set(idle)]
     html = (f'<table id="aten-{g.index}" class="aten">{head}{"".join(_aten_row(g, prefix, k) for k in work)}</table>'
-            if work else "<p class=note>Only views and constants: no op that moves data runs on ATen.</p>")
+            if work else "<p class=note>Only views, constants and arithmetic on sizes: no op that moves data runs on ATen.</p>")
     if idle:
         html += (f"<details><summary>{len(idle)} views and module constants (no data moves)</summary>"
                  f'<table class="aten idle">{head}{"".join(_aten_row(g, prefix, k) for k in idle)}</table></details>')

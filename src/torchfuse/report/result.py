@@ -186,8 +186,8 @@ class AtenCall:
     location: SourceLocation | None = None
 
 
-#: ATen-call categories that move no data (listed, not drawn, not counted as ATen calls)
-NO_WORK = ("view", "constant")
+#: ATen-call categories that move no data (listed, not drawn, not counted as ATen calls): views, module constants, arithmetic on sizes
+NO_WORK = ("view", "constant", "shape")
 
 
 @dataclasses.dataclass

@@ -17,6 +17,7 @@ CATEGORY_TEXT = {
     "unsupported": "unsupported",
     "fallback": "fell back after a compile failure",
     "view": "view (no data moves)",
+    "shape": "arithmetic on sizes (no tensor)",
     "constant": "module constant",
     "disabled": "fusion disabled",
     "state": "state update (by design)",
@@ -87,7 +88,7 @@ def short_op(op: str) -> str:
 def aten_lines(calls: list[AtenCall], indent: str = "    ") -> list[str]:
     """ATen calls as text: one line per (op, reason) with a count and its source lines (the
     first three distinct ones, then how many more); the ops of one failed group on one line;
-    views and constants (no work) counted last."""
+    what moves no data (views, constants, arithmetic on sizes) counted last."""
     work: dict[tuple, list[AtenCall]] = {}
     failed: dict[str, list[AtenCall]] = {}
     idle: list[AtenCall] = []
@@ -122,17 +123,17 @@ REWRITE_OPTIONS = {
 
 
 def graph_counts(g: GraphReport) -> str:
-    """``3 fusion groups, 1 ATen call (and 2 views or constants)``: one graph's counts, as the
+    """``3 fusion groups, 1 ATen call (and 2 that move no data)``: one graph's counts, as the
     text summary and the HTML report's graph header give them."""
     return counts_text(len(g.groups), len(g.aten_work), len(g.aten_calls) - len(g.aten_work))
 
 
 def counts_text(groups: int, work: int, idle: int) -> str:
-    """``3 fusion groups, 1 ATen call (and 2 views or constants)`` from the counts of fusion
-    groups, ATen calls that move data, and views and module constants (the ``fusion`` log's
-    words too)."""
+    """``3 fusion groups, 1 ATen call (and 2 that move no data)`` from the counts of fusion
+    groups, ATen calls that move data, and calls that move none: views, module constants,
+    arithmetic on sizes (the ``fusion`` log's words too)."""
     return (f"{groups} fusion group{'s' if groups != 1 else ''}, {work} ATen call{'s' if work != 1 else ''}"
-            + (f" (and {idle} view{'s' if idle != 1 else ''} or constant{'s' if idle != 1 else ''})" if idle else ""))
+            + (f" (and {idle} that move{'s' if idle == 1 else ''} no data)" if idle else ""))
 
 
 def graph_origin(g: GraphReport, result: ExplainResult) -> str:
@@ -233,14 +234,14 @@ def format_summary(result: ExplainResult, tuning: bool = False) -> str:
     """The whole result as text; with ``tuning``, followed by :func:`format_tuning`."""
     env = result.environment
     breaks = len(result.graph_breaks)
-    idle = len(result.aten_calls) - len(result.aten_work)  # views and constants: no data moves
+    idle = len(result.aten_calls) - len(result.aten_work)  # views, constants, size arithmetic
     # rewrites count apart from fusion groups: a cuDNN epilogue fuses without a group of its own
     rewrites = sum(sum(c.rewrites.values()) for c in result.captures)
     lines = [
         f"torchfuse explain: {_captured_text(result)}, {breaks} graph break(s), "
         f"{len(result.groups)} fusion group(s)"
         f"{f', {rewrites} graph rewrite(s)' if rewrites else ''}, {len(result.aten_work)} op(s) on ATen"
-        f"{f' (and {idle} view(s) or constant(s))' if idle else ''}, "
+        f"{f' (and {idle} that move(s) no data)' if idle else ''}, "
         f"{result.kernels_compiled} kernel(s) compiled, {result.kernels_cached} reused, {result.fallbacks} fallback(s)",
         f"  on {env.get('device', '?')} ({env.get('mode', '')}); torch {env.get('torch', '?')}, "
         f"triton {env.get('triton', '?')}; {call_time_text(result)}",
