@@ -203,6 +203,10 @@ class _Val:
     finite: bool  # no NaN or infinity, magnitude below 2**20 (safe to cast to any integer)
     signs: bool = False  # exact, and its zeros' signs are defined alike on every device and path
     nan_signs: bool = False  # its NaNs' signs are defined (inputs, sign operations, selections)
+    #: a mean subtracted along one of its dims: its sums there are 0 in exact arithmetic and
+    #: rounding noise in any dtype, so a quotient by them is meaningless (no order of
+    #: summation is the right one, and in float64 no reference is more exact than eager)
+    centred: bool = False
 
 
 def _is_float(v: _Val) -> bool:
@@ -400,7 +404,8 @@ def programs(draw, max_steps: int = 7) -> Program:
     forced: list[str] = []  # results every program returns (both halves of a "pair", shared readers)
     counter = [0]
 
-    def append(expr: str, exact: bool, finite: bool, signs: bool = False, nan_signs: bool = False) -> str | None:
+    def append(expr: str, exact: bool, finite: bool, signs: bool = False, nan_signs: bool = False,
+               centred: bool = False) -> str | None:
         """Add ``name = expr`` when eager's meta evaluation accepts it; returns the name."""
         meta = _meta_eval(expr, {v.name: v for v in vals})
         if meta is None:
@@ -409,7 +414,7 @@ def programs(draw, max_steps: int = 7) -> Program:
         counter[0] += 1
         lines.append(f"{name} = {expr}")
         float_out = meta.dtype.is_floating_point
-        vals.append(_Val(name, meta, exact, finite, signs and exact and float_out, nan_signs and float_out))
+        vals.append(_Val(name, meta, exact, finite, signs and exact and float_out, nan_signs and float_out, centred))
         return name
 
     for _ in range(draw(st.integers(2, max_steps))):
@@ -417,6 +422,7 @@ def programs(draw, max_steps: int = 7) -> Program:
                                      "pair", "index", "shared", "mutate", "pad")))
         a = draw(st.sampled_from(vals))
         expr, exact, finite = None, a.exact, a.finite
+        centred = False
         signs, nan_signs = False, False
         if kind == "pair" and a.meta.dim() >= 2 and _is_float(a):
             # a row reduction and column sums of the same tensor, both returned: the segmenter
@@ -426,7 +432,7 @@ def programs(draw, max_steps: int = 7) -> Program:
             cols = tuple(range(rank - 1))
             col = f"({a.name} * {draw(st.sampled_from(('2', a.name)))}).sum({cols})"
             for e in (row, col):
-                name = append(e, False, False)
+                name = append(e, False, False, centred=".mean(-1" in e)
                 if name is None:
                     break
                 forced.append(name)
@@ -544,10 +550,13 @@ def programs(draw, max_steps: int = 7) -> Program:
             name = draw(st.sampled_from(sorted(NORMALIZE)))
             template, keeps = NORMALIZE[name]
             d = draw(st.integers(-1, a.meta.dim() - 1))
-            if name != "center_max" or a.meta.shape[d] > 0:
+            if name == "fraction" and a.centred:
+                pass  # a quotient by rounding noise (see _Val.centred)
+            elif name != "center_max" or a.meta.shape[d] > 0:
                 expr = template.format(a.name, d=d)
                 exact = a.exact and keeps
                 finite = False
+                centred = name == "standardize"
         elif kind == "layout" and a.meta.dim() > 0:
             rank = a.meta.dim()
             shape = tuple(a.meta.shape)
@@ -594,7 +603,7 @@ def programs(draw, max_steps: int = 7) -> Program:
                 signs = a.signs or not _is_float(a)
                 nan_signs = a.nan_signs and target == a.meta.dtype
         if expr is not None:
-            append(expr, exact, finite, signs, nan_signs)
+            append(expr, exact, finite, signs, nan_signs, centred)
     computed = [v for v in vals if v.name.startswith("v")]
     assume(computed)
     extra = draw(st.lists(st.sampled_from([v.name for v in computed]), max_size=2, unique=True))
