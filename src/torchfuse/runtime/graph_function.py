@@ -22,7 +22,8 @@ anything per step:
   such a tensor, and a launch function whose inputs are all such tensors, skip their checks
   of sizes and strides (each a few microseconds of host time, hundreds of times a training
   step), and a matrix product's result is returned without the check that it is not a view;
-* batched copies and registry nodes call their runners; dead slots are set to ``None`` where
+* the pad kernel's pads (:class:`~torchfuse.runtime.pad.PadRunner`), batched copies and
+  registry nodes call their runners; dead slots are set to ``None`` where
   the loop frees them; random groups get the call's seeds as in the loop; outputs are returned
   as the loop returns them.
 
@@ -44,6 +45,7 @@ from ..ir.graph import Node, Value, as_int, is_symbolic, map_values
 from .calls import MATRIX_PRODUCTS, ViewCall, _no_view, _nothing, _with_sizes, entry_point
 from .group import GroupRunner
 from .launch import REINTERPRET, draw_seeds
+from .pad import PadRunner
 
 log = logging.getLogger("torchfuse.schedule")
 
@@ -123,6 +125,9 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict) -> tuple[Any, 
                 src.emit(f"{g}(env, {sk}, {sv})")
         elif isinstance(run, ViewCall):
             _view(src, run, known)
+        elif isinstance(run, PadRunner):  # carries its node too: not an ATen call to inline
+            src.emit(f"{src.bind(run, 'P')}(env, {sk}, {sv})")
+            fresh.add(graph.slots[step.outputs[0]])
         elif getattr(run, "node", None) is step and step.target is not None:  # a call_runner closure
             _call(src, step, graph.slots, sym_values)
             if step.target in FRESH_CONTIGUOUS and len(step.outputs) == 1:

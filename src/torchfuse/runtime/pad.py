@@ -112,6 +112,8 @@ class PadRunner:
         self.interpret, self.store, self.stats = interpret, store, stats
         self.kernel = None
         self.failed: str | None = None
+        #: pads written by the kernel (the rest, after a failure, by ATen)
+        self.launches = 0
         self.binaries: dict = {}
         rows, cols = self.out_shape
         self.XBLOCK = min(1024, 1 << max(0, cols - 1).bit_length())
@@ -137,6 +139,7 @@ class PadRunner:
                 spec = (x.data_ptr() % 16 == 0, x.stride(0), x.stride(1))
                 self.kernel.launch(0, self.grid, args, self.XBLOCK, self.RBLOCK, self.num_warps,
                                    binaries=self.binaries, spec_key=spec, device_index=self.device.index or 0)
+                self.launches += 1
                 env[self.dst] = out
                 return
             except Exception as e:  # a compiler or launch failure must not break the program
