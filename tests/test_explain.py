@@ -748,3 +748,19 @@ def test_arithmetic_on_sizes_and_views_of_unfused_graphs_move_no_data():
         assert views and all(c.category == "view" for c in views), [(c.op, c.category) for c in plain.aten_calls]
     x = torch.randn(5, 12, device=DEVICE)
     torch.testing.assert_close(torchfuse.compile(f)(x), f(x))
+
+
+def test_recaptures_for_a_new_batch_size_are_labelled_recompilations(explained, tmp_path):
+    """The second batch size makes TorchDynamo capture both frames of the graph break again:
+    each new capture names the first capture of its frame, the header counts them, and a saved
+    result keeps the labels."""
+    result, _ = explained
+    assert [c.recompiles for c in result.captures] == [None, None, 0, 1]
+    text = result.summary()
+    assert "4 graphs captured by TorchDynamo (2 of them recompilations for new inputs)" in text
+    for g in result.graphs:
+        first = result.captures[g.capture].recompiles
+        label = f"(capture {g.capture} at"
+        assert label in text
+        assert (f", a recompilation of capture {first})" in text) == (first is not None)
+    assert ExplainResult.load(result.save(str(tmp_path / "r.json"))).captures == result.captures

@@ -32,12 +32,14 @@ class _Recorder:
         self.options = options
         self.captures: list[tuple[Any, float, list, list]] = []  # (gm, seconds, compiled, unfused)
         self.rewrites: list[dict[str, int]] = []  # per capture, backend.LAST_REWRITES
+        self.compile_ids: list[tuple[int, int] | None] = []  # per capture, TorchDynamo's (frame, compile)
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list):
         from .. import backend
 
         compiled_before = {id(c) for c in backend.RECENT}
         unfused_before = {id(u) for u in backend.UNFUSED}
+        self.compile_ids.append(_compile_id())
         t0 = time.perf_counter()
         fn = backend.torchfuse_backend(gm, example_inputs, options=self.options)
         seconds = time.perf_counter() - t0
@@ -45,6 +47,20 @@ class _Recorder:
         self.captures.append((gm, seconds, [c for c in backend.RECENT if id(c) not in compiled_before],
                               [u for u in backend.UNFUSED if id(u) not in unfused_before]))
         return fn
+
+
+def _compile_id() -> tuple[int, int] | None:
+    """TorchDynamo's ``(frame id, compile count of that frame)`` of the capture being
+    compiled (``(0, 1)``: frame 0's second capture, a recompilation), or ``None`` outside a
+    TorchDynamo compile (or on a PyTorch without compile ids)."""
+    try:
+        from torch._guards import CompileContext
+
+        cid = CompileContext.current_compile_id()
+    except (ImportError, AttributeError):
+        return None
+    frame, count = getattr(cid, "frame_id", None), getattr(cid, "frame_compile_id", None)
+    return (frame, count) if isinstance(frame, int) and isinstance(count, int) else None
 
 
 def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequence[Any]] = (),
@@ -170,7 +186,7 @@ def _add_graphs(result: ExplainResult, recorder: _Recorder, known_before: set[in
     programs: list[tuple[Any, int]] = []  # (program state, capture index) of each capture's graphs
     for i, (gm, seconds, compiled, unfused) in enumerate(recorder.captures):
         capture = Capture(index=i, ops=collect.count_ops(gm), location=collect.capture_location(gm), seconds=seconds,
-                          rewrites=recorder.rewrites[i])
+                          rewrites=recorder.rewrites[i], recompiles=_recompiled(recorder.compile_ids, i))
         capture.graphs = [add(obj, i) for obj in compiled + unfused]
         programs += [(p, i) for p in map(_program, compiled + unfused) if p is not None]
         result.captures.append(capture)
@@ -183,6 +199,15 @@ def _add_graphs(result: ExplainResult, recorder: _Recorder, known_before: set[in
             if i >= 0:
                 result.captures[i].graphs.append(index)
     return compiled_objects
+
+
+def _recompiled(compile_ids: list, i: int) -> int | None:
+    """The index of the earlier capture of the same TorchDynamo frame that capture ``i``
+    recompiles (its guards failed for new inputs), or ``None`` for a frame's first capture."""
+    cid = compile_ids[i]
+    if cid is None or cid[1] == 0:
+        return None
+    return next((j for j in range(i) if compile_ids[j] is not None and compile_ids[j][0] == cid[0]), None)
 
 
 def _program(obj: Any) -> Any:

@@ -77,6 +77,9 @@ class Capture:
             pass name (``channels_last_convolutions``: convolutions converted;
             ``dense_attention_masks``: masks made dense; ``fold_conv_batchnorm`` ...); passes
             that changed nothing are left out.
+        recompiles: the index of the earlier capture of the same code that this one
+            recompiles (TorchDynamo's guards failed for new inputs: the reasons are in
+            :attr:`ExplainResult.recompilations`); ``None`` for a first capture.
     """
 
     index: int
@@ -85,6 +88,7 @@ class Capture:
     seconds: float = 0.0
     graphs: list[int] = dataclasses.field(default_factory=list)
     rewrites: dict[str, int] = dataclasses.field(default_factory=dict)
+    recompiles: int | None = None
 
 
 @dataclasses.dataclass

@@ -141,8 +141,11 @@ def graph_origin(g: GraphReport, result: ExplainResult) -> str:
     AOTAutograd compiled then; ``compiled at the first backward`` when its capture is unknown."""
     if g.capture < 0:
         return "compiled at the first backward"
-    location = result.captures[g.capture].location if g.capture < len(result.captures) else None
+    capture = result.captures[g.capture] if g.capture < len(result.captures) else None
+    location = capture.location if capture is not None else None
     return (f"capture {g.capture}" + (f" at {where(location)}" if location else "")
+            + (f", a recompilation of capture {capture.recompiles}"
+               if capture is not None and capture.recompiles is not None else "")
             + (", compiled at its first backward" if g.at_first_backward else ""))
 
 
@@ -217,17 +220,24 @@ def format_tuning(result: ExplainResult) -> str:
 
 
 def _captured_text(result: ExplainResult) -> str:
-    """``1 graph captured by TorchDynamo (compiled as 2: forward, backward)``: AOTAutograd
-    compiles a training graph as a forward and a backward, which the summary lists apart."""
+    """``2 graphs captured by TorchDynamo (1 of them a recompilation for new inputs; compiled
+    as 4: 2 forward, 2 backward)``: AOTAutograd compiles a training graph as a forward and a
+    backward, which the summary lists apart; a capture TorchDynamo made again because its
+    guards failed is counted as such."""
     n = len(result.captures)
     text = f"{n} graph{'' if n == 1 else 's'} captured by TorchDynamo"
+    notes = []
+    recompiled = sum(c.recompiles is not None for c in result.captures)
+    if recompiled:
+        notes.append(f"{recompiled} of them " + ("a recompilation" if recompiled == 1 else "recompilations")
+                     + " for new inputs")
     if len(result.graphs) != n:
         kinds: dict[str, int] = {}
         for g in result.graphs:
             kinds[g.name] = kinds.get(g.name, 0) + 1
-        text += f" (compiled as {len(result.graphs)}: " + ", ".join(
-            k if c == 1 else f"{c} {k}" for k, c in kinds.items()) + ")"
-    return text
+        notes.append(f"compiled as {len(result.graphs)}: " + ", ".join(
+            k if c == 1 else f"{c} {k}" for k, c in kinds.items()))
+    return text + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def format_summary(result: ExplainResult, tuning: bool = False) -> str:
