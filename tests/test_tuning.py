@@ -44,6 +44,12 @@ def test_replace_converts_strings_to_each_field_type():
     ("split.min_r", ValueError, ["section.field=value"]),
     ("graph_passes.conv_epilogue_dtypes=float99", ValueError, ["conv_epilogue_dtypes", "dtype"]),
     ("pointwise.small_configs=((1, 2),)", ValueError, ["small_configs"]),
+    ("segment.remat_max_ops=-1", ValueError, ["segment.remat_max_ops", "-1 is negative"]),
+    ("pointwise.small_configs=((1, -256, 8),)", ValueError, ["small_configs", "holds a negative number"]),
+    ("persistent.tile_elements=3000", ValueError, ["persistent.tile_elements", "3000 is not a power of two"]),
+    ("outer.warps=0", ValueError, ["outer.warps", "0 is not a power of two"]),
+    ("looped.rblock=-4", ValueError, ["looped.rblock", "negative"]),
+    ("persistent.elements_per_thread=0", ValueError, ["persistent.elements_per_thread", "0 is not positive"]),
 ])
 def test_bad_assignments_name_the_field_and_the_known_ones(assignment, error, words):
     """A wrong path raises a KeyError (an ``UnknownTuningField``) listing the known names,
@@ -53,6 +59,24 @@ def test_bad_assignments_name_the_field_and_the_known_ones(assignment, error, wo
         parse_tuning(assignment)
     assert all(w in str(info.value) for w in words), str(info.value)
     assert not str(info.value).startswith(("'", '"'))
+
+
+def test_launch_sizes_are_powers_of_two_by_default_and_other_ints_may_be_zero():
+    """The fields the range check takes for block sizes, tiles and warp counts have
+    power-of-two defaults (so the rule fits them all), and 0 stays valid where it means
+    something: ``runtime.pool_output_bytes=0`` copies every output."""
+    from torchfuse.config.tuning import is_launch_size
+
+    sizes = [p for p in tuning_fields() if is_launch_size(p)]
+    assert "persistent.tile_elements" in sizes and "inner_outer.warps" in sizes
+    assert "inner_outer.interpret_blocks" not in sizes  # a count of blocks, not a block
+    t = Tuning()
+    for path in sizes:
+        section, field = path.split(".")
+        v = getattr(getattr(t, section), field)
+        assert v >= 1 and v & (v - 1) == 0, path
+        assert parse_tuning(f"{path}={2 * v}").changed() == {path: 2 * v}
+    assert parse_tuning("runtime.pool_output_bytes=0").runtime.pool_output_bytes == 0
 
 
 def test_every_field_has_a_documented_default_that_round_trips():

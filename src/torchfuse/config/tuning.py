@@ -391,13 +391,16 @@ class Tuning:
         Raises:
             UnknownTuningField: ``path`` names no section or field (a KeyError whose message
                 lists the known ones).
-            ValueError: ``value`` cannot be converted to the field's type.
+            ValueError: ``value`` cannot be converted to the field's type, or is out of the
+                field's range (:func:`is_launch_size`).
         """
         section_name, field_name = _split_path(path)
         section = getattr(self, section_name)
         kind = _field_types(type(section))[field_name]
+        converted = _convert(value, kind, path)
+        _check_range(path, converted)
         return dataclasses.replace(self, **{section_name: dataclasses.replace(
-            section, **{field_name: _convert(value, kind, path)})})
+            section, **{field_name: converted})})
 
     def changed(self) -> dict[str, Any]:
         """``{"section.field": value}`` for every field that differs from its default."""
@@ -513,6 +516,35 @@ def tuning_assignments(mapping: dict) -> list[str]:
         else:
             out.append(f"{key}={value}")
     return out
+
+
+#: words of a field name that make it a launch configuration's size: Triton's block shapes
+#: (``tl.arange``) and warp counts must be powers of two
+_LAUNCH_SIZE_WORDS = {"block", "xblock", "rblock", "tile", "warps"}
+
+
+def is_launch_size(path: str) -> bool:
+    """Whether the int field ``path`` (``section.field``) is a block size, tile or warp count
+    (a word of its name is one of ``block``, ``xblock``, ``rblock``, ``tile``, ``warps``),
+    which must be a power of two."""
+    return bool(_LAUNCH_SIZE_WORDS & set(path.partition(".")[2].split("_")))
+
+
+def _check_range(path: str, value: Any) -> None:
+    """Raise ``ValueError`` for an int below 0 anywhere in ``value``, for a launch size
+    (:func:`is_launch_size`) that is not a power of two, and for a rate (a field named
+    ``..._per_...``: elements per thread, programs per multiprocessor) below 1: such a value
+    would otherwise only show as fusion groups that fall back to ATen, or a compile that fails
+    at its first call."""
+    items = value if isinstance(value, tuple) else (value,)
+    ints = [v for item in items for v in (item if isinstance(item, tuple) else (item,)) if type(v) is int]
+    if any(v < 0 for v in ints):
+        what = "holds a negative number" if isinstance(value, tuple) else "is negative"
+        raise ValueError(f"tuning field {path}: {value!r} {what}")
+    if type(value) is int and is_launch_size(path) and (value < 1 or value & (value - 1)):
+        raise ValueError(f"tuning field {path}: {value!r} is not a power of two (a block size or warp count)")
+    if type(value) is int and value < 1 and "per" in path.partition(".")[2].split("_"):
+        raise ValueError(f"tuning field {path}: {value!r} is not positive (a rate the heuristics divide by)")
 
 
 def _field_types(cls) -> dict[str, Any]:
