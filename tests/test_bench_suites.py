@@ -94,7 +94,7 @@ def test_variants_set_options_and_tuning_fields():
     from torchfuse.bench.variants import options_with, parse_override
     from torchfuse.config.tuning import Tuning
 
-    options = options_with(["persistent.tile_elements=123", "inner_outer=False", "codegen.sink_selects=False",
+    options = options_with(["persistent.tile_elements=128", "inner_outer=False", "codegen.sink_selects=False",
                             "persistent.tile_elements=256"], freeze=True)
     assert options.inner_outer is False and options.freeze is True
     assert options.tuning.persistent.tile_elements == 256 and options.tuning.codegen.sink_selects is False
