@@ -22,6 +22,7 @@ from typing import Any, Sequence
 import torch
 
 from ..runtime.phases import PhaseWindow
+from ..runtime.recompiles import compiling_id
 from .result import Capture, ExplainResult, GraphReport, Recompilation, Timing
 
 
@@ -39,7 +40,7 @@ class _Recorder:
 
         compiled_before = {id(c) for c in backend.RECENT}
         unfused_before = {id(u) for u in backend.UNFUSED}
-        self.compile_ids.append(_compile_id())
+        self.compile_ids.append(compiling_id())
         t0 = time.perf_counter()
         fn = backend.torchfuse_backend(gm, example_inputs, options=self.options)
         seconds = time.perf_counter() - t0
@@ -47,20 +48,6 @@ class _Recorder:
         self.captures.append((gm, seconds, [c for c in backend.RECENT if id(c) not in compiled_before],
                               [u for u in backend.UNFUSED if id(u) not in unfused_before]))
         return fn
-
-
-def _compile_id() -> tuple[int, int] | None:
-    """TorchDynamo's ``(frame id, compile count of that frame)`` of the capture being
-    compiled (``(0, 1)``: frame 0's second capture, a recompilation), or ``None`` outside a
-    TorchDynamo compile (or on a PyTorch without compile ids)."""
-    try:
-        from torch._guards import CompileContext
-
-        cid = CompileContext.current_compile_id()
-    except (ImportError, AttributeError):
-        return None
-    frame, count = getattr(cid, "frame_id", None), getattr(cid, "frame_compile_id", None)
-    return (frame, count) if isinstance(frame, int) and isinstance(count, int) else None
 
 
 def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequence[Any]] = (),

@@ -241,8 +241,9 @@ def entry_point(target: Any, node: Node) -> Any:
 
 def call_runner(node: Node, slots: dict[Value, int]):
     """A closure running ``node``'s call with its arguments resolved ahead of time (slots of
-    values, evaluation of symbolic sizes, constants as they are); its ``node`` attribute is
-    ``node`` (a :class:`ViewCall` for a view op of static shape)."""
+    values, evaluation of symbolic sizes, constants as they are); its ``aten_call`` attribute
+    is ``node``, which marks it as a plain ATen call that a graph's generated function may
+    write inline (a :class:`ViewCall` for a view op of static shape)."""
     target = node.target
     if (target in VIEW_OPS and not node.kwargs and len(node.outputs) == 1 and node.args
             and isinstance(node.args[0], Value) and node.args[0].meta is not None):
@@ -260,7 +261,7 @@ def call_runner(node: Node, slots: dict[Value, int]):
         if single is not None:
             def run(env, sym_key=None, sym_values=None):
                 env[single] = target(*[env[s] if s >= 0 else c for s, c in spec])
-            run.node = node
+            run.aten_call = node
             return run
 
     def run_general(env, sym_key=None, sym_values=None):
@@ -273,7 +274,7 @@ def call_runner(node: Node, slots: dict[Value, int]):
             for s, r in zip(outs, result):
                 env[s] = r
 
-    run_general.node = node  # what the graph's generated function writes as a direct call
+    run_general.aten_call = node  # what the graph's generated function writes as a direct call
     return run_general
 
 

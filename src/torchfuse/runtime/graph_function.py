@@ -45,7 +45,6 @@ from ..ir.graph import Node, Value, as_int, is_symbolic, map_values
 from .calls import MATRIX_PRODUCTS, ViewCall, _no_view, _nothing, _with_sizes, entry_point
 from .group import GroupRunner
 from .launch import REINTERPRET, draw_seeds
-from .pad import PadRunner
 
 log = logging.getLogger("torchfuse.schedule")
 
@@ -125,17 +124,14 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict) -> tuple[Any, 
                 src.emit(f"{g}(env, {sk}, {sv})")
         elif isinstance(run, ViewCall):
             _view(src, run, known)
-        elif isinstance(run, PadRunner):  # carries its node too: not an ATen call to inline
-            src.emit(f"{src.bind(run, 'P')}(env, {sk}, {sv})")
-            fresh.add(graph.slots[step.outputs[0]])
-        elif getattr(run, "node", None) is step and step.target is not None:  # a call_runner closure
+        elif getattr(run, "aten_call", None) is step and step.target is not None:  # a call_runner closure
             _call(src, step, graph.slots, sym_values)
             if step.target in FRESH_CONTIGUOUS and len(step.outputs) == 1:
                 fresh.add(graph.slots[step.outputs[0]])
                 layout = _static_layout(step)
                 if layout is not None:
                     known[graph.slots[step.outputs[0]]] = ("_ng", *layout)
-        else:  # batched copies, registry nodes
+        else:  # batched copies, registry nodes, the pad kernel's pads
             src.emit(f"{src.bind(run, 'B')}(env, {sk}, {sv})")
         for s in dead:
             src.emit(f"env[{s}] = None")

@@ -93,15 +93,24 @@ def _where(code, reason: str, compiling: int | None) -> str:
     return f"the call in {frame.f_code.co_name} ({frame.f_code.co_filename}:{frame.f_lineno})"
 
 
-def _compiling_frame_id() -> int | None:
-    """TorchDynamo's id of the frame being compiled, or ``None`` outside a compile."""
+def compiling_id() -> tuple[int, int] | None:
+    """TorchDynamo's ``(frame id, compile count of that frame)`` of the capture being compiled
+    (``(0, 1)``: frame 0's second capture, a recompilation), or ``None`` outside a compile (or
+    on a PyTorch without compile ids)."""
     try:
         from torch._guards import CompileContext
 
         compile_id = CompileContext.current_compile_id()
     except (ImportError, AttributeError):
         return None
-    return getattr(compile_id, "frame_id", None)
+    frame, count = getattr(compile_id, "frame_id", None), getattr(compile_id, "frame_compile_id", None)
+    return (frame, count) if isinstance(frame, int) and isinstance(count, int) else None
+
+
+def _compiling_frame_id() -> int | None:
+    """TorchDynamo's id of the frame being compiled, or ``None`` outside a compile."""
+    cid = compiling_id()
+    return cid[0] if cid is not None else None
 
 
 def _under(filename: str, root: str) -> bool:
