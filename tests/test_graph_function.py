@@ -346,3 +346,78 @@ def test_views_of_matrix_products_recorded_by_autograd_when_grad_mode_is_on():
     we = w.clone().requires_grad_()
     _views_and_calls(x, we)[1].sum().backward()  # eager's gradient through the same view
     torch.testing.assert_close(wg.grad, we.grad)
+
+
+def _dead_buffers(x, w):
+    a = torch.relu(x) * 2  # a group, its output viewed and read by a matrix product, then dead
+    h = a.view(4, 8, 16).reshape(32, 16) @ w
+    b = torch.sigmoid(h) + 1  # a group whose output can go where a was
+    h2 = b @ w
+    c = torch.tanh(h2) - b  # where h was (the product, read by the group before)
+    p, q = c.split(16, dim=0)  # views of c made by an ATen call: c is never given away...
+    e = torch.cos(h2) * p.abs().mean()  # ...to this output, made after c's last reader, before q's
+    return q * e[16:], e, h2
+
+
+@pytest.mark.parametrize("launch_function_runs", [True, False])
+def test_launch_functions_write_into_dead_buffers(launch_function_runs):
+    """A launch function's output goes into a dead intermediate of its layout that only launch
+    functions, matrix products and recorded views read, never into one an ATen call read (its
+    results may be views of it), and only where the launches that made and read it ran as
+    planned. Launch functions stand in here: they run the group's general path, then copy
+    each output into the buffer they are given, so that a buffer still reachable would change
+    values. Values against eager, with and without reuse."""
+    from torchfuse.runtime.calls import MATRIX_PRODUCTS, _step_reads
+    from torchfuse.runtime.graph_function import plan_reuse
+    torch.manual_seed(0)
+    w = torch.randn(16, 16, device=DEVICE)
+    xs = [torch.randn(32, 16, device=DEVICE) for _ in range(3)]
+    given_buffers = []
+
+    def standing_in(runner):
+        def fast(env, trusted=False, **given):
+            if not launch_function_runs:
+                return False
+            saved, runner.fast = runner.fast, {}
+            try:
+                runner(env, (), {})
+            finally:
+                runner.fast = saved
+            for k, slot in enumerate(runner.out_slots):
+                buf = given.get(f"r{k}")
+                if buf is not None:
+                    given_buffers.append(buf.data_ptr())
+                    buf.copy_(env[slot])
+                    env[slot] = buf
+            return True
+        return fast
+
+    for reuse in (True, False):
+        torch._dynamo.reset()
+        g, _ = _graph(1, _dead_buffers, lambda k: (xs[0], w), tuning=f"runtime.reuse_buffers={reuse}")
+        for runner in g.runners:
+            if isinstance(runner, GroupRunner) and runner.plans:
+                runner.fast[()] = standing_in(runner)
+        g._drop_generated()
+        given_buffers.clear()
+        with torch.no_grad():  # as AOTAutograd calls its graphs
+            for x in xs:
+                _compare(g([x, w]), _dead_buffers(x, w), [x, w])
+        reused = g.stats["buffers_reused"]
+        if not reuse:
+            assert reused == 0 and not given_buffers
+            continue
+        assert reused >= 2, g.generated_sources[()]
+        _, gives = plan_reuse(g, ())
+        read_by_aten = {g.slots[v] for run, st in zip(g.runners, g.steps)
+                        if getattr(run, "aten_call", None) is st and st.target not in MATRIX_PRODUCTS
+                        for v in _step_reads(st)}
+        assert read_by_aten  # the split
+        assert not read_by_aten & {donor for given in gives.values() for _, donor, _ in given}
+        # given where the launches that made and read the donor ran: none when they declined
+        assert len(given_buffers) == (3 * reused if launch_function_runs else 0)
+        assert " if f" in g.generated_sources[()]
+        # grad mode on: a matrix product's result may be an autograd node, and is not given
+        given_buffers.clear()
+        _compare(g([xs[0], w]), _dead_buffers(xs[0], w), [xs[0], w])
+        assert len(given_buffers) < (reused if launch_function_runs else 1)
