@@ -182,7 +182,9 @@ def test_steps_table_shows_the_newest_wall_times_per_case_and_backend(tmp_path, 
     other = prov("other", "2026-12-02T10:00:00", "3333333")
     rows += [other.row("hf", "hf/bert/64x128", mode="train-amp-bf16", precision="bf16", backend="eager", median_ms=1.0),
              dataclasses.replace(other.row("timm", "timm/resnet50/128", mode="train-amp-fp16", precision="fp16",
-                                           backend="eager", median_ms=1.0), device="NVIDIA A100")]
+                                           backend="eager", median_ms=1.0), device="NVIDIA A100"),
+             other.row("hf", "hf/bert/64x128", mode="train-amp-fp16", precision="fp16", layout="channels-last",
+                       backend="eager", median_ms=2.0)]
     table = steps_table(rows, mode="train-amp-fp16", device="NVIDIA H200")
     assert table.splitlines() == [
         "| ms a step | eager | torchfuse |",
@@ -198,6 +200,9 @@ def test_steps_table_shows_the_newest_wall_times_per_case_and_backend(tmp_path, 
     assert capsys.readouterr().out.strip() == table
     assert rows_mod.rows_main(["show", str(path), "--table", "steps", "--mode", "infer-fp16"]) == 2
     assert "no rows" in capsys.readouterr().err
+    # another layout is a table of its own, not the newest cell of this one
+    assert rows_mod.rows_main(["show", str(path), "--table", "steps", "--layout", "channels-last"]) == 0
+    assert capsys.readouterr().out.splitlines()[2] == "| bert 64x128 | **2.0** |"
 
 
 def test_readme_results_table_is_the_steps_table_of_the_committed_rows():

@@ -301,7 +301,8 @@ def _fmt(v: Any) -> str:
 
 def rows_main(argv: list[str]) -> int:
     """``torchfuse bench rows add SRC... [--to FILE]`` | ``rows show [FILE] [--suite S] [--all]``
-    | ``rows show --table steps [--mode M] [--device D]`` (:func:`torchfuse.bench.tables.steps_table`)."""
+    | ``rows show --table steps [--mode M] [--device D] [--layout channels-last]``
+    (:func:`torchfuse.bench.tables.steps_table`)."""
     p = argparse.ArgumentParser(prog="torchfuse bench rows", description="Add rows to the rows file, or show them.")
     sub = p.add_subparsers(dest="action", required=True)
     add = sub.add_parser("add", help="append the rows of SRC files that FILE does not hold yet")
@@ -317,6 +318,8 @@ def rows_main(argv: list[str]) -> int:
                            "backend (the README's table)")
     show.add_argument("--mode", default="train-amp-fp16", help="with --table: the mode (default %(default)s)")
     show.add_argument("--device", default="NVIDIA H200", help="with --table: the device (default %(default)s)")
+    show.add_argument("--layout", default="", choices=["", "channels-last"],
+                      help="with --table: the memory layout (default channels-first)")
     args = p.parse_args(argv)
     try:
         if args.action == "add":
@@ -334,7 +337,7 @@ def rows_main(argv: list[str]) -> int:
         from .tables import steps_table
 
         try:
-            print(steps_table(rows, mode=args.mode, device=args.device))
+            print(steps_table(rows, mode=args.mode, device=args.device, layout=args.layout))
         except ValueError as e:
             print(f"torchfuse bench rows: {e}", file=sys.stderr)
             return 2

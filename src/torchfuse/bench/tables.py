@@ -127,8 +127,9 @@ def group_table(key: tuple, rows: list[Row]) -> str:
 STEP_SUITES = ("hf", "timm")
 
 
-def steps_table(rows: list[Row], mode: str = "train-amp-fp16", device: str = "NVIDIA H200") -> str:
-    """Markdown: the step table of ``mode`` on ``device``, wall milliseconds a step (median).
+def steps_table(rows: list[Row], mode: str = "train-amp-fp16", device: str = "NVIDIA H200", layout: str = "") -> str:
+    """Markdown: the step table of ``mode`` on ``device`` in one memory ``layout`` (``""``:
+    channels-first, or not an image; ``"channels-last"``), wall milliseconds a step (median).
 
     One line per case of the step suites (:data:`STEP_SUITES`), one column per backend as
     shipped (no variant), in the harness's backend order; each cell is the newest row of that
@@ -140,9 +141,10 @@ def steps_table(rows: list[Row], mode: str = "train-amp-fp16", device: str = "NV
         ValueError: no row of ``mode`` on ``device``.
     """
     picked = [r for r in current_rows(rows) if r.suite in STEP_SUITES and r.mode == mode and r.device == device
-              and not r.variant and r.status in ("ok", "failed")]
+              and r.layout == layout and not r.variant and r.status in ("ok", "failed")]
     if not picked:
-        raise ValueError(f"no rows of suites {', '.join(STEP_SUITES)} in mode {mode} on {device}")
+        raise ValueError(f"no rows of suites {', '.join(STEP_SUITES)} in mode {mode}"
+                         f"{', ' + layout if layout else ''} on {device}")
     cases, backends, by = _matrix(picked, baseline=True)
 
     def cell(r: Row | None, fastest: float | None) -> str:
@@ -161,7 +163,7 @@ def steps_table(rows: list[Row], mode: str = "train-amp-fp16", device: str = "NV
         lines.append(f"| {case_label(c)} | " + " | ".join(cell(by.get((c, b)), fastest) for b in backends) + " |")
     runs = sorted({(r.date[:10], r.run, r.commit or "?") for r in picked})
     versions = sorted({f"torch {r.torch}, Triton {r.triton}" for r in picked})
-    lines += ["", f"{device}, {mode}, {'; '.join(versions)}; rows of "
+    lines += ["", f"{device}, {mode}{', ' + layout if layout else ''}, {'; '.join(versions)}; rows of "
               + ", ".join(f"run {run} ({commit}, {date})" for date, run, commit in runs) + "."]
     return "\n".join(lines)
 
