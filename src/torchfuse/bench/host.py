@@ -21,8 +21,7 @@
   bf16 autocast), its forward and backward graphs called directly with every kernel launch
   replaced by a stub (what remains is the runtime's Python, the ATen calls' dispatch and
   their small CPU work), each graph interpreted step by step and through its generated
-  function (``Tuning`` ``runtime.graph_function``), with and without its launches writing into
-  dead buffers (``runtime.reuse_buffers``).
+  function (``Tuning`` ``runtime.graph_function``).
 
 Host times per call come from :func:`torchfuse.bench.timing.host_us_per_call` (wall clock,
 synchronized once at each end).
@@ -332,21 +331,15 @@ def host_graph(args, prov) -> list:
     graphs = [g for g in graphs if g in calls]
     steps = sum(len(g.runners) for g in graphs)
     run_all = lambda: [g(list(calls[g])) for g in graphs]  # noqa: E731
-    times: dict = {"interpreted": [], "generated": [], "generated, no reuse": []}
-    reused = 0
+    times: dict = {"interpreted": [], "generated": []}
     with torch.no_grad():
-        for _ in range(args.repeats):  # the variants alternate, so that a busy moment hits all
+        for _ in range(args.repeats):  # the variants alternate, so that a busy moment hits both
             for variant in times:
-                for g in graphs:  # the instance's copies of Tuning runtime.graph_function, .reuse_buffers
-                    g.graph_function = variant != "interpreted"
-                    if g.reuse_buffers != (variant == "generated"):
-                        g.reuse_buffers = variant == "generated"
-                        g._drop_generated()
+                for g in graphs:  # the instance's copy of Tuning runtime.graph_function
+                    g.graph_function = variant == "generated"
                 times[variant].append(timing.host_us_per_call(run_all, args.calls, "cpu", warmup=2) / 1e3)
-                if variant == "generated":
-                    reused = sum(g.stats.get("buffers_reused", 0) for g in graphs)
     state = "; ".join(f"{g.name}: {g.stats['graph_function']}" for g in graphs)
-    print(f"{len(graphs)} graphs, {steps} steps, {reused} launch outputs written into dead buffers ({state})")
+    print(f"{len(graphs)} graphs, {steps} steps ({state})")
     rows = []
     for variant, ms in times.items():
         print(f"{variant:12s} {min(ms):7.3f} ms per training step's graphs (best of {args.repeats} x {args.calls} "

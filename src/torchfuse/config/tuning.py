@@ -353,11 +353,6 @@ class RuntimeTuning:
             strided copy: on an H200 GPT-2's padded fp16 logits gradient, [4096, 50264], takes
             0.26 ms against ATen's 0.60 (benchmarks/NOTES.md, "the pad kernel, measured").
             False leaves every pad to ATen.
-        reuse_buffers: in the generated graph function, a launch function writes its outputs
-            into a dead intermediate of the same sizes, strides and dtype that nothing else can
-            reach (:func:`torchfuse.runtime.graph_function.plan_reuse`) instead of allocating
-            one, as Inductor's wrappers reuse buffers: each allocation is a few microseconds of
-            host time. False allocates every output.
     """
 
     progress_delay_seconds: float = 2.0
@@ -366,7 +361,6 @@ class RuntimeTuning:
     graph_function: bool = True
     pool_output_bytes: int = 1 << 20
     pad_kernel: bool = True
-    reuse_buffers: bool = True
 
 
 @dataclasses.dataclass(frozen=True)

@@ -165,8 +165,6 @@ class CompiledGraph:
         #: size signature -> its generated straight-line function (``runtime.graph_function``),
         #: or False where one could not be generated; and the functions' Python text
         self.graph_function = options.tuning.runtime.graph_function
-        #: launch functions write into dead intermediates (``Tuning`` ``runtime.reuse_buffers``)
-        self.reuse_buffers = options.tuning.runtime.reuse_buffers
         self.generated: dict = {}
         self.generated_sources: dict = {}
         self.stats["graph_function"] = (NOT_GENERATED if self.graph_function
@@ -255,7 +253,7 @@ class CompiledGraph:
         """Build (and keep) the generated function for ``sym_key``; ``False`` when a step
         cannot be generated (then every call with these sizes is interpreted)."""
         try:
-            run, source = build_graph_function(self, sym_key, sym_values, self.reuse_buffers)
+            run, source = build_graph_function(self, sym_key, sym_values)
         except Exception as e:  # an optimization only: the interpreted loop stays
             log.info("%s: no generated graph function (%s: %s)", self.name, type(e).__name__, e)
             self.stats["graph_function"] = f"interpreted: {type(e).__name__}: {e}"
@@ -267,9 +265,7 @@ class CompiledGraph:
         if self.dump_stem:  # beside the graph's other stages (backend._dump_stage)
             with open(f"{self.dump_stem}.function_{n}.py", "w") as f:
                 f.write(source)
-        reused = self.stats.get("buffers_reused", 0)
-        self.stats["graph_function"] = (f"one generated straight-line function per set of sizes ({n} so far)"
-                                        + (f"; {reused} launch outputs written into dead buffers" if reused else ""))
+        self.stats["graph_function"] = f"one generated straight-line function per set of sizes ({n} so far)"
         return run
 
     def _drop_generated(self) -> None:

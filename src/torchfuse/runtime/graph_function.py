@@ -25,9 +25,7 @@ anything per step:
 * the pad kernel's pads (:class:`~torchfuse.runtime.pad.PadRunner`), batched copies and
   registry nodes call their runners; dead slots are set to ``None`` where
   the loop frees them; random groups get the call's seeds as in the loop; outputs are returned
-  as the loop returns them;
-* a launch function writes its outputs into dead intermediates of the same layout that
-  nothing else can reach (:func:`plan_reuse`) instead of allocating, where the loop allocates.
+  as the loop returns them.
 
 Why: the loop's own bookkeeping (iteration, a Python frame per step, argument lists built per
 call, the liveness list) costs host time on every one of the ~1400 steps of a transformer's
@@ -44,7 +42,7 @@ import torch
 
 from ..ir.from_fx import getitem_path
 from ..ir.graph import Node, Value, as_int, is_symbolic, map_values
-from .calls import MATRIX_PRODUCTS, VIEW_OPS, ViewCall, _no_view, _nothing, _step_reads, _with_sizes, entry_point
+from .calls import MATRIX_PRODUCTS, ViewCall, _no_view, _nothing, _with_sizes, entry_point
 from .group import GroupRunner
 from .launch import REINTERPRET, draw_seeds
 
@@ -70,7 +68,7 @@ class _Source:
         self.lines.append("    " * indent + line)
 
 
-def build_graph_function(graph, sym_key: tuple, sym_values: dict, reuse: bool = True) -> tuple[Any, str]:
+def build_graph_function(graph, sym_key: tuple, sym_values: dict) -> tuple[Any, str]:
     """Generate the straight-line function of ``graph`` for the size signature ``sym_key``.
 
     Args:
@@ -78,8 +76,6 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict, reuse: bool = 
             these sizes (its plans are made and its view replays recorded).
         sym_key: the size symbols' values, in ``graph.symbols`` order (``()``: static shapes).
         sym_values: symbol -> value for the same sizes.
-        reuse: let launch functions write their outputs into dead intermediates of the same
-            layout (:func:`plan_reuse`) instead of allocating.
 
     Returns:
         ``(run, source)``: ``run(env)`` takes the call's environment (a list of
@@ -109,24 +105,18 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict, reuse: bool = 
     src.emit("_ng = not _grad()")
     known: dict[int, tuple] = {}
     fresh: set[int] = set()  # slots of ATen results that are never views
-    grabs, gives = plan_reuse(graph, sym_key) if reuse else ({}, {})
-    graph.stats["buffers_reused"] = sum(len(g) for g in gives.values())
-    for i, (run, step, dead) in enumerate(zip(graph.runners, graph.steps, graph.release)):
+    for run, step, dead in zip(graph.runners, graph.steps, graph.release):
         if run is _nothing:
             pass
         elif isinstance(run, GroupRunner):
             g = src.bind(run, "G")
-            fast = _launch_function(run, sym_key)
-            if fast is not None:
-                flag = _flag(i)
+            fast = run.fast.get(sym_key)
+            if fast is not None and run.failed is None:
+                flag = f"f{len(src.lines)}"
                 trusted = _trusted(run, sym_key, known)
-                args = ["env"] if trusted is None else ["env", trusted]
-                args += [f"r{k}={_given(donor, cond)}" for k, donor, cond in gives.get(i, ())]
-                src.emit(f"{flag} = {src.bind(fast, 'L')}({', '.join(args)})")
+                src.emit(f"{flag} = {src.bind(fast, 'L')}(env{'' if trusted is None else ', ' + trusted})")
                 src.emit(f"if not {flag}:")
                 src.emit(f"{g}(env, {sk}, {sv})", 2)
-                for _, donor, _ in gives.get(i, ()):
-                    src.emit(f"del {_donor(donor)}")
                 plan = run.plans.get(sym_key)
                 for slot, (_, shape, stride, _) in zip(run.out_slots, plan.allocs if plan is not None else ()):
                     known[slot] = (flag, tuple(shape), tuple(stride))
@@ -144,8 +134,6 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict, reuse: bool = 
         else:  # batched copies, registry nodes, the pad kernel's pads
             src.emit(f"{src.bind(run, 'B')}(env, {sk}, {sv})")
         for s in dead:
-            if s in grabs.get(i, ()):  # a dead buffer a later launch writes into
-                src.emit(f"{_donor(s)} = env[{s}]")
             src.emit(f"env[{s}] = None")
     for r in randoms:  # the seeds die with the call (a CUDA graph pool holds no strays)
         src.emit(f"{src.bind(r, 'R')}.seed = None")
@@ -160,128 +148,6 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict, reuse: bool = 
     text = "\n".join(src.lines) + "\n"
     exec(compile(text, f"<torchfuse graph {graph.name}>", "exec"), ns)
     return ns["run"], text
-
-
-def _launch_function(run: GroupRunner, sym_key: tuple):
-    """The launch function the generated code calls for ``run`` with these sizes, or ``None``
-    (the group runs through its runner)."""
-    fast = run.fast.get(sym_key)
-    return fast if fast is not None and run.failed is None else None
-
-
-def _flag(i: int) -> str:
-    """The local that holds whether step ``i``'s launch function ran."""
-    return f"f{i}"
-
-
-def _donor(slot: int) -> str:
-    """The local that holds the dead tensor of ``slot`` until a later launch writes into it."""
-    return f"_d{slot}"
-
-
-def _given(slot: int, cond: tuple) -> str:
-    """The buffer argument of a launch function: the donor, where every flag in ``cond`` is
-    true (the launches that made and read it ran as planned), else ``None``."""
-    return _donor(slot) if not cond else f"{_donor(slot)} if {' and '.join(cond)} else None"
-
-
-def plan_reuse(graph, sym_key: tuple) -> tuple[dict[int, list[int]], dict[int, list[tuple]]]:
-    """Which launch functions write their outputs into which dead intermediates.
-
-    Allocating an output costs host time on every launch (a few microseconds through
-    PyTorch's allocator, about 800 a T5-small training step); Inductor's wrapper code reuses a
-    dead buffer of the same size instead. Here a *donor* is a tensor this call made that
-    nothing else can reach once its slot dies: the output of a launch function, or of a
-    matrix product (a new contiguous tensor), whose readers are launch functions, matrix
-    products and recorded views (whose results join its alias set, and must all be dead too).
-    Any other reader (an ATen call, a batched copy, a group that runs through its runner)
-    might keep an alias, so its donor is never reused. A launch function's output takes the
-    most recently freed donor of exactly its sizes, strides, dtype and device, at run time only
-    where the launch that made the donor and every launch that read it ran as planned (their
-    flags; a group that falls back to ATen may return views), and a matrix product's only while
-    grad mode is off (as AOTAutograd runs the graphs; with it on the product may be recorded by
-    autograd). Under CUDA graph capture the donors are the pool's memory, reused within the
-    graph as the allocator would.
-
-    Args:
-        graph: the :class:`~torchfuse.runtime.executor.CompiledGraph`, run once with these sizes.
-        sym_key: the size signature the function is generated for.
-
-    Returns:
-        ``(grabs, gives)``: step index -> slots whose tensors to hold when they die there;
-        step index -> ``(output index, donor slot, flags)`` for that step's launch function.
-    """
-    root: dict[int, int] = {}  # slot -> the donor whose storage it is (itself or a view of it)
-    alive: dict[int, set] = {}  # donor -> its alias set's slots not yet dead
-    conds: dict[int, list] = {}  # donor -> flags that must be true for it to be given
-    layout: dict[int, tuple] = {}
-    escaped: set[int] = set()
-    dies_at: dict[int, int] = {}
-    free: dict[tuple, list[int]] = {}
-    gives: dict[int, list[tuple]] = {}
-    grabs: dict[int, list[int]] = {}
-
-    def read(slots, flag: str | None, escapes: bool = False) -> None:
-        for s in slots:
-            r = root.get(s)
-            if r is None:
-                continue
-            if escapes:
-                escaped.add(r)
-            elif flag is not None and flag not in conds[r]:
-                conds[r].append(flag)
-
-    def made(slot: int, key: tuple, flag: str | None) -> None:
-        root[slot], alive[slot], layout[slot] = slot, {slot}, key
-        conds[slot] = [] if flag is None else [flag]
-
-    for i, (run, step, dead) in enumerate(zip(graph.runners, graph.steps, graph.release)):
-        if isinstance(run, GroupRunner) and _launch_function(run, sym_key) is not None:
-            plan = run.plans.get(sym_key)
-            flag = _flag(i)
-            read(run.in_slots, flag)
-            keys = [] if plan is None else [(tuple(sh), tuple(st), dt, _device(v)) for (_, sh, st, dt), v
-                                            in zip(plan.allocs, run.group.outputs)]
-            for k, key in enumerate(keys):
-                pool = free.get(key)
-                if pool:
-                    donor = pool.pop()
-                    gives.setdefault(i, []).append((k, donor, tuple(conds[donor])))
-                    grabs.setdefault(dies_at[donor], []).append(donor)
-            for slot, key in zip(run.out_slots, keys):
-                made(slot, key, flag)
-        elif isinstance(run, ViewCall):
-            r = root.get(run.src)
-            if r is not None:
-                root[run.out] = r
-                alive[r].add(run.out)
-        elif getattr(run, "aten_call", None) is step and step.target in MATRIX_PRODUCTS and len(step.outputs) == 1:
-            read([graph.slots[v] for v in step.input_values()], None)
-            static = _static_layout(step)
-            if static is not None:
-                # "_ng": grad mode off, so the product is no autograd node a launch could write into
-                made(graph.slots[step.outputs[0]], (*static, step.outputs[0].meta.dtype, _device(step.outputs[0])), "_ng")
-        elif run is _nothing and isinstance(step, Node) and step.target in VIEW_OPS:
-            pass  # a view merged into a later ViewCall, which reads its input
-        elif isinstance(run, GroupRunner):  # runs through its runner: its outputs may be views
-            read(run.in_slots, None, escapes=True)
-        else:
-            read([graph.slots[v] for v in _step_reads(step)], None, escapes=True)
-        for s in dead:
-            r = root.get(s)
-            if r is None:
-                continue
-            if s == r:
-                dies_at[r] = i
-            alive[r].discard(s)
-            if not alive[r] and r not in escaped:
-                free.setdefault(layout[r], []).append(r)
-    return grabs, gives
-
-
-def _device(v: Value) -> tuple:
-    d = v.meta.device
-    return d.type, d.index or 0
 
 
 def _trusted(run: GroupRunner, sym_key: tuple, known: dict) -> str | None:

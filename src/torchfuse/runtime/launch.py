@@ -75,7 +75,7 @@ def draw_seeds(count: int, device: torch.device) -> tuple[torch.Tensor, int]:
 
 
 def build_launcher(runner, plan, spec: tuple, direct: list):
-    """Generate ``fast(env, trusted=False, r0=None, ...) -> bool``: the direct launch of ``plan`` for the
+    """Generate ``fast(env, trusted=False) -> bool``: the direct launch of ``plan`` for the
     alignment specialization ``spec``, as straight-line Python with the environment slots,
     the planned layouts, the allocators, the launch scalars and the compiled binaries bound
     as constants. It returns ``False`` without side effects when a checked input's layout
@@ -89,16 +89,10 @@ def build_launcher(runner, plan, spec: tuple, direct: list):
     A compiled graph's kernels are launched from Python, once per fusion group per call,
     so the general path's per-call work (building lists, looking the plan up, checking
     each argument's type) is paid hundreds of times per training step; Inductor's
-    generated wrapper code binds the same things at compile time.
-
-    ``r0``, ``r1``, ...: per output, a tensor to write it into instead of allocating one, which
-    the caller guarantees has the planned sizes, strides, dtype and device, a storage offset of
-    0, and nothing else that reads or aliases it (the graph function's dead buffers:
-    :func:`~torchfuse.runtime.graph_function.plan_reuse`)."""
+    generated wrapper code binds the same things at compile time."""
     ns: dict[str, Any] = {"_P": PROFILER, "_range": profiler_range, "_hooks": launch_hooks_set,
                           "_stream": raw_stream}
-    reuse = "".join(f", r{k}=None" for k in range(len(plan.allocs)))
-    lines = [f"def fast(env, trusted=False{reuse}):"]
+    lines = ["def fast(env, trusted=False):"]
     for k, slot in enumerate(runner.in_slots):
         lines.append(f"    a{k} = env[{slot}]")
     if runner.checked:
@@ -118,10 +112,7 @@ def build_launcher(runner, plan, spec: tuple, direct: list):
     for name, allocs in (("o", plan.allocs), ("w", plan.workspaces)):
         for k, (alloc, sh, st, dt) in enumerate(allocs):
             ns[f"A{name}{k}"], ns[f"SH{name}{k}"], ns[f"ST{name}{k}"], ns[f"DT{name}{k}"] = alloc, sh, st, dt
-            alloc_call = f"A{name}{k}(SH{name}{k}, ST{name}{k}, DT{name}{k})"
-            if name == "o":  # a dead tensor of this layout the caller passes, else a new one
-                alloc_call = f"r{k} if r{k} is not None else {alloc_call}"
-            lines.append(f"    {name}{k} = {alloc_call}")
+            lines.append(f"    {name}{k} = A{name}{k}(SH{name}{k}, ST{name}{k}, DT{name}{k})")
             ptrs.append(f"{name}{k}.data_ptr()")
     for k, value in enumerate(plan.scalars):
         ns[f"SC{k}"] = value
