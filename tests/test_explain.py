@@ -675,7 +675,7 @@ def test_aten_lines_name_every_source_of_a_counted_op():
     result = torchfuse.explain(model, x, verbose=False)
     torch.testing.assert_close(torchfuse.compile(model)(x), model(x))
     line = next(l for l in result.summary().splitlines() if "aten.convolution.default x2" in l)
-    assert "0 (Conv2d)" in line and "2 (Conv2d)" in line, line
+    assert "model[0] (Conv2d)" in line and "model[2] (Conv2d)" in line, line
 
 
 def test_graph_with_fusion_switched_off_is_not_called_nothing_to_fuse():
@@ -756,6 +756,13 @@ def test_recaptures_for_a_new_batch_size_are_labelled_recompilations(explained, 
     result keeps the labels."""
     result, _ = explained
     assert [c.recompiles for c in result.captures] == [None, None, 0, 1]
+    # TorchDynamo's ids: the recaptures are their frames' second compiles, named as the guard
+    # failures name the first ones
+    ids = [c.dynamo_id for c in result.captures]
+    assert [i.split("/")[1] for i in ids] == ["0", "0", "1", "1"] and ids[2][0] == ids[0][0], ids
+    for r in result.recompilations:
+        if r.source == "dynamo":
+            assert r.reason.startswith("the guards of TorchDynamo compile ") and r.reason.split()[5] in ids[:2], r
     text = result.summary()
     assert "4 graphs captured by TorchDynamo (2 of them recompilations for new inputs)" in text
     for g in result.graphs:
@@ -763,4 +770,32 @@ def test_recaptures_for_a_new_batch_size_are_labelled_recompilations(explained, 
         label = f"(capture {g.capture} at"
         assert label in text
         assert (f", a recompilation of capture {first})" in text) == (first is not None)
+        assert f", TorchDynamo compile {result.captures[g.capture].dynamo_id}" in text
     assert ExplainResult.load(result.save(str(tmp_path / "r.json"))).captures == result.captures
+
+
+def test_module_paths_read_as_python_indexes_them():
+    """An op's module is named as Python reaches it: numbered children of containers indexed,
+    a compiled ``nn.Sequential``'s own children as ``model[i]``."""
+    from torchfuse.report.collect import module_of
+
+    linear = torch.nn.Linear
+    assert module_of({"a": ("L['self'].layers.0.attn", linear)}) == "layers[0].attn (Linear)"
+    assert module_of({"a": ("L['self'].0", linear)}) == "model[0] (Linear)"
+    assert module_of({"a": ("L['self'].blocks.1.2", linear)}) == "blocks[1][2] (Linear)"
+    assert module_of({"a": ("L['self']", linear)}) == "(root) (Linear)"
+
+
+def _padded(x):
+    return torch.nn.functional.pad(torch.relu(x) * 2, (1, 1), mode="reflect") + 1
+
+
+def test_ops_from_pytorchs_own_python_are_credited_to_the_users_line():
+    """``F.pad``'s reflect mode is Python inside PyTorch; the groups and ATen calls it makes
+    are located at the user's call of it, not at PyTorch's lines."""
+    x = torch.randn(4, 8, device=DEVICE)
+    result = torchfuse.explain(_padded, x, verbose=False)
+    torch.testing.assert_close(torchfuse.compile(_padded)(x), _padded(x))
+    locations = [loc for g in result.graphs for grp in g.groups for loc in grp.locations]
+    locations += [c.location for g in result.graphs for c in g.aten_calls if c.location is not None]
+    assert locations and all(loc.file == __file__ for loc in locations), locations

@@ -148,9 +148,9 @@ def test_file_model_of_torch_modules_names_the_users_file(tmp_path, capsys):
     locations.append(result.captures[0].location)
     assert calls and graph.groups and all(loc is not None for loc in locations), str(result)
     assert {(loc.file, loc.line, loc.function) for loc in locations} == {(str(script), def_line, "build")}, locations
-    assert {loc.module for loc in locations} >= {"model.0 (Linear)", "model.1 (GELU)"}, locations
+    assert {loc.module for loc in locations} >= {"model[0] (Linear)", "model[1] (GELU)"}, locations
     text = (tmp_path / "layers.txt").read_text()
-    assert f"aten.addmm.default  [vendor library (by design)]  layers.py:{def_line} in model.0 (Linear)" in text, text
+    assert f"aten.addmm.default  [vendor library (by design)]  layers.py:{def_line} in model[0] (Linear)" in text, text
     assert "explain_cli" not in text and "explain_cli" not in (tmp_path / "layers.html").read_text()
 
 

@@ -76,3 +76,10 @@ def test_training_over_five_sequence_lengths_and_a_partial_batch_recompiles_once
     dynamo = [m for m in messages if m.startswith("TorchDynamo compiles")]
     assert len(dynamo) == 1 and "size mismatch" in dynamo[0] and "expected 4, actual 6" in dynamo[0], messages
     assert any("new sizes" in m for m in messages), messages  # torchfuse's plans for later sizes
+    # both name the capture by TorchDynamo's compile id: the guards of the first failed, the
+    # graph planning new sizes is the recompiled one's
+    assert dynamic.compile_id is not None and dynamic.compile_id[1] == forwards[0].compile_id[1] + 1
+    frame, first = forwards[0].compile_id
+    assert f"the guards of TorchDynamo compile {frame}/{first} failed: " in dynamo[0], dynamo
+    assert all(m.startswith(f"forward of TorchDynamo compile {frame}/{first + 1}: new sizes")
+               for m in messages if "new sizes" in m and m.startswith("forward")), messages

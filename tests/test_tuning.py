@@ -107,6 +107,14 @@ def test_options_take_tuning_as_text_dict_or_environment(monkeypatch):
     monkeypatch.setenv("TORCHFUSE_TUNING", "looped.rblock=2048")
     assert Options().tuning.looped.rblock == 2048
     assert Options(tuning=Tuning()).tuning == Tuning()  # an explicit value wins
+    # a bad value names the variable it came from
+    monkeypatch.setenv("TORCHFUSE_TUNING", "looped.rblock=abc")
+    with pytest.raises(ValueError, match=r"^TORCHFUSE_TUNING='looped.rblock=abc': tuning field looped.rblock"):
+        Options()
+    monkeypatch.setenv("TORCHFUSE_TUNING", "looped.nope=1")
+    with pytest.raises(KeyError, match=r"^TORCHFUSE_TUNING='looped.nope=1': unknown tuning field 'looped.nope'"):
+        Options()
+    monkeypatch.delenv("TORCHFUSE_TUNING")
     monkeypatch.setenv("TORCHFUSE_LAUNCH_CONFIGS_FOR_SM_COUNT", "132")
     assert Options().launch_configs_for_sm_count == 132
     with pytest.raises(ValueError):

@@ -30,7 +30,7 @@ import dataclasses
 import os
 from pathlib import Path
 
-from .tuning import Tuning, parse_tuning, tuning_assignments
+from .tuning import Tuning, UnknownTuningField, parse_tuning, tuning_assignments
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
@@ -51,8 +51,22 @@ def _env_flag(name: str) -> bool:
 
 
 def _env_tuning() -> Tuning:
+    """``Tuning`` with ``TORCHFUSE_TUNING``'s assignments (:func:`parse_tuning`).
+
+    Raises:
+        UnknownTuningField, ValueError: as :func:`parse_tuning`, the message led by the
+            variable and its value (the error surfaces at a first compile, far from where the
+            variable was set).
+    """
     text = os.environ.get("TORCHFUSE_TUNING", "").strip()
-    return parse_tuning(text) if text else Tuning()
+    if not text:
+        return Tuning()
+    try:
+        return parse_tuning(text)
+    except UnknownTuningField as e:
+        raise UnknownTuningField(f"TORCHFUSE_TUNING={text!r}: {e}") from None
+    except ValueError as e:
+        raise ValueError(f"TORCHFUSE_TUNING={text!r}: {e}") from None
 
 
 def _env_int(name: str, default: int = 0) -> int:

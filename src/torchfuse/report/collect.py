@@ -10,10 +10,13 @@ to tell "runs in cuBLAS/cuDNN by design" apart from "no fusion rule yet".
 """
 from __future__ import annotations
 
+import functools
 import operator
 import re
 from pathlib import Path
 from typing import Any, Iterable
+
+import torch
 
 from ..ir.from_fx import CPU_REASON, FUSE_OFF_REASON
 from ..ir.graph import Node, Value
@@ -33,15 +36,30 @@ _DYNAMO_ROOT = re.compile(r"^L\['[^']*'\]\.?")  # Dynamo's name of the compiled 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in ([^\n]+)\n(?:[ \t]*([^\n]*)\n?)?')
 
 
+#: PyTorch's own Python (``torch/nn/functional.py``'s ``pad``...), whose lines are not the user's
+_TORCH_DIR = str(Path(torch.__file__).resolve().parent)
+
+
 def location_from_stack(stack_trace: str | None) -> SourceLocation | None:
-    """The innermost frame of an FX node's ``meta["stack_trace"]``, or ``None``."""
+    """The innermost frame of an FX node's ``meta["stack_trace"]`` outside PyTorch's own
+    package (an op that ``F.pad``'s Python makes is the user's call of ``F.pad``), else the
+    innermost frame; ``None`` without frames."""
     if not stack_trace:
         return None
     frames = _FRAME.findall(stack_trace)
     if not frames:
         return None
-    file, line, function, code = frames[-1]
+    outside = [f for f in frames if not _inside(f[0], _TORCH_DIR)]
+    file, line, function, code = (outside or frames)[-1]
     return SourceLocation(file=file, line=int(line), function=function.strip(), code=code.strip())
+
+
+@functools.lru_cache(maxsize=4096)
+def _inside(file: str, directory: str) -> bool:
+    try:
+        return str(Path(file).resolve()).startswith(directory + "/")
+    except (OSError, ValueError):
+        return False
 
 
 def module_of(nn_module_stack: dict | None) -> str:
@@ -49,8 +67,18 @@ def module_of(nn_module_stack: dict | None) -> str:
     if not nn_module_stack:
         return ""
     path, cls = list(nn_module_stack.values())[-1][:2]
-    path = _DYNAMO_ROOT.sub("", str(path)) or "(root)"
+    path = _python_path(_DYNAMO_ROOT.sub("", str(path))) or "(root)"
     return f"{path} ({getattr(cls, '__name__', str(cls).rsplit('.', 1)[-1])})"
+
+
+def _python_path(path: str) -> str:
+    """A module path as Python indexes it: ``layers.0.attn`` -> ``layers[0].attn``; a child of
+    a compiled ``nn.Sequential`` itself (``0``) -> ``model[0]``, which a bare ``0`` would not
+    say."""
+    out = ""
+    for part in path.split(".") if path else ():
+        out += f"[{part}]" if part.isdigit() else (f".{part}" if out else part)
+    return f"model{out}" if out.startswith("[") else out
 
 
 def location_of_fx_node(fx_node) -> SourceLocation | None:

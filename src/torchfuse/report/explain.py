@@ -173,7 +173,8 @@ def _add_graphs(result: ExplainResult, recorder: _Recorder, known_before: set[in
     programs: list[tuple[Any, int]] = []  # (program state, capture index) of each capture's graphs
     for i, (gm, seconds, compiled, unfused) in enumerate(recorder.captures):
         capture = Capture(index=i, ops=collect.count_ops(gm), location=collect.capture_location(gm), seconds=seconds,
-                          rewrites=recorder.rewrites[i], recompiles=_recompiled(recorder.compile_ids, i))
+                          rewrites=recorder.rewrites[i], recompiles=_recompiled(recorder.compile_ids, i),
+                          dynamo_id="/".join(map(str, recorder.compile_ids[i] or ())))
         capture.graphs = [add(obj, i) for obj in compiled + unfused]
         programs += [(p, i) for p in map(_program, compiled + unfused) if p is not None]
         result.captures.append(capture)
@@ -243,12 +244,12 @@ def _guard_failure_counts() -> dict:
 def _dynamo_recompilations(before: dict) -> list[Recompilation]:
     """TorchDynamo's re-traces during the run: the guard that failed, per code object, placed
     at the user's frame when the code is PyTorch's own (:func:`~torchfuse.runtime.recompiles.recompile_where`)."""
-    from ..runtime.recompiles import recompile_where
+    from ..runtime.recompiles import guard_failure_text, recompile_where
 
     out = []
     for code, reasons in getattr(torch._dynamo.utils, "guard_failures", {}).items():
         for i in range(before.get(code, 0), len(reasons)):
-            out.append(Recompilation(source="dynamo", where=recompile_where(code, i), reason=str(reasons[i]).strip()))
+            out.append(Recompilation(source="dynamo", where=recompile_where(code, i), reason=guard_failure_text(reasons[i])))
     return out
 
 

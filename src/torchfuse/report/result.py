@@ -80,6 +80,9 @@ class Capture:
         recompiles: the index of the earlier capture of the same code that this one
             recompiles (TorchDynamo's guards failed for new inputs: the reasons are in
             :attr:`ExplainResult.recompilations`); ``None`` for a first capture.
+        dynamo_id: TorchDynamo's compile id of it, ``frame/compile`` (``0/1``: frame 0's second
+            capture), as TorchDynamo's guard failures and the ``recompile`` log name it;
+            empty when unknown.
     """
 
     index: int
@@ -89,6 +92,7 @@ class Capture:
     graphs: list[int] = dataclasses.field(default_factory=list)
     rewrites: dict[str, int] = dataclasses.field(default_factory=dict)
     recompiles: int | None = None
+    dynamo_id: str = ""
 
 
 @dataclasses.dataclass

@@ -137,13 +137,14 @@ def counts_text(groups: int, work: int, idle: int) -> str:
 
 
 def graph_origin(g: GraphReport, result: ExplainResult) -> str:
-    """``capture 1 at model.py:12``, with ``, compiled at its first backward`` for a backward
+    """``capture 1 at model.py:12, TorchDynamo compile 0/1``, with ``, compiled at its first backward`` for a backward
     AOTAutograd compiled then; ``compiled at the first backward`` when its capture is unknown."""
     if g.capture < 0:
         return "compiled at the first backward"
     capture = result.captures[g.capture] if g.capture < len(result.captures) else None
     location = capture.location if capture is not None else None
     return (f"capture {g.capture}" + (f" at {where(location)}" if location else "")
+            + (f", TorchDynamo compile {capture.dynamo_id}" if capture is not None and capture.dynamo_id else "")
             + (f", a recompilation of capture {capture.recompiles}"
                if capture is not None and capture.recompiles is not None else "")
             + (", compiled at its first backward" if g.at_first_backward else ""))

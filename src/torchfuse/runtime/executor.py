@@ -38,6 +38,7 @@ from .group import GroupRunner
 from .launch import draw_seeds
 from .pad import pad_runner
 from .progress import CompileProgress
+from .recompiles import compile_label, compiling_id
 
 log = logging.getLogger("torchfuse.schedule")
 recompile_log = logging.getLogger("torchfuse.recompile")
@@ -78,6 +79,9 @@ class CompiledGraph:
         self.options = options
         self.name = name
         self.program = None
+        #: TorchDynamo's (frame, compile) id of the capture this graph was compiled for, named
+        #: in the recompile log (None outside a TorchDynamo compile)
+        self.compile_id = compiling_id()
         graph = seg.graph
         self.slots: dict[Value, int] = {}
         for v in graph.inputs:
@@ -325,7 +329,8 @@ class CompiledGraph:
             if recompile_log.isEnabledFor(logging.INFO):  # which input dims the symbols are
                 where = {s: f"input {i} dim {d}" if d is not None else f"size argument {i}" for s, (i, d) in self.symbols}
                 sizes = ", ".join(f"{s} ({where.get(s, '?')}) = {v}" for s, v in sym_values.items())
-                recompile_log.info("%s: new sizes %s; planning every group again", self.name, sizes)
+                recompile_log.info("%s%s: new sizes %s; planning every group again", self.name,
+                                   compile_label(self.compile_id), sizes)
             self.stats["events"].append({"group": "*", "reason": f"new sizes {sym_values}"})
         todo = [step for step in self.steps if isinstance(step, GroupRunner) and not step.failed]
         progress = CompileProgress(self.name, len(todo), self.options.progress,

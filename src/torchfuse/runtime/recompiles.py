@@ -50,10 +50,27 @@ def log_dynamo_recompiles() -> list[str]:
             for reason in reasons[len(seen[1]):]:
                 seen[1].append(_where(code, str(reason), compiling))
                 if log.isEnabledFor(logging.INFO):
-                    messages.append(f"TorchDynamo compiles {seen[1][-1]} again: {str(reason).strip()}")
+                    messages.append(f"TorchDynamo compiles {seen[1][-1]} again: {guard_failure_text(reason)}")
     for m in messages:
         log.info("%s", m)
     return messages
+
+
+_COMPILE_ID = re.compile(r"^\s*(\d+)/(\d+): ")
+
+
+def guard_failure_text(reason) -> str:
+    """TorchDynamo's guard failure message with its leading compile id (``0/1: ...``: frame 0,
+    its second compile) spelled out, as the ``recompile`` log names graphs by it."""
+    text = str(reason).strip()
+    m = _COMPILE_ID.match(text)
+    return f"the guards of TorchDynamo compile {m[1]}/{m[2]} failed: {text[m.end():]}" if m else text
+
+
+def compile_label(compile_id: tuple[int, int] | None) -> str:
+    """`` of TorchDynamo compile 0/1`` for a graph compiled in that capture (see
+    :func:`compiling_id`), ``""`` when unknown."""
+    return f" of TorchDynamo compile {compile_id[0]}/{compile_id[1]}" if compile_id is not None else ""
 
 
 def recompile_where(code, index: int) -> str:
