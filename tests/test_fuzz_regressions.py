@@ -343,3 +343,32 @@ def test_interpreted_accesses_outside_the_kernels_tensors_are_errors():
 
     inside[(1,)](y, 8, BLOCK=16)
     assert torch.equal(y, torch.ones(8))
+
+
+def test_remainder_by_a_subnormal_divisor():
+    """``2 % -3e-39`` (a padded constant over a subnormal special): -1.2e-39 in CPU eager's
+    scalar loop, NaN in torchfuse under the interpreter, whose ``libdevice.fmod`` stand-in ran
+    PyTorch's vectorized CPU ``fmod``, which divides (2 / -3e-39 overflows) where a GPU's
+    ``fmod`` is exact (found with ``--fuzz-examples 3000 --fuzz-seed 233``). The stand-in now
+    computes C's exact ``fmod``."""
+    def program(x0, x1):
+        v0 = x0.abs()
+        v1 = x0.abs()
+        v2 = torch.nn.functional.pad(x0, (0, 2), value=2)
+        v3 = torch.nn.functional.pad(x0, (0, 2), value=2)
+        v4 = v2 % x1
+        return (v4, v2, v3,)
+
+    check_program(program, [make_input((1, 1), torch.float32, 'contiguous', seed=0, specials=True, grad=True),
+                            make_input((5, 3), torch.float32, 'contiguous', seed=0, specials=True, grad=True)],
+                  bitwise=(0, 1, 2), nan_signs=(1, 2))
+    # the stand-in itself, on a block as the interpreter passes it: exact where PyTorch's
+    # vectorized kernel is not
+    from torchfuse.runtime.interpreter_math import fmod
+
+    a, b = torch.full((64,), 2.0), torch.full((64,), -3e-39)
+    want = torch.tensor(2.0, dtype=torch.float64).fmod(torch.tensor(-3e-39).double()).float()
+    assert torch.equal(fmod(a, b), want.expand(64)) and want.item() != 0
+    for dtype in (torch.float16, torch.bfloat16):
+        x, y = torch.randn(64).to(dtype) * 100, torch.randn(64).to(dtype)
+        assert torch.equal(fmod(x, y), torch.fmod(x.double(), y.double()).to(dtype))

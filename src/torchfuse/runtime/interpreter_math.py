@@ -75,6 +75,18 @@ def fma(a, b, c) -> torch.Tensor:
     return torch.where(p.isfinite() & wide_c.isfinite(), s.to(dtype), plain)
 
 
+def fmod(a, b) -> torch.Tensor:
+    """C's exact ``fmod`` (the remainder with the dividend's sign), as ``libdevice.fmod`` on a
+    GPU. PyTorch's vectorized CPU kernel divides instead, which overflows for a divisor many
+    orders of magnitude smaller than the dividend (``fmod(2, -3e-39)``: NaN from 16 elements
+    on, 1.8e-39 from its scalar loop); the exact remainder is representable in the operands'
+    format, so it is computed in fp64 with NumPy and rounded back exactly."""
+    dtype = next(x.dtype for x in (a, b) if isinstance(x, torch.Tensor))
+    a, b = (x.double().numpy() if isinstance(x, torch.Tensor) else np.float64(x) for x in (a, b))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return torch.from_numpy(np.asarray(np.fmod(a, b))).to(dtype)
+
+
 _FUNCTIONS = {
     "exp": torch.exp, "exp2": torch.exp2, "expm1": torch.expm1, "log": torch.log, "log2": torch.log2,
     "log10": torch.log10, "log1p": torch.log1p, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt,
@@ -83,7 +95,7 @@ _FUNCTIONS = {
     "acosh": torch.acosh, "atanh": torch.atanh, "erf": torch.erf, "erfc": torch.erfc,
     "erfinv": torch.erfinv, "lgamma": torch.lgamma, "floor": torch.floor, "ceil": torch.ceil,
     "trunc": torch.trunc, "nearbyint": torch.round, "pow": torch.pow, "atan2": torch.atan2,
-    "hypot": torch.hypot, "copysign": torch.copysign, "fmod": torch.fmod, "fma": fma,
+    "hypot": torch.hypot, "copysign": torch.copysign, "fmod": fmod, "fma": fma,
 }
 
 
