@@ -388,6 +388,8 @@ def test_fused_decorator_traces_once_per_signature():
         torch.testing.assert_close(h, ref_h)
         torch.testing.assert_close(out, F.layer_norm(ref_h, (20,), args[2], None, 1e-5))
     assert len(bias_gelu_ln.fusions) == 1
+    (traces,) = bias_gelu_ln.fusions.values()
+    assert len(traces) == 1 and not traces[0].guards  # no decision on sizes: nothing to check per call
     assert bias_gelu_ln.fusion_for(*args, 1e-5).num_kernels(DEVICE) == 1
     x, b, w = [a.clone().requires_grad_() for a in args]
     out, _ = bias_gelu_ln(x, b, w, 1e-5)
@@ -438,3 +440,28 @@ def test_fused_decorator_reports_what_cannot_be_fused():
 
     with pytest.raises(DefinitionError, match="mm.*cannot be fused"):
         projection(sample((4, 5), F32), sample((5, 3), F32))
+
+
+def test_python_branches_on_sizes_are_traced_again_where_they_go_the_other_way():
+    """``@fused`` over a function that branches on a size: the trace's condition (a shape
+    guard) is checked on every call of its signature, and sizes that take the other branch get
+    a trace of their own, not the first one's kernel (values against eager, gradients too)."""
+    from torchfuse.fusion import fused
+
+    @fused(interpret=DEVICE == "cpu")
+    def branchy(x, y):
+        if x.shape[-1] > 5:
+            return x * 2 + y
+        return x * 3 - y
+
+    for n in (4, 6, 5, 9, 2, 6):
+        x, y = sample((3, n), F32), sample((3, n), F32)
+        torch.testing.assert_close(branchy(x, y), x * 2 + y if n > 5 else x * 3 - y)
+    (traces,) = branchy.fusions.values()
+    assert len(traces) == 2 and all(len(t.guards) == 1 for t in traces)
+    x = sample((3, 7), F32).requires_grad_()
+    (g,) = torch.autograd.grad(branchy(x, x.detach()).sum(), [x])
+    torch.testing.assert_close(g, torch.full_like(x, 2.0))
+    x = sample((3, 4), F32).requires_grad_()
+    (g,) = torch.autograd.grad(branchy(x, x.detach()).sum(), [x])
+    torch.testing.assert_close(g, torch.full_like(x, 3.0))

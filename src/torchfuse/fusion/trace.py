@@ -5,15 +5,17 @@ table: the compiler's own frontend) on the first call with each *signature* (dty
 ranks, which dims have size 1 and which sizes are equal, and the values of non-tensor
 arguments), and replays the ATen graph op by op into a :class:`~torchfuse.fusion.Fusion`
 through the same checks as a hand-written definition. Later calls with the same signature
-run that fusion, at any sizes. Calls with inputs that require grad go through
+run that fusion, at any sizes where the trace's own decisions hold: Python control flow on
+sizes (``if x.shape[-1] > 5``) is recorded by the trace as a condition on its size symbols
+(``make_fx``'s shape guards), checked on every later call of the signature; sizes for which
+one fails are traced again, into a fusion of their own. Calls with inputs that require grad go through
 :class:`~torchfuse.fusion.autograd.FusionOp` (derived backward), so the function is
 differentiable and a single op inside ``torch.compile``. Under ``torch.compile`` every call is
 that op; a call whose signature has no op yet runs outside the compiled graph once (one graph
 break) and registers it.
 
 What cannot be fused is reported when tracing: an ATen op outside the op registry, a scalar
-computed from sizes, a captured tensor constant. Python control flow on sizes is evaluated
-once per signature (the trace keeps the branch taken).
+computed from sizes, a captured tensor constant.
 """
 from __future__ import annotations
 
@@ -52,12 +54,64 @@ def signature(args: tuple) -> tuple:
     return tuple(key)
 
 
+class Traced:
+    """One trace of a :class:`FusedFunction`: its fusion, whether the function returned one
+    tensor, and the conditions on sizes its Python decisions assumed.
+
+    Attributes:
+        fusion: the :class:`~torchfuse.fusion.Fusion`.
+        single: the function returned one tensor (not a tuple).
+        guards: sympy conditions on the trace's size symbols (``s1 <= 5``), each true for the
+            traced sizes; ``sizes`` maps each symbol to ``(tensor argument, dim)``.
+    """
+
+    def __init__(self, fusion: Fusion, single: bool, guards: list, sizes: dict):
+        self.fusion, self.single, self.guards, self.sizes = fusion, single, guards, sizes
+
+    def holds(self, tensors: list) -> bool:
+        """Whether every guard holds for the sizes of ``tensors`` (the call's tensor arguments,
+        of the trace's signature); a size under TorchDynamo is read as an int (a guard of its)."""
+        if not self.guards:
+            return True
+        values = {sym: int(tensors[k].shape[d]) for sym, (k, d) in self.sizes.items()}
+        return all(bool(g.xreplace(values)) for g in self.guards)
+
+
+def _shape_guards(gm: torch.fx.GraphModule) -> tuple[list, dict]:
+    """The shape guards ``make_fx`` recorded while tracing ``gm`` symbolically (conditions the
+    traced Python evaluated on sizes), and each size symbol's ``(input, dim)``.
+
+    Raises:
+        DefinitionError: a guard on a size that is no input's dim (one computed inside the
+            function): the trace cannot check it on later calls.
+    """
+    sizes: dict = {}
+    shape_env = None
+    inputs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for k, n in enumerate(inputs):
+        val = n.meta.get("val")
+        for d, s in enumerate(getattr(val, "shape", ())):
+            if isinstance(s, torch.SymInt):
+                shape_env = s.node.shape_env
+                if isinstance(s.node.expr, sympy.Symbol):
+                    sizes.setdefault(s.node.expr, (k, d))
+    guards = [g.expr for g in shape_env.guards] if shape_env is not None else []
+    guards = [g for g in guards if g is not sympy.true]
+    unknown = {str(x) for g in guards for x in g.free_symbols if x not in sizes}
+    if unknown:
+        raise DefinitionError(f"the function decides on sizes {', '.join(sorted(unknown))} that are no input's "
+                              f"dims; compute them from the inputs' shapes")
+    return guards, {sym: at for sym, at in sizes.items() if any(sym in g.free_symbols for g in guards)}
+
+
 class FusedFunction:
-    """A Python function run as one fusion per input signature (see the module docstring).
+    """A Python function run as one fusion per input signature and branch of its Python on
+    sizes (see the module docstring).
 
     Attributes:
         fn: the function.
-        fusions: signature -> (fusion, whether ``fn`` returned one tensor).
+        fusions: signature -> its :class:`Traced` traces, the first whose guards hold serving a
+            call.
     """
 
     def __init__(self, fn: Callable, name: str | None = None, options: Any = None, **overrides):
@@ -66,18 +120,30 @@ class FusedFunction:
         self.name = name or getattr(fn, "__name__", "fused")
         self.options = options
         self.overrides = overrides
-        self.fusions: dict[tuple, tuple[Fusion, bool]] = {}
+        self.fusions: dict[tuple, list[Traced]] = {}
         self._ops: dict[tuple, Any] = {}
 
     def fusion_for(self, *args) -> Fusion:
         """The fusion ``fn`` becomes for arguments like ``args`` (traced on first use)."""
-        return self._entry(args)[0]
+        return self._entry(args)[0].fusion
 
-    def _entry(self, args: tuple) -> tuple[Fusion, bool]:
-        key = signature(args)
-        if key not in self.fusions:
-            self.fusions[key] = self._trace(args)
-        return self.fusions[key]
+    def _find(self, args: tuple) -> tuple[tuple, Traced | None]:
+        """``((signature, trace index), trace)`` of the trace serving ``args``; the trace is
+        ``None`` when none of the signature's holds (the index is then the next one's)."""
+        sig = signature(args)
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        traces = self.fusions.get(sig, [])
+        for i, t in enumerate(traces):
+            if t.holds(tensors):
+                return (sig, i), t
+        return (sig, len(traces)), None
+
+    def _entry(self, args: tuple) -> tuple[Traced, tuple]:
+        key, traced = self._find(args)
+        if traced is None:
+            traced = self._trace(args)
+            self.fusions.setdefault(key[0], []).append(traced)
+        return traced, key
 
     def __call__(self, *args):
         if torch.compiler.is_compiling():
@@ -85,20 +151,19 @@ class FusedFunction:
             # graph: tracing into this tracer, the code generator or the fusion's runtime would
             # run them on fake tensors and symbolic sizes, which fails. A signature without its
             # op yet runs outside the graph once (a graph break) and registers it.
-            key = signature(args)
+            key, traced = self._find(args)
             op = self._ops.get(key)
             if op is None:
                 return self._outside_graph(*args)
-            return self._call_op(op, self.fusions[key][1], args)
-        fusion, single = self._entry(args)
+            return self._call_op(op, traced.single, args)
+        traced, key = self._entry(args)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-            return self._call_op(self._op_for(args, fusion), single, args)
-        outs = tuple(fusion.execute(tensors))
-        return outs[0] if single else outs
+            return self._call_op(self._op_for(key, traced.fusion), traced.single, args)
+        outs = tuple(traced.fusion.execute(tensors))
+        return outs[0] if traced.single else outs
 
-    def _op_for(self, args: tuple, fusion: Fusion):
-        key = signature(args)
+    def _op_for(self, key: tuple, fusion: Fusion):
         if key not in self._ops:
             self._ops[key] = fusion.as_op()
         return self._ops[key]
@@ -111,11 +176,11 @@ class FusedFunction:
 
     @torch.compiler.disable
     def _outside_graph(self, *args):
-        fusion, _ = self._entry(args)
-        self._op_for(args, fusion)  # what later compilations put in their graphs
+        traced, key = self._entry(args)
+        self._op_for(key, traced.fusion)  # what later compilations put in their graphs
         return self(*args)
 
-    def _trace(self, args: tuple) -> tuple[Fusion, bool]:
+    def _trace(self, args: tuple) -> Traced:
         from torch.fx.experimental.proxy_tensor import make_fx
 
         from ..decompose import decomposition_table
@@ -139,7 +204,9 @@ class FusedFunction:
             names = [params[i] if i < len(params) else None for i in positions]
         except (TypeError, ValueError):
             names = None
-        return replay(gm, self.name, self.options, input_names=names, **self.overrides), returned[0]
+        guards, sizes = _shape_guards(gm)
+        fusion = replay(gm, self.name, self.options, input_names=names, **self.overrides)
+        return Traced(fusion, returned[0], guards, sizes)
 
 
 def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names: list | None = None,
