@@ -465,3 +465,30 @@ def test_python_branches_on_sizes_are_traced_again_where_they_go_the_other_way()
     x = sample((3, 4), F32).requires_grad_()
     (g,) = torch.autograd.grad(branchy(x, x.detach()).sum(), [x])
     torch.testing.assert_close(g, torch.full_like(x, 3.0))
+
+
+def test_a_derived_backward_that_falls_back_to_aten_reads_its_sizes(monkeypatch):
+    """A fused op's derived backward whose group cannot be planned runs through ATen: its
+    ``expand`` reads sizes that only the kernel read before (their slots never filled), which
+    the fallback now evaluates from the sizes of the call (it raised for a ``[None, None]``
+    size list)."""
+    from torchfuse.runtime.group import GroupRunner
+
+    @fused(interpret=DEVICE == "cpu")
+    def softmax_t(x, t: float):
+        return torch.softmax(x / t, dim=-1)
+
+    x = sample((5, 9), F32).requires_grad_()
+    y = softmax_t(x, 0.7)
+    torch.testing.assert_close(y, torch.softmax(x / 0.7, -1))
+    g = sample((5, 9), F32)
+
+    def unplannable(self, *args, **kwargs):
+        raise ValueError("stand-in for a group that cannot be compiled")
+
+    monkeypatch.setattr(GroupRunner, "plan_for", unplannable)
+    with pytest.warns(RuntimeWarning, match="runs through ATen"):
+        (gx,) = torch.autograd.grad(y, x, g)
+    xe = x.detach().clone().requires_grad_()
+    (want,) = torch.autograd.grad(torch.softmax(xe / 0.7, -1), xe, g)
+    torch.testing.assert_close(gx, want)

@@ -384,7 +384,14 @@ def input_write_batch(graph: Graph, steps: list) -> list[Node]:
 def run_call(node: Node, env: list, slots: dict[Value, int], sym_values: dict | None = None) -> None:
     """Run a node as its ATen (or Python) call, reading and writing ``env``. Sizes left
     symbolic in its arguments (views built from metadata) are evaluated with ``sym_values``."""
-    resolve = lambda v: env[slots[v]]
+    def resolve(v: Value):
+        x = env[slots[v]]
+        if x is None and isinstance(v.example, torch.SymInt):
+            # a size the graph reads symbolically: its step may not have run, or its slot was
+            # freed, when only kernels read it (a group's ATen fallback reads it again)
+            return as_int(sympy.sympify(v.example.node.expr), sym_values)
+        return x
+
     args = _with_sizes(map_values(node.args, resolve), sym_values)
     kwargs = _with_sizes(map_values(node.kwargs, resolve), sym_values)
     result = node.target(*args, **kwargs)
