@@ -492,3 +492,18 @@ def test_a_derived_backward_that_falls_back_to_aten_reads_its_sizes(monkeypatch)
     xe = x.detach().clone().requires_grad_()
     (want,) = torch.autograd.grad(torch.softmax(xe / 0.7, -1), xe, g)
     torch.testing.assert_close(gx, want)
+
+
+@pytest.mark.parametrize("constant", [torch.randn(4), torch.tensor(2.5)], ids=["vector", "0-dim"])
+def test_a_captured_tensor_is_reported_when_tracing(constant):
+    """A function that reads a tensor it does not take (a global) cannot be traced into a
+    fusion: a DefinitionError that says so and what to do (it was make_fx's internal
+    assertion about fake tensors)."""
+    c = constant.to(DEVICE)
+
+    @fused(interpret=DEVICE == "cpu")
+    def scaled(x):
+        return x * c
+
+    with pytest.raises(DefinitionError, match="reads a tensor it does not take as an argument"):
+        scaled(sample((3, 4), F32))

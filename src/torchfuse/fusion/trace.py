@@ -198,7 +198,14 @@ class FusedFunction:
             return result
 
         tensors = [args[i].detach() for i in positions]
-        gm = make_fx(flat, decomposition_table=decomposition_table(), tracing_mode="symbolic")(*tensors)
+        try:
+            gm = make_fx(flat, decomposition_table=decomposition_table(), tracing_mode="symbolic")(*tensors)
+        except AssertionError as e:
+            if "FakeTensor" not in str(e):
+                raise
+            # make_fx's fake mode meets a real tensor: one the function reads without taking it
+            raise DefinitionError(f"{self.name} reads a tensor it does not take as an argument (a captured or "
+                                  f"global tensor); pass it as an argument to fuse it") from None
         try:
             params = list(inspect.signature(self.fn).parameters)
             names = [params[i] if i < len(params) else None for i in positions]
