@@ -507,3 +507,18 @@ def test_a_captured_tensor_is_reported_when_tracing(constant):
 
     with pytest.raises(DefinitionError, match="reads a tensor it does not take as an argument"):
         scaled(sample((3, 4), F32))
+
+
+def test_a_function_called_once_outside_compiles_without_a_graph_break():
+    """After one plain call (no gradients), the traced function's op is registered, so that a
+    compiled caller with the same signature needs no graph break (``fullgraph=True`` raised);
+    values against eager."""
+    @fused(interpret=DEVICE == "cpu")
+    def bias_gelu_residual(h, b, r):
+        return F.gelu(h + b) + r
+
+    x, b = sample((4, 8), F32), sample((8,), F32)
+    bias_gelu_residual(x, b, x)
+    compiled = torchfuse.compile(lambda x, b: bias_gelu_residual(x * 2, b, x).sum(), fullgraph=True,
+                                 interpret=DEVICE == "cpu")
+    torch.testing.assert_close(compiled(x, b), (F.gelu(x * 2 + b) + x).sum())

@@ -11,8 +11,8 @@ sizes (``if x.shape[-1] > 5``) is recorded by the trace as a condition on its si
 one fails are traced again, into a fusion of their own. Calls with inputs that require grad go through
 :class:`~torchfuse.fusion.autograd.FusionOp` (derived backward), so the function is
 differentiable and a single op inside ``torch.compile``. Under ``torch.compile`` every call is
-that op; a call whose signature has no op yet runs outside the compiled graph once (one graph
-break) and registers it.
+that op; a signature first met under ``torch.compile`` (no call of it outside) runs outside
+the compiled graph once (one graph break) and registers it.
 
 What cannot be fused is reported when tracing: an ATen op outside the op registry, a scalar
 computed from sizes, a captured tensor constant.
@@ -143,6 +143,9 @@ class FusedFunction:
         if traced is None:
             traced = self._trace(args)
             self.fusions.setdefault(key[0], []).append(traced)
+            # registered now, so that a compiled graph calling the function with these
+            # arguments later finds its op (without it: a graph break, an error under fullgraph)
+            self._op_for(key, traced.fusion)
         return traced, key
 
     def __call__(self, *args):
