@@ -522,3 +522,22 @@ def test_a_function_called_once_outside_compiles_without_a_graph_break():
     compiled = torchfuse.compile(lambda x, b: bias_gelu_residual(x * 2, b, x).sum(), fullgraph=True,
                                  interpret=DEVICE == "cpu")
     torch.testing.assert_close(compiled(x, b), (F.gelu(x * 2 + b) + x).sum())
+
+
+def test_arguments_by_keyword():
+    """A ``@fused`` function takes its arguments by keyword too, as Python would bind them
+    (it raised TypeError); a keyword-only parameter is refused with the reason."""
+    @fused(interpret=DEVICE == "cpu")
+    def scaled_gelu(x, b, scale=2.0):
+        return F.gelu(x + b) * scale
+
+    x, b = sample((4, 8), F32), sample((8,), F32)
+    torch.testing.assert_close(scaled_gelu(x, b=b, scale=3.0), F.gelu(x + b) * 3.0)
+    torch.testing.assert_close(scaled_gelu(b=b, x=x), F.gelu(x + b) * 2.0)
+
+    @fused(interpret=DEVICE == "cpu")
+    def keyword_only(x, *, scale):
+        return x * scale
+
+    with pytest.raises(TypeError, match=r"keyword-only arguments \(scale\)"):
+        keyword_only(x, scale=2.0)

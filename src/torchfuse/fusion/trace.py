@@ -148,7 +148,9 @@ class FusedFunction:
             self._op_for(key, traced.fusion)
         return traced, key
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            args = self._positional(args, kwargs)
         if torch.compiler.is_compiling():
             # Under TorchDynamo the call must be the fusion's registered op, one node in the
             # graph: tracing into this tracer, the code generator or the fusion's runtime would
@@ -165,6 +167,19 @@ class FusedFunction:
             return self._call_op(self._op_for(key, traced.fusion), traced.single, args)
         outs = tuple(traced.fusion.execute(tensors))
         return outs[0] if traced.single else outs
+
+    def _positional(self, args: tuple, kwargs: dict) -> tuple:
+        """``args`` and ``kwargs`` as the function's positional arguments, in its order (a
+        trace and its signature read arguments by position).
+
+        Raises:
+            TypeError: the function does not take them, or takes one keyword-only.
+        """
+        bound = inspect.signature(self.fn).bind(*args, **kwargs)
+        if bound.kwargs:
+            raise TypeError(f"{self.name}: keyword-only arguments ({', '.join(bound.kwargs)}) are not supported by "
+                            f"@fused; make them positional-or-keyword")
+        return tuple(bound.args)
 
     def _op_for(self, key: tuple, fusion: Fusion):
         if key not in self._ops:
