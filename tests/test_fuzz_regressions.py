@@ -350,7 +350,9 @@ def test_remainder_by_a_subnormal_divisor():
     scalar loop, NaN in torchfuse under the interpreter, whose ``libdevice.fmod`` stand-in ran
     PyTorch's vectorized CPU ``fmod``, which divides (2 / -3e-39 overflows) where a GPU's
     ``fmod`` is exact (found with ``--fuzz-examples 3000 --fuzz-seed 233``). The stand-in now
-    computes C's exact ``fmod``."""
+    computes C's exact ``fmod``. On an H200 the same program gave NaN too: Triton links
+    libdevice with flush-to-zero, so its fp32 ``fmod`` read the divisor as 0; fp32 remainders
+    and ``fmod`` now run in fp64 (every fp32 value normal there, the result exact)."""
     def program(x0, x1):
         v0 = x0.abs()
         v1 = x0.abs()

@@ -282,13 +282,25 @@ def div_numbers(position: int, attrs: dict) -> str:
     return "common" if attrs.get("rounding_mode") else "device"
 
 
+def _fp64(a, dt) -> tuple[list, str]:
+    """fp32 operands of ``fmod`` widened to fp64, and the cast back: Triton links libdevice
+    with flush-to-zero on (nvvm-reflect), so its fp32 ``fmod`` reads a subnormal operand as 0
+    (``2 % -3e-39``: NaN against eager's -1.2e-39 on an H200). In fp64 every fp32 (and bf16)
+    value is normal, and the remainder, exact, rounds back to fp32 exactly."""
+    if dt != torch.float32:
+        return list(a), ""
+    return [f"tl.cast({x}, tl.float64)" for x in a], ".to(tl.float32)"
+
+
 def emit_remainder(a, dt, at):
     if is_float(dt):
-        return f"tf_remainder_float({a[0]}, {a[1]})"
+        (x, y), back = _fp64(a, dt)
+        return f"tf_remainder_float({x}, {y}){back}"
     return f"tf_remainder_int({a[0]}, {a[1]})"
 
 
 def emit_fmod(a, dt, at):
     if is_float(dt):
-        return f"libdevice.fmod({a[0]}, {a[1]})"
+        (x, y), back = _fp64(a, dt)
+        return f"libdevice.fmod({x}, {y}){back}"
     return f"tf_fmod_int({a[0]}, {a[1]})"
