@@ -212,7 +212,8 @@ def test_execute_checks_inputs():
              ([good[0], sample((4, 1), F32)], ValueError, "size N"),
              ([good[0], sample((3, 2), F32)], ValueError, "broadcast"),
              ([sample((4, 3), F32).t(), good[1]], ValueError, "stride"),
-             ([good[0]], TypeError, "takes 2 inputs")]
+             ([good[0]], TypeError, "takes 2 inputs"),
+             (good[0], TypeError, "takes a list of its 2 inputs, got one tensor")]  # not its rows
     for inputs, error, fragment in cases:
         with pytest.raises(error, match=fragment):
             fd.execute(inputs)

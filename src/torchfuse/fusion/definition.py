@@ -205,9 +205,13 @@ class Fusion:
             the outputs, in the order they were added.
 
         Raises:
-            TypeError, ValueError: an input does not match its declaration.
+            TypeError, ValueError: an input does not match its declaration; TypeError also
+                for a single tensor in place of the list of inputs.
         """
         self.finish()
+        if isinstance(inputs, torch.Tensor):  # iterating it would bind its rows as the inputs
+            raise TypeError(f"fusion {self.name!r}: execute takes a list of its {len(self.specs)} inputs, "
+                            f"got one tensor (write execute([t]))")
         device, _ = bind(self.specs, self.shapes, inputs)
         if device.type == "cpu" and not self.options.interpret:
             if not self._warned_cpu:
