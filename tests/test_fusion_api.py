@@ -467,6 +467,14 @@ def test_python_branches_on_sizes_are_traced_again_where_they_go_the_other_way()
     (g,) = torch.autograd.grad(branchy(x, x.detach()).sum(), [x])
     torch.testing.assert_close(g, torch.full_like(x, 3.0))
 
+    @fused(interpret=DEVICE == "cpu")
+    def number_first(s, x):  # the guarded size is the second argument's
+        return x * s if x.shape[0] > 3 else x - s
+
+    for n in (2, 5, 3, 7):
+        x = sample((n, 4), F32)
+        torch.testing.assert_close(number_first(1.5, x), x * 1.5 if n > 3 else x - 1.5)
+
 
 def test_a_derived_backward_that_falls_back_to_aten_reads_its_sizes(monkeypatch):
     """A fused op's derived backward whose group cannot be planned runs through ATen: its

@@ -62,24 +62,25 @@ class Traced:
         fusion: the :class:`~torchfuse.fusion.Fusion`.
         single: the function returned one tensor (not a tuple).
         guards: sympy conditions on the trace's size symbols (``s1 <= 5``), each true for the
-            traced sizes; ``sizes`` maps each symbol to ``(tensor argument, dim)``.
+            traced sizes; ``sizes`` maps each symbol to ``(argument position, dim)``.
     """
 
     def __init__(self, fusion: Fusion, single: bool, guards: list, sizes: dict):
         self.fusion, self.single, self.guards, self.sizes = fusion, single, guards, sizes
 
-    def holds(self, tensors: list) -> bool:
-        """Whether every guard holds for the sizes of ``tensors`` (the call's tensor arguments,
-        of the trace's signature); a size under TorchDynamo is read as an int (a guard of its)."""
+    def holds(self, args: tuple) -> bool:
+        """Whether every guard holds for the sizes of the call's ``args`` (of the trace's
+        signature); a size under TorchDynamo is read as an int (a guard of its)."""
         if not self.guards:
             return True
-        values = {sym: int(tensors[k].shape[d]) for sym, (k, d) in self.sizes.items()}
+        values = {sym: int(args[i].shape[d]) for sym, (i, d) in self.sizes.items()}
         return all(bool(g.xreplace(values)) for g in self.guards)
 
 
-def _shape_guards(gm: torch.fx.GraphModule) -> tuple[list, dict]:
+def _shape_guards(gm: torch.fx.GraphModule, positions: list[int]) -> tuple[list, dict]:
     """The shape guards ``make_fx`` recorded while tracing ``gm`` symbolically (conditions the
-    traced Python evaluated on sizes), and each size symbol's ``(input, dim)``.
+    traced Python evaluated on sizes), and each size symbol's ``(argument position, dim)``
+    (``positions``: the argument position of each of ``gm``'s inputs).
 
     Raises:
         DefinitionError: a guard on a size that is no input's dim (one computed inside the
@@ -94,7 +95,7 @@ def _shape_guards(gm: torch.fx.GraphModule) -> tuple[list, dict]:
             if isinstance(s, torch.SymInt):
                 shape_env = s.node.shape_env
                 if isinstance(s.node.expr, sympy.Symbol):
-                    sizes.setdefault(s.node.expr, (k, d))
+                    sizes.setdefault(s.node.expr, (positions[k], d))
     guards = [g.expr for g in shape_env.guards] if shape_env is not None else []
     guards = [g for g in guards if g is not sympy.true]
     unknown = {str(x) for g in guards for x in g.free_symbols if x not in sizes}
@@ -131,10 +132,9 @@ class FusedFunction:
         """``((signature, trace index), trace)`` of the trace serving ``args``; the trace is
         ``None`` when none of the signature's holds (the index is then the next one's)."""
         sig = signature(args)
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
         traces = self.fusions.get(sig, [])
         for i, t in enumerate(traces):
-            if t.holds(tensors):
+            if t.holds(args):
                 return (sig, i), t
         return (sig, len(traces)), None
 
@@ -229,7 +229,7 @@ class FusedFunction:
             names = [params[i] if i < len(params) else None for i in positions]
         except (TypeError, ValueError):
             names = None
-        guards, sizes = _shape_guards(gm)
+        guards, sizes = _shape_guards(gm, positions)
         fusion = replay(gm, self.name, self.options, input_names=names, **self.overrides)
         return Traced(fusion, returned[0], guards, sizes)
 

@@ -56,6 +56,7 @@ def location_from_stack(stack_trace: str | None) -> SourceLocation | None:
 
 @functools.lru_cache(maxsize=4096)
 def _inside(file: str, directory: str) -> bool:
+    """Whether ``file`` lies under ``directory`` (a resolved path), links resolved."""
     try:
         return str(Path(file).resolve()).startswith(directory + "/")
     except (OSError, ValueError):
@@ -366,7 +367,7 @@ def capture_location(gm) -> SourceLocation | None:
             loc = location_of_fx_node(n)
             if loc is None:
                 continue
-            if not loc.file or not str(Path(loc.file).resolve()).startswith(own):
+            if not loc.file or not _inside(loc.file, own):
                 return loc
             first = first or loc
     return first

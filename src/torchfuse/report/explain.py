@@ -22,7 +22,7 @@ from typing import Any, Sequence
 import torch
 
 from ..runtime.phases import PhaseWindow
-from ..runtime.recompiles import compiling_id
+from ..runtime.recompiles import compile_id_text, compiling_id
 from .result import Capture, ExplainResult, GraphReport, Recompilation, Timing
 
 
@@ -174,7 +174,7 @@ def _add_graphs(result: ExplainResult, recorder: _Recorder, known_before: set[in
     for i, (gm, seconds, compiled, unfused) in enumerate(recorder.captures):
         capture = Capture(index=i, ops=collect.count_ops(gm), location=collect.capture_location(gm), seconds=seconds,
                           rewrites=recorder.rewrites[i], recompiles=_recompiled(recorder.compile_ids, i),
-                          dynamo_id="/".join(map(str, recorder.compile_ids[i] or ())))
+                          dynamo_id=compile_id_text(recorder.compile_ids[i]))
         capture.graphs = [add(obj, i) for obj in compiled + unfused]
         programs += [(p, i) for p in map(_program, compiled + unfused) if p is not None]
         result.captures.append(capture)

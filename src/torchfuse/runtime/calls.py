@@ -389,7 +389,7 @@ def run_call(node: Node, env: list, slots: dict[Value, int], sym_values: dict | 
         if x is None and isinstance(v.example, torch.SymInt):
             # a size the graph reads symbolically: its step may not have run, or its slot was
             # freed, when only kernels read it (a group's ATen fallback reads it again)
-            return as_int(sympy.sympify(v.example.node.expr), sym_values)
+            return as_int(v.example.node.expr, sym_values)
         return x
 
     args = _with_sizes(map_values(node.args, resolve), sym_values)

@@ -59,18 +59,24 @@ def log_dynamo_recompiles() -> list[str]:
 _COMPILE_ID = re.compile(r"^\s*(\d+)/(\d+): ")
 
 
+def compile_id_text(compile_id: tuple[int, int] | None) -> str:
+    """``"0/1"`` for TorchDynamo's compile id ``(0, 1)`` (:func:`compiling_id`; frame 0, its
+    second compile), as its guard failures print it; ``""`` when unknown."""
+    return f"{compile_id[0]}/{compile_id[1]}" if compile_id is not None else ""
+
+
 def guard_failure_text(reason) -> str:
-    """TorchDynamo's guard failure message with its leading compile id (``0/1: ...``: frame 0,
-    its second compile) spelled out, as the ``recompile`` log names graphs by it."""
+    """TorchDynamo's guard failure message with its leading compile id (``0/1: ...``) spelled
+    out, as the ``recompile`` log and ``explain`` name captures by it."""
     text = str(reason).strip()
     m = _COMPILE_ID.match(text)
     return f"the guards of TorchDynamo compile {m[1]}/{m[2]} failed: {text[m.end():]}" if m else text
 
 
 def compile_label(compile_id: tuple[int, int] | None) -> str:
-    """`` of TorchDynamo compile 0/1`` for a graph compiled in that capture (see
-    :func:`compiling_id`), ``""`` when unknown."""
-    return f" of TorchDynamo compile {compile_id[0]}/{compile_id[1]}" if compile_id is not None else ""
+    """`` of TorchDynamo compile 0/1`` for a graph compiled in that capture, ``""`` when
+    unknown."""
+    return f" of TorchDynamo compile {compile_id_text(compile_id)}" if compile_id is not None else ""
 
 
 def recompile_where(code, index: int) -> str:
