@@ -475,6 +475,20 @@ def test_python_branches_on_sizes_are_traced_again_where_they_go_the_other_way()
         x = sample((n, 4), F32)
         torch.testing.assert_close(number_first(1.5, x), x * 1.5 if n > 3 else x - 1.5)
 
+    @fused(interpret=DEVICE == "cpu")
+    def pinned(x):  # a condition that fixes a size to one value: that trace serves that size only
+        return x + 1 if x.shape[1] == 4 else x - 1
+
+    for n in (5, 4, 6, 4, 3):
+        x = sample((3, n), F32)
+        torch.testing.assert_close(pinned(x), x + 1 if n == 4 else x - 1)
+    # under torch.compile, which trace serves a call is decided on sizes: it runs outside the
+    # graph, with the right branch
+    compiled = torchfuse.compile(lambda x: pinned(x) * 2, interpret=DEVICE == "cpu")
+    for n in (4, 6):
+        x = sample((3, n), F32)
+        torch.testing.assert_close(compiled(x), (x + 1 if n == 4 else x - 1) * 2)
+
 
 def test_a_derived_backward_that_falls_back_to_aten_reads_its_sizes(monkeypatch):
     """A fused op's derived backward whose group cannot be planned runs through ATen: its
@@ -543,6 +557,15 @@ def test_arguments_by_keyword():
     x, b = sample((4, 8), F32), sample((8,), F32)
     torch.testing.assert_close(scaled_gelu(x, b=b, scale=3.0), F.gelu(x + b) * 3.0)
     torch.testing.assert_close(scaled_gelu(b=b, x=x), F.gelu(x + b) * 2.0)
+
+    @fused(interpret=DEVICE == "cpu")
+    def shifted(x, b=None, scale=2.0, shift=0.5):
+        y = x * scale + shift
+        return torch.tanh(y if b is None else y + b)
+
+    # a keyword past a defaulted parameter: the default fills the gap
+    torch.testing.assert_close(shifted(x, scale=3.0), torch.tanh(x * 3.0 + 0.5))
+    torch.testing.assert_close(shifted(x, b=b, shift=1.0), torch.tanh(x * 2.0 + 1.0 + b))
 
     @fused(interpret=DEVICE == "cpu")
     def keyword_only(x, *, scale):

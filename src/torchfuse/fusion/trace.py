@@ -12,7 +12,8 @@ one fails are traced again, into a fusion of their own. Calls with inputs that r
 :class:`~torchfuse.fusion.autograd.FusionOp` (derived backward), so the function is
 differentiable and a single op inside ``torch.compile``. Under ``torch.compile`` every call is
 that op; a signature first met under ``torch.compile`` (no call of it outside) runs outside
-the compiled graph once (one graph break) and registers it.
+the compiled graph once (one graph break) and registers it, and a function whose traces
+depend on conditions on sizes always runs outside (TorchDynamo cannot trace the check).
 
 What cannot be fused is reported when tracing: an ATen op outside the op registry, a scalar
 computed from sizes, a captured tensor constant.
@@ -63,14 +64,19 @@ class Traced:
         single: the function returned one tensor (not a tuple).
         guards: sympy conditions on the trace's size symbols (``s1 <= 5``), each true for the
             traced sizes; ``sizes`` maps each symbol to ``(argument position, dim)``.
+        exact: argument position -> traced shape, for a trace that holds for those sizes
+            only (a condition pinned a size); else ``None``.
     """
 
-    def __init__(self, fusion: Fusion, single: bool, guards: list, sizes: dict):
-        self.fusion, self.single, self.guards, self.sizes = fusion, single, guards, sizes
+    def __init__(self, fusion: Fusion, single: bool, guards: list, sizes: dict, exact: dict | None = None):
+        self.fusion, self.single, self.guards, self.sizes, self.exact = fusion, single, guards, sizes, exact
 
     def holds(self, args: tuple) -> bool:
         """Whether every guard holds for the sizes of the call's ``args`` (of the trace's
-        signature); a size under TorchDynamo is read as an int (a guard of its)."""
+        signature); for a trace whose Python pinned a size to one value (``exact``: argument
+        position -> traced shape), whether the sizes are the traced ones."""
+        if self.exact is not None:
+            return all(tuple(args[i].shape) == shape for i, shape in self.exact.items())
         if not self.guards:
             return True
         values = {sym: int(args[i].shape[d]) for sym, (i, d) in self.sizes.items()}
@@ -82,9 +88,9 @@ def _shape_guards(gm: torch.fx.GraphModule, positions: list[int]) -> tuple[list,
     traced Python evaluated on sizes), and each size symbol's ``(argument position, dim)``
     (``positions``: the argument position of each of ``gm``'s inputs).
 
-    Raises:
-        DefinitionError: a guard on a size that is no input's dim (one computed inside the
-            function): the trace cannot check it on later calls.
+    Returns ``None`` for the guards when one names a size that no input's dim is any more
+    (``x.shape[1] == 4`` pins the dim to 4, and the trace has no symbol for it): the trace then
+    holds for its exact sizes only.
     """
     sizes: dict = {}
     shape_env = None
@@ -98,10 +104,8 @@ def _shape_guards(gm: torch.fx.GraphModule, positions: list[int]) -> tuple[list,
                     sizes.setdefault(s.node.expr, (positions[k], d))
     guards = [g.expr for g in shape_env.guards] if shape_env is not None else []
     guards = [g for g in guards if g is not sympy.true]
-    unknown = {str(x) for g in guards for x in g.free_symbols if x not in sizes}
-    if unknown:
-        raise DefinitionError(f"the function decides on sizes {', '.join(sorted(unknown))} that are no input's "
-                              f"dims; compute them from the inputs' shapes")
+    if any(x not in sizes for g in guards for x in g.free_symbols):
+        return None, {}
     return guards, {sym: at for sym, at in sizes.items() if any(sym in g.free_symbols for g in guards)}
 
 
@@ -156,6 +160,11 @@ class FusedFunction:
             # graph: tracing into this tracer, the code generator or the fusion's runtime would
             # run them on fake tensors and symbolic sizes, which fails. A signature without its
             # op yet runs outside the graph once (a graph break) and registers it.
+            traces = self.fusions.get(signature(args), ())
+            if any(t.guards or t.exact is not None for t in traces):
+                # which trace serves these sizes is decided on sizes, which TorchDynamo cannot
+                # trace: the call runs outside the graph (a graph break)
+                return self._outside_graph(*args)
             key, traced = self._find(args)
             op = self._ops.get(key)
             if op is None:
@@ -176,6 +185,7 @@ class FusedFunction:
             TypeError: the function does not take them, or takes one keyword-only.
         """
         bound = inspect.signature(self.fn).bind(*args, **kwargs)
+        bound.apply_defaults()  # f(x, scale=3.0) past a defaulted b: b's default in its place
         if bound.kwargs:
             raise TypeError(f"{self.name}: keyword-only arguments ({', '.join(bound.kwargs)}) are not supported by "
                             f"@fused; make them positional-or-keyword")
@@ -230,8 +240,9 @@ class FusedFunction:
         except (TypeError, ValueError):
             names = None
         guards, sizes = _shape_guards(gm, positions)
+        exact = None if guards is not None else {i: tuple(args[i].shape) for i in positions}
         fusion = replay(gm, self.name, self.options, input_names=names, **self.overrides)
-        return Traced(fusion, returned[0], guards, sizes)
+        return Traced(fusion, returned[0], guards or [], sizes, exact)
 
 
 def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names: list | None = None,
