@@ -10,7 +10,8 @@ kernel (CUDA only).
   generated kernels' share, the time the GPU sat idle, torchfuse's graphs and fallbacks, and
   the kernels that take the most device time; ``--host-top N`` adds host events and a
   ``cProfile`` of three steps, ``--graph-host`` the host time per call of each torchfuse
-  graph called alone (:func:`torchfuse.bench.host.graph_host_ms`).
+  graph called alone (:func:`torchfuse.bench.host.graph_host_ms`), ``--host-phases`` the
+  host time of each phase of the step (:func:`host_phases`).
 * ``infer``: a TIMM model's inference (``--model mobilenetv3_large_100 --batch 1``, fp16 or
   bf16, ``--channels-last``) under eager, Inductor and torchfuse (frozen by default), CUDA
   graphs off so that the profiler sees every kernel: kernels and device time per call, the
@@ -27,6 +28,7 @@ import collections
 import json
 import statistics
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -136,6 +138,10 @@ def profile_train(args, prov) -> list:
             print(f"   {ms:8.2f} ms {n:5d}x  {key}")
         if args.host_top:
             extra["host_top"] = _host_top(prof, lambda: marked(m), args.host_top)
+        if args.host_phases:
+            extra["host_phases_ms"] = host_phases(m, loss_of, opt, scaler, dtype, args.cudagraphs)
+            print("   host ms of each phase (median of 10 steps, device asleep): "
+                  + ", ".join(f"{k} {v:.2f}" for k, v in extra["host_phases_ms"].items()))
         if args.graph_host and name == "torchfuse" and not args.cudagraphs:
             from torchfuse import backend
 
@@ -148,6 +154,58 @@ def profile_train(args, prov) -> list:
                              median_ms=wall, device_ms=device, idle_ms=max(wall - device, 0.0), kernels=count,
                              extra=extra))
     return rows
+
+
+def host_phases(m, loss_of, opt, scaler, dtype, cudagraphs: bool, steps: int = 10) -> dict[str, float]:
+    """Host milliseconds of each phase of a training step: ``forward`` (the compiled call
+    and loss), ``backward``, ``optimizer`` (``GradScaler.step`` and ``update``, or the
+    optimizer's step), ``zero_grad``, their ``total``, and ``in graphs``: the part spent
+    inside torchfuse's compiled graphs (0 for other backends).
+
+    Before each step the device is put to sleep for 200 ms (``torch.cuda._sleep``), so that no
+    launch waits for the device: each phase's time is its host work alone, which a step whose
+    device work is shorter shows as GPU idle time. Medians over ``steps`` steps.
+    """
+    from torchfuse.runtime.executor import CompiledGraph
+
+    inside = [0.0]
+    plain = CompiledGraph.__call__
+
+    def timed(self, args):
+        t = time.perf_counter()
+        try:
+            return plain(self, args)
+        finally:
+            inside[0] += time.perf_counter() - t
+
+    cycles = int(torch.cuda.get_device_properties(0).clock_rate * 1e3 * 0.2)  # clock_rate is kHz
+    phases: dict[str, list[float]] = collections.defaultdict(list)
+    CompiledGraph.__call__ = timed
+    try:
+        for _ in range(steps):
+            torch.cuda.synchronize()
+            torch.cuda._sleep(cycles)
+            inside[0] = 0.0
+            t0 = time.perf_counter()
+            if cudagraphs:
+                torch.compiler.cudagraph_mark_step_begin()
+            with torch.autocast("cuda", dtype):
+                loss = loss_of(m)
+            t1 = time.perf_counter()
+            scaler.scale(loss).backward()
+            t2 = time.perf_counter()
+            scaler.step(opt)
+            scaler.update()
+            t3 = time.perf_counter()
+            opt.zero_grad(set_to_none=True)
+            t4 = time.perf_counter()
+            for k, v in (("forward", t1 - t0), ("backward", t2 - t1), ("optimizer", t3 - t2),
+                         ("zero_grad", t4 - t3), ("total", t4 - t0), ("in graphs", inside[0])):
+                phases[k].append(v * 1e3)
+    finally:
+        CompiledGraph.__call__ = plain
+        torch.cuda.synchronize()
+    return {k: statistics.median(v) for k, v in phases.items()}
 
 
 def _host_top(prof, step, top: int) -> list:
@@ -242,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
                                                     "eager,torchfuse) or torchfuse-frozen (infer; default "
                                                     "eager,inductor,torchfuse-frozen)")
     p.add_argument("--host-top", type=int, default=0, help="train: also this many host events and a cProfile")
+    p.add_argument("--host-phases", action="store_true",
+                   help="train: also the host time of each phase of the step (forward, backward, optimizer)")
     p.add_argument("--graph-host", action="store_true",
                    help="train: also the host time per call of each torchfuse graph called alone (no CUDA graphs)")
     p.add_argument("--trace", default=None, help="train: write each backend's profiled step as a Chrome trace "

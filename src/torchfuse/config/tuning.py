@@ -353,6 +353,10 @@ class RuntimeTuning:
             strided copy: on an H200 GPT-2's padded fp16 logits gradient, [4096, 50264], takes
             0.26 ms against ATen's 0.60 (benchmarks/NOTES.md, "the pad kernel, measured").
             False leaves every pad to ATen.
+        pool_kernels: run 2-D max pooling and its backward (``max_pool2d_with_indices`` and
+            its backward, channels-first or channels-last) as Triton kernels with ATen's values
+            (:mod:`torchfuse.runtime.pool`) instead of ATen's kernels (benchmarks/NOTES.md,
+            "max pooling as kernels"). False leaves them to ATen.
     """
 
     progress_delay_seconds: float = 2.0
@@ -361,6 +365,7 @@ class RuntimeTuning:
     graph_function: bool = True
     pool_output_bytes: int = 1 << 20
     pad_kernel: bool = True
+    pool_kernels: bool = True
 
 
 @dataclasses.dataclass(frozen=True)

@@ -103,19 +103,29 @@ def op_name(target: Any) -> str:
     return text if text.startswith(("aten.", "prims.")) else getattr(target, "__name__", text)
 
 
+def _returns_tensors(target: Any) -> bool:
+    """Whether an ATen op's schema returns a tensor: a multi-output call (``convolution_backward``,
+    ``max_pool2d_with_indices``) holds its tuple in a value without tensor metadata, which is
+    not a size computation."""
+    schema = getattr(target, "_schema", None)
+    return schema is not None and any("Tensor" in str(r.type) for r in schema.returns)
+
+
 def call_category(node: Node) -> str:
     """``library``, ``unsupported``, ``view``, ``shape`` (arithmetic on sizes, no tensor),
     ``constant``, ``disabled``, ``state`` (a write
-    back to a graph input: BatchNorm's running statistics) or ``pad`` (a zero pad that
-    torchfuse's pad kernel writes, :mod:`torchfuse.runtime.pad`) for a call node."""
+    back to a graph input: BatchNorm's running statistics), ``pad`` (a zero pad that
+    torchfuse's pad kernel writes, :mod:`torchfuse.runtime.pad`) or ``pool`` (a max pooling
+    that torchfuse's kernels write, :mod:`torchfuse.runtime.pool`) for a call node."""
     from ..decompose import INPUT_WRITE
     from ..runtime.calls import VIEW_OPS
     from ..runtime.pad import PAD_KERNEL
+    from ..runtime.pool import POOL_KERNEL
 
     # a view moves no data whatever kept it out of a group (fusion off, CPU tensors)
     if node.reason == _VIEW or node.target in VIEW_OPS:
         return "view"
-    if node.outputs and all(o.meta is None for o in node.outputs):
+    if node.outputs and all(o.meta is None for o in node.outputs) and not _returns_tensors(node.target):
         return "shape"  # arithmetic on sizes (a symbolic size's quotient): host work, no tensor
     if node.reason == INPUT_WRITE:
         return "state"
@@ -125,6 +135,8 @@ def call_category(node: Node) -> str:
         return "library"
     if node.reason == PAD_KERNEL:
         return "pad"
+    if node.reason == POOL_KERNEL:
+        return "pool"
     if node.reason in (FUSE_OFF_REASON, CPU_REASON):
         return "disabled"
     return "unsupported"

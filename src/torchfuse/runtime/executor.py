@@ -37,6 +37,7 @@ from .graph_function import build_graph_function
 from .group import GroupRunner
 from .launch import draw_seeds
 from .pad import pad_runner
+from .pool import pool_runner
 from .progress import CompileProgress
 from .recompiles import compile_label, compiling_id
 
@@ -125,6 +126,7 @@ class CompiledGraph:
                 batches.setdefault(id(n), _nothing)
         #: how many of the graph's input writes run batched (InputWriteBatch)
         self.input_writes_batched = len(writes)
+        graph_outputs = set(values_in(graph.outputs))
         for step in seg.steps:
             if isinstance(step, FusionGroup):
                 runner = GroupRunner(step, self.slots, graph.symbols, options, self.store, self.stats)
@@ -134,9 +136,11 @@ class CompiledGraph:
             elif step.reason in (BATCHED_CAST, BATCHED_CAST_LATE) or id(step) in batches:
                 self.steps.append(step)
                 self.runners.append(batches.get(id(step), _nothing))
-            elif step.is_call and (pad := pad_runner(step, self.slots, options, self.store, self.stats)) is not None:
+            elif step.is_call and (kernel := (pad_runner(step, self.slots, options, self.store, self.stats)
+                                              or pool_runner(step, seg.steps, graph_outputs, self.slots, options, self.store,
+                                                             self.stats))) is not None:
                 self.steps.append(step)
-                self.runners.append(pad)
+                self.runners.append(kernel)
             elif not step.is_call and REGISTRY[step.op].kind in ("constant", "random"):
                 # a registry node outside any group: rebuilt from its metadata, as in a group's
                 # fallback (its ATen arguments name tensors read for metadata only, which
