@@ -573,3 +573,29 @@ def test_arguments_by_keyword():
 
     with pytest.raises(TypeError, match=r"keyword-only arguments \(scale\)"):
         keyword_only(x, scale=2.0)
+
+
+def test_explain_lists_a_fused_function_inside_a_compiled_graph_as_the_users_kernel_at_the_users_line():
+    """A ``@fused`` function called inside a compiled function (after one call outside it)
+    appears in explain as the user's fused op, forward and backward, located at the line that
+    called it, not as an op torchfuse cannot fuse or a line of the fusion API."""
+    import inspect
+
+    @fused
+    def scaled_tanh(x, s):
+        return torch.tanh(x) * s
+
+    w = torch.randn(6, 6, device=DEVICE, requires_grad=True)
+    x = torch.randn(3, 6, device=DEVICE)
+    scaled_tanh(x, 2.0)
+    line = inspect.currentframe().f_lineno + 3
+
+    def f(x):
+        return scaled_tanh(x @ w, 2.0).sum()
+
+    result = torchfuse.explain(f, x, backward=True, verbose=False)
+    mine = [c for c in result.aten_calls if "scaled_tanh" in c.op]
+    assert sorted(c.op.rsplit(".", 1)[0].split("_")[-1] for c in mine) == ["0", "backward"], [c.op for c in mine]
+    assert all(c.category == "fusion" for c in mine)
+    assert all(c.location is not None and c.location.line == line and c.location.file == __file__ for c in mine)
+    assert "[your fused op (torchfuse.fusion): its own kernel, not ATen]" in result.summary()

@@ -5,9 +5,10 @@ registry's op kinds: pointwise (unary, binary with broadcasting and type promoti
 comparisons), reductions (``sum``, ``mean``, ``var``, ``amax``, ``argmax``, ``any``; with and
 without ``keepdim``), pairs of a row reduction and column sums of one tensor (both returned:
 the inner-outer kernel), layout ops (permute, transpose, unsqueeze, squeeze, expand, narrowing
-and strided slices, reshape), and dtype conversions. Inputs take every kernel dtype, shapes
-with sizes 0 and 1, and contiguous, transposed, channels-last, strided, offset (misaligned)
-and expanded layouts, some with NaN, infinities, -0.0 and subnormals among their values.
+and strided slices, reshape), dtype conversions, zero pads and max pooling. Inputs take every
+kernel dtype, shapes with sizes 0 and 1, and contiguous, transposed, channels-last, strided,
+offset (misaligned) and expanded layouts, some with NaN, infinities, -0.0 and subnormals among
+their values.
 
 Each program is Python source (:meth:`Program.source`), so a failing example, once
 hypothesis has shrunk it, prints as a test to paste into ``test_fuzz_regressions.py``.
@@ -455,6 +456,15 @@ def programs(draw, max_steps: int = 7) -> Program:
                 if name is not None:
                     forced.append(name)
             continue
+        if kind == "pad" and a.meta.dim() in (3, 4) and _is_float(a) and draw(st.booleans()):
+            # half the pads of 3-D and 4-D floats are max poolings (torchfuse's pool kernels
+            # on 4-D tensors); maxima and their indices are exact, ties and -0.0 included
+            args = draw(st.sampled_from(("2", "3, 2, 1", "3, 1, 1", "(2, 3), (1, 2), (1, 0)", "3, 2, 0, 1, True")))
+            name = append(f"torch.nn.functional.max_pool2d({a.name}, {args})", a.exact, a.finite, a.signs,
+                          a.nan_signs)
+            if name is not None:
+                forced.append(name)
+            continue
         if kind == "pad" and a.meta.dim() >= 1:
             # two pads of one tensor whose fills may differ only in their bits (0.0 and -0.0)
             widths = draw(st.sampled_from(("(1, 0)", "(0, 2)", "(1, 1)", "(-1, 1)")))
@@ -888,7 +898,7 @@ def test_generated_programs_cover_the_grammar():
                      " % ", "torch.fmod(", " // ", "rounding_mode='trunc'", "rounding_mode='floor'", " ** ",
                      "torch.copysign(", "alpha=", "-0.0", "1000", "_unsafe_masked_index(", "slice_scatter(",
                      "select_scatter(", ".narrow(", "torch.zeros_like(", "torch.full_like(", ".add_(", ".copy_(",
-                     "value=-0.0)", ").__setitem__((", "torch.cat([", "torch.stack(["]:
+                     "value=-0.0)", ").__setitem__((", "torch.cat([", "torch.stack([", "max_pool2d("]:
         assert fragment in text, fragment
     # a number first (2.5 - x), indices below zero, one value read by several returned results
     assert re.search(r"= -?[0-9.]+ [-+*/%]", text) and re.search(r"tensor\(\[[^]]*-\d", text)

@@ -157,6 +157,21 @@ def test_inference_pooling_writes_no_indices_and_matches_eager():
     assert len(runners) == 1 and not runners[0].indices and runners[0].launches == 2
 
 
+@pytest.mark.parametrize("shape", [(2, 1, 9, 9), (1, 3, 9, 9), (1, 1, 5, 5), (2, 3, 3, 1)])
+@pytest.mark.parametrize("channels_last", [False, True], ids=["channels-first", "channels-last"])
+def test_tensors_contiguous_in_both_formats_get_eagers_strides(shape, channels_last):
+    """A single channel, image or column makes a tensor contiguous in both formats: the
+    results' strides (and the gradient's) follow the input's as eager's do, values bitwise."""
+    x = _data(shape, torch.float32, seed=sum(shape), ties=True, channels_last=channels_last)
+
+    def fn(x):
+        out, idx = F.max_pool2d(x + 1, 3, 2, 1, return_indices=True)
+        return out * 2, idx
+
+    runners = _check(fn, x)
+    assert len(runners) == 2 and all(r.launches == 2 for r in runners)
+
+
 def test_a_strided_input_runs_through_aten_with_eager_values():
     """An input contiguous in neither format (a slice with gaps, as a graph input) is pooled
     by ATen at run time; values, indices and gradients stay eager's."""
@@ -268,3 +283,28 @@ def test_pooled_sizes_are_pytorchs(size, k, s, p, d, ceil_mode):
     x = torch.zeros(1, 1, size, size)
     want = F.max_pool2d(x, k, s, p, d, ceil_mode=ceil_mode).shape[-1]
     assert _pooled(size, k, s, p, d, ceil_mode) == want
+
+
+def test_a_new_batch_size_keeps_the_kernels_and_eagers_values():
+    """Batch sizes 2, 3 and 5 through one compiled function (TorchDynamo makes the batch
+    symbolic at the second size; the pooled sizes stay static): values, indices and gradients
+    are eager's at each, and every call after the first size's runs the kernels."""
+    torch._dynamo.reset()
+    backend.RECENT.clear()
+
+    def fn(x):
+        out, idx = F.max_pool2d(x * 1.5, 3, 2, 1, return_indices=True)
+        return out * 2, idx
+
+    compiled = torchfuse.compile(fn, tuning=ON)
+    for n in (2, 3, 5):
+        x = _data((n, 3, 11, 9), torch.float32, seed=n, ties=True, specials=True)
+        xe, xg = _copy(x).requires_grad_(True), _copy(x).requires_grad_(True)
+        want, got = fn(xe), compiled(xg)
+        for a, b in zip(got, want):
+            torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True)
+        up = torch.randn(want[0].shape, generator=torch.Generator().manual_seed(n)).to(DEVICE)
+        torch.testing.assert_close(torch.autograd.grad(got[0], xg, up)[0], torch.autograd.grad(want[0], xe, up)[0],
+                                   rtol=0, atol=0, equal_nan=True)
+    symbolic = [r for cg in backend.RECENT for r in cg.runners if isinstance(r, PoolRunner) and cg.symbols]
+    assert len(symbolic) == 2 and all(r.launches == 2 for r in symbolic), [r.launches for r in symbolic]

@@ -678,15 +678,16 @@ def _train(model, step_fn, steps, xs, ys, opt, scaler=None):
 
 @gpu
 def test_replayed_training_matches_eager_with_batchnorm_scaler_and_clipping():
-    """A conv + BatchNorm classifier trained for several steps with fp16 autocast, GradScaler,
-    gradient clipping and fused AdamW: losses, parameters and BatchNorm's running statistics
-    (written by every replay) match eager's."""
+    """A conv + BatchNorm + max-pool classifier trained for several steps with fp16 autocast,
+    GradScaler, gradient clipping and fused AdamW: losses, parameters and BatchNorm's running
+    statistics (written by every replay) match eager's; the pooling's kernels run in the
+    captured graphs."""
     def make():
         torch.manual_seed(0)
         # no convolution bias before the BatchNorm, as in ResNets: its gradient is zero but for
         # rounding, which Adam's first steps turn into updates of +-lr whatever its size
         return torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1, bias=False), torch.nn.BatchNorm2d(16),
-                                   torch.nn.ReLU(),
+                                   torch.nn.ReLU(), torch.nn.MaxPool2d(3, 2, 1),
                                    torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(16, 10)).cuda()
 
     torch.manual_seed(1)
@@ -707,6 +708,10 @@ def test_replayed_training_matches_eager_with_batchnorm_scaler_and_clipping():
     torch.testing.assert_close(r1, r0, rtol=2e-2, atol=2e-3)
     assert int(n1) == int(n0) == 6
     assert any("captured: replayed" in g.stats.get("cudagraph", "") for g in backend.RECENT[-2:])
+    from torchfuse.runtime.pool import PoolRunner
+
+    pools = [r for g in backend.RECENT[-2:] for r in g.runners if isinstance(r, PoolRunner)]
+    assert len(pools) == 2 and all(r.failed is None and r.launches for r in pools)
 
 
 @gpu

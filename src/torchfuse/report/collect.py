@@ -36,20 +36,23 @@ _DYNAMO_ROOT = re.compile(r"^L\['[^']*'\]\.?")  # Dynamo's name of the compiled 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in ([^\n]+)\n(?:[ \t]*([^\n]*)\n?)?')
 
 
-#: PyTorch's own Python (``torch/nn/functional.py``'s ``pad``...), whose lines are not the user's
+#: PyTorch's own Python (``torch/nn/functional.py``'s ``pad``...) and the fusion API's (a
+#: ``@fused`` function's op is called from ``torchfuse/fusion``), whose lines are not the user's
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent)
+_FUSION_DIR = str(Path(__file__).resolve().parent.parent / "fusion")
 
 
 def location_from_stack(stack_trace: str | None) -> SourceLocation | None:
     """The innermost frame of an FX node's ``meta["stack_trace"]`` outside PyTorch's own
-    package (an op that ``F.pad``'s Python makes is the user's call of ``F.pad``), else the
-    innermost frame; ``None`` without frames."""
+    package and torchfuse's fusion API (an op that ``F.pad``'s Python makes is the user's call
+    of ``F.pad``, a ``@fused`` function's op the user's call of it), else the innermost frame;
+    ``None`` without frames."""
     if not stack_trace:
         return None
     frames = _FRAME.findall(stack_trace)
     if not frames:
         return None
-    outside = [f for f in frames if not _inside(f[0], _TORCH_DIR)]
+    outside = [f for f in frames if not _inside(f[0], _TORCH_DIR) and not _inside(f[0], _FUSION_DIR)]
     file, line, function, code = (outside or frames)[-1]
     return SourceLocation(file=file, line=int(line), function=function.strip(), code=code.strip())
 
@@ -115,8 +118,9 @@ def call_category(node: Node) -> str:
     """``library``, ``unsupported``, ``view``, ``shape`` (arithmetic on sizes, no tensor),
     ``constant``, ``disabled``, ``state`` (a write
     back to a graph input: BatchNorm's running statistics), ``pad`` (a zero pad that
-    torchfuse's pad kernel writes, :mod:`torchfuse.runtime.pad`) or ``pool`` (a max pooling
-    that torchfuse's kernels write, :mod:`torchfuse.runtime.pool`) for a call node."""
+    torchfuse's pad kernel writes, :mod:`torchfuse.runtime.pad`), ``pool`` (a max pooling
+    that torchfuse's kernels write, :mod:`torchfuse.runtime.pool`) or ``fusion`` (an op the
+    user defined with :mod:`torchfuse.fusion`) for a call node."""
     from ..decompose import INPUT_WRITE
     from ..runtime.calls import VIEW_OPS
     from ..runtime.pad import PAD_KERNEL
@@ -133,6 +137,8 @@ def call_category(node: Node) -> str:
         return "constant"
     if is_library_op(node.target):
         return "library"
+    if getattr(node.target, "namespace", None) == "torchfuse":
+        return "fusion"  # the user's own fused op (torchfuse.fusion): its kernel, not ATen's
     if node.reason == PAD_KERNEL:
         return "pad"
     if node.reason == POOL_KERNEL:

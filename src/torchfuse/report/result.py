@@ -179,9 +179,11 @@ class AtenCall:
         op: the ATen overload (``aten.addmm.default``).
         category: ``library`` (matrix products, convolutions, attention: vendor libraries),
             ``unsupported`` (no fusion rule), ``fallback`` (its group or graph failed to
-            compile), ``view`` (no data moves), ``constant`` (a module tensor), ``disabled``
-            or ``state`` (a write back to an input buffer, such as BatchNorm's running
-            statistics).
+            compile), ``view`` (no data moves), ``shape`` (arithmetic on sizes), ``constant``
+            (a module tensor), ``disabled``, ``state`` (a write back to an input buffer, such
+            as BatchNorm's running statistics), ``pad`` and ``pool`` (torchfuse's fixed
+            kernels for zero pads and max pooling) or ``fusion`` (an op defined with
+            :mod:`torchfuse.fusion`).
         reason: the compiler's reason, as logged.
         node: its IR line (or FX node name for graphs that failed before the IR existed).
         location: the user's line it came from.

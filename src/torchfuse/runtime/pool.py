@@ -30,6 +30,7 @@ import logging
 import warnings
 
 import torch
+from torch._prims_common import suggest_memory_format
 
 from ..codegen.triton import HEADER, KernelSource
 from ..ir.graph import Node, Value
@@ -210,22 +211,24 @@ def pool_params(node: Node) -> tuple[tuple, bool] | None:
     return (k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1]), backward
 
 
-def _format_of(t: torch.Tensor) -> bool | None:
-    """True for channels-last, False for channels-first, None for any other layout (a tensor
-    contiguous in both formats, one of its sizes 1 or the whole tensor, counts as ATen's
-    ``suggest_memory_format`` counts it: channels-first)."""
-    if t.is_contiguous():
-        return False
-    if t.is_contiguous(memory_format=torch.channels_last):
-        return True
-    return None
+def _format_of(x: torch.Tensor) -> bool:
+    """True where ATen pools ``x`` in the channels-last format, False for channels-first: the
+    format PyTorch suggests from its strides (a tensor with a channel or spatial size of 1 is
+    contiguous in both; its strides decide, as they decide the format of ATen's results)."""
+    return suggest_memory_format(x) == torch.channels_last
+
+
+def _dense(fmt: bool, *tensors: torch.Tensor) -> bool:
+    """Whether every tensor is contiguous in the format (the kernels' addressing)."""
+    mf = torch.channels_last if fmt else torch.contiguous_format
+    return all(t.is_contiguous(memory_format=mf) for t in tensors)
 
 
 class PoolRunner:
     """Runs one max-pool call (see the module): reads its tensors from the environment, takes
-    their format at each call, and writes the node's results, new tensors in the input's
-    format; a layout the kernels do not take (neither format contiguous, operands of different
-    formats) runs through ATen. Launch configuration: a tile of ``TILE`` (1024) result
+    the input's format at each call as ATen does (:func:`_format_of`), and writes the node's
+    results, new tensors in that format; operands not contiguous in it (a gapped slice, a
+    gradient of another format) run through ATen. Launch configuration: a tile of ``TILE`` (1024) result
     elements a program, its columns (the result's columns, or its channels in channels-last)
     a power of two up to ``COLUMNS`` (128), 4 warps.
 
@@ -294,7 +297,7 @@ class PoolRunner:
         if self.backward:
             g, x, idx = args[0], args[1], args[7] if len(args) > 7 else self.node.kwargs["indices"]
             fmt = _format_of(x)
-            if fmt is None or _format_of(g) is not fmt or _format_of(idx) is not fmt or g.shape != idx.shape:
+            if not _dense(fmt, x, g, idx) or g.shape != idx.shape:
                 return None
             n, c, h, w = x.shape
             oh, ow = g.shape[2], g.shape[3]
@@ -304,7 +307,7 @@ class PoolRunner:
         else:
             x = args[0]
             fmt = _format_of(x)
-            if fmt is None:
+            if not _dense(fmt, x):
                 return None
             n, c, h, w = x.shape
             ceil_mode = args[5] if len(args) > 5 else self.node.kwargs.get("ceil_mode", False)
