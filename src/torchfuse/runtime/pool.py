@@ -48,14 +48,16 @@ _DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 #: columns, in the channels-last format rows are (image, row, column) and columns the
 #: channels, so that a row's elements are adjacent in memory and the division of a flat index
 #: into coordinates is done once a row.
+_PROLOGUE = '''    r = tl.program_id(0){wide} * RBLOCK + tl.arange(0, RBLOCK)[:, None]
+    q = tl.program_id(1) * XBLOCK + tl.arange(0, XBLOCK)[None, :]
+    valid = (r < rows) & (q < cols)
+    {decompose}'''
+
 _FORWARD_KERNEL = '''
 
 @triton.jit
 def {name}(x_ptr, out_ptr, idx_ptr, C, H, W, OH, OW, rows, cols, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
-    r = tl.program_id(0){wide} * RBLOCK + tl.arange(0, RBLOCK)[:, None]
-    q = tl.program_id(1) * XBLOCK + tl.arange(0, XBLOCK)[None, :]
-    valid = (r < rows) & (q < cols)
-    {decompose}
+{prologue}
     hstart = oh * {SH} - {PH}
     wstart = ow * {SW} - {PW}
     # the first row and column inside the input (ATen's initial index)
@@ -80,10 +82,7 @@ _BACKWARD_KERNEL = '''
 
 @triton.jit
 def {name}(g_ptr, idx_ptr, out_ptr, C, H, W, OH, OW, rows, cols, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
-    r = tl.program_id(0){wide} * RBLOCK + tl.arange(0, RBLOCK)[:, None]
-    q = tl.program_id(1) * XBLOCK + tl.arange(0, XBLOCK)[None, :]
-    valid = (r < rows) & (q < cols)
-    {decompose}
+{prologue}
     # the windows that can hold (h, w): ATen's p_start and p_end
     phstart = tl.where(h + {PH} < {EH}, 0, (h + {PH} - {EH}) // {SH} + 1)
     phend = tl.minimum((h + {PH}) // {SH} + 1, OH)
@@ -148,13 +147,15 @@ def pool_source(backward: bool, params: tuple, dtype: torch.dtype, channels_last
         name = f"tf_max_pool2d_backward_{shape}_{layout}"
         EH, EW = (KH - 1) * DH + 1, (KW - 1) * DW + 1
         text = _BACKWARD_KERNEL.format(
-            name=name, decompose=_decompose(channels_last, "H", "W", "OH", "OW", "h", "w"), acc=acc, wide=widen,
+            name=name, prologue=_PROLOGUE.format(wide=widen, decompose=_decompose(
+                channels_last, "H", "W", "OH", "OW", "h", "w")), acc=acc,
             SH=SH, SW=SW, PH=PH, PW=PW, EH=EH, EW=EW, MH=(EH - 1) // SH + 1, MW=(EW - 1) // SW + 1)
     else:
         name = f"tf_max_pool2d_{shape}_{layout}" + ("" if indices else "_values")
         store = "tl.store(idx_ptr + o, best_idx.to(tl.int64), mask=valid)" if indices else "pass"
         text = _FORWARD_KERNEL.format(
-            name=name, decompose=_decompose(channels_last, "OH", "OW", "H", "W", "oh", "ow"), acc=acc, wide=widen,
+            name=name, prologue=_PROLOGUE.format(wide=widen, decompose=_decompose(
+                channels_last, "OH", "OW", "H", "W", "oh", "ow")), acc=acc,
             KH=KH, KW=KW, SH=SH, SW=SW, PH=PH, PW=PW, DH=DH, DW=DW, store_indices=store)
     text = HEADER + text
     return KernelSource(name=name, text=text, key=hashlib.sha256(text.encode()).hexdigest(), params=_PARAMS,
