@@ -301,7 +301,7 @@ def test_views_of_group_outputs_trust_the_launch_function_only_when_it_ran(launc
     g, _ = _graph(1, _group_view_chain, lambda k: (xs[0], w))
 
     def standing_in(runner):
-        def fast(env, trusted=False):
+        def fast(env, trusted=False, stream=None):
             if not launch_function_runs:
                 return False
             saved, runner.fast = runner.fast, {}

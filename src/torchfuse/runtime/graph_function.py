@@ -44,6 +44,7 @@ from ..ir.from_fx import getitem_path
 from ..ir.graph import Node, Value, as_int, is_symbolic, map_values
 from .calls import MATRIX_PRODUCTS, ViewCall, _no_view, _nothing, _with_sizes, entry_point
 from .group import GroupRunner
+from .compile import launch_hooks_set, raw_stream
 from .launch import REINTERPRET, draw_seeds
 
 log = logging.getLogger("torchfuse.schedule")
@@ -105,6 +106,10 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict) -> tuple[Any, 
     src.emit("_ng = not _grad()")
     known: dict[int, tuple] = {}
     fresh: set[int] = set()  # slots of ATen results that are never views
+    # the launch functions' devices: their current streams are read, and launch hooks checked,
+    # once a call (the streams are set at the top of the function, below)
+    streams: set[int] = set()
+    top = len(src.lines)
     for run, step, dead in zip(graph.runners, graph.steps, graph.release):
         if run is _nothing:
             pass
@@ -114,7 +119,13 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict) -> tuple[Any, 
             if fast is not None and run.failed is None:
                 flag = f"f{len(src.lines)}"
                 trusted = _trusted(run, sym_key, known)
-                src.emit(f"{flag} = {src.bind(fast, 'L')}(env{'' if trusted is None else ', ' + trusted})")
+                plan = run.plans.get(sym_key)
+                device = int(plan.device_index) if plan is not None else None
+                stream = ""
+                if device is not None:
+                    streams.add(device)
+                    stream = f", stream=_st{device}" if device >= 0 else f", stream=_stn{-device}"
+                src.emit(f"{flag} = {src.bind(fast, 'L')}(env, {'False' if trusted is None else trusted}{stream})")
                 src.emit(f"if not {flag}:")
                 src.emit(f"{g}(env, {sk}, {sv})", 2)
                 plan = run.plans.get(sym_key)
@@ -135,6 +146,12 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict) -> tuple[Any, 
             src.emit(f"{src.bind(run, 'B')}(env, {sk}, {sv})")
         for s in dead:
             src.emit(f"env[{s}] = None")
+    if streams:  # with a launch hook set, no stream: each launch function declines
+        ns["_hooks"], ns["_stream"] = launch_hooks_set, raw_stream
+        head = ["    _hk = _hooks()"]
+        head += [f"    _st{d} = None if _hk else _stream({d})" if d >= 0 else f"    _stn{-d} = None if _hk else 0"
+                 for d in sorted(streams)]
+        src.lines[top:top] = head
     for r in randoms:  # the seeds die with the call (a CUDA graph pool holds no strays)
         src.emit(f"{src.bind(r, 'R')}.seed = None")
     for s in sorted(graph.call_outputs - fresh):

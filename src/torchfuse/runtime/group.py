@@ -58,7 +58,8 @@ class KernelPlan:
         #: stage has its binary
         self.direct: dict = {}
         device = out_specs[0][3] if out_specs else None
-        self.device_index = (device.index or 0) if device is not None and device.type == "cuda" else 0
+        #: the CUDA device launched on; -1 on a CPU (no stream to read: :func:`raw_stream`)
+        self.device_index = (device.index or 0) if device is not None and device.type == "cuda" else -1
         self.kernel = kernel
         self.config = config
         self.in_shapes = in_shapes

@@ -75,13 +75,16 @@ def draw_seeds(count: int, device: torch.device) -> tuple[torch.Tensor, int]:
 
 
 def build_launcher(runner, plan, spec: tuple, direct: list):
-    """Generate ``fast(env, trusted=False) -> bool``: the direct launch of ``plan`` for the
-    alignment specialization ``spec``, as straight-line Python with the environment slots,
-    the planned layouts, the allocators, the launch scalars and the compiled binaries bound
-    as constants. It returns ``False`` without side effects when a checked input's layout
-    (sizes and strides; not checked when the caller passes ``trusted=True``, knowing them to
-    be the planned ones) or alignment differs from the plan's, or a launch hook is active;
-    then the general path runs. While ``torch.profiler`` records, it launches the same way
+    """Generate ``fast(env, trusted=False, stream=None) -> bool``: the direct launch of
+    ``plan`` for the alignment specialization ``spec``, as straight-line Python with the
+    environment slots, the planned layouts, the allocators, the launch scalars and the
+    compiled binaries bound as constants. It returns ``False`` without side effects when a
+    checked input's layout (sizes and strides; not checked when the caller passes
+    ``trusted=True``, knowing them to be the planned ones) or alignment differs from the
+    plan's, or a launch hook is active; then the general path runs. ``stream``: the raw
+    handle of the plan's device's current stream, from a caller that checked for launch
+    hooks (a graph's generated function, once a call for all its launches); ``None``: this
+    function checks and reads it. While ``torch.profiler`` records, it launches the same way
     inside a range named after the kernel, so that a profiled step measures the path an
     unprofiled one takes. It passes the binaries exactly the arguments the general direct
     path passes (``tests/test_host_paths.py`` compares them).
@@ -92,7 +95,7 @@ def build_launcher(runner, plan, spec: tuple, direct: list):
     generated wrapper code binds the same things at compile time."""
     ns: dict[str, Any] = {"_P": PROFILER, "_range": profiler_range, "_hooks": launch_hooks_set,
                           "_stream": raw_stream}
-    lines = ["def fast(env, trusted=False):"]
+    lines = ["def fast(env, trusted=False, stream=None):"]
     for k, slot in enumerate(runner.in_slots):
         lines.append(f"    a{k} = env[{slot}]")
     if runner.checked:
@@ -106,8 +109,10 @@ def build_launcher(runner, plan, spec: tuple, direct: list):
     for j, i in enumerate(runner.checked):
         lines.append(f"    if (p{i} & 15 == 0) != {bool(spec[j])}:")
         lines.append("        return False")
-    lines.append("    if _hooks():")
-    lines.append("        return False")
+    lines.append("    if stream is None:")
+    lines.append("        if _hooks():")
+    lines.append("            return False")
+    lines.append(f"        stream = _stream({int(plan.device_index)})")
     ptrs = [f"p{k}" for k in range(len(runner.in_slots))]
     for name, allocs in (("o", plan.allocs), ("w", plan.workspaces)):
         for k, (alloc, sh, st, dt) in enumerate(allocs):
@@ -123,7 +128,6 @@ def build_launcher(runner, plan, spec: tuple, direct: list):
         lines.append("    if seed is None:")
         lines.append("        seed = _draw(1, o0.device)")
         ptrs.append("seed[1]")
-    lines.append(f"    stream = _stream({int(plan.device_index)})")
     launches = [binary.source(k, int(gx), int(gy), [*ptrs, str(int(xb)), str(int(rb))], ns)
                 for k, (binary, gx, gy, xb, rb) in enumerate(direct)]
     # while a profiler records, the same launches inside a range named after the kernel (a
