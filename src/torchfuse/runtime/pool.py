@@ -228,10 +228,10 @@ def _dense(fmt: bool, *tensors: torch.Tensor) -> bool:
 class PoolRunner:
     """Runs one max-pool call (see the module): reads its tensors from the environment, takes
     the input's format at each call as ATen does (:func:`_format_of`), and writes the node's
-    results, new tensors in that format; operands not contiguous in it (a gapped slice, a
-    gradient of another format) run through ATen. Launch configuration: a tile of ``TILE`` (1024) result
-    elements a program, its columns (the result's columns, or its channels in channels-last)
-    a power of two up to ``COLUMNS`` (128), 4 warps.
+    results, new tensors in that format; operands not contiguous in it (a gapped slice, an
+    expanded gradient, a gradient of another format) run through ATen. Launch configuration:
+    a tile of ``TILE`` (1024) result elements a program, its columns (the result's columns,
+    or its channels in channels-last) a power of two up to ``COLUMNS`` (128), 4 warps.
 
     Args:
         node: the call node (:func:`pool_params` accepted it).
