@@ -298,6 +298,8 @@ def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names
                 env[node] = args[0][args[1]]
             elif target is aten.sym_size.int:
                 env[node] = args[0].shape[args[1]]
+            elif target is aten.sym_numel.default:  # x.numel(): the product of its sizes
+                env[node] = functools.reduce(operator.mul, args[0].shape, 1)
             elif target in _SIZE_ARITHMETIC:
                 env[node] = _SIZE_ARITHMETIC[target](*args)
             elif registry.lookup(target) is None:
