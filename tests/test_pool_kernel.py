@@ -37,6 +37,22 @@ def _data(shape, dtype, seed, ties=False, specials=False, channels_last=False):
     return x.to(memory_format=torch.channels_last) if channels_last else x
 
 
+def _with_negative_zeros(t: torch.Tensor) -> torch.Tensor:
+    """Every fifth element -0.0: a gradient copied as it is keeps its sign, one added to zero
+    does not, and eager does one or the other by device and format."""
+    t.view(-1)[::5] = -0.0
+    return t
+
+
+def _assert_same_bits(a: torch.Tensor, b: torch.Tensor) -> None:
+    """Equal values with equal signs of zero (``assert_close`` takes -0.0 for 0.0), NaN where
+    eager has NaN."""
+    torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True)
+    if a.is_floating_point():
+        real = ~b.isnan()
+        assert torch.equal(a.signbit()[real], b.signbit()[real]), "signs of zero differ"
+
+
 def _exact_grads(dtype) -> bool:
     """Whether eager's gradient is the kernel's to the bit: ATen's CPU kernel adds 16-bit
     gradients in their own precision where three or more windows pick one element (rounding
@@ -55,7 +71,8 @@ def _check(fn, x, grad_seed=1, calls=2):
     want = fn(xe)
     want = want if isinstance(want, tuple) else (want,)
     g = torch.Generator().manual_seed(grad_seed)
-    ups = [torch.randn(w.shape, generator=g).to(DEVICE, w.dtype) if w.is_floating_point() else None for w in want]
+    ups = [_with_negative_zeros(torch.randn(w.shape, generator=g)).to(DEVICE, w.dtype) if w.is_floating_point()
+           else None for w in want]
     want_grad = torch.autograd.grad([w for w in want if w.requires_grad], xe,
                                     [u for u, w in zip(ups, want) if w.requires_grad])[0]
     for _ in range(calls):
@@ -64,12 +81,12 @@ def _check(fn, x, grad_seed=1, calls=2):
         got = got if isinstance(got, tuple) else (got,)
         for a, b in zip(got, want):
             assert a.shape == b.shape and a.dtype == b.dtype and a.stride() == b.stride(), (a.stride(), b.stride())
-            torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True)
+            _assert_same_bits(a, b)
         grad = torch.autograd.grad([a for a in got if a.requires_grad], xg,
                                    [u for u, a in zip(ups, got) if a.requires_grad])[0]
         assert grad.stride() == want_grad.stride()
         if _exact_grads(x.dtype):
-            torch.testing.assert_close(grad, want_grad, rtol=0, atol=0, equal_nan=True)
+            _assert_same_bits(grad, want_grad)
         else:  # no farther from float64 than eager's, give or take one rounding
             ref = _float64_grad(fn, x, ups)
             eps = torch.finfo(x.dtype).eps
@@ -112,7 +129,7 @@ def test_max_pooling_and_its_gradient_are_eager_values_bit_for_bit(dtype, poolin
     infinities and -0.0: pooled values, indices and the input's gradient are eager's (strides
     included); forward and backward each run as one kernel at every call."""
     k, s, p, d, ceil = POOLINGS[pooling]
-    x = _data((2, 3, 11, 9), dtype, seed=hash(pooling) % 1000, ties=True, specials=True, channels_last=channels_last)
+    x = _data((2, 3, 11, 9), dtype, seed=list(POOLINGS).index(pooling), ties=True, specials=True, channels_last=channels_last)
 
     def fn(x):
         out, idx = F.max_pool2d(x * 1.5, k, s, p, d, ceil_mode=ceil, return_indices=True)
@@ -308,3 +325,73 @@ def test_a_new_batch_size_keeps_the_kernels_and_eagers_values():
                                    rtol=0, atol=0, equal_nan=True)
     symbolic = [r for cg in backend.RECENT for r in cg.runners if isinstance(r, PoolRunner) and cg.symbols]
     assert len(symbolic) == 2 and all(r.launches == 2 for r in symbolic), [r.launches for r in symbolic]
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["channels-first", "channels-last"])
+def test_windows_that_take_no_element_have_eagers_indices_and_gradients(channels_last):
+    """Windows of ``-inf`` only take no element: their index is the device's eager index
+    (ATen's CPU kernels and channels-first CUDA kernel name the window's first element, its
+    channels-last CUDA kernel 0), and so is where their gradient goes. (A window wholly in
+    the padding, possible with dilation, has an index outside the plane on a CPU, where
+    eager's backward then aborts; not tested.)"""
+    x = torch.full((2, 3, 6, 6), -float("inf"))
+    x[:, :, 4:, 4:] = torch.randn(2, 3, 2, 2)
+    x = x.to(DEVICE)
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last)
+
+    def fn(x):
+        out, idx = F.max_pool2d(x * 1, 2, return_indices=True)
+        return out * 2, idx
+
+    runners = _check(fn, x)
+    assert len(runners) == 2 and all(r.launches == 2 for r in runners)
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["channels-first", "channels-last"])
+def test_results_wider_than_one_program_have_eagers_values(channels_last):
+    """More channels (channels-last) or result columns (channels-first) than one program's
+    128 columns: several column programs a row, eager's values, indices and gradients."""
+    shape = (2, 160, 5, 5) if channels_last else (2, 2, 4, 300)
+    x = _data(shape, torch.float32, seed=11, ties=True, specials=True, channels_last=channels_last)
+
+    def fn(x):
+        out, idx = F.max_pool2d(x * 1.5, 2, return_indices=True)
+        return out * 2, idx
+
+    runners = _check(fn, x)
+    assert len(runners) == 2 and all(r.launches == 2 for r in runners)
+
+
+def test_the_cuda_channels_last_form_follows_atens_cuda_rules(tmp_path):
+    """The channels-last form for CUDA tensors, run under the interpreter on CPU tensors
+    against ATen's channels-last CUDA rules (``max_pool_forward_nhwc``, ``max_pool_backward_nhwc``
+    in ``DilatedMaxPool2d.cu``): a window that takes no element has index 0; an input element
+    in one window only gets that window's gradient as it is (-0.0 stays -0.0), an element in
+    several windows the float32 sum from zero (+0.0 for a single -0.0)."""
+    from torchfuse.runtime.cache import SourceStore
+    from torchfuse.runtime.compile import load
+    from torchfuse.runtime.pool import pool_source
+
+    store = SourceStore(str(tmp_path))
+    x = torch.full((1, 2, 4, 4), -float("inf")).to(memory_format=torch.channels_last)
+    x[0, :, 3, 3] = 5.0  # the last 2x2 window takes (3, 3); the other three take nothing
+    out = torch.empty(1, 2, 2, 2).to(memory_format=torch.channels_last)
+    idx = torch.empty(1, 2, 2, 2, dtype=torch.int64).to(memory_format=torch.channels_last)
+    forward = load(pool_source(False, (2, 2, 2, 2, 0, 0, 1, 1), torch.float32, True, cuda=True), store, True)
+    # rows: (image, row, column) of the result, 4; columns: the 2 channels
+    forward.launch(0, (1, 1), [x, out, idx, 2, 4, 4, 2, 2, 4, 2], 2, 4, 4)
+    assert idx[0, :, 1, 1].tolist() == [15, 15] and (idx[0, :, :1].eq(0).all() and idx[0, :, 1, 0].eq(0).all())
+    assert out[0, :, 1, 1].tolist() == [5.0, 5.0] and out[0, :, 0].eq(-float("inf")).all()
+
+    # 3x3 windows, stride 2, over 5x5: element (0, 0) is in one window, (2, 2) in four
+    backward = load(pool_source(True, (3, 3, 2, 2, 0, 0, 1, 1), torch.float32, True, cuda=True), store, True)
+    g = torch.tensor([[-0.0, 1.0], [2.0, 3.0]]).reshape(1, 1, 2, 2).expand(1, 2, 2, 2).contiguous(
+        memory_format=torch.channels_last)
+    chosen = torch.tensor([[0, 12], [12, 12]]).reshape(1, 1, 2, 2).expand(1, 2, 2, 2).contiguous(
+        memory_format=torch.channels_last)
+    grad = torch.empty(1, 2, 5, 5).to(memory_format=torch.channels_last)
+    backward.launch(0, (2, 1), [g, chosen, grad, 2, 5, 5, 2, 2, 25, 2], 2, 16, 4)
+    assert grad[0, :, 0, 0].signbit().all() and grad[0, :, 0, 0].eq(0).all()  # copied: -0.0
+    assert grad[0, :, 2, 2].tolist() == [6.0, 6.0]  # 1 + 2 + 3, the first window's index is 0
+    assert grad[0, :, 1, 1].eq(0).all() and not grad[0, :, 1, 1].signbit().any()

@@ -13,10 +13,13 @@ from the bytes they move (benchmarks/NOTES.md, "max pooling as kernels").
 Values are ATen's to the bit: the forward visits a window's rows, then columns, in order and
 takes an element when it is greater than the running maximum or NaN (so the first of equal
 maxima and the last NaN win; ``-0.0`` and ``0.0`` tie), starting from ``-inf`` at the window's
-first element inside the input; indices are ``h * W + w`` in the input plane, as int64. The
-backward gathers, for each input element, the gradients of the windows whose index names it,
-in ascending window order, summed in float32 (float64 for float64) from zero and rounded once,
-as ATen's CUDA kernels do (its CPU kernel scatters in the same order).
+first element inside the input, and stores the element's own bits; indices are ``h * W + w``
+in the input plane, as int64. The backward gathers, for each input element, the gradients of
+the windows whose index names it, in ascending window order, summed in float32 (float64 for
+float64) from zero and rounded once, as ATen's CUDA kernels do (its CPU kernel scatters in the
+same order). Where ATen's channels-last CUDA kernels differ from its CPU kernels (the index of
+a window that takes no element; an element in a single window, whose gradient is copied, not
+added to zero), the kernels follow the device's (:func:`pool_source`).
 
 The kernels are fixed text with the pooling's constants written in (not generated from a
 fusion group), loaded and cached as generated kernels are, so they run on CPU tensors under
@@ -63,18 +66,22 @@ def {name}(x_ptr, out_ptr, idx_ptr, C, H, W, OH, OW, rows, cols, XBLOCK: tl.cons
     # the first row and column inside the input (ATen's initial index)
     h0 = tl.where(hstart < 0, hstart + ((-hstart + {DH} - 1) // {DH}) * {DH}, hstart)
     w0 = tl.where(wstart < 0, wstart + ((-wstart + {DW} - 1) // {DW}) * {DW}, wstart)
-    best_idx = (h0 * W + w0) + tl.zeros([RBLOCK, XBLOCK], tl.int32)
+    best_idx = {initial} + tl.zeros([RBLOCK, XBLOCK], tl.int32)
     best = tl.full([RBLOCK, XBLOCK], float("-inf"), {acc})
+    # the maximum's own bits (a NaN's payload), compared in the accumulator's type
+    kept = tl.full([RBLOCK, XBLOCK], float("-inf"), tl.float32).to(out_ptr.dtype.element_ty)
     for kh in tl.static_range({KH}):
         h = hstart + kh * {DH}
         for kw in tl.static_range({KW}):
             w = wstart + kw * {DW}
             inside = valid & (h >= 0) & (h < H) & (w >= 0) & (w < W)
-            v = tl.load(x_ptr + base + (h * W + w) * step, mask=inside, other=float("-inf")).to({acc})
+            raw = tl.load(x_ptr + base + (h * W + w) * step, mask=inside, other=float("-inf"))
+            v = raw.to({acc})
             take = inside & ((v > best) | (v != v))
             best_idx = tl.where(take, h * W + w, best_idx)
             best = tl.where(take, v, best)
-    tl.store(out_ptr + o, best.to(out_ptr.dtype.element_ty), mask=valid)
+            kept = tl.where(take, raw, kept)
+    tl.store(out_ptr + o, kept, mask=valid)
     {store_indices}
 '''
 
@@ -99,8 +106,18 @@ def {name}(g_ptr, idx_ptr, out_ptr, C, H, W, OH, OW, rows, cols, XBLOCK: tl.cons
             chosen = tl.load(idx_ptr + at, mask=ok, other=-1)
             g = tl.load(g_ptr + at, mask=ok, other=0).to({acc})
             acc = tl.where(ok & (chosen == target), acc + g, acc)
-    tl.store(out_ptr + o, acc.to(out_ptr.dtype.element_ty), mask=valid)
+    result = acc.to(out_ptr.dtype.element_ty)
+    {single}
+    tl.store(out_ptr + o, result, mask=valid)
 '''
+
+#: ATen's channels-last CUDA kernel copies the gradient of an element's only window as it is
+#: (its bits: -0.0 stays -0.0) rather than adding it to zero
+_SINGLE_WINDOW = """one = (phend - phstart == 1) & (pwend - pwstart == 1)
+    at0 = base + (phstart * OW + pwstart) * step
+    chosen0 = tl.load(idx_ptr + at0, mask=valid & one, other=-1)
+    g0 = tl.load(g_ptr + at0, mask=valid & one, other=0)
+    result = tl.where(one, tl.where(chosen0 == target, g0, 0).to(out_ptr.dtype.element_ty), result)"""
 
 # a tile's coordinates: ``{row}``/``{col}`` of the result's plane (``{ROWS}`` x ``{COLS}``);
 # ``base + (row * width + col) * step`` addresses the other operand's plane (``{rows}`` x
@@ -127,7 +144,7 @@ def _decompose(channels_last: bool, out_rows: str, out_cols: str, in_rows: str, 
 
 
 def pool_source(backward: bool, params: tuple, dtype: torch.dtype, channels_last: bool,
-                indices: bool = True, wide: bool = False) -> KernelSource:
+                indices: bool = True, wide: bool = False, cuda: bool = True) -> KernelSource:
     """The module of one max-pool kernel: the kernel header, then the kernel.
 
     Args:
@@ -137,10 +154,15 @@ def pool_source(backward: bool, params: tuple, dtype: torch.dtype, channels_last
         channels_last: the tensors' format (all of one call share it).
         indices: the forward also writes the indices.
         wide: offsets may reach 2**31 (int64 arithmetic; else int32, several times cheaper).
+        cuda: follow ATen's CUDA kernels where they differ from its CPU kernels (both in
+            the channels-last format only): a window that takes no element (all ``-inf``, or
+            all padding) has index 0, not its first element's; an input element in a single
+            window gets that window's gradient as it is, not added to zero.
     """
     KH, KW, SH, SW, PH, PW, DH, DW = params
     acc = "tl.float64" if dtype == torch.float64 else "tl.float32"
-    layout = ("cl" if channels_last else "cf") + ("_wide" if wide else "")
+    aten_cuda_cl = cuda and channels_last
+    layout = ("cl" if channels_last else "cf") + ("_wide" if wide else "") + ("_cuda" if aten_cuda_cl else "")
     widen = ".to(tl.int64)" if wide else ""
     shape = f"{KH}x{KW}s{SH}x{SW}p{PH}x{PW}d{DH}x{DW}"
     if backward:
@@ -149,6 +171,7 @@ def pool_source(backward: bool, params: tuple, dtype: torch.dtype, channels_last
         text = _BACKWARD_KERNEL.format(
             name=name, prologue=_PROLOGUE.format(wide=widen, decompose=_decompose(
                 channels_last, "H", "W", "OH", "OW", "h", "w")), acc=acc,
+            single=_SINGLE_WINDOW if aten_cuda_cl else "pass",
             SH=SH, SW=SW, PH=PH, PW=PW, EH=EH, EW=EW, MH=(EH - 1) // SH + 1, MW=(EW - 1) // SW + 1)
     else:
         name = f"tf_max_pool2d_{shape}_{layout}" + ("" if indices else "_values")
@@ -156,7 +179,8 @@ def pool_source(backward: bool, params: tuple, dtype: torch.dtype, channels_last
         text = _FORWARD_KERNEL.format(
             name=name, prologue=_PROLOGUE.format(wide=widen, decompose=_decompose(
                 channels_last, "OH", "OW", "H", "W", "oh", "ow")), acc=acc,
-            KH=KH, KW=KW, SH=SH, SW=SW, PH=PH, PW=PW, DH=DH, DW=DW, store_indices=store)
+            KH=KH, KW=KW, SH=SH, SW=SW, PH=PH, PW=PW, DH=DH, DW=DW, store_indices=store,
+            initial="0" if aten_cuda_cl else "(h0 * W + w0)")
     text = HEADER + text
     return KernelSource(name=name, text=text, key=hashlib.sha256(text.encode()).hexdigest(), params=_PARAMS,
                         stages=(name,))
@@ -185,6 +209,8 @@ def pool_params(node: Node) -> tuple[tuple, bool] | None:
         backward = True
     else:
         return None
+    if any(isinstance(v, Value) for v in node.kwargs.values()):
+        return None  # tensors passed by keyword (traced graphs pass them by position)
     bound = dict(zip(names, node.args))
     bound.update(node.kwargs)
     x = bound.get("self")
@@ -246,8 +272,9 @@ class PoolRunner:
 
     TILE = 1024
     COLUMNS = 128
-    #: elements from which offsets need int64 arithmetic
-    WIDE = 2**31
+    #: elements from which offsets need int64 arithmetic (a tile past the last row must not
+    #: wrap around in int32 either)
+    WIDE = 2**31 - 2 * TILE
 
     def __init__(self, node: Node, params: tuple, backward: bool, indices: bool, slots: dict[Value, int],
                  interpret: bool, store: SourceStore, stats: dict):
@@ -264,12 +291,12 @@ class PoolRunner:
     def _args(self, env: list) -> list:
         return [env[s] if s is not None else a for s, a in zip(self.arg_slots, self.node.args)]
 
-    def _kernel(self, dtype: torch.dtype, channels_last: bool, wide: bool):
-        key = (dtype == torch.float64, channels_last, wide)
+    def _kernel(self, dtype: torch.dtype, channels_last: bool, wide: bool, cuda: bool):
+        key = (dtype == torch.float64, channels_last, wide, cuda)
         kernel = self.kernels.get(key)
         if kernel is None:
             before = self.store.misses
-            kernel = load(pool_source(self.backward, self.params, dtype, channels_last, self.indices, wide),
+            kernel = load(pool_source(self.backward, self.params, dtype, channels_last, self.indices, wide, cuda),
                           self.store, self.interpret)
             self.stats["kernels_compiled" if self.store.misses > before else "kernels_cached"] += 1
             self.kernels[key] = kernel
@@ -296,7 +323,7 @@ class PoolRunner:
         """The kernel's result, or None where ATen must run the call (a layout it does not take)."""
         KH, KW, SH, SW, PH, PW, DH, DW = self.params
         if self.backward:
-            g, x, idx = args[0], args[1], args[7] if len(args) > 7 else self.node.kwargs["indices"]
+            g, x, idx = args[0], args[1], args[7]
             fmt = _format_of(x)
             if not _dense(fmt, x, g, idx) or g.shape != idx.shape:
                 return None
@@ -334,7 +361,7 @@ class PoolRunner:
             # what Triton specializes on that can change between calls: addresses' alignment
             # and the sizes (integers divisible by 16, or equal to 1)
             spec = (fmt, wide, *(t.data_ptr() % 16 == 0 for t in operands), *sizes)
-            self._kernel(x.dtype, fmt, wide).launch(0, grid, [*operands, *sizes], XBLOCK, RBLOCK, 4,
+            self._kernel(x.dtype, fmt, wide, x.device.type == "cuda").launch(0, grid, [*operands, *sizes], XBLOCK, RBLOCK, 4,
                                                     binaries=self.binaries, spec_key=spec,
                                                     device_index=x.device.index or 0)
         return out if self.backward else (out, idx)
