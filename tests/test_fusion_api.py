@@ -598,7 +598,12 @@ def test_explain_lists_a_fused_function_inside_a_compiled_graph_as_the_users_ker
     assert sorted(c.op.rsplit(".", 1)[0].endswith("_backward") for c in mine) == [False, True], [c.op for c in mine]
     assert all(c.category == "fusion" for c in mine)
     assert all(c.location is not None and c.location.line == line and c.location.file == __file__ for c in mine)
-    assert "[your fused op (torchfuse.fusion): its own kernel, not ATen]" in result.summary()
+    text = result.summary()
+    assert "[your fused op (torchfuse.fusion): its own kernel, not ATen]" in text
+    # counted apart from ATen's calls, in the headline and each graph's line
+    assert f"{len(result.aten_work)} op(s) on ATen, 2 on torchfuse's own kernels" in text
+    assert "scaled_tanh" not in " ".join(c.op for c in result.aten_work)
+    assert text.count("1 on torchfuse's own kernel") == 2 and "  on torchfuse's own kernels (outside fusion groups):" in text
 
 
 def test_a_fused_function_may_divide_by_its_inputs_numel():

@@ -205,8 +205,8 @@ def _make_runtime(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
         from .report.collect import split_calls
         from .report.summary import counts_text
 
-        work, idle = split_calls(seg.calls)
-        log.info("%s: %s", name, counts_text(len(seg.groups), len(work), len(idle)))
+        work, idle, own = split_calls(seg.calls)
+        log.info("%s: %s", name, counts_text(len(seg.groups), len(work), len(idle), len(own)))
     return compiled
 
 

@@ -21,7 +21,7 @@ import torch
 from ..ir.from_fx import CPU_REASON, FUSE_OFF_REASON
 from ..ir.graph import Node, Value
 from ..segment import FusionGroup
-from .result import (NO_WORK, AtenCall, GraphBreak, GraphReport, GroupReport, KernelReport, LaunchStage,
+from .result import (NO_WORK, OWN_KERNELS, AtenCall, GraphBreak, GraphReport, GroupReport, KernelReport, LaunchStage,
                      PlanReport, Recompilation, SourceLocation, Step)
 
 from ..ir.ops import LIBRARY_OPS, is_library_op  # noqa: F401  (re-exported for the report)
@@ -148,12 +148,15 @@ def call_category(node: Node) -> str:
     return "unsupported"
 
 
-def split_calls(nodes: Iterable[Node]) -> tuple[list[Node], list[Node]]:
+def split_calls(nodes: Iterable[Node]) -> tuple[list[Node], list[Node], list[Node]]:
     """A segmentation's call nodes as every report counts them: ``(ATen calls, views and
-    module constants)``; tuple elements (bookkeeping) are in neither."""
+    module constants, calls of torchfuse's own kernels)``; tuple elements (bookkeeping) are in
+    none."""
     listed = [n for n in nodes if n.reason not in _HIDDEN_REASONS]
-    idle = [n for n in listed if call_category(n) in NO_WORK]
-    return [n for n in listed if call_category(n) not in NO_WORK], idle
+    category = {id(n): call_category(n) for n in listed}
+    idle = [n for n in listed if category[id(n)] in NO_WORK]
+    own = [n for n in listed if category[id(n)] in OWN_KERNELS]
+    return [n for n in listed if category[id(n)] not in NO_WORK and category[id(n)] not in OWN_KERNELS], idle, own
 
 
 def _meta_text(v: Value) -> str:

@@ -82,7 +82,8 @@ def _summary_cards(r: ExplainResult) -> str:
     stages = r.stage_seconds()
     cards = [("graphs captured", len(r.captures)), ("graph breaks", len(r.graph_breaks)),
              ("fusion groups", len(r.groups)), ("ops on ATen", len(r.aten_work)),
-             ("calls that move no data", len(r.aten_calls) - len(r.aten_work)),
+             *([("calls of torchfuse's own kernels", len(r.own_kernel_calls))] if r.own_kernel_calls else []),
+             ("calls that move no data", len(r.idle_calls)),
              ("kernels compiled", r.kernels_compiled), ("kernels cached", r.kernels_cached),
              ("fallbacks", r.fallbacks), ("recompilations", len(r.recompilations)),
              ("compile time", f"{r.compile_seconds():.2f} s")]

@@ -198,6 +198,9 @@ class AtenCall:
 
 #: ATen-call categories that move no data (listed, not drawn, not counted as ATen calls): views, module constants, arithmetic on sizes
 NO_WORK = ("view", "constant", "shape")
+#: call categories that torchfuse's own fixed kernels run (zero pads, max pooling) or an op the
+#: user defined with torchfuse.fusion: kernels outside fusion groups, counted apart from ATen's
+OWN_KERNELS = ("pad", "pool", "fusion")
 
 
 @dataclasses.dataclass
@@ -287,8 +290,19 @@ class GraphReport:
     @property
     def aten_work(self) -> list[AtenCall]:
         """The ATen calls that move data: all but views and module constants (which the drawing
-        looks through); the count every report gives as "ATen calls"."""
-        return [c for c in self.aten_calls if c.category not in NO_WORK]
+        looks through) and the calls of torchfuse's own kernels; the count every report gives
+        as "ATen calls"."""
+        return [c for c in self.aten_calls if c.category not in NO_WORK and c.category not in OWN_KERNELS]
+
+    @property
+    def own_kernel_calls(self) -> list[AtenCall]:
+        """The calls that torchfuse's fixed kernels or the user's fused ops run (:data:`OWN_KERNELS`)."""
+        return [c for c in self.aten_calls if c.category in OWN_KERNELS]
+
+    @property
+    def idle_calls(self) -> list[AtenCall]:
+        """The calls that move no data (:data:`NO_WORK`)."""
+        return [c for c in self.aten_calls if c.category in NO_WORK]
 
     @property
     def compile_seconds(self) -> float:
@@ -387,8 +401,19 @@ class ExplainResult:
 
     @property
     def aten_work(self) -> list[AtenCall]:
-        """The ATen calls that move data: all but views and module constants."""
+        """The ATen calls that move data: all but views, module constants and torchfuse's own
+        kernels' calls."""
         return [c for g in self.graphs for c in g.aten_work]
+
+    @property
+    def own_kernel_calls(self) -> list[AtenCall]:
+        """Every graph's calls of torchfuse's own kernels and the user's fused ops."""
+        return [c for g in self.graphs for c in g.own_kernel_calls]
+
+    @property
+    def idle_calls(self) -> list[AtenCall]:
+        """Every graph's calls that move no data."""
+        return [c for g in self.graphs for c in g.idle_calls]
 
     def compile_seconds(self) -> float:
         """Seconds spent compiling: each capture's backend call (AOTAutograd's tracing, and

@@ -9,7 +9,7 @@ from __future__ import annotations
 import collections
 import os
 
-from .result import NO_WORK, AtenCall, ExplainResult, GraphReport, GroupReport, PlanReport, SourceLocation
+from .result import NO_WORK, OWN_KERNELS, AtenCall, ExplainResult, GraphReport, GroupReport, PlanReport, SourceLocation
 
 #: how each ATen-call category reads in reports
 CATEGORY_TEXT = {
@@ -127,14 +127,16 @@ REWRITE_OPTIONS = {
 def graph_counts(g: GraphReport) -> str:
     """``3 fusion groups, 1 ATen call (and 2 that move no data)``: one graph's counts, as the
     text summary and the HTML report's graph header give them."""
-    return counts_text(len(g.groups), len(g.aten_work), len(g.aten_calls) - len(g.aten_work))
+    return counts_text(len(g.groups), len(g.aten_work), len(g.idle_calls), len(g.own_kernel_calls))
 
 
-def counts_text(groups: int, work: int, idle: int) -> str:
+def counts_text(groups: int, work: int, idle: int, own: int = 0) -> str:
     """``3 fusion groups, 1 ATen call (and 2 that move no data)`` from the counts of fusion
     groups, ATen calls that move data, and calls that move none: views, module constants,
-    arithmetic on sizes (the ``fusion`` log's words too)."""
+    arithmetic on sizes (the ``fusion`` log's words too); ``own`` calls of torchfuse's own
+    kernels (pads, max pooling, the user's fused ops) add ``, 2 on torchfuse's own kernels``."""
     return (f"{groups} fusion group{'s' if groups != 1 else ''}, {work} ATen call{'s' if work != 1 else ''}"
+            + (f", {own} on torchfuse's own kernel{'s' if own != 1 else ''}" if own else "")
             + (f" (and {idle} that move{'s' if idle == 1 else ''} no data)" if idle else ""))
 
 
@@ -183,9 +185,14 @@ def _graph_lines(g: GraphReport, result: ExplainResult) -> list[str]:
         lines.append("  fusion groups:")
         for group in g.groups:
             lines += _group_lines(group)
-    if g.aten_calls:
+    own = [c for c in g.aten_calls if c.category in OWN_KERNELS]
+    rest = [c for c in g.aten_calls if c.category not in OWN_KERNELS]
+    if rest:
         lines.append("  on ATen:")
-        lines += aten_lines(g.aten_calls)
+        lines += aten_lines(rest)
+    if own:
+        lines.append("  on torchfuse's own kernels (outside fusion groups):")
+        lines += aten_lines(own)
     return lines
 
 
@@ -247,13 +254,16 @@ def format_summary(result: ExplainResult, tuning: bool = False) -> str:
     """The whole result as text; with ``tuning``, followed by :func:`format_tuning`."""
     env = result.environment
     breaks = len(result.graph_breaks)
-    idle = len(result.aten_calls) - len(result.aten_work)  # views, constants, size arithmetic
+    idle = len(result.idle_calls)  # views, constants, size arithmetic
+    own = len(result.own_kernel_calls)  # pads, max pooling, the user's fused ops
+    own_text = f", {own} on torchfuse's own kernels" if own else ""
     # rewrites count apart from fusion groups: a cuDNN epilogue fuses without a group of its own
     rewrites = sum(sum(c.rewrites.values()) for c in result.captures)
     lines = [
         f"torchfuse explain: {_captured_text(result)}, {breaks} graph break(s), "
         f"{len(result.groups)} fusion group(s)"
         f"{f', {rewrites} graph rewrite(s)' if rewrites else ''}, {len(result.aten_work)} op(s) on ATen"
+        f"{own_text}"
         f"{f' (and {idle} that move(s) no data)' if idle else ''}, "
         f"{result.kernels_compiled} kernel(s) compiled, {result.kernels_cached} reused, {result.fallbacks} fallback(s)",
         f"  on {env.get('device', '?')} ({env.get('mode', '')}); torch {env.get('torch', '?')}, "
