@@ -22,8 +22,10 @@ anything per step:
   such a tensor, and a launch function whose inputs are all such tensors, skip their checks
   of sizes and strides (each a few microseconds of host time, hundreds of times a training
   step), and a matrix product's result is returned without the check that it is not a view;
-* the pad kernel's pads (:class:`~torchfuse.runtime.pad.PadRunner`), batched copies and
-  registry nodes call their runners; dead slots are set to ``None`` where
+* the pad kernel's pads (:class:`~torchfuse.runtime.pad.PadRunner`), the max-pool kernels'
+  poolings (:class:`~torchfuse.runtime.pool.PoolRunner`), batched copies and registry nodes
+  call their runners; launch functions get the device's current stream, read (and launch
+  hooks checked) once a call; dead slots are set to ``None`` where
   the loop frees them; random groups get the call's seeds as in the loop; outputs are returned
   as the loop returns them.
 
@@ -142,7 +144,7 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict) -> tuple[Any, 
                 layout = _static_layout(step)
                 if layout is not None:
                     known[graph.slots[step.outputs[0]]] = ("_ng", *layout)
-        else:  # batched copies, registry nodes, the pad kernel's pads
+        else:  # batched copies, registry nodes, the pad and max-pool kernels' calls
             src.emit(f"{src.bind(run, 'B')}(env, {sk}, {sv})")
         for s in dead:
             src.emit(f"env[{s}] = None")
