@@ -45,8 +45,8 @@ import torch
 from ..ir.from_fx import getitem_path
 from ..ir.graph import Node, Value, as_int, is_symbolic, map_values
 from .calls import MATRIX_PRODUCTS, ViewCall, _no_view, _nothing, _with_sizes, entry_point
-from .group import GroupRunner
 from .compile import launch_hooks_set, raw_stream
+from .group import GroupRunner
 from .launch import REINTERPRET, draw_seeds
 
 log = logging.getLogger("torchfuse.schedule")
