@@ -392,3 +392,20 @@ def test_remainder_by_a_subnormal_divisor_where_eager_is_wrong():
     check_program(program, [make_input((1, 1), torch.float32, 'contiguous', seed=0, specials=True, grad=True),
                             make_input((5, 5), torch.float32, 'contiguous', seed=0, specials=True, grad=True)],
                   bitwise=(0, 1, 2), nan_signs=(1, 2))
+
+
+def test_masked_index_of_an_empty_tensor_whose_backward_pytorch_cannot_run():
+    """``_unsafe_masked_index`` of a ``[1, 1, 0]`` tensor: eager returns ``[1, 0, 0]``, its
+    meta function says ``[1, 1, 0]``, so AOTAutograd cannot fit the tangent to the shape it
+    traced and the backward raises under ``torch.compile(backend="aot_eager")`` as under
+    torchfuse (found with ``--fuzz-examples 1500 --fuzz-seed 271 --gpu-launch-configs 132``).
+    The forward is still compared with eager; a backward that PyTorch's own AOTAutograd cannot
+    run is no longer reported against torchfuse."""
+    def program(x0):
+        v0 = x0.abs()
+        v5 = torch.ops.aten._unsafe_masked_index(x0, torch.tensor([False], device=x0.device).reshape((1, 1, 1)),
+                                                  [torch.tensor([0], device=x0.device)], 2)
+        return (v5,)
+
+    check_program(program, [make_input((1, 1, 0), torch.float32, 'contiguous', seed=0, specials=True, grad=True)],
+                  bitwise=(0,))
