@@ -189,6 +189,17 @@ def test_tensors_contiguous_in_both_formats_get_eagers_strides(shape, channels_l
     assert len(runners) == 2 and all(r.launches == 2 for r in runners)
 
 
+def test_a_window_larger_than_the_kernels_take_stays_on_aten():
+    """A 9x9 window (81 elements, more than the kernels unroll) is ATen's, with eager's values."""
+    x = _data((2, 3, 12, 12), torch.float32, seed=12, ties=True)
+
+    def fn(x):
+        out, idx = F.max_pool2d(x * 1.5, 9, 3, 4, return_indices=True)
+        return out * 2, idx
+
+    assert _check(fn, x) == []
+
+
 def test_a_strided_input_runs_through_aten_with_eager_values():
     """An input contiguous in neither format (a slice with gaps, as a graph input) is pooled
     by ATen at run time; values, indices and gradients stay eager's."""
