@@ -60,13 +60,13 @@ def _exact_grads(dtype) -> bool:
     return DEVICE == "cuda" or dtype in (torch.float32, torch.float64)
 
 
-def _check(fn, x, grad_seed=1, calls=2):
+def _check(fn, x, grad_seed=1, calls=2, tuning=ON):
     """``fn(x)`` compiled and eager: each output (values, indices) bitwise, then the input's
     gradient under a random upstream gradient, over ``calls`` calls (the second runs the
     graph's generated function); returns the max-pool runners."""
     torch._dynamo.reset()
     backend.RECENT.clear()
-    compiled = torchfuse.compile(fn, dynamic=False, tuning=ON)
+    compiled = torchfuse.compile(fn, dynamic=False, tuning=tuning)
     xe = _copy(x).requires_grad_(True)
     want = fn(xe)
     want = want if isinstance(want, tuple) else (want,)
@@ -190,7 +190,8 @@ def test_tensors_contiguous_in_both_formats_get_eagers_strides(shape, channels_l
 
 
 def test_a_window_larger_than_the_kernels_take_stays_on_aten():
-    """A 9x9 window (81 elements, more than the kernels unroll) is ATen's, with eager's values."""
+    """A 9x9 window (81 elements, more than the kernels unroll by default) is ATen's, with
+    eager's values; ``runtime.pool_max_window=81`` gives it to the kernels."""
     x = _data((2, 3, 12, 12), torch.float32, seed=12, ties=True)
 
     def fn(x):
@@ -198,6 +199,8 @@ def test_a_window_larger_than_the_kernels_take_stays_on_aten():
         return out * 2, idx
 
     assert _check(fn, x) == []
+    runners = _check(fn, x, tuning=ON + ",runtime.pool_max_window=81")
+    assert len(runners) == 2 and all(r.launches == 2 for r in runners)
 
 
 def test_a_strided_input_runs_through_aten_with_eager_values():

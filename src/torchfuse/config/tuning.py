@@ -357,6 +357,9 @@ class RuntimeTuning:
             its backward, channels-first or channels-last) as Triton kernels with ATen's values
             (:mod:`torchfuse.runtime.pool`) instead of ATen's kernels (benchmarks/NOTES.md,
             "max pooling as kernels"). False leaves them to ATen.
+        pool_max_window: the largest pooling window (kernel rows x columns) the max-pool
+            kernels take; they unroll its loads (and the backward its candidate windows), so
+            Triton's compile time grows with it. Larger windows stay on ATen.
     """
 
     progress_delay_seconds: float = 2.0
@@ -366,6 +369,7 @@ class RuntimeTuning:
     pool_output_bytes: int = 1 << 20
     pad_kernel: bool = True
     pool_kernels: bool = True
+    pool_max_window: int = 64
 
 
 @dataclasses.dataclass(frozen=True)

@@ -196,17 +196,12 @@ def _pair(v, default=None) -> tuple[int, int] | None:
     return None
 
 
-#: the largest window (kernel rows x columns) the kernels take: they unroll its loads (and the
-#: backward its candidate windows), and Triton's compile time grows with them
-MAX_WINDOW = 64
-
-
-def pool_params(node: Node) -> tuple[tuple, bool] | None:
+def pool_params(node: Node, max_window: int = 64) -> tuple[tuple, bool] | None:
     """``((KH, KW, SH, SW, PH, PW, DH, DW), backward)`` of a max-pool call node the kernels
     take, else None: a 4-D floating-point input of static spatial sizes, constant pooling
     arguments (as PyTorch checks them: positive kernel, stride and dilation, padding at most
-    half the kernel), a window of at most :data:`MAX_WINDOW` elements, and static pooled
-    sizes."""
+    half the kernel), a window of at most ``max_window`` elements (``Tuning``
+    ``runtime.pool_max_window``), and static pooled sizes."""
     if node.target is _FORWARD:
         names = ("self", "kernel_size", "stride", "padding", "dilation", "ceil_mode")
         backward = False
@@ -232,7 +227,7 @@ def pool_params(node: Node) -> tuple[tuple, bool] | None:
         return None
     if min(*k, *s, *d) < 1 or min(p) < 0 or p[0] > k[0] // 2 or p[1] > k[1] // 2:
         return None
-    if k[0] * k[1] > MAX_WINDOW:
+    if k[0] * k[1] > max_window:
         return None  # the kernels unroll a window's loads: a large window is ATen's
     if backward:
         g = bound.get("grad_output")
@@ -399,7 +394,7 @@ def pool_runner(node: Node, steps: list, outputs: set, slots: dict[Value, int], 
     output values (whether the forward's indices are read). The node's reason becomes :data:`POOL_KERNEL`."""
     if not options.tuning.runtime.pool_kernels:
         return None
-    found = pool_params(node)
+    found = pool_params(node, options.tuning.runtime.pool_max_window)
     if found is None:
         return None
     params, backward = found
