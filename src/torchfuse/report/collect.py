@@ -152,11 +152,14 @@ def split_calls(nodes: Iterable[Node]) -> tuple[list[Node], list[Node], list[Nod
     """A segmentation's call nodes as every report counts them: ``(ATen calls, views and
     module constants, calls of torchfuse's own kernels)``; tuple elements (bookkeeping) are in
     none."""
-    listed = [n for n in nodes if n.reason not in _HIDDEN_REASONS]
-    category = {id(n): call_category(n) for n in listed}
-    idle = [n for n in listed if category[id(n)] in NO_WORK]
-    own = [n for n in listed if category[id(n)] in OWN_KERNELS]
-    return [n for n in listed if category[id(n)] not in NO_WORK and category[id(n)] not in OWN_KERNELS], idle, own
+    work: list[Node] = []
+    idle: list[Node] = []
+    own: list[Node] = []
+    for n in nodes:
+        if n.reason not in _HIDDEN_REASONS:
+            category = call_category(n)
+            (idle if category in NO_WORK else own if category in OWN_KERNELS else work).append(n)
+    return work, idle, own
 
 
 def _meta_text(v: Value) -> str:

@@ -104,7 +104,7 @@ def aten_lines(calls: list[AtenCall], indent: str = "    ") -> list[str]:
     lines = []
     for (op, category, reason), items in work.items():
         count = f" x{len(items)}" if len(items) > 1 else ""
-        why = CATEGORY_TEXT.get(category, category) + (f": {reason}" if reason and category not in ("library", "pad", "pool", "fusion") else "")
+        why = CATEGORY_TEXT.get(category, category) + (f": {reason}" if reason and category not in ("library", *OWN_KERNELS) else "")
         locs = list(dict.fromkeys(w for w in (where(c.location) for c in items) if w))
         loc = ", ".join(locs[:3]) + (f" and {len(locs) - 3} more" if len(locs) > 3 else "")
         lines.append(f"{indent}{op}{count}  [{why}]" + (f"  {loc}" if loc else ""))

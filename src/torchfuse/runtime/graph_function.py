@@ -110,7 +110,7 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict) -> tuple[Any, 
     fresh: set[int] = set()  # slots of ATen results that are never views
     # the launch functions' devices: their current streams are read, and launch hooks checked,
     # once a call (the streams are set at the top of the function, below)
-    streams: set[int] = set()
+    streams: dict[int, str] = {}  # device index -> the local holding its stream
     top = len(src.lines)
     for run, step, dead in zip(graph.runners, graph.steps, graph.release):
         if run is _nothing:
@@ -123,10 +123,7 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict) -> tuple[Any, 
                 trusted = _trusted(run, sym_key, known)
                 plan = run.plans.get(sym_key)
                 device = int(plan.device_index) if plan is not None else None
-                stream = ""
-                if device is not None:
-                    streams.add(device)
-                    stream = f", stream=_st{device}" if device >= 0 else f", stream=_stn{-device}"
+                stream = "" if device is None else f", stream={streams.setdefault(device, f'_st{len(streams)}')}"
                 src.emit(f"{flag} = {src.bind(fast, 'L')}(env, {'False' if trusted is None else trusted}{stream})")
                 src.emit(f"if not {flag}:")
                 src.emit(f"{g}(env, {sk}, {sv})", 2)
@@ -151,8 +148,7 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict) -> tuple[Any, 
     if streams:  # with a launch hook set, no stream: each launch function declines
         ns["_hooks"], ns["_stream"] = launch_hooks_set, raw_stream
         head = ["    _hk = _hooks()"]
-        head += [f"    _st{d} = None if _hk else _stream({d})" if d >= 0 else f"    _stn{-d} = None if _hk else 0"
-                 for d in sorted(streams)]
+        head += [f"    {local} = None if _hk else _stream({d})" for d, local in streams.items()]
         src.lines[top:top] = head
     for r in randoms:  # the seeds die with the call (a CUDA graph pool holds no strays)
         src.emit(f"{src.bind(r, 'R')}.seed = None")
