@@ -409,3 +409,22 @@ def test_the_cuda_channels_last_form_follows_atens_cuda_rules(tmp_path):
     assert grad[0, :, 0, 0].signbit().all() and grad[0, :, 0, 0].eq(0).all()  # copied: -0.0
     assert grad[0, :, 2, 2].tolist() == [6.0, 6.0]  # 1 + 2 + 3, the first window's index is 0
     assert grad[0, :, 1, 1].eq(0).all() and not grad[0, :, 1, 1].signbit().any()
+
+
+def test_the_fusion_log_does_not_list_the_kernels_poolings_as_aten_calls(caplog):
+    """The ``fusion`` log topic lists each call left on ATen after the runtime decided which
+    calls its own kernels run: a max pool the kernels take is counted as theirs, not logged
+    "on ATen"."""
+    import logging
+
+    x = _data((2, 3, 10, 10), torch.float32, seed=13)
+
+    def fn(x):
+        return F.max_pool2d(x * 2, 3, 2, 1) + 1
+
+    torch._dynamo.reset()
+    with caplog.at_level(logging.INFO, logger="torchfuse"), torch.no_grad():
+        torchfuse.compile(fn, dynamic=False, tuning=ON)(x)
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert "max_pool2d_with_indices.default on ATen" not in text
+    assert "1 on torchfuse's own kernel" in text

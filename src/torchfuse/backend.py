@@ -129,14 +129,16 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Opti
     except Exception as e:  # a compiler bug must not break the user's program
         return _run_unfused_after_failure(gm, example_inputs, options, name, e, time.perf_counter() - t0)
     dump_stem = _dump_stage(options, name, gm, graph, seg) if options.dump_dir else None
-    _log_aten_calls(name, seg)
     if not options.interpret:
         _warn_cpu_unfused(seg)
     if not seg.groups and not (options.cudagraphs and name == "inference"):
+        _log_aten_calls(name, seg)
         log.info("%s: nothing to fuse; running the traced graph", name)
         _record_unfused(name, gm, seg, None, None, ir_seconds, segment_seconds)
         return _boxed(gm.forward)
     compiled = _make_runtime(gm, example_inputs, options, name, seg, ir_seconds, segment_seconds, plan_cache)
+    # after the runtime exists: its pad and max-pool runners decide which calls leave ATen
+    _log_aten_calls(name, seg)
     compiled.dump_stem = dump_stem
     if options.cudagraphs and name == "inference":
         from .runtime.cudagraphs import CudaGraphRunner
