@@ -203,10 +203,12 @@ def test_a_window_larger_than_the_kernels_take_stays_on_aten():
     assert len(runners) == 2 and all(r.launches == 2 for r in runners)
 
 
-def test_a_strided_input_runs_through_aten_with_eager_values():
-    """An input contiguous in neither format (a slice with gaps, as a graph input) is pooled
-    by ATen at run time; values, indices and gradients stay eager's."""
-    base = _data((2, 3, 12, 20), torch.float32, seed=4, ties=True)
+@pytest.mark.parametrize("channels_last", [False, True], ids=["channels-first", "channels-last"])
+def test_a_strided_input_is_copied_into_its_format_as_aten_does(channels_last):
+    """An input contiguous in neither format (a slice with gaps, as a graph input) is copied
+    into the format PyTorch suggests for it, then pooled by the kernels: values, indices,
+    strides and gradients stay eager's."""
+    base = _data((2, 3, 12, 20), torch.float32, seed=4, ties=True, channels_last=channels_last)
     x = base[:, :, :, ::2]
 
     def fn(x):
@@ -214,7 +216,21 @@ def test_a_strided_input_runs_through_aten_with_eager_values():
         return out * 2, idx
 
     runners = _check(fn, x)
-    assert runners and all(r.launches == 0 and r.failed is None for r in runners)
+    assert len(runners) == 2 and all(r.launches == 2 and r.failed is None for r in runners)
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["channels-first", "channels-last"])
+def test_an_expanded_gradient_is_copied_into_its_format_as_aten_does(channels_last):
+    """A global mean after the pool (a classifier's head) hands the pool's backward a gradient
+    expanded from one value an image and channel (stride 0): it is copied into the input's
+    format, and the gradient is eager's bit for bit."""
+    x = _data((2, 4, 12, 12), torch.float32, seed=6, ties=True, channels_last=channels_last)
+
+    def fn(x):
+        return F.max_pool2d(x * 1.5, 3, 2, 1).mean((2, 3))
+
+    runners = _check(fn, x)
+    assert len(runners) == 2 and all(r.launches == 2 and r.failed is None for r in runners)
 
 
 def test_a_training_step_of_a_convolutional_stem_matches_eager():

@@ -711,7 +711,8 @@ def test_replayed_training_matches_eager_with_batchnorm_scaler_and_clipping():
     from torchfuse.runtime.pool import PoolRunner
 
     pools = [r for g in backend.RECENT[-2:] for r in g.runners if isinstance(r, PoolRunner)]
-    assert len(pools) == 2 and all(r.failed is None and r.launches for r in pools)
+    assert len(pools) == 2 and all(r.failed is None and r.launches for r in pools), \
+        [(r.backward, r.failed, r.launches) for r in pools]
 
 
 @gpu

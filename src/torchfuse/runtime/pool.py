@@ -1,13 +1,13 @@
 """2-D max pooling as Triton kernels: ``aten.max_pool2d_with_indices`` and its backward.
 
-Takes a call node of either op and, when its input is a 4-D floating-point tensor contiguous
-in the channels-first or channels-last format and the pooled sizes are static, gives a runner
-``run(env, sym_key, sym_values)`` that writes what ATen writes with one kernel launch; any other
-pooling stays an ATen call (:func:`pool_runner` returns ``None``, or the runner calls ATen for
-a layout it does not take at run time).
+Takes a call node of either op and, when its input is a 4-D floating-point tensor and the
+pooled sizes are static, gives a runner ``run(env, sym_key, sym_values)`` that writes what ATen
+writes with one kernel launch, in the format PyTorch suggests for the input (operands not
+contiguous in it are copied first, as ATen copies them); any other pooling stays an ATen call
+(:func:`pool_runner` returns ``None``).
 
 Why: the image classifiers' stem (ResNet-50's 3x3, stride 2 pool of a 112x112 map) runs ATen's
-kernels at 0.91 ms forward and 0.41 ms backward a training step at batch 128 on an H200, far
+kernels at 0.41 ms forward and 0.91 ms backward a training step at batch 128 on an H200, far
 from the bytes they move (benchmarks/NOTES.md, "max pooling as kernels").
 
 Values are ATen's to the bit: the forward visits a window's rows, then columns, in order and
@@ -248,17 +248,18 @@ def _format_of(x: torch.Tensor) -> bool:
     return suggest_memory_format(x) == torch.channels_last
 
 
-def _dense(fmt: bool, *tensors: torch.Tensor) -> bool:
-    """Whether every tensor is contiguous in the format (the kernels' addressing)."""
-    mf = torch.channels_last if fmt else torch.contiguous_format
-    return all(t.is_contiguous(memory_format=mf) for t in tensors)
+def _dense(fmt: bool, t: torch.Tensor) -> torch.Tensor:
+    """``t`` contiguous in the format (the kernels' addressing): itself where it is, else a
+    copy, as ATen's max-pool kernels copy their operands (a gapped slice, an expanded
+    gradient) before pooling; the values, and so the results, do not depend on the layout."""
+    return t.contiguous(memory_format=torch.channels_last if fmt else torch.contiguous_format)
 
 
 class PoolRunner:
     """Runs one max-pool call (see the module): reads its tensors from the environment, takes
     the input's format at each call as ATen does (:func:`_format_of`), and writes the node's
     results, new tensors in that format; operands not contiguous in it (a gapped slice, an
-    expanded gradient, a gradient of another format) run through ATen. Launch configuration:
+    expanded gradient, a gradient of another format) are first copied into it, as ATen does. Launch configuration:
     a tile of ``TILE`` (1024) result elements a program, its columns (the result's columns,
     or its channels in channels-last) a power of two up to ``COLUMNS`` (128), 4 warps.
 
@@ -327,19 +328,18 @@ class PoolRunner:
         KH, KW, SH, SW, PH, PW, DH, DW = self.params
         if self.backward:
             g, x, idx = args[0], args[1], args[7]
+            if g.shape != idx.shape:
+                return None  # ATen raises its own error
             fmt = _format_of(x)
-            if not _dense(fmt, x, g, idx) or g.shape != idx.shape:
-                return None
+            g, idx = _dense(fmt, g), _dense(fmt, idx)
             n, c, h, w = x.shape
             oh, ow = g.shape[2], g.shape[3]
             out = torch.empty(x.shape, dtype=x.dtype, device=x.device,
                               memory_format=torch.channels_last if fmt else torch.contiguous_format)
             operands = (g, idx, out)
         else:
-            x = args[0]
-            fmt = _format_of(x)
-            if not _dense(fmt, x):
-                return None
+            fmt = _format_of(args[0])
+            x = _dense(fmt, args[0])
             n, c, h, w = x.shape
             ceil_mode = args[5] if len(args) > 5 else self.node.kwargs.get("ceil_mode", False)
             oh = _pooled(h, KH, SH, PH, DH, ceil_mode)
