@@ -606,6 +606,45 @@ def test_explain_lists_a_fused_function_inside_a_compiled_graph_as_the_users_ker
     assert text.count("1 on torchfuse's own kernel") == 2 and "  on torchfuse's own kernels (outside fusion groups):" in text
 
 
+@pytest.mark.skipif(DEVICE != "cpu", reason="op by op is what a fused function does on CPU tensors alone")
+def test_a_fused_function_run_op_by_op_on_cpu_warns_at_the_users_line_and_explain_says_so():
+    """Without ``interpret``, a ``@fused`` function on CPU tensors runs op by op through ATen:
+    with an input that requires grad as without, it warns once, at the user's line, and
+    explain lists it as run through ATen, not as its own kernel; values and gradients are
+    eager's."""
+    import inspect
+    import warnings
+
+    @fused(interpret=False)
+    def scaled_tanh(x, s):
+        return torch.tanh(x) * s
+
+    w = torch.randn(6, 6, requires_grad=True)
+    x = torch.randn(3, 6)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = inspect.currentframe().f_lineno + 1
+        y = scaled_tanh(x @ w, 2.0)
+    ours = [m for m in caught if "runs op by op" in str(m.message)]
+    assert len(ours) == 1 and ours[0].filename == __file__ and ours[0].lineno == line, \
+        [(m.filename, m.lineno, str(m.message)) for m in caught]
+    y.sum().backward()
+    wg = w.detach().clone().requires_grad_(True)
+    (torch.tanh(x @ wg) * 2.0).sum().backward()
+    torch.testing.assert_close(y, torch.tanh(x @ w) * 2.0)
+    torch.testing.assert_close(w.grad, wg.grad)
+
+    def f(x):
+        return scaled_tanh(x @ w, 2.0).sum()
+
+    result = torchfuse.explain(f, x, backward=True, verbose=False)
+    mine = [c for c in result.aten_calls if "scaled_tanh" in c.op]
+    assert len(mine) == 2 and all(c.category == "fusion_aten" for c in mine), [(c.op, c.category) for c in mine]
+    text = result.summary()
+    assert "its own kernel" not in text
+    assert "run op by op through ATen: CPU tensors without interpret=True]" in text
+
+
 def test_a_fused_function_may_divide_by_its_inputs_numel():
     """``x.numel()`` in a ``@fused`` function is the product of the input's sizes (symbolic
     when the sizes are): a mean written by hand matches eager's at two sizes of one trace,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import weakref
 from typing import Any, Sequence
 
 import sympy
@@ -39,6 +40,8 @@ from .reference import run_reference
 from .sizes import evaluate
 
 _counter = itertools.count()
+#: registered op name (``torchfuse::<name>``, forward and backward) -> its FusionOp, for reports
+_BY_NAME: "weakref.WeakValueDictionary[str, FusionOp]" = weakref.WeakValueDictionary()
 _SCALAR_SCHEMA = {float: "float", int: "int", bool: "bool"}
 
 
@@ -147,6 +150,8 @@ class FusionOp:
         self._derived: dict = {}
         self.forward_op = self._register_forward()
         self.backward_op = self._register_backward()
+        for op in (self.forward_op, self.backward_op):
+            _BY_NAME[_op_name(op)] = self
         torch.library.register_autograd(f"torchfuse::{self.name}", self._backward, setup_context=self._setup_context)
 
     # ------------------------------------------------------------------ checks
@@ -196,7 +201,7 @@ class FusionOp:
     def _run_forward(self, inputs: list) -> tuple[list, list[bool]]:
         """The outputs and extras, and per output whether it is a fresh kernel-written tensor."""
         device, _ = bind(self.specs, self.fusion.shapes, inputs)
-        if device.type == "cpu" and not self.fusion.options.interpret:
+        if self.fusion.runs_op_by_op(device):
             outs = run_reference(self.fusion, inputs, outputs=list(self.fusion.outputs) + list(self.extras))
             return outs, [False] * len(outs)
         program = self.fusion.program(device, self.extras)
@@ -370,3 +375,18 @@ class FusionOp:
 def _aliases(t: torch.Tensor, args: Sequence) -> bool:
     return any(isinstance(x, torch.Tensor) and x.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
                for x in args)
+
+
+def _op_name(op: Any) -> str:
+    """``torchfuse::name`` of a registered custom op or one of its overloads."""
+    return str(getattr(op, "_qualname", op))
+
+
+def runs_op_by_op(target: Any, device: torch.device) -> bool:
+    """Whether the fused op ``target`` (a ``torchfuse::`` op or overload in a captured graph)
+    runs op by op through ATen on ``device``: CPU tensors without its fusion's
+    ``interpret`` option. False for an op this process did not register."""
+    name = getattr(target, "name", None)
+    name = name() if callable(name) else None
+    op = _BY_NAME.get(name.split(".")[0]) if name else None
+    return op is not None and device.type == "cpu" and not op.fusion.options.interpret

@@ -25,6 +25,7 @@ import sympy
 import torch
 
 from ..backend import resolve_options
+from ..runtime.warn import user_stacklevel
 from ..ir.graph import Graph, Node, TensorMeta, Value
 from .apply import Applier, describe
 from .errors import DefinitionError, fail
@@ -213,14 +214,22 @@ class Fusion:
             raise TypeError(f"fusion {self.name!r}: execute takes a list of its {len(self.specs)} inputs, "
                             f"got one tensor (write execute([t]))")
         device, _ = bind(self.specs, self.shapes, inputs)
-        if device.type == "cpu" and not self.options.interpret:
-            if not self._warned_cpu:
-                warnings.warn(f"torchfuse: fusion {self.name!r} runs op by op on CPU tensors; set "
-                              "TORCHFUSE_INTERPRET=1 (or pass interpret=True to Fusion) to run its kernels in "
-                              "Triton's interpreter", RuntimeWarning, stacklevel=2)
-                self._warned_cpu = True
+        if self.runs_op_by_op(device):
             return self.reference(inputs)
         return self.program(device)(list(inputs))
+
+    def runs_op_by_op(self, device: torch.device) -> bool:
+        """Whether the fusion runs op by op through ATen on ``device`` (CPU tensors without
+        ``options.interpret``) rather than as its kernels; warns the first time it does, at the
+        user's line."""
+        if device.type != "cpu" or self.options.interpret:
+            return False
+        if not self._warned_cpu:
+            warnings.warn(f"torchfuse: fusion {self.name!r} runs op by op on CPU tensors; set "
+                          "TORCHFUSE_INTERPRET=1 (or pass interpret=True) to run its kernels in "
+                          "Triton's interpreter", RuntimeWarning, stacklevel=user_stacklevel())
+            self._warned_cpu = True
+        return True
 
     __call__ = execute
 

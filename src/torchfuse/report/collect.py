@@ -119,8 +119,9 @@ def call_category(node: Node) -> str:
     ``constant``, ``disabled``, ``state`` (a write
     back to a graph input: BatchNorm's running statistics), ``pad`` (a zero pad that
     torchfuse's pad kernel writes, :mod:`torchfuse.runtime.pad`), ``pool`` (a max pooling
-    that torchfuse's kernels write, :mod:`torchfuse.runtime.pool`) or ``fusion`` (an op the
-    user defined with :mod:`torchfuse.fusion`) for a call node."""
+    that torchfuse's kernels write, :mod:`torchfuse.runtime.pool`), ``fusion`` (an op the
+    user defined with :mod:`torchfuse.fusion`) or ``fusion_aten`` (such an op run op by op
+    through ATen: CPU tensors without its ``interpret`` option) for a call node."""
     from ..decompose import INPUT_WRITE
     from ..runtime.calls import VIEW_OPS
     from ..runtime.pad import PAD_KERNEL
@@ -138,7 +139,12 @@ def call_category(node: Node) -> str:
     if is_library_op(node.target):
         return "library"
     if getattr(node.target, "namespace", None) == "torchfuse":
-        return "fusion"  # the user's own fused op (torchfuse.fusion): its kernel, not ATen's
+        from ..fusion.autograd import runs_op_by_op
+
+        # the user's own fused op (torchfuse.fusion): its kernels, not ATen's, unless on CPU
+        # tensors without interpret, where it runs op by op
+        devices = [v.meta.device for v in node.input_values() if v.meta is not None]
+        return "fusion_aten" if devices and runs_op_by_op(node.target, devices[0]) else "fusion"
     if node.reason == PAD_KERNEL:
         return "pad"
     if node.reason == POOL_KERNEL:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from html import escape
 
-from .result import NO_WORK, ExplainResult, GraphReport, SourceLocation
+from .result import NO_WORK, SELF_EXPLAINED, ExplainResult, GraphReport, SourceLocation
 from .summary import CATEGORY_TEXT, call_time_text, compress_ops, graph_counts, graph_origin, launch_text
 from .svg import bandwidth_svg, format_number, graph_svg, group_colour
 
@@ -148,7 +148,7 @@ def _groups_table(g: GraphReport, prefix: str) -> str:
 def _aten_row(g: GraphReport, prefix: str, k: int) -> str:
     c = g.aten_calls[k]
     cat = CATEGORY_TEXT.get(c.category, c.category)
-    reason = "" if c.category in ("view", "constant", "shape", "library") else c.reason  # the category says it all
+    reason = "" if c.category in SELF_EXPLAINED else c.reason  # the category says it all
     return (f'<tr id="{prefix}-aten-{k}"><td><code>{escape(c.op)}</code></td>'
             f'<td><span class="tag {escape(c.category)}">{escape(cat)}</span></td><td>{escape(reason)}</td>'
             f"<td><code>{escape(c.node[:160])}</code></td><td>{_loc(c.location)}</td></tr>")

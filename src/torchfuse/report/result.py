@@ -182,8 +182,9 @@ class AtenCall:
             compile), ``view`` (no data moves), ``shape`` (arithmetic on sizes), ``constant``
             (a module tensor), ``disabled``, ``state`` (a write back to an input buffer, such
             as BatchNorm's running statistics), ``pad`` and ``pool`` (torchfuse's fixed
-            kernels for zero pads and max pooling) or ``fusion`` (an op defined with
-            :mod:`torchfuse.fusion`).
+            kernels for zero pads and max pooling), ``fusion`` (an op defined with
+            :mod:`torchfuse.fusion`) or ``fusion_aten`` (such an op run op by op through
+            ATen: CPU tensors without its ``interpret`` option).
         reason: the compiler's reason, as logged.
         node: its IR line (or FX node name for graphs that failed before the IR existed).
         location: the user's line it came from.
@@ -201,6 +202,9 @@ NO_WORK = ("view", "constant", "shape")
 #: call categories that torchfuse's own fixed kernels run (zero pads, max pooling) or an op the
 #: user defined with torchfuse.fusion: kernels outside fusion groups, counted apart from ATen's
 OWN_KERNELS = ("pad", "pool", "fusion")
+#: call categories whose text says why the call is where it is (reports leave the compiler's
+#: reason out)
+SELF_EXPLAINED = ("library", "fusion_aten", *NO_WORK, *OWN_KERNELS)
 
 
 @dataclasses.dataclass

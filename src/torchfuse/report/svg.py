@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from html import escape
 
-from .result import ExplainResult, GraphReport, Step
+from .result import SELF_EXPLAINED, ExplainResult, GraphReport, Step
 from .summary import CATEGORY_TEXT, compress_ops
 
 BOX_WIDTH = 236
@@ -137,7 +137,7 @@ def graph_svg(graph: GraphReport, anchor_prefix: str) -> str:
             cls, href = "box aten", f"#{anchor_prefix}-aten-{s.index}"
             style = 'fill="#e5e7eb" stroke="#6b7280" stroke-width="1.2"'
             tip = f"{c.op}\n{CATEGORY_TEXT.get(c.category, c.category)}" + (
-                f": {c.reason}" if c.category not in ("library", "view", "constant", "shape") else "")
+                f": {c.reason}" if c.category not in SELF_EXPLAINED else "")
             stroke = "#374151"
         out.append(f'<a href="{href}" class="{cls}"><title>{escape(tip)}</title>')
         out.append(f'<rect x="{x:.0f}" y="{y:.0f}" width="{BOX_WIDTH}" height="{h}" rx="{8 if s.kind == "group" else 3}" {style}/>')
