@@ -165,6 +165,7 @@ def test_file_model_of_torch_modules_names_the_users_file(tmp_path, capsys):
     (["hf:bert", "--option", "interpret=maybe"], "interpret=maybe: interpret takes true or false"),
     (["hf:bert", "--mode", "fastest"], "unknown mode"),
     (["hf:bert", "--set", "persistent.no_such_field=1"], "unknown tuning field"),
+    (["hf:bert", "--option", "tuning=persistent.no_such_field=1"], "unknown tuning field"),
     (["hf:bert", "--set", "persistent.tile_elements=many"], "is not an int"),
     (["hf:bert", "--calls", "0"], "called at least once"),
     *([(["hf:bert", "--device", "cuda"], "no usable CUDA device")] if not torch.cuda.is_available() else []),

@@ -252,11 +252,12 @@ def check_options(options: dict, mode: str | None) -> None:
     """Raise :class:`SpecError` for an unknown option, a value of the wrong type or an unknown
     mode, before any model is built."""
     from .. import backend
+    from ..config.tuning import UnknownTuningField
 
     try:
         backend.mode_overrides(mode)
         backend.resolve_options(None, **options)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, UnknownTuningField) as e:
         raise SpecError(str(e)) from None
 
 
