@@ -205,6 +205,31 @@ def test_steps_table_shows_the_newest_wall_times_per_case_and_backend(tmp_path, 
     assert capsys.readouterr().out.splitlines()[2] == "| bert 64x128 | **2.0** |"
 
 
+def test_steps_table_gives_each_runs_speedup_over_its_peer_and_the_recent_range():
+    """With torchfuse and torch.compile in the table, a column gives torchfuse's speedup over
+    torch.compile in the newest run that measured both (each run's own pair: the host's speed
+    between runs cancels), and the range over the newest three such runs; a run that measured
+    one of the two adds nothing, and a case without a pair shows ``-``."""
+    from torchfuse.bench.tables import steps_table
+
+    rows = []
+    for k, (ours, theirs) in enumerate([(10.0, 5.0), (9.0, 9.9), (8.0, 10.0), (12.0, 13.2)]):
+        run = prov(f"r{k}", f"2026-12-0{k + 1}T10:00:00")
+        rows += [run.row("hf", "hf/gpt2/8x512", mode="train-amp-fp16", precision="fp16", backend="torchfuse",
+                         median_ms=ours),
+                 run.row("hf", "hf/gpt2/8x512", mode="train-amp-fp16", precision="fp16", backend="torch.compile",
+                         median_ms=theirs)]
+    late = prov("late", "2026-12-09T10:00:00")  # torchfuse alone: no ratio
+    rows += [late.row("hf", "hf/gpt2/8x512", mode="train-amp-fp16", precision="fp16", backend="torchfuse",
+                      median_ms=1.0),
+             late.row("hf", "hf/bert/64x128", mode="train-amp-fp16", precision="fp16", backend="torchfuse",
+                      median_ms=2.0)]
+    lines = steps_table(rows).splitlines()
+    assert lines[0] == "| ms a step | torch.compile | torchfuse | speedup over torch.compile |"
+    assert lines[2] == "| gpt2 8x512 | 13.2 | **1.0** | 1.10x (1.10-1.25x over 3 runs) |"  # 1.1, 1.25, 1.1
+    assert lines[3] == "| bert 64x128 | - | **2.0** | - |"
+
+
 def test_readme_results_table_is_the_steps_table_of_the_committed_rows():
     """The README's results table is what ``torchfuse bench rows show --table steps`` prints
     from ``benchmarks/results/rows.jsonl`` (after new rows, paste its output there again)."""

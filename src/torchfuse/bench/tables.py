@@ -127,6 +127,45 @@ def group_table(key: tuple, rows: list[Row]) -> str:
 STEP_SUITES = ("hf", "timm")
 
 
+#: (torchfuse backend, its peer) pairs whose speedup the step table gives per run, with the
+#: column's heading
+SPEEDUP_PAIRS = (("torchfuse", "torch.compile", "speedup over torch.compile"),
+                 ("torchfuse-reduce-overhead", "torch.compile-reduce-overhead", "speedup, reduce-overhead"),
+                 ("torchfuse-reduce-overhead-frozen", "torch.compile-reduce-overhead-frozen",
+                  "speedup, reduce-overhead frozen"))
+#: runs whose speedups a cell's range covers (the newest that measured both backends)
+RECENT_RUNS = 3
+
+
+def _run_ratios(rows: list[Row], mode: str, device: str, layout: str, pairs: list) -> dict:
+    """``{(case, pair): [peer ms / torchfuse ms of each run, oldest first]}`` over every run
+    (a run: its name and start date) that measured both backends of a pair in one process."""
+    runs: dict[tuple, dict] = {}
+    for r in rows:
+        if (r.suite in STEP_SUITES and r.mode == mode and r.device == device and r.layout == layout
+                and not r.variant and r.status == "ok" and r.median_ms):
+            runs.setdefault((r.date, r.run, r.case), {})[r.backend] = r.median_ms
+    out: dict = {}
+    for (_, _, case), ms in sorted(runs.items()):
+        for pair in pairs:
+            ours, theirs = pair
+            if ours in ms and theirs in ms:
+                out.setdefault((case, pair), []).append(ms[theirs] / ms[ours])
+    return out
+
+
+def _ratio_cell(ratios: list[float] | None) -> str:
+    """The newest run's speedup, with the range over the :data:`RECENT_RUNS` newest runs when
+    there are several."""
+    if not ratios:
+        return "-"
+    recent = ratios[-RECENT_RUNS:]
+    text = f"{recent[-1]:.2f}x"
+    if len(recent) > 1:
+        text += f" ({min(recent):.2f}-{max(recent):.2f}x over {len(recent)} runs)"
+    return text
+
+
 def steps_table(rows: list[Row], mode: str = "train-amp-fp16", device: str = "NVIDIA H200", layout: str = "") -> str:
     """Markdown: the step table of ``mode`` on ``device`` in one memory ``layout`` (``""``:
     channels-first, or not an image; ``"channels-last"``), wall milliseconds a step (median).
@@ -135,7 +174,11 @@ def steps_table(rows: list[Row], mode: str = "train-amp-fp16", device: str = "NV
     shipped (no variant), in the harness's backend order; each cell is the newest row of that
     measurement (:func:`~torchfuse.bench.rows.current_rows`), ``failed`` where it failed, the
     fastest of a line in bold. A last line names the runs, commits, dates and versions behind
-    the cells. This is the results table of the README.
+    the cells. For each pair of :data:`SPEEDUP_PAIRS` whose backends both have a column, a
+    column gives torchfuse's speedup over its peer in the newest run that measured both, and
+    its range over the :data:`RECENT_RUNS` newest such runs (each run's backends ran in one
+    process, so a run's ratio holds where the host's speed moved between runs; the runs may
+    be of different commits). This is the results table of the README.
 
     Raises:
         ValueError: no row of ``mode`` on ``device``.
@@ -155,12 +198,16 @@ def steps_table(rows: list[Row], mode: str = "train-amp-fp16", device: str = "NV
         text = f"{r.median_ms:.1f}"
         return f"**{text}**" if r.median_ms == fastest else text
 
-    lines = ["| ms a step | " + " | ".join(backends) + " |", "|---|" + "---:|" * len(backends)]
+    pairs = [(ours, theirs) for ours, theirs, _ in SPEEDUP_PAIRS if ours in backends and theirs in backends]
+    ratios = _run_ratios(rows, mode, device, layout, pairs)
+    heads = backends + [head for ours, theirs, head in SPEEDUP_PAIRS if (ours, theirs) in pairs]
+    lines = ["| ms a step | " + " | ".join(heads) + " |", "|---|" + "---:|" * len(heads)]
     for c in cases:
         times = [by[(c, b)].median_ms for b in backends if (c, b) in by and by[(c, b)].status == "ok"
                  and by[(c, b)].median_ms is not None]
         fastest = min(times) if times else None
-        lines.append(f"| {case_label(c)} | " + " | ".join(cell(by.get((c, b)), fastest) for b in backends) + " |")
+        cells = [cell(by.get((c, b)), fastest) for b in backends] + [_ratio_cell(ratios.get((c, p))) for p in pairs]
+        lines.append(f"| {case_label(c)} | " + " | ".join(cells) + " |")
     runs = sorted({(r.date[:10], r.run, r.commit or "?") for r in picked})
     versions = sorted({f"torch {r.torch}, Triton {r.triton}" for r in picked})
     lines += ["", f"{device}, {mode}{', ' + layout if layout else ''}, {'; '.join(versions)}; rows of "
