@@ -401,7 +401,7 @@ def _trace_and_compile(gm: torch.fx.GraphModule, example_inputs: list, opts: Opt
         keep_inference_input_mutations=True,
     )
     try:
-        return backend(gm, example_inputs)
+        compiled = backend(gm, example_inputs)
     except Exception as e:  # AOTAutograd's tracing (an op without a derivative): run the graph eagerly
         if isinstance(e, torch._dynamo.exc.TorchDynamoException):
             raise  # TorchDynamo's own signals (restart the analysis, a graph break), not failures
@@ -411,6 +411,52 @@ def _trace_and_compile(gm: torch.fx.GraphModule, example_inputs: list, opts: Opt
         log.info("AOTAutograd failure", exc_info=True)
         _record_unfused("captured", gm, None, f"AOTAutograd: {type(e).__name__}: {first}", None, 0.0, 0.0)
         return gm
+    return _with_overlap_check(compiled, gm, example_inputs)
+
+
+def _shared_storages(inputs: list, indices: list[int] | None = None) -> tuple:
+    """The inputs (of ``indices``, default all) that share a storage with another of them:
+    per storage, ``(input indices, their storage offsets in elements)``, in input order."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    groups: dict[int, list[int]] = {}
+    for i in range(len(inputs)) if indices is None else indices:
+        x = inputs[i]
+        if isinstance(x, torch.Tensor) and x.layout == torch.strided:
+            groups.setdefault(StorageWeakRef(x.untyped_storage()).cdata, []).append(i)
+    return tuple((tuple(g), tuple(inputs[i].storage_offset() for i in g)) for g in groups.values() if len(g) > 1)
+
+
+def _with_overlap_check(compiled: Callable, gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    """``compiled``, checking at each call that inputs which shared a storage when it was
+    compiled still share it at the same offsets, where the graph writes to an input.
+
+    AOTAutograd compiles a graph whose mutated input overlaps another as views of one base,
+    with the offsets it traced; TorchDynamo guards that inputs overlap, not where, so a call
+    with another overlap (``f(b[:6], b[4:10])``, then ``f(b[:6], b[2:8])``) would get values
+    computed for the first one (``aot_eager`` too). Such a call runs TorchDynamo's graph
+    eagerly instead, with a warning. A graph without such inputs is returned as it is (no cost
+    at run time)."""
+    shared = _shared_storages(example_inputs)
+    if not shared:
+        return compiled
+    meta = getattr(torch._guards.TracingContext.try_get(), "fw_metadata", None)
+    if meta is not None and not any(i.mutates_data or i.mutates_metadata for i in meta.input_info):
+        return compiled  # reads alone give the same values at any overlap
+    indices = [i for g, _ in shared for i in g]
+    warned = [False]
+
+    def run(*args):  # TorchDynamo calls what a backend returns with the graph's inputs
+        if _shared_storages(args, indices) != shared:
+            if not warned[0]:
+                warned[0] = True
+                warnings.warn("torchfuse: inputs that share memory overlap differently from when this graph was "
+                              "compiled, and the graph writes to one of them; such calls run eagerly, unfused",
+                              RuntimeWarning, stacklevel=user_stacklevel())
+            return gm(*args)
+        return compiled(*args)
+
+    return run
 
 
 def register() -> None:
