@@ -206,28 +206,44 @@ def test_steps_table_shows_the_newest_wall_times_per_case_and_backend(tmp_path, 
 
 
 def test_steps_table_gives_each_runs_speedup_over_its_peer_and_the_recent_range():
-    """With torchfuse and torch.compile in the table, a column gives torchfuse's speedup over
-    torch.compile in the newest run that measured both (each run's own pair: the host's speed
-    between runs cancels), and the range over the newest three such runs; a run that measured
-    one of the two adds nothing, and a case without a pair shows ``-``."""
+    """With torchfuse and its peer in the table, a column gives torchfuse's speedup in the run
+    of the line's two cells (each run's own pair: the host's speed between runs cancels) and
+    the range over the three newest runs up to it that measured both. A run is one harness
+    invocation (one name repeats on several dates); a failed row, another layout and a run
+    that measured one backend add nothing; cells of two different runs, or a failed cell, show
+    ``-``."""
     from torchfuse.bench.tables import steps_table
+
+    def two(run, case, ours, theirs, suffix="", **kw):
+        return [run.row("hf", case, mode="train-amp-fp16", precision="fp16", backend="torchfuse" + suffix,
+                        median_ms=ours, **kw),
+                run.row("hf", case, mode="train-amp-fp16", precision="fp16", backend="torch.compile" + suffix,
+                        median_ms=theirs, **kw)]
 
     rows = []
     for k, (ours, theirs) in enumerate([(10.0, 5.0), (9.0, 9.9), (8.0, 10.0), (12.0, 13.2)]):
-        run = prov(f"r{k}", f"2026-12-0{k + 1}T10:00:00")
-        rows += [run.row("hf", "hf/gpt2/8x512", mode="train-amp-fp16", precision="fp16", backend="torchfuse",
-                         median_ms=ours),
-                 run.row("hf", "hf/gpt2/8x512", mode="train-amp-fp16", precision="fp16", backend="torch.compile",
-                         median_ms=theirs)]
-    late = prov("late", "2026-12-09T10:00:00")  # torchfuse alone: no ratio
-    rows += [late.row("hf", "hf/gpt2/8x512", mode="train-amp-fp16", precision="fp16", backend="torchfuse",
-                      median_ms=1.0),
-             late.row("hf", "hf/bert/64x128", mode="train-amp-fp16", precision="fp16", backend="torchfuse",
+        run = prov("steps", f"2026-12-0{k + 1}T10:00:00")  # one name, four invocations
+        rows += two(run, "hf/gpt2/8x512", ours, theirs)
+        rows += two(run, "hf/gpt2/8x512", ours / 2, theirs, suffix="-reduce-overhead")
+        rows += two(run, "hf/gpt2/8x512", 1.0, 100.0, layout="channels-last")  # another table
+    failed = prov("steps", "2026-12-06T10:00:00")  # newer, but its torchfuse row failed
+    rows += [failed.row("hf", "hf/gpt2/8x512", mode="train-amp-fp16", precision="fp16",
+                        backend="torchfuse-reduce-overhead", status="failed", error="boom"),
+             failed.row("hf", "hf/gpt2/8x512", mode="train-amp-fp16", precision="fp16",
+                        backend="torch.compile-reduce-overhead", median_ms=1.0)]
+    late = prov("late", "2026-12-09T10:00:00")  # torchfuse alone
+    rows += [late.row("hf", "hf/bert/64x128", mode="train-amp-fp16", precision="fp16", backend="torchfuse",
                       median_ms=2.0)]
+    rows += two(prov("bert", "2026-12-08T10:00:00"), "hf/bert/64x128", 3.0, 6.0)
     lines = steps_table(rows).splitlines()
-    assert lines[0] == "| ms a step | torch.compile | torchfuse | speedup over torch.compile |"
-    assert lines[2] == "| gpt2 8x512 | 13.2 | **1.0** | 1.10x (1.10-1.25x over 3 runs) |"  # 1.1, 1.25, 1.1
-    assert lines[3] == "| bert 64x128 | - | **2.0** | - |"
+    assert lines[0] == ("| ms a step | torch.compile | torch.compile-reduce-overhead | torchfuse | "
+                        "torchfuse-reduce-overhead | speedup over torch.compile | speedup, reduce-overhead |")
+    # 0.5, 1.1, 1.25, 1.1 by run: the newest is the cells' run, the range the newest three
+    assert lines[2] == ("| gpt2 8x512 | 13.2 | **1.0** | 12.0 | failed | 1.10x (1.10-1.25x over 3 runs) | - |")
+    # the torchfuse cell is run late's, the torch.compile cell run bert's: no ratio of one run
+    assert lines[3] == "| bert 64x128 | 6.0 | - | **2.0** | - | - | - |"
+    older = [r for r in rows if r.date < "2026-12-04"]
+    assert steps_table(older).splitlines()[2].endswith("| 1.25x (0.50-1.25x over 3 runs) | 2.50x (1.00-2.50x over 3 runs) |")
 
 
 def test_readme_results_table_is_the_steps_table_of_the_committed_rows():

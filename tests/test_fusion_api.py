@@ -606,12 +606,12 @@ def test_explain_lists_a_fused_function_inside_a_compiled_graph_as_the_users_ker
     assert text.count("1 on torchfuse's own kernel") == 2 and "  on torchfuse's own kernels (outside fusion groups):" in text
 
 
-@pytest.mark.skipif(DEVICE != "cpu", reason="op by op is what a fused function does on CPU tensors alone")
-def test_a_fused_function_run_op_by_op_on_cpu_warns_at_the_users_line_and_explain_says_so():
+@pytest.mark.parametrize("grad", [True, False], ids=["input-requires-grad", "no-grad"])
+def test_a_fused_function_run_op_by_op_on_cpu_warns_at_the_users_line_and_explain_says_so(grad):
     """Without ``interpret``, a ``@fused`` function on CPU tensors runs op by op through ATen:
-    with an input that requires grad as without, it warns once, at the user's line, and
-    explain lists it as run through ATen, not as its own kernel; values and gradients are
-    eager's."""
+    with an input that requires grad (its differentiable op) as without (the fusion itself),
+    it warns once, at the user's line, and explain lists it as run through ATen, not as its
+    own kernel; values and gradients are eager's."""
     import inspect
     import warnings
 
@@ -624,10 +624,14 @@ def test_a_fused_function_run_op_by_op_on_cpu_warns_at_the_users_line_and_explai
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         line = inspect.currentframe().f_lineno + 1
-        y = scaled_tanh(x @ w, 2.0)
+        y = scaled_tanh(x @ w if grad else x @ w.detach(), 2.0)
+        scaled_tanh(x @ w if grad else x @ w.detach(), 2.0)  # once only
     ours = [m for m in caught if "runs op by op" in str(m.message)]
     assert len(ours) == 1 and ours[0].filename == __file__ and ours[0].lineno == line, \
         [(m.filename, m.lineno, str(m.message)) for m in caught]
+    if not grad:
+        torch.testing.assert_close(y, torch.tanh(x @ w.detach()) * 2.0)
+        return
     y.sum().backward()
     wg = w.detach().clone().requires_grad_(True)
     (torch.tanh(x @ wg) * 2.0).sum().backward()
@@ -643,6 +647,51 @@ def test_a_fused_function_run_op_by_op_on_cpu_warns_at_the_users_line_and_explai
     text = result.summary()
     assert "its own kernel" not in text
     assert "run op by op through ATen: CPU tensors without interpret=True]" in text
+
+
+def test_the_op_by_op_warning_names_a_one_line_function_that_calls_the_fused_function():
+    """A function written on one line runs at its ``def`` line: the warning names that line,
+    not its caller's (a frame at its first line that has started is running, not being
+    compiled)."""
+    import inspect
+    import warnings
+
+    @fused(interpret=False)
+    def doubled(x):
+        return x * 2
+
+    line = inspect.currentframe().f_lineno + 1
+    def one_line(x): return doubled(x)  # noqa: E704
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        one_line(torch.randn(4))
+    ours = [(m.filename, m.lineno) for m in caught if "runs op by op" in str(m.message)]
+    assert ours == [(__file__, line)]
+
+
+@pytest.mark.parametrize("forward_interprets", [True, False])
+def test_explain_labels_a_given_backward_by_the_options_of_the_fusion_that_runs_it(forward_interprets):
+    """A fused op with a given backward of other options: each of the two ops is listed as
+    its own kernel or as run op by op by the fusion that runs it (on CPU tensors, its
+    ``interpret`` option), not by the forward's."""
+    with Fusion("square", interpret=forward_interprets) as fwd:
+        x = fwd.define_tensor([-1], torch.float32, name="x")
+        fwd.add_output(x * x)
+    with Fusion("square_backward", interpret=not forward_interprets) as bwd:
+        x = bwd.define_tensor([-1], torch.float32, name="x")
+        bwd.define_tensor([-1], torch.float32, name="y")
+        g = bwd.define_tensor([-1], torch.float32, name="g")
+        bwd.add_output(g * 2 * x)
+    op = fwd.as_op(backward=bwd)
+
+    def f(x):
+        return op(x).sum()
+
+    result = torchfuse.explain(f, torch.randn(20, requires_grad=True), backward=True, verbose=False)
+    kinds = {c.op.rsplit(".", 1)[0].endswith("_backward"): c.category for c in result.aten_calls if "square" in c.op}
+    runs_as_kernels = {True: "fusion", False: "fusion_aten"}
+    assert kinds == {False: runs_as_kernels[forward_interprets], True: runs_as_kernels[not forward_interprets]}
 
 
 def test_a_fused_function_may_divide_by_its_inputs_numel():

@@ -144,7 +144,7 @@ def test_max_pooling_and_its_gradient_are_eager_values_bit_for_bit(dtype, poolin
 def test_the_int64_form_for_tensors_of_2_to_the_31_elements_has_the_same_values(monkeypatch, channels_last):
     """The kernels' int64 offsets (taken from 2**31 elements, forced here on small tensors)
     give eager's values, indices and gradients as the int32 form does."""
-    monkeypatch.setattr(PoolRunner, "WIDE", 0)
+    monkeypatch.setattr(PoolRunner, "INT32_ELEMENTS", 0)
     x = _data((2, 3, 11, 9), torch.float32, seed=9, ties=True, specials=True, channels_last=channels_last)
 
     def fn(x):
@@ -154,6 +154,21 @@ def test_the_int64_form_for_tensors_of_2_to_the_31_elements_has_the_same_values(
     runners = _check(fn, x)
     assert len(runners) == 2 and all(r.launches == 2 for r in runners)
     assert all(key[2] for r in runners for key in r.kernels)  # the wide form ran
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["channels-first", "channels-last"])
+def test_smaller_tiles_from_the_tuning_give_the_same_values(channels_last):
+    """``runtime.pool_tile`` and ``runtime.pool_xblock`` reach the launches: tiles of 64
+    elements, at most 8 columns wide, split rows and channels across programs with eager's
+    values, indices and gradients."""
+    x = _data((2, 20, 11, 13), torch.float32, seed=10, ties=True, channels_last=channels_last)
+
+    def fn(x):
+        out, idx = F.max_pool2d(x * 1.5, 3, 2, 1, return_indices=True)
+        return out * 2, idx
+
+    runners = _check(fn, x, tuning=ON + ",runtime.pool_tile=64,runtime.pool_xblock=8")
+    assert len(runners) == 2 and all(r.launches == 2 and (r.tile, r.xblock) == (64, 8) for r in runners)
 
 
 def test_inference_pooling_writes_no_indices_and_matches_eager():
@@ -220,16 +235,26 @@ def test_a_strided_input_is_copied_into_its_format_as_aten_does(channels_last):
 
 
 @pytest.mark.parametrize("channels_last", [False, True], ids=["channels-first", "channels-last"])
-def test_an_expanded_gradient_is_copied_into_its_format_as_aten_does(channels_last):
-    """A global mean after the pool (a classifier's head) hands the pool's backward a gradient
-    expanded from one value an image and channel (stride 0): it is copied into the input's
-    format, and the gradient is eager's bit for bit."""
+def test_an_expanded_gradient_is_copied_into_its_format_as_aten_does(channels_last, monkeypatch):
+    """A sum after the pool hands the pool's backward its gradient expanded from one value
+    (every stride 0): it is copied into the input's format, and the gradient is eager's bit
+    for bit."""
     x = _data((2, 4, 12, 12), torch.float32, seed=6, ties=True, channels_last=channels_last)
+    received = []
+    run = PoolRunner._run
+
+    def recording(self, args):
+        if self.backward:
+            received.append(args[0].stride())
+        return run(self, args)
+
+    monkeypatch.setattr(PoolRunner, "_run", recording)
 
     def fn(x):
-        return F.max_pool2d(x * 1.5, 3, 2, 1).mean((2, 3))
+        return F.max_pool2d(x * 1.5, 3, 2, 1).sum()
 
     runners = _check(fn, x)
+    assert received and all(stride == (0, 0, 0, 0) for stride in received), received
     assert len(runners) == 2 and all(r.launches == 2 and r.failed is None for r in runners)
 
 

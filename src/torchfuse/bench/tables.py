@@ -133,40 +133,48 @@ SPEEDUP_PAIRS = (("torchfuse", "torch.compile", "speedup over torch.compile"),
                  ("torchfuse-reduce-overhead", "torch.compile-reduce-overhead", "speedup, reduce-overhead"),
                  ("torchfuse-reduce-overhead-frozen", "torch.compile-reduce-overhead-frozen",
                   "speedup, reduce-overhead frozen"))
-#: runs whose speedups a cell's range covers (the newest that measured both backends)
-RECENT_RUNS = 3
+
+
+def _in_table(r: Row, mode: str, device: str, layout: str) -> bool:
+    """Whether row ``r`` is a measurement of the step table of ``mode``, ``device``, ``layout``."""
+    return (r.suite in STEP_SUITES and r.mode == mode and r.device == device and r.layout == layout
+            and not r.variant)
 
 
 def _run_ratios(rows: list[Row], mode: str, device: str, layout: str, pairs: list) -> dict:
-    """``{(case, pair): [peer ms / torchfuse ms of each run, oldest first]}`` over every run
-    (a run: its name and start date) that measured both backends of a pair in one process."""
+    """``{(case, pair): [((date, run), peer ms / torchfuse ms), ...]}``, oldest run first, over
+    every run (a harness invocation: its name and start date, which all its rows carry) that
+    measured both backends of a pair in one process."""
     runs: dict[tuple, dict] = {}
     for r in rows:
-        if (r.suite in STEP_SUITES and r.mode == mode and r.device == device and r.layout == layout
-                and not r.variant and r.status == "ok" and r.median_ms):
+        if _in_table(r, mode, device, layout) and r.status == "ok" and r.median_ms:
             runs.setdefault((r.date, r.run, r.case), {})[r.backend] = r.median_ms
     out: dict = {}
-    for (_, _, case), ms in sorted(runs.items()):
-        for pair in pairs:
-            ours, theirs = pair
+    for (date, run, case), ms in sorted(runs.items()):
+        for ours, theirs in pairs:
             if ours in ms and theirs in ms:
-                out.setdefault((case, pair), []).append(ms[theirs] / ms[ours])
+                out.setdefault((case, (ours, theirs)), []).append(((date, run), ms[theirs] / ms[ours]))
     return out
 
 
-def _ratio_cell(ratios: list[float] | None) -> str:
-    """The newest run's speedup, with the range over the :data:`RECENT_RUNS` newest runs when
-    there are several."""
-    if not ratios:
+def _ratio_cell(ratios: list | None, ours: Row | None, theirs: Row | None, recent_runs: int) -> str:
+    """torchfuse's speedup in the run of the line's two cells, with its range over the
+    ``recent_runs`` newest runs up to that one that measured both; ``-`` where the two cells
+    are not of one run or one of them failed."""
+    if not ratios or ours is None or theirs is None or (ours.date, ours.run) != (theirs.date, theirs.run):
         return "-"
-    recent = ratios[-RECENT_RUNS:]
+    keys = [k for k, _ in ratios]
+    if (ours.date, ours.run) not in keys:
+        return "-"
+    recent = [v for _, v in ratios[:keys.index((ours.date, ours.run)) + 1][-recent_runs:]]
     text = f"{recent[-1]:.2f}x"
     if len(recent) > 1:
         text += f" ({min(recent):.2f}-{max(recent):.2f}x over {len(recent)} runs)"
     return text
 
 
-def steps_table(rows: list[Row], mode: str = "train-amp-fp16", device: str = "NVIDIA H200", layout: str = "") -> str:
+def steps_table(rows: list[Row], mode: str = "train-amp-fp16", device: str = "NVIDIA H200", layout: str = "",
+                recent_runs: int = 3) -> str:
     """Markdown: the step table of ``mode`` on ``device`` in one memory ``layout`` (``""``:
     channels-first, or not an image; ``"channels-last"``), wall milliseconds a step (median).
 
@@ -175,16 +183,15 @@ def steps_table(rows: list[Row], mode: str = "train-amp-fp16", device: str = "NV
     measurement (:func:`~torchfuse.bench.rows.current_rows`), ``failed`` where it failed, the
     fastest of a line in bold. A last line names the runs, commits, dates and versions behind
     the cells. For each pair of :data:`SPEEDUP_PAIRS` whose backends both have a column, a
-    column gives torchfuse's speedup over its peer in the newest run that measured both, and
-    its range over the :data:`RECENT_RUNS` newest such runs (each run's backends ran in one
-    process, so a run's ratio holds where the host's speed moved between runs; the runs may
-    be of different commits). This is the results table of the README.
+    column gives torchfuse's speedup over its peer in the run of the line's two cells, and
+    its range over the ``recent_runs`` newest runs up to it that measured both (each run's
+    backends ran in one process, so a run's ratio holds where the host's speed moved between
+    runs; the runs may be of different commits). This is the results table of the README.
 
     Raises:
         ValueError: no row of ``mode`` on ``device``.
     """
-    picked = [r for r in current_rows(rows) if r.suite in STEP_SUITES and r.mode == mode and r.device == device
-              and r.layout == layout and not r.variant and r.status in ("ok", "failed")]
+    picked = [r for r in current_rows(rows) if _in_table(r, mode, device, layout) and r.status in ("ok", "failed")]
     if not picked:
         raise ValueError(f"no rows of suites {', '.join(STEP_SUITES)} in mode {mode}"
                          f"{', ' + layout if layout else ''} on {device}")
@@ -206,7 +213,8 @@ def steps_table(rows: list[Row], mode: str = "train-amp-fp16", device: str = "NV
         times = [by[(c, b)].median_ms for b in backends if (c, b) in by and by[(c, b)].status == "ok"
                  and by[(c, b)].median_ms is not None]
         fastest = min(times) if times else None
-        cells = [cell(by.get((c, b)), fastest) for b in backends] + [_ratio_cell(ratios.get((c, p))) for p in pairs]
+        cells = [cell(by.get((c, b)), fastest) for b in backends]
+        cells += [_ratio_cell(ratios.get((c, p)), by.get((c, p[0])), by.get((c, p[1])), recent_runs) for p in pairs]
         lines.append(f"| {case_label(c)} | " + " | ".join(cells) + " |")
     runs = sorted({(r.date[:10], r.run, r.commit or "?") for r in picked})
     versions = sorted({f"torch {r.torch}, Triton {r.triton}" for r in picked})

@@ -360,6 +360,11 @@ class RuntimeTuning:
         pool_max_window: the largest pooling window (kernel rows x columns) the max-pool
             kernels take; they unroll its loads (and the backward its candidate windows), so
             Triton's compile time grows with it. Larger windows stay on ATen.
+        pool_tile: result elements a max-pool program writes (rows x columns of its tile; a
+            power of two), with 4 warps (benchmarks/NOTES.md, "max pooling as kernels").
+        pool_xblock: the most columns of a max-pool tile (the result's columns, or its
+            channels in channels-last; a power of two): a narrower result gets the next power
+            of two above its width, and the tile's rows make up ``pool_tile``.
     """
 
     progress_delay_seconds: float = 2.0
@@ -370,6 +375,8 @@ class RuntimeTuning:
     pad_kernel: bool = True
     pool_kernels: bool = True
     pool_max_window: int = 64
+    pool_tile: int = 1024
+    pool_xblock: int = 128
 
 
 @dataclasses.dataclass(frozen=True)

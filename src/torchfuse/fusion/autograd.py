@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import weakref
 from typing import Any, Sequence
 
 import sympy
@@ -40,8 +39,9 @@ from .reference import run_reference
 from .sizes import evaluate
 
 _counter = itertools.count()
-#: registered op name (``torchfuse::<name>``, forward and backward) -> its FusionOp, for reports
-_BY_NAME: "weakref.WeakValueDictionary[str, FusionOp]" = weakref.WeakValueDictionary()
+#: registered op name (``torchfuse::<name>``, forward and backward) -> the fusion that runs it,
+#: for reports (registered ops live as long as the process, and so do their fusions)
+_RUN_BY: dict[str, Fusion] = {}
 _SCALAR_SCHEMA = {float: "float", int: "int", bool: "bool"}
 
 
@@ -150,8 +150,8 @@ class FusionOp:
         self._derived: dict = {}
         self.forward_op = self._register_forward()
         self.backward_op = self._register_backward()
-        for op in (self.forward_op, self.backward_op):
-            _BY_NAME[_op_name(op)] = self
+        _RUN_BY[_op_name(self.forward_op)] = fusion
+        _RUN_BY[_op_name(self.backward_op)] = self.backward_fusion or fusion  # a derived one runs as the forward
         torch.library.register_autograd(f"torchfuse::{self.name}", self._backward, setup_context=self._setup_context)
 
     # ------------------------------------------------------------------ checks
@@ -202,6 +202,7 @@ class FusionOp:
         """The outputs and extras, and per output whether it is a fresh kernel-written tensor."""
         device, _ = bind(self.specs, self.fusion.shapes, inputs)
         if self.fusion.runs_op_by_op(device):
+            self.fusion.warn_op_by_op()
             outs = run_reference(self.fusion, inputs, outputs=list(self.fusion.outputs) + list(self.extras))
             return outs, [False] * len(outs)
         program = self.fusion.program(device, self.extras)
@@ -354,7 +355,7 @@ class FusionOp:
         options = self.fusion.options
         gm = make_fx(self._joint(scalars), decomposition_table=decomposition_table(options.tuning.decompose),
                      tracing_mode="symbolic")(*self._examples(device))
-        if device.type == "cpu" and not options.interpret:
+        if self.fusion.runs_op_by_op(device):
             return lambda args: gm(*args)
         return Program(graph_from_fx(gm, options), options, f"{self.fusion.name}_backward")
 
@@ -378,15 +379,16 @@ def _aliases(t: torch.Tensor, args: Sequence) -> bool:
 
 
 def _op_name(op: Any) -> str:
-    """``torchfuse::name`` of a registered custom op or one of its overloads."""
+    """``torchfuse::name`` of a registered custom op (``CustomOpDef``)."""
     return str(getattr(op, "_qualname", op))
 
 
 def runs_op_by_op(target: Any, device: torch.device) -> bool:
-    """Whether the fused op ``target`` (a ``torchfuse::`` op or overload in a captured graph)
-    runs op by op through ATen on ``device``: CPU tensors without its fusion's
-    ``interpret`` option. False for an op this process did not register."""
+    """Whether the fused op ``target`` (an overload ``torchfuse::name.default`` in a captured
+    graph, forward or backward) runs op by op through ATen on ``device``, as the fusion that
+    runs it decides (:meth:`Fusion.runs_op_by_op`). False for an op this process did not
+    register."""
     name = getattr(target, "name", None)
     name = name() if callable(name) else None
-    op = _BY_NAME.get(name.split(".")[0]) if name else None
-    return op is not None and device.type == "cpu" and not op.fusion.options.interpret
+    fusion = _RUN_BY.get(name.split(".")[0]) if name else None
+    return fusion is not None and fusion.runs_op_by_op(device)

@@ -25,8 +25,8 @@ import sympy
 import torch
 
 from ..backend import resolve_options
-from ..runtime.warn import user_stacklevel
 from ..ir.graph import Graph, Node, TensorMeta, Value
+from ..runtime.warn import user_stacklevel
 from .apply import Applier, describe
 from .errors import DefinitionError, fail
 from .inputs import SCALAR_TYPES, InputSpec, bind, canonical_shapes, declare_scalar, declare_tensor
@@ -215,21 +215,22 @@ class Fusion:
                             f"got one tensor (write execute([t]))")
         device, _ = bind(self.specs, self.shapes, inputs)
         if self.runs_op_by_op(device):
+            self.warn_op_by_op()
             return self.reference(inputs)
         return self.program(device)(list(inputs))
 
     def runs_op_by_op(self, device: torch.device) -> bool:
         """Whether the fusion runs op by op through ATen on ``device`` (CPU tensors without
-        ``options.interpret``) rather than as its kernels; warns the first time it does, at the
-        user's line."""
-        if device.type != "cpu" or self.options.interpret:
-            return False
+        ``options.interpret``) rather than as its kernels."""
+        return device.type == "cpu" and not self.options.interpret
+
+    def warn_op_by_op(self) -> None:
+        """Warn, the first time only, that the fusion runs op by op, at the user's line."""
         if not self._warned_cpu:
             warnings.warn(f"torchfuse: fusion {self.name!r} runs op by op on CPU tensors; set "
                           "TORCHFUSE_INTERPRET=1 (or pass interpret=True) to run its kernels in "
                           "Triton's interpreter", RuntimeWarning, stacklevel=user_stacklevel())
             self._warned_cpu = True
-        return True
 
     __call__ = execute
 

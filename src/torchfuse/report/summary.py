@@ -9,7 +9,8 @@ from __future__ import annotations
 import collections
 import os
 
-from .result import NO_WORK, OWN_KERNELS, SELF_EXPLAINED, AtenCall, ExplainResult, GraphReport, GroupReport, PlanReport, SourceLocation
+from .result import (NO_WORK, OWN_KERNELS, SELF_EXPLAINED, AtenCall, ExplainResult, GraphReport, GroupReport,
+                     PlanReport, SourceLocation)
 
 #: how each ATen-call category reads in reports
 CATEGORY_TEXT = {
@@ -24,7 +25,8 @@ CATEGORY_TEXT = {
     "pad": "torchfuse's pad kernel (runtime.pad), not ATen",
     "pool": "torchfuse's max-pool kernels (runtime.pool), not ATen",
     "fusion": "your fused op (torchfuse.fusion): its own kernel, not ATen",
-    "fusion_aten": "your fused op (torchfuse.fusion), run op by op through ATen: CPU tensors without interpret=True",
+    "fusion_aten": ("your fused op (torchfuse.fusion), run op by op through ATen: "
+                    "CPU tensors without interpret=True"),
 }
 
 
@@ -105,7 +107,9 @@ def aten_lines(calls: list[AtenCall], indent: str = "    ") -> list[str]:
     lines = []
     for (op, category, reason), items in work.items():
         count = f" x{len(items)}" if len(items) > 1 else ""
-        why = CATEGORY_TEXT.get(category, category) + (f": {reason}" if reason and category not in SELF_EXPLAINED else "")
+        why = CATEGORY_TEXT.get(category, category)
+        if reason and category not in SELF_EXPLAINED:
+            why += f": {reason}"
         locs = list(dict.fromkeys(w for w in (where(c.location) for c in items) if w))
         loc = ", ".join(locs[:3]) + (f" and {len(locs) - 3} more" if len(locs) > 3 else "")
         lines.append(f"{indent}{op}{count}  [{why}]" + (f"  {loc}" if loc else ""))

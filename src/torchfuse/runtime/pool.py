@@ -248,10 +248,11 @@ def _format_of(x: torch.Tensor) -> bool:
     return suggest_memory_format(x) == torch.channels_last
 
 
-def _dense(fmt: bool, t: torch.Tensor) -> torch.Tensor:
+def _in_format(fmt: bool, t: torch.Tensor) -> torch.Tensor:
     """``t`` contiguous in the format (the kernels' addressing): itself where it is, else a
-    copy, as ATen's max-pool kernels copy their operands (a gapped slice, an expanded
-    gradient) before pooling; the values, and so the results, do not depend on the layout."""
+    copy (a gapped slice, an expanded gradient). ATen's CUDA max-pool kernels copy their
+    operands into the input's format the same way; its CPU backward pools in the gradient's
+    format instead, with the same values and result strides. A copy changes no value."""
     return t.contiguous(memory_format=torch.channels_last if fmt else torch.contiguous_format)
 
 
@@ -259,9 +260,10 @@ class PoolRunner:
     """Runs one max-pool call (see the module): reads its tensors from the environment, takes
     the input's format at each call as ATen does (:func:`_format_of`), and writes the node's
     results, new tensors in that format; operands not contiguous in it (a gapped slice, an
-    expanded gradient, a gradient of another format) are first copied into it, as ATen does. Launch configuration:
-    a tile of ``TILE`` (1024) result elements a program, its columns (the result's columns,
-    or its channels in channels-last) a power of two up to ``COLUMNS`` (128), 4 warps.
+    expanded gradient, a gradient of another format) are first copied into it
+    (:func:`_in_format`). Launch configuration: a tile of ``tile`` result elements a
+    program, its columns (the result's columns, or its channels in channels-last) a power of
+    two up to ``xblock``, 4 warps.
 
     Args:
         node: the call node (:func:`pool_params` accepted it).
@@ -272,17 +274,17 @@ class PoolRunner:
         interpret: run under Triton's interpreter (CPU tensors).
         store: the kernel cache.
         stats: the compiled graph's counters (``kernels_compiled``, ``kernels_cached``).
+        tile, xblock: ``Tuning.runtime.pool_tile`` and ``pool_xblock`` (powers of two).
     """
 
-    TILE = 1024
-    COLUMNS = 128
-    #: elements from which offsets need int64 arithmetic (a tile past the last row must not
-    #: wrap around in int32 either)
-    WIDE = 2**31 - 2 * TILE
+    #: int32 offsets hold up to this many elements (less two tiles: a tile past the last row
+    #: must not wrap around either); from there the kernels compute in int64
+    INT32_ELEMENTS = 2**31
 
     def __init__(self, node: Node, params: tuple, backward: bool, indices: bool, slots: dict[Value, int],
-                 interpret: bool, store: SourceStore, stats: dict):
+                 interpret: bool, store: SourceStore, stats: dict, tile: int = 1024, xblock: int = 128):
         self.node, self.params, self.backward, self.indices = node, params, backward, indices
+        self.tile, self.xblock = tile, xblock
         self.arg_slots = [slots[a] if isinstance(a, Value) else None for a in node.args]
         self.dst = slots[node.outputs[0]]
         self.interpret, self.store, self.stats = interpret, store, stats
@@ -324,41 +326,42 @@ class PoolRunner:
         env[self.dst] = self.node.target(*args, **self.node.kwargs)
 
     def _run(self, args: list):
-        """The kernel's result, or None where ATen must run the call (a layout it does not take)."""
+        """The kernel's result, or None where ATen must run the call (a gradient whose shape
+        is not the indices', no pooled element: ATen raises its own error)."""
         KH, KW, SH, SW, PH, PW, DH, DW = self.params
         if self.backward:
             g, x, idx = args[0], args[1], args[7]
             if g.shape != idx.shape:
                 return None  # ATen raises its own error
             fmt = _format_of(x)
-            g, idx = _dense(fmt, g), _dense(fmt, idx)
+            g, idx = _in_format(fmt, g), _in_format(fmt, idx)
             n, c, h, w = x.shape
             oh, ow = g.shape[2], g.shape[3]
             out = torch.empty(x.shape, dtype=x.dtype, device=x.device,
                               memory_format=torch.channels_last if fmt else torch.contiguous_format)
             operands = (g, idx, out)
         else:
-            fmt = _format_of(args[0])
-            x = _dense(fmt, args[0])
-            n, c, h, w = x.shape
+            n, c, h, w = args[0].shape
             ceil_mode = args[5] if len(args) > 5 else self.node.kwargs.get("ceil_mode", False)
             oh = _pooled(h, KH, SH, PH, DH, ceil_mode)
             ow = _pooled(w, KW, SW, PW, DW, ceil_mode)
             if oh < 1 or ow < 1:
                 return None  # ATen raises its own error
+            fmt = _format_of(args[0])
+            x = _in_format(fmt, args[0])
             mf = torch.channels_last if fmt else torch.contiguous_format
             out = torch.empty((n, c, oh, ow), dtype=x.dtype, device=x.device, memory_format=mf)
             idx = torch.empty((n, c, oh, ow), dtype=torch.int64, device=x.device, memory_format=mf) \
                 if self.indices else None
             operands = (x, out, idx if idx is not None else out)
         if out.numel():
-            wide = max(x.numel(), out.numel()) >= self.WIDE
+            wide = max(x.numel(), out.numel()) >= self.INT32_ELEMENTS - 2 * self.tile
             if fmt:  # rows: (image, row, column) of the result; columns: channels
                 rows, cols = out.numel() // c, c
             else:  # rows: (image, channel, row) of the result; columns: its columns
                 rows, cols = out.numel() // out.shape[3], out.shape[3]
-            XBLOCK = min(self.COLUMNS, 1 << max(0, cols - 1).bit_length())
-            RBLOCK = max(1, self.TILE // XBLOCK)
+            XBLOCK = min(self.xblock, 1 << max(0, cols - 1).bit_length())
+            RBLOCK = max(1, self.tile // XBLOCK)
             grid = (-(-rows // RBLOCK), -(-cols // XBLOCK))
             sizes = [c, h, w, oh, ow, rows, cols]
             # what Triton specializes on that can change between calls: addresses' alignment
@@ -408,4 +411,6 @@ def pool_runner(node: Node, steps: list, outputs: set, slots: dict[Value, int], 
     read = {v for s in steps for v in (s.input_values() if isinstance(s, Node) else s.inputs)} if getters else set()
     indices = backward or any(v in outputs or v in read for v in getters)
     node.reason = POOL_KERNEL
-    return PoolRunner(node, params, backward, indices, slots, options.interpret, store, stats)
+    runtime = options.tuning.runtime
+    return PoolRunner(node, params, backward, indices, slots, options.interpret, store, stats, runtime.pool_tile,
+                      runtime.pool_xblock)
