@@ -649,25 +649,26 @@ def test_a_fused_function_run_op_by_op_on_cpu_warns_at_the_users_line_and_explai
     assert "run op by op through ATen: CPU tensors without interpret=True]" in text
 
 
-def test_the_op_by_op_warning_names_a_one_line_function_that_calls_the_fused_function():
-    """A function written on one line runs at its ``def`` line: the warning names that line,
-    not its caller's (a frame at its first line that has started is running, not being
-    compiled)."""
-    import inspect
-    import warnings
-
-    @fused(interpret=False)
-    def doubled(x):
-        return x * 2
-
-    line = inspect.currentframe().f_lineno + 1
-    def one_line(x): return doubled(x)  # noqa: E704
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        one_line(torch.randn(4))
-    ours = [(m.filename, m.lineno) for m in caught if "runs op by op" in str(m.message)]
-    assert ours == [(__file__, line)]
+def test_a_derived_backward_dividing_by_a_size_of_zero_gives_eagers_nan():
+    """``var_mean`` with ``correction=1`` over a dim of size 1: the derived backward's traced
+    size arithmetic divides by ``N - 1 = 0``, which eager's backward does in IEEE arithmetic
+    (a NaN gradient); the call runs the backward eagerly and returns eager's NaNs, and sizes
+    that divide by more than zero still get eager's gradient."""
+    with Fusion("vm", interpret=DEVICE == "cpu") as fd:
+        a = fd.define_tensor([-1, -1], torch.float32)
+        v, m = fd.ops.var_mean(a, dims=[1], correction=1)
+        fd.add_output(v)
+        fd.add_output(m)
+    op = fd.as_op()
+    for cols in (1, 5):
+        x = torch.randn(3, cols, device=DEVICE)
+        ours, theirs = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+        v, m = op(ours)
+        ve, me = torch.var_mean(theirs, 1, correction=1)
+        (g,) = torch.autograd.grad((v + m).sum(), ours)
+        (ge,) = torch.autograd.grad((ve + me).sum(), theirs)
+        torch.testing.assert_close(g, ge, equal_nan=True)
+        assert torch.equal(g.isnan(), ge.isnan()) and (cols > 1 or bool(ge.isnan().all()))
 
 
 @pytest.mark.parametrize("forward_interprets", [True, False])

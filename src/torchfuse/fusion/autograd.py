@@ -342,7 +342,13 @@ class FusionOp:
         if program is None:
             program = self._derived[key] = self._derive(device, scalars)
         tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
-        return program(tensors + kept + grads)
+        try:
+            return program(tensors + kept + grads)
+        except ZeroDivisionError:
+            # the traced joint divides sizes in Python (a variance's ``N - correction`` of 0),
+            # where eager's vector-Jacobian product divides in IEEE arithmetic (inf, then NaN):
+            # this call runs the joint eagerly
+            return list(self._joint(scalars)(*tensors, *kept, *grads))
 
     def _derive(self, device: torch.device, scalars: tuple):
         """Trace the joint into an ATen graph with symbolic sizes and compile it (on CPU

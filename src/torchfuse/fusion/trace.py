@@ -12,8 +12,11 @@ one fails are traced again, into a fusion of their own. Calls with inputs that r
 :class:`~torchfuse.fusion.autograd.FusionOp` (derived backward), so the function is
 differentiable and a single op inside ``torch.compile``. Under ``torch.compile`` every call is
 that op; a signature first met under ``torch.compile`` (no call of it outside) runs outside
-the compiled graph once (one graph break) and registers it, and a function whose traces
-depend on conditions on sizes always runs outside (TorchDynamo cannot trace the check).
+the compiled graph (a graph break) and registers it: the code TorchDynamo compiled around
+that break keeps it, so the op joins a single graph only where TorchDynamo compiles again
+(after ``torch._dynamo.reset()``, or in code that first calls it after one call outside). A
+function whose traces depend on conditions on sizes always runs outside (TorchDynamo cannot
+trace the check).
 
 What cannot be fused is reported when tracing: an ATen op outside the op registry, a scalar
 computed from sizes, a captured tensor constant.
@@ -159,7 +162,8 @@ class FusedFunction:
             # Under TorchDynamo the call must be the fusion's registered op, one node in the
             # graph: tracing into this tracer, the code generator or the fusion's runtime would
             # run them on fake tensors and symbolic sizes, which fails. A signature without its
-            # op yet runs outside the graph once (a graph break) and registers it.
+            # op yet runs outside the graph (a graph break, kept by the code compiled around it)
+            # and registers it.
             traces = self.fusions.get(signature(args), ())
             if any(t.guards or t.exact is not None for t in traces):
                 # which trace serves these sizes is decided on sizes, which TorchDynamo cannot
