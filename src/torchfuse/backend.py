@@ -418,12 +418,18 @@ def _shared_storages(inputs: list, indices: list[int] | None = None) -> tuple:
     """The inputs (of ``indices``, default all) that share a storage with another of them:
     per storage, ``(input indices, their storage offsets in elements)``, in input order."""
     from torch.multiprocessing.reductions import StorageWeakRef
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
     groups: dict[int, list[int]] = {}
     for i in range(len(inputs)) if indices is None else indices:
         x = inputs[i]
-        if isinstance(x, torch.Tensor) and x.layout == torch.strided:
+        # a wrapper subclass (DTensor) holds its data in inner tensors: its own storage says nothing
+        if not isinstance(x, torch.Tensor) or x.layout != torch.strided or is_traceable_wrapper_subclass(x):
+            continue
+        try:
             groups.setdefault(StorageWeakRef(x.untyped_storage()).cdata, []).append(i)
+        except (RuntimeError, NotImplementedError):  # a tensor without a storage to compare
+            continue
     return tuple((tuple(g), tuple(inputs[i].storage_offset() for i in g)) for g in groups.values() if len(g) > 1)
 
 
