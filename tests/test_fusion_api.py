@@ -4,7 +4,7 @@ given backward), the fusion as one op inside torch.compile, and the ``@fused`` d
 from __future__ import annotations
 
 import math
-
+import re
 import warnings
 
 import pytest
@@ -669,6 +669,29 @@ def test_a_derived_backward_dividing_by_a_size_of_zero_gives_eagers_nan():
         (ge,) = torch.autograd.grad((ve + me).sum(), theirs)
         torch.testing.assert_close(g, ge, equal_nan=True)
         assert torch.equal(g.isnan(), ge.isnan()) and (cols > 1 or bool(ge.isnan().all()))
+
+
+def test_inputs_that_do_not_match_the_declarations_are_refused_naming_what_the_user_called():
+    """Wrong count, dtype, rank or declared size raise before anything runs, from
+    ``execute`` as ``execute: ...`` and from the fusion as an op as ``fused op 'name': ...``."""
+    with Fusion("scaled", interpret=DEVICE == "cpu") as fd:
+        x = fd.define_tensor([-1, 4], torch.float32, name="x")
+        fd.add_output(x * 2)
+    op = fd.as_op()
+    ok = torch.randn(3, 4, device=DEVICE)
+    cases = [
+        ([ok, ok], TypeError, "the fusion takes 1 inputs (x), got 2"),
+        ([ok.double()], TypeError, "input 'x' has dtype torch.float64, declared torch.float32"),
+        ([ok[0]], ValueError, "input 'x' has rank 1, declared 2"),
+        ([torch.randn(3, 5, device=DEVICE)], ValueError, "input 'x' dim 1 has size 5; declared static size 4"),
+    ]
+    for k, (inputs, error, message) in enumerate(cases):
+        with pytest.raises(error, match=r"^execute: " + re.escape(message)):
+            fd.execute(inputs)
+        if k:  # (a wrong count is refused by the op's schema, in PyTorch's words)
+            with pytest.raises(error, match=r"^fused op 'scaled': " + re.escape(message)):
+                op(*[t.clone().requires_grad_(True) for t in inputs])
+    torch.testing.assert_close(op(ok), ok * 2)
 
 
 @pytest.mark.parametrize("forward_interprets", [True, False])

@@ -200,7 +200,7 @@ class FusionOp:
 
     def _run_forward(self, inputs: list) -> tuple[list, list[bool]]:
         """The outputs and extras, and per output whether it is a fresh kernel-written tensor."""
-        device, _ = bind(self.specs, self.fusion.shapes, inputs)
+        device, _ = bind(self.specs, self.fusion.shapes, inputs, where=f"fused op {self.fusion.name!r}")
         if self.fusion.runs_op_by_op(device):
             self.fusion.warn_op_by_op()
             outs = run_reference(self.fusion, inputs, outputs=list(self.fusion.outputs) + list(self.extras))

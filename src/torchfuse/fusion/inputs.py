@@ -118,8 +118,10 @@ def canonical_shapes(specs: list[InputSpec], sizes: SizeTable) -> list[tuple | N
     return [tuple(sizes.find(s) for s in spec.shape) if spec.is_tensor else None for spec in specs]
 
 
-def bind(specs: list[InputSpec], shapes: list[tuple | None], inputs: Sequence) -> tuple[torch.device, dict]:
-    """Check real inputs against the declarations (``shapes`` from :func:`canonical_shapes`).
+def bind(specs: list[InputSpec], shapes: list[tuple | None], inputs: Sequence,
+         where: str = "execute") -> tuple[torch.device, dict]:
+    """Check real inputs against the declarations (``shapes`` from :func:`canonical_shapes`);
+    ``where`` begins each error message (what the user called).
 
     Returns:
         ``(device, {root size symbol: int})``.
@@ -130,55 +132,55 @@ def bind(specs: list[InputSpec], shapes: list[tuple | None], inputs: Sequence) -
             or tensors on several devices.
     """
     if len(inputs) != len(specs):
-        raise TypeError(f"execute: the fusion takes {len(specs)} inputs ({', '.join(s.name for s in specs)}), "
+        raise TypeError(f"{where}: the fusion takes {len(specs)} inputs ({', '.join(s.name for s in specs)}), "
                         f"got {len(inputs)}")
     values: dict = {}
     device = None
     for spec, shape, x in zip(specs, shapes, inputs):
         if not spec.is_tensor:
             if isinstance(x, torch.Tensor) or not isinstance(x, (bool, int, float)):
-                raise TypeError(f"execute: input '{spec.name}' is a {spec.dtype.__name__} scalar, got {type(x).__name__}")
+                raise TypeError(f"{where}: input '{spec.name}' is a {spec.dtype.__name__} scalar, got {type(x).__name__}")
             continue
         if not isinstance(x, torch.Tensor):
-            raise TypeError(f"execute: input '{spec.name}' is a tensor, got {type(x).__name__}")
+            raise TypeError(f"{where}: input '{spec.name}' is a tensor, got {type(x).__name__}")
         if x.dtype != spec.dtype:
-            raise TypeError(f"execute: input '{spec.name}' has dtype {x.dtype}, declared {spec.dtype}")
+            raise TypeError(f"{where}: input '{spec.name}' has dtype {x.dtype}, declared {spec.dtype}")
         if x.dim() != len(spec.shape):
-            raise ValueError(f"execute: input '{spec.name}' has rank {x.dim()}, declared {len(spec.shape)}")
+            raise ValueError(f"{where}: input '{spec.name}' has rank {x.dim()}, declared {len(spec.shape)}")
         if device is None:
             device = x.device
         elif x.device != device:
-            raise ValueError(f"execute: input '{spec.name}' is on {x.device}, other inputs on {device}")
+            raise ValueError(f"{where}: input '{spec.name}' is on {x.device}, other inputs on {device}")
         for d, size in enumerate(shape):
             actual = int(x.shape[d])
             if isinstance(size, int):
                 if actual != size:
                     what = "a broadcast dim (size 1)" if size == 1 else f"static size {size}"
-                    raise ValueError(f"execute: input '{spec.name}' dim {d} has size {actual}; declared {what}")
+                    raise ValueError(f"{where}: input '{spec.name}' dim {d} has size {actual}; declared {what}")
             elif isinstance(size, sympy.Symbol):
                 if values.setdefault(size, actual) != actual:
-                    raise ValueError(f"execute: input '{spec.name}' dim {d} has size {actual}, but size {size} "
+                    raise ValueError(f"{where}: input '{spec.name}' dim {d} has size {actual}, but size {size} "
                                      f"is {values[size]} in an earlier input (the fusion lines these dims up)")
         if spec.contiguity is not None:
-            _check_layout(spec, x)
+            _check_layout(spec, x, where)
     for spec, shape, x in zip(specs, shapes, inputs):  # sizes that are expressions of other sizes
         if spec.is_tensor:
             for d, size in enumerate(shape):
                 if isinstance(size, sympy.Expr) and not isinstance(size, sympy.Symbol):
                     want = int(size.xreplace(values))
                     if int(x.shape[d]) != want:
-                        raise ValueError(f"execute: input '{spec.name}' dim {d} has size {int(x.shape[d])}, "
+                        raise ValueError(f"{where}: input '{spec.name}' dim {d} has size {int(x.shape[d])}, "
                                          f"expected {size} = {want}")
     return device or torch.device("cpu"), values
 
 
-def _check_layout(spec: InputSpec, x: torch.Tensor) -> None:
+def _check_layout(spec: InputSpec, x: torch.Tensor, where: str = "execute") -> None:
     expected = 1
     for d in reversed(spec.dim_order):
         size, stride = int(x.shape[d]), int(x.stride(d))
         if size == 1:
             continue
         if spec.contiguity[d] and stride != expected:
-            raise ValueError(f"execute: input '{spec.name}' dim {d} has stride {stride}; its declared layout "
+            raise ValueError(f"{where}: input '{spec.name}' dim {d} has stride {stride}; its declared layout "
                              f"(dim_order {spec.dim_order}, contiguity {spec.contiguity}) needs {expected}")
         expected = stride * size
