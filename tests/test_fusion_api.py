@@ -671,6 +671,26 @@ def test_a_derived_backward_dividing_by_a_size_of_zero_gives_eagers_nan():
         assert torch.equal(g.isnan(), ge.isnan()) and (cols > 1 or bool(ge.isnan().all()))
 
 
+def test_a_fused_function_returning_its_argument_unchanged_is_refused_by_the_arguments_name():
+    """A fusion's outputs are values it computes: returning an argument as it is is refused at
+    the trace, naming the argument (a copy is accepted)."""
+    @fused(interpret=DEVICE == "cpu")
+    def passes_through(x, bias):
+        return x * 2, bias
+
+    with pytest.raises(DefinitionError, match="returns its argument 'bias' unchanged"):
+        passes_through(torch.randn(3, device=DEVICE), torch.randn(3, device=DEVICE))
+
+    @fused(interpret=DEVICE == "cpu")
+    def copies(x, bias):
+        return x * 2, bias.clone()
+
+    x, bias = torch.randn(3, device=DEVICE), torch.randn(3, device=DEVICE)
+    doubled, copied = copies(x, bias)
+    torch.testing.assert_close(doubled, x * 2)
+    assert torch.equal(copied, bias) and copied.data_ptr() != bias.data_ptr()
+
+
 def test_inputs_that_do_not_match_the_declarations_are_refused_naming_what_the_user_called():
     """Wrong count, dtype, rank or declared size raise before anything runs, from
     ``execute`` as ``execute: ...`` and from the fusion as an op as ``fused op 'name': ...``."""

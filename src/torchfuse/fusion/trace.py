@@ -321,7 +321,12 @@ def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names
             result = node.args[0]
             results = list(result) if isinstance(result, (list, tuple)) else [result]
             for r in results:
-                fd.add_output(lookup(r))
+                out = lookup(r)
+                if isinstance(r, torch.fx.Node) and r.op == "placeholder":
+                    raise DefinitionError(f"{name}: the function returns its argument {out.value.name!r} unchanged; "
+                                          "a fused function returns values it computes (return the argument from "
+                                          "the caller, or a copy: x.clone())")
+                fd.add_output(out)
         elif node.op == "get_attr":
             raise DefinitionError(f"{name}: the function captures the tensor {node.target}; pass it as an argument")
     return fd.finish()
