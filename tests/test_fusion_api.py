@@ -98,6 +98,11 @@ def test_finished_fusion_and_missing_outputs():
         fd.add_output(x * 2)
     with pytest.raises(DefinitionError, match="exp: fusion 'done' is finished"):
         fd.ops.exp(x)
+    with Fusion("next") as nxt:  # a finished fusion's value in another one: declare an input
+        y = nxt.define_tensor([-1], name="y")
+        with pytest.raises(DefinitionError, match="'done' is finished.*declare it as an input there"):
+            nxt.add_output(x + y)
+        nxt.add_output(y + 1)
 
 
 # ----------------------------------------------------------------------------- execution vs eager

@@ -94,8 +94,11 @@ class Fusion:
         return Value(self._name(name, "t"), meta=meta, example=example)
 
     def check_open(self, op: str) -> None:
+        """Raise :class:`DefinitionError` when the fusion is finished (an op on one of its
+        values after its ``with`` block, or in another fusion's)."""
         if self.finished:
-            fail(op, f"fusion {self.name!r} is finished; define another Fusion to add ops")
+            fail(op, f"fusion {self.name!r} is finished; define another Fusion to add ops (a value of one "
+                     "fusion cannot be used in another: declare it as an input there)")
 
     def define_tensor(self, shape: Sequence, dtype: torch.dtype = torch.float32, *, contiguity=None,
                       dim_order: Sequence[int] | None = None, name: str | None = None) -> FusionTensor:
