@@ -360,6 +360,32 @@ def test_given_backward_fusion():
         fwd.as_op(backward=wrong)
 
 
+@pytest.mark.parametrize("kind", ["rank", "fixed size", "size 1 for a varying size"])
+def test_a_given_backward_whose_gradient_cannot_have_the_inputs_shape_is_refused(kind):
+    """The gradient of an input ``[-1, 4]`` is refused at ``as_op`` when it has another rank, a
+    fixed size other than 4, or a fixed size where the input's varies (a ``keepdim`` sum left
+    in), instead of failing inside autograd at the first backward."""
+    with Fusion("scale") as fwd:
+        x = fwd.define_tensor([-1, 4], F32, name="x")
+        fwd.add_output(x * 2)
+    with Fusion("scale_backward") as bwd:
+        bwd.define_tensor([-1, 4], F32, name="x")
+        bwd.define_tensor([-1, 4], F32, name="y")
+        g = bwd.define_tensor([-1, 4], F32, name="g")
+        if kind == "rank":
+            bwd.add_output(bwd.ops.sum(g, dims=[1]) * 2)
+        elif kind == "fixed size":
+            bwd.add_output(bwd.ops.sum(g, dims=[1], keepdim=True) * 2)
+        else:
+            bwd.add_output(bwd.ops.sum(g, dims=[0], keepdim=True) * 2)
+    match = {"rank": "rank 1; the gradient of input 'x' has the input's rank (2)",
+             "fixed size": "size 1 in dim 1; the gradient of input 'x' has the input's size there (4)",
+             "size 1 for a varying size": "size 1 in dim 0; the gradient of input 'x' has the input's size there "
+                                          "(a size that varies)"}
+    with pytest.raises(DefinitionError, match=re.escape(match[kind])):
+        fwd.as_op(backward=bwd)
+
+
 def test_fusion_op_inside_torch_compile():
     op = _layer_norm_fusion().as_op()
 

@@ -170,6 +170,21 @@ class FusionOp:
             if out.meta.dtype != self.specs[i].dtype:
                 raise DefinitionError(f"backward: output {out.name} has dtype {out.meta.dtype}, but the gradient of "
                                       f"input '{self.specs[i].name}' must be {self.specs[i].dtype}")
+            self._check_gradient_shape(out, i)
+
+    def _check_gradient_shape(self, out: Value, i: int) -> None:
+        """A gradient has its input's shape: the same rank, and a fixed size only where the
+        input's is that size (sizes that vary belong to each fusion's own symbols and are
+        checked when the backward runs)."""
+        want, got, name = self.fusion.shapes[i], out.meta.shape, self.specs[i].name
+        if len(got) != len(want):
+            raise DefinitionError(f"backward: output {out.name} has rank {len(got)}; the gradient of input "
+                                  f"'{name}' has the input's rank ({len(want)})")
+        for d, (g, w) in enumerate(zip(got, want)):
+            if isinstance(g, int) and g != w:
+                size = w if isinstance(w, int) else "a size that varies"
+                raise DefinitionError(f"backward: output {out.name} has size {g} in dim {d}; the gradient of input "
+                                      f"'{name}' has the input's size there ({size})")
 
     # ------------------------------------------------------------------ forward
     def _schema_inputs(self) -> list[str]:
