@@ -395,29 +395,33 @@ class ExplainResult:
     schema: int = SCHEMA
 
     # -- totals
+    def _every(self, attribute: str) -> list:
+        """Every graph's ``attribute`` (a list), concatenated in graph order."""
+        return [x for graph in self.graphs for x in getattr(graph, attribute)]
+
     @property
     def groups(self) -> list[GroupReport]:
-        return [g for graph in self.graphs for g in graph.groups]
+        return self._every("groups")
 
     @property
     def aten_calls(self) -> list[AtenCall]:
-        return [c for graph in self.graphs for c in graph.aten_calls]
+        return self._every("aten_calls")
 
     @property
     def aten_work(self) -> list[AtenCall]:
         """The ATen calls that move data: all but views, module constants and torchfuse's own
         kernels' calls."""
-        return [c for g in self.graphs for c in g.aten_work]
+        return self._every("aten_work")
 
     @property
     def own_kernel_calls(self) -> list[AtenCall]:
         """Every graph's calls of torchfuse's own kernels and the user's fused ops."""
-        return [c for g in self.graphs for c in g.own_kernel_calls]
+        return self._every("own_kernel_calls")
 
     @property
     def idle_calls(self) -> list[AtenCall]:
         """Every graph's calls that move no data."""
-        return [c for g in self.graphs for c in g.idle_calls]
+        return self._every("idle_calls")
 
     def compile_seconds(self) -> float:
         """Seconds spent compiling: each capture's backend call (AOTAutograd's tracing, and

@@ -190,7 +190,7 @@ def _graph_lines(g: GraphReport, result: ExplainResult) -> list[str]:
         lines.append("  fusion groups:")
         for group in g.groups:
             lines += _group_lines(group)
-    own = [c for c in g.aten_calls if c.category in OWN_KERNELS]
+    own = g.own_kernel_calls
     rest = [c for c in g.aten_calls if c.category not in OWN_KERNELS]
     if rest:
         lines.append("  on ATen:")

@@ -127,7 +127,6 @@ def build_graph_function(graph, sym_key: tuple, sym_values: dict) -> tuple[Any, 
                 src.emit(f"{flag} = {src.bind(fast, 'L')}(env, {'False' if trusted is None else trusted}{stream})")
                 src.emit(f"if not {flag}:")
                 src.emit(f"{g}(env, {sk}, {sv})", 2)
-                plan = run.plans.get(sym_key)
                 for slot, (_, shape, stride, _) in zip(run.out_slots, plan.allocs if plan is not None else ()):
                     known[slot] = (flag, tuple(shape), tuple(stride))
             else:
