@@ -37,6 +37,30 @@ def device() -> str:
     return DEVICE
 
 
+@pytest.fixture
+def topic_logs(caplog):
+    """Turn on ``TORCHFUSE_LOGS`` topics as the environment would (``topic_logs("fusion", ...)``)
+    with ``caplog`` also receiving their records (a chosen topic does not propagate to the root
+    logger, where ``caplog`` listens); every topic logger is restored afterwards."""
+    import logging
+
+    from torchfuse.config import LOG_TOPICS, configure_logging
+
+    loggers = [logging.getLogger(f"torchfuse.{t}") for t in LOG_TOPICS]
+    saved = [(lg.level, lg.propagate, list(lg.handlers)) for lg in loggers]
+
+    def turn_on(*topics: str) -> None:
+        configure_logging(frozenset(topics))
+        for t in topics:
+            logging.getLogger(f"torchfuse.{t}").addHandler(caplog.handler)
+
+    yield turn_on
+    for lg, (level, propagate, handlers) in zip(loggers, saved):
+        lg.setLevel(level)
+        lg.propagate = propagate
+        lg.handlers[:] = handlers
+
+
 def pytest_addoption(parser):
     group = parser.getgroup("torchfuse")
     group.addoption("--fuzz-examples", type=int, default=100,

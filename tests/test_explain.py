@@ -311,15 +311,6 @@ def test_report_command_rejects_bad_input(tmp_path, capsys):
 # -- logs
 
 
-@pytest.fixture
-def restore_topic_loggers():
-    yield
-    for topic in LOG_TOPICS:
-        logger = logging.getLogger(f"torchfuse.{topic}")
-        logger.setLevel(logging.NOTSET)
-        logger.handlers[:] = [h for h in logger.handlers if not getattr(h, "_torchfuse", False)]
-
-
 def test_log_topics_from_the_environment(monkeypatch):
     monkeypatch.setenv("TORCHFUSE_LOGS", "fusion, cache")
     assert log_topics_from_env() == {"fusion", "cache"}
@@ -332,8 +323,35 @@ def test_log_topics_from_the_environment(monkeypatch):
         assert log_topics_from_env() == {"fusion"}
 
 
-def test_logging_topics_produce_records(caplog, restore_topic_loggers, tmp_path):
-    configure_logging(frozenset({"fusion", "schedule"}))
+_ROOT_LOGGING_SCRIPT = """
+import logging, torch, torchfuse
+logging.basicConfig(level=logging.DEBUG, format="ROOT %(name)s %(message)s")
+f = torchfuse.compile(lambda x: (x * 2).relu().sum(), interpret=True, cache_dir=None)
+f(torch.randn(8))
+"""
+
+
+@pytest.mark.parametrize("topics", ["", "fusion"])
+def test_an_application_logging_at_debug_sees_only_the_chosen_topics_once(topics):
+    """An application that configures the root logger at DEBUG (as training scripts often do)
+    does not receive torchfuse's INFO records unless ``TORCHFUSE_LOGS`` chooses them, and a
+    chosen topic's records print once (its own handler), not again through the root's."""
+    env = dict(os.environ, TORCHFUSE_LOGS=topics, TORCHFUSE_INTERPRET="1", TRITON_INTERPRET="1")
+    done = subprocess.run([sys.executable, "-c", _ROOT_LOGGING_SCRIPT], capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stderr.splitlines()
+    assert not [l for l in lines if l.startswith("ROOT torchfuse")], lines
+    fusion = [l for l in lines if l.startswith("[torchfuse.fusion] ")]
+    if topics:
+        assert any("fusion group" in l for l in fusion), lines
+        assert len(fusion) == len(set(fusion)), fusion
+    else:
+        assert not fusion, fusion
+
+
+def test_logging_topics_produce_records(caplog, topic_logs, tmp_path):
+    topic_logs("fusion", "schedule")
 
     def f(x, idx):
         return torch.cumsum(x * 2, 0)[idx].relu()
@@ -355,13 +373,13 @@ def test_logging_topics_produce_records(caplog, restore_topic_loggers, tmp_path)
     assert handler.format(caplog.records[0]).startswith("[torchfuse.fusion] ")
 
 
-def test_fusion_log_counts_views_apart_from_aten_calls(caplog, restore_topic_loggers):
+def test_fusion_log_counts_views_apart_from_aten_calls(caplog, topic_logs):
     """The ``fusion`` log's line per graph counts fusion groups and ATen calls as explain's
     graph line does: views (ops whose schema returns an alias of an input: they launch
     nothing) counted apart; its per-op lines add up to the same ATen calls."""
     import operator
 
-    configure_logging(frozenset({"fusion"}))
+    topic_logs("fusion")
 
     def f(x, w):
         h = (x @ w).t()
@@ -387,8 +405,8 @@ def test_fusion_log_counts_views_apart_from_aten_calls(caplog, restore_topic_log
     assert sum(per_op) == work, messages
 
 
-def test_cache_topic_logs_misses_then_hits(caplog, restore_topic_loggers, tmp_path):
-    configure_logging(frozenset({"cache"}))
+def test_cache_topic_logs_misses_then_hits(caplog, topic_logs, tmp_path):
+    topic_logs("cache")
 
     def f(x):
         return (x * 3).sin() + 1.5
@@ -400,11 +418,11 @@ def test_cache_topic_logs_misses_then_hits(caplog, restore_topic_loggers, tmp_pa
     assert any(m.startswith("graph cache miss") and "no entry for this graph's code" in m for m in messages), messages
 
 
-def test_recompilation_of_a_torch_module_names_the_users_frame(caplog, restore_topic_loggers):
+def test_recompilation_of_a_torch_module_names_the_users_frame(caplog, topic_logs):
     """TorchDynamo compiles a ``torch.nn`` container through a wrapper of its own (in
     ``torch/_dynamo/external_utils.py``); its recompilation is placed at the user's line that
     made the call, in the explain result and in the ``recompile`` log alike."""
-    configure_logging(frozenset({"recompile"}))
+    topic_logs("recompile")
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).to(DEVICE)
     x, wider = torch.randn(2, 8, device=DEVICE), torch.randn(3, 8, device=DEVICE)
     with caplog.at_level(logging.INFO, logger="torchfuse.recompile"):

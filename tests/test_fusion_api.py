@@ -628,7 +628,8 @@ def test_explain_lists_a_fused_function_inside_a_compiled_graph_as_the_users_ker
     mine = [c for c in result.aten_calls if "scaled_tanh" in c.op]
     assert sorted(c.op.rsplit(".", 1)[0].endswith("_backward") for c in mine) == [False, True], [c.op for c in mine]
     assert all(c.category == "fusion" for c in mine)
-    assert all(c.location is not None and c.location.line == line and c.location.file == __file__ for c in mine)
+    assert all(c.location is not None and c.location.line == line and c.location.file == __file__ for c in mine), \
+        [(c.op, c.location, c.node) for c in mine]
     text = result.summary()
     assert "[your fused op (torchfuse.fusion): its own kernel, not ATen]" in text
     # counted apart from ATen's calls, in the headline and each graph's line

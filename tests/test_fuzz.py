@@ -739,7 +739,7 @@ def assert_same_bits(actual: torch.Tensor, expected: torch.Tensor, what: str, na
 
 
 def check_program(program: Callable, inputs: list[torch.Tensor], bitwise: tuple = (), nan_signs: tuple = (),
-                  mutates: bool = False) -> None:
+                  mutates: bool = False, first_sizes: list[torch.Tensor] | None = None) -> None:
     """``program`` compiled by torchfuse equals eager on ``inputs``: every output, and the
     gradients of its floating-point outputs with respect to the inputs that require grad; a
     program that updates no input is called twice (the first call interprets each compiled
@@ -749,12 +749,24 @@ def check_program(program: Callable, inputs: list[torch.Tensor], bitwise: tuple 
     ``bitwise``, ``nan_signs``: indices of outputs compared bit for bit (signed zeros), and
     NaN signs too (:func:`assert_same_bits`). ``mutates``: the program updates inputs in place;
     it then enters through TorchDynamo (``make_fx`` would run it while tracing), and every
-    input's final value and whether its version counter rose are compared with eager's."""
+    input's final value and whether its version counter rose are compared with eager's.
+
+    ``first_sizes``: inputs of other sizes (those of ``inputs`` but for the sizes TorchDynamo
+    specializes, 0 and 1). The program is then compiled through TorchDynamo with symbolic
+    sizes and called on them first (compared with eager there too), so that the call checked
+    runs kernels generated and launch plans made for a size symbol, at other values."""
     eager_in, fused_in = _fresh(inputs), _fresh(inputs)
     versions = [t._version for t in fused_in]
     expected = program(*eager_in)
     first: list = []
-    if mutates:
+    if first_sizes is not None:
+        import torchfuse
+
+        compiled = torchfuse.compile(program, dynamic=True, interpret_integer_division=True)
+        assert_same(tuple(compiled(*_fresh(first_sizes))), program(*_fresh(first_sizes)), "output at the first sizes",
+                    program_dtypes(program, first_sizes), lambda: _float64_run(program, first_sizes, [], [], [])[0])
+        actual = tuple(compiled(*fused_in))
+    elif mutates:
         actual, _ = run_compiled(program, *fused_in)
         actual = tuple(actual)
     else:  # called twice: the second call runs each compiled graph's generated function
@@ -868,6 +880,40 @@ def _run(program: Program) -> None:
     except (RuntimeError, TypeError, IndexError, ValueError, NotImplementedError):
         assume(False)  # the generator made a program eager rejects (a dtype an op refuses)
     check_program(fn, inputs, program.bitwise, program.nan_signs, program.mutates)
+
+
+def _grown(specs: tuple[InputSpec, ...]) -> list[InputSpec]:
+    """The same inputs with every size of 2 and over one larger: equal sizes stay equal, so
+    broadcasting still holds, and parities flip; sizes 0 and 1 (which TorchDynamo
+    specializes) stay."""
+    return [dataclasses.replace(s, shape=tuple(d + 1 if d >= 2 else d for d in s.shape)) for s in specs]
+
+
+def _run_at_two_sizes(program: Program) -> None:
+    note(program.test_source())
+    first = [s.make() for s in program.inputs]
+    inputs = [s.make() for s in _grown(program.inputs)]
+    assume(any(a.shape != b.shape for a, b in zip(first, inputs)))
+    fn = program.function()
+    try:
+        fn(*_fresh(first))
+        fn(*_fresh(inputs))
+    except (RuntimeError, TypeError, IndexError, ValueError, NotImplementedError):
+        assume(False)  # a size written into the program (a reshape, an expand) that fits only the first sizes
+    check_program(fn, inputs, program.bitwise, program.nan_signs, program.mutates, first_sizes=first)
+
+
+def test_fuzz_programs_at_two_sizes(pytestconfig):
+    """Random programs compiled by torchfuse with symbolic sizes, called at two sets of sizes,
+    equal eager at both (forward and backward at the second): the kernels and launch plans
+    made for the first serve the second."""
+    examples = max(1, pytestconfig.getoption("fuzz_examples") // 4)
+    run = settings(max_examples=examples, deadline=None, database=None, print_blob=True,
+                   derandomize=pytestconfig.getoption("fuzz_seed") is None,
+                   suppress_health_check=list(HealthCheck))(given(programs())(_run_at_two_sizes))
+    if pytestconfig.getoption("fuzz_seed") is not None:
+        run = seed(pytestconfig.getoption("fuzz_seed"))(run)
+    run()
 
 
 def test_fuzz_programs(pytestconfig):

@@ -409,3 +409,41 @@ def test_masked_index_of_an_empty_tensor_whose_backward_pytorch_cannot_run():
 
     check_program(program, [make_input((1, 1, 0), torch.float32, 'contiguous', seed=0, specials=True, grad=True)],
                   bitwise=(0,))
+
+
+def test_a_view_detached_twice_at_symbolic_sizes():
+    """``v1 / v1.transpose(1, 2)`` of a permuted input, compiled with symbolic sizes: the
+    backward's group that reads both views leaves them as ATen views for the next group, and
+    the second view is read by a copy of the first, which finalization detached again (found
+    by the two-size fuzzer, ``--fuzz-examples 1200 --fuzz-seed 5``). That second detachment
+    made a second view of the same name, and the next group's domain, aligned before it, was
+    reused for inputs it no longer had: the backward failed on its first call (``KeyError``)
+    and ran on ATen. The view is now made once, and a group whose inputs changed is aligned
+    again."""
+    def program(x0):
+        v1 = x0.permute(2, 1, 0)
+        v2 = v1.transpose(1, 2)
+        v3 = v1 / v2
+        return (v3,)
+
+    check_program(program, [make_input((3, 3, 1), torch.float32, 'contiguous', seed=0, specials=True, grad=True)],
+                  first_sizes=[make_input((2, 2, 1), torch.float32, 'contiguous', seed=0, specials=True, grad=True)])
+
+
+def test_a_view_detached_twice_is_one_aten_view():
+    """The same backward at fixed sizes through the finalization: each view that leaves its
+    group is one ATen call, read by every reader outside (no two values of one name)."""
+    import torchfuse
+    import torchfuse.backend as backend
+
+    def program(x0):
+        v1 = x0.permute(2, 1, 0)
+        return (v1 / v1.transpose(1, 2),)
+
+    x = make_input((3, 3, 1), torch.float32, 'contiguous', seed=0, grad=True)
+    before = list(backend.RECENT)
+    out = torchfuse.compile(program, dynamic=True, interpret_integer_division=True)(x)[0]
+    out.sum().backward()
+    (bwd,) = [g for g in backend.RECENT if all(g is not b for b in before) and g.name == "backward"]
+    names = [v.name for step in bwd.segmentation.steps for v in getattr(step, "outputs", ())]
+    assert len(names) == len(set(names)), names

@@ -11,7 +11,6 @@ import torch
 
 import torchfuse
 from torchfuse import backend
-from torchfuse.config import configure_logging
 
 
 class TinyBlock(torch.nn.Module):
@@ -43,7 +42,7 @@ def train(model, batches):
 
 
 @pytest.mark.slow
-def test_training_over_five_sequence_lengths_and_a_partial_batch_recompiles_once(caplog):
+def test_training_over_five_sequence_lengths_and_a_partial_batch_recompiles_once(caplog, topic_logs):
     g = torch.Generator().manual_seed(0)
     batches = [torch.randn(4, s, 8, generator=g) for s in (4, 6, 8, 10, 12)] + [torch.randn(3, 12, 8, generator=g)]
     # the batch dim varies only at the last, partial batch: marked dynamic as a data loader's
@@ -56,7 +55,7 @@ def test_training_over_five_sequence_lengths_and_a_partial_batch_recompiles_once
 
     torch._dynamo.reset()
     known = {id(c): c for c in backend.RECENT}  # held: an evicted graph's id could be reused
-    configure_logging(frozenset({"recompile"}))
+    topic_logs("recompile")
     with caplog.at_level(logging.INFO, logger="torchfuse.recompile"):
         losses, weights = train(torchfuse.compile(compiled_model, interpret=True, cache_dir=None), batches)
     expected_losses, expected_weights = train(eager, batches)

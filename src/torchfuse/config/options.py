@@ -116,18 +116,27 @@ def configure_logging(topics: frozenset[str] | None = None) -> None:
 
     Topics: ``fusion`` (what was fused, what stayed on ATen and why), ``schedule`` (launch
     configurations), ``cache`` (kernel cache hits and misses), ``recompile`` (new kernels or
-    plans for new sizes and layouts). Without topics nothing is configured, and the
-    ``torchfuse`` logger follows the application's logging setup.
+    plans for new sizes and layouts). A chosen topic's records go to its own stderr handler
+    only (not also to the application's root handlers, which would print them twice). The
+    ``torchfuse`` logger's level is WARNING unless the application set one, so that an
+    application logging at INFO or DEBUG does not receive the unchosen topics (as the
+    ``torch`` logger does); an application that wants them through its own handlers sets
+    ``logging.getLogger("torchfuse").setLevel(logging.INFO)`` and leaves ``TORCHFUSE_LOGS``
+    unset.
     """
     import logging
 
+    package = logging.getLogger("torchfuse")
+    if package.level == logging.NOTSET:
+        package.setLevel(logging.WARNING)
     topics = log_topics_from_env() if topics is None else topics
     for topic in topics:
         logger = logging.getLogger(f"torchfuse.{topic}")
         logger.setLevel(logging.INFO)
+        logger.propagate = False
         if not any(getattr(h, "_torchfuse", False) for h in logger.handlers):
             handler = logging.StreamHandler()
-            handler.setFormatter(logging.Formatter("[torchfuse.%(name)s] %(message)s".replace("%(name)s", topic)))
+            handler.setFormatter(logging.Formatter(f"[torchfuse.{topic}] %(message)s"))
             handler._torchfuse = True
             logger.addHandler(handler)
 

@@ -37,9 +37,11 @@ def finalize(units: Units) -> Segmentation:
 
     final: list[list[Node]] = []
     as_calls: set[Node] = set()
-    # each kept group's (outputs, domain): the domain the groups are made with below, unless
-    # what follows changes a group's outputs (which only its own nodes' users decide)
+    # each kept group's (outputs, inputs, domain): the domain the groups are made with below,
+    # unless what follows changes a group's outputs or inputs (a later group's view, detached
+    # below, is read by this group's nodes through a new value)
     aligned: dict[tuple, tuple] = {}
+    twins: dict[Value, Node] = {}  # a layout node's output -> the ATen view its outside readers read
     for nodes in groups:
         pending = [nodes]
         while pending:
@@ -58,7 +60,7 @@ def finalize(units: Units) -> Segmentation:
                 inside = [n for n in escaping if any(u in cur for u in units.users.get(n.output, ()))]
                 for n in escaping:
                     if n in inside:
-                        as_calls.add(_detach_view(units, n, set(cur)))
+                        as_calls.add(_detach_view(units, n, set(cur), twins))
                     else:
                         as_calls.add(n)
                 rest = [n for n in cur if n not in escaping or n in inside]
@@ -81,7 +83,7 @@ def finalize(units: Units) -> Segmentation:
                     pending.append([n])
                 continue
             final.append(cur)
-            aligned[tuple(cur)] = (outs, dom)
+            aligned[tuple(cur)] = (outs, group_values(cur)[0], dom)
     # call nodes (layout ops dropped from groups) need ATen targets
     for n in as_calls:
         _to_call(n)
@@ -98,10 +100,10 @@ def finalize(units: Units) -> Segmentation:
     made: list[FusionGroup] = []
     for gid, nodes in enumerate(sorted(final, key=lambda g: units.index[g[0]])):
         outs = units.outputs_of(nodes)
-        known = aligned.get(tuple(nodes))
-        dom = known[1] if known is not None and known[0] == outs else align(nodes, outs)
-        assert not isinstance(dom, str), dom
         inputs, _ = group_values(nodes)
+        known = aligned.get(tuple(nodes))
+        dom = known[2] if known is not None and known[:2] == (outs, inputs) else align(nodes, outs)
+        assert not isinstance(dom, str), dom
         fg = FusionGroup(id=gid, nodes=nodes, inputs=inputs, outputs=outs, domain=dom)
         made.append(fg)
     made = pair_inner_outer(made, graph, units.options)
@@ -180,40 +182,47 @@ def _to_batched_cast(node: Node, reason: str) -> None:
     node.op = None
 
 
-def _detach_view(units: Units, node: Node, group: set) -> Node:
+def _detach_view(units: Units, node: Node, group: set, twins: dict[Value, Node]) -> Node:
     """Give the readers of layout ``node`` outside ``group`` their own copy of the view.
 
-    Returns the new node (a layout registry node to be turned into an ATen view call); the
-    original keeps serving readers inside the group.
+    Returns the copy (a layout registry node to be turned into an ATen view call); the
+    original keeps serving readers inside the group. ``twins`` maps each view detached so far
+    to its copy: a view detached again (a copy detached from the same group after it reads
+    it) gives its new outside readers the copy it already has.
     """
     import copy
 
     graph = units.graph
     old = node.output
-    new_val = Value(name=f"{old.name}_view", meta=old.meta)
-    twin = Node(op=node.op, inputs=list(node.inputs), attrs=dict(node.attrs), outputs=[new_val],
-                target=node.target, args=copy.copy(node.args), kwargs=dict(node.kwargs), source=node.source)
-    new_val.producer = twin
-    swap = lambda v: new_val if v is old else v
     outside = [u for u in units.users.get(old, []) if u not in group]
+    twin = twins.get(old)
+    if twin is None:
+        new_val = Value(name=f"{old.name}_view", meta=old.meta)
+        twin = Node(op=node.op, inputs=list(node.inputs), attrs=dict(node.attrs), outputs=[new_val],
+                    target=node.target, args=copy.copy(node.args), kwargs=dict(node.kwargs), source=node.source)
+        new_val.producer = twin
+        twins[old] = twin
+        graph.nodes.insert(graph.nodes.index(node) + 1, twin)
+        units.index[twin] = units.index[node] + 0.5
+        units.unit[twin] = [twin]
+        units.users[new_val] = []
+        units.consumers[twin] = []
+        units.producers[twin] = units.producers[node]
+        src = node.inputs[0]
+        units.users.setdefault(src, []).append(twin)
+        if src.producer is not None:
+            units.consumers[src.producer] = units.consumers[src.producer] + [twin]
+    new_val = twin.output
+    swap = lambda v: new_val if v is old else v
     for u in outside:
         rewire(u, old, new_val)
     if old in units.graph_outputs:
         graph.outputs = map_values(graph.outputs, swap)
         units.graph_outputs = graph.output_values()
-    pos = graph.nodes.index(node)
-    graph.nodes.insert(pos + 1, twin)
-    units.index[twin] = units.index[node] + 0.5
-    units.unit[twin] = [twin]
     units.users[old] = [u for u in units.users.get(old, []) if u in group]
-    units.users[new_val] = outside
-    src = node.inputs[0]
-    units.users.setdefault(src, []).append(twin)
-    units.consumers[twin] = outside
+    units.users[new_val] = units.users[new_val] + outside
+    units.consumers[twin] = units.consumers[twin] + outside
     units.consumers[node] = [u for u in units.consumers[node] if u in group]
-    units.producers[twin] = units.producers[node]
-    if src.producer is not None:
-        units.consumers[src.producer] = units.consumers[src.producer] + [twin]
     return twin
 
 
