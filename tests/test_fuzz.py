@@ -739,7 +739,8 @@ def assert_same_bits(actual: torch.Tensor, expected: torch.Tensor, what: str, na
 
 
 def check_program(program: Callable, inputs: list[torch.Tensor], bitwise: tuple = (), nan_signs: tuple = (),
-                  mutates: bool = False, first_sizes: list[torch.Tensor] | None = None) -> None:
+                  mutates: bool = False, first_sizes: list[torch.Tensor] | None = None,
+                  options: dict | None = None) -> None:
     """``program`` compiled by torchfuse equals eager on ``inputs``: every output, and the
     gradients of its floating-point outputs with respect to the inputs that require grad; a
     program that updates no input is called twice (the first call interprets each compiled
@@ -753,8 +754,11 @@ def check_program(program: Callable, inputs: list[torch.Tensor], bitwise: tuple 
 
     ``first_sizes``: inputs of other sizes (those of ``inputs`` but for the sizes TorchDynamo
     specializes, 0 and 1). The program is then compiled through TorchDynamo with symbolic
-    sizes and called on them first (compared with eager there too), so that the call checked
-    runs kernels generated and launch plans made for a size symbol, at other values."""
+    sizes and called on them twice (the second call runs the graph's generated function for
+    those sizes), then on ``inputs`` twice (the last call, whose gradients are checked, runs
+    another generated function for the new sizes), every output compared with eager's: the
+    kernels generated and launch plans made for a size symbol serve other values. ``options``:
+    torchfuse's options for that compile."""
     eager_in, fused_in = _fresh(inputs), _fresh(inputs)
     versions = [t._version for t in fused_in]
     expected = program(*eager_in)
@@ -762,9 +766,13 @@ def check_program(program: Callable, inputs: list[torch.Tensor], bitwise: tuple 
     if first_sizes is not None:
         import torchfuse
 
-        compiled = torchfuse.compile(program, dynamic=True, interpret_integer_division=True)
-        assert_same(tuple(compiled(*_fresh(first_sizes))), program(*_fresh(first_sizes)), "output at the first sizes",
-                    program_dtypes(program, first_sizes), lambda: _float64_run(program, first_sizes, [], [], [])[0])
+        compiled = torchfuse.compile(program, dynamic=True, interpret_integer_division=True, **(options or {}))
+        at_first = program(*_fresh(first_sizes))
+        for _ in range(2):
+            assert_same(tuple(compiled(*_fresh(first_sizes))), at_first, "output at the first sizes",
+                        program_dtypes(program, first_sizes), lambda: _float64_run(program, first_sizes, [], [], [])[0])
+        if not mutates:
+            first.append(tuple(compiled(*fused_in)))
         actual = tuple(compiled(*fused_in))
     elif mutates:
         actual, _ = run_compiled(program, *fused_in)
@@ -889,8 +897,9 @@ def _grown(specs: tuple[InputSpec, ...]) -> list[InputSpec]:
     return [dataclasses.replace(s, shape=tuple(d + 1 if d >= 2 else d for d in s.shape)) for s in specs]
 
 
-def _run_at_two_sizes(program: Program) -> None:
+def _run_at_two_sizes(program: Program, persistent_max: int) -> None:
     note(program.test_source())
+    note(f"persistent_max_elements={persistent_max}")
     first = [s.make() for s in program.inputs]
     inputs = [s.make() for s in _grown(program.inputs)]
     assume(any(a.shape != b.shape for a, b in zip(first, inputs)))
@@ -900,17 +909,21 @@ def _run_at_two_sizes(program: Program) -> None:
         fn(*_fresh(inputs))
     except (RuntimeError, TypeError, IndexError, ValueError, NotImplementedError):
         assume(False)  # a size written into the program (a reshape, an expand) that fits only the first sizes
-    check_program(fn, inputs, program.bitwise, program.nan_signs, program.mutates, first_sizes=first)
+    check_program(fn, inputs, program.bitwise, program.nan_signs, program.mutates, first_sizes=first,
+                  options={"persistent_max_elements": persistent_max})
 
 
 def test_fuzz_programs_at_two_sizes(pytestconfig):
     """Random programs compiled by torchfuse with symbolic sizes, called at two sets of sizes,
     equal eager at both (forward and backward at the second): the kernels and launch plans
-    made for the first serve the second."""
+    made for the first serve the second. Half of them keep at most 4 reduced elements in
+    registers (``persistent_max_elements``), so that a reduction's scheduler can change
+    between the two sizes (persistent at the first, looped at the second)."""
     examples = max(1, pytestconfig.getoption("fuzz_examples") // 4)
     run = settings(max_examples=examples, deadline=None, database=None, print_blob=True,
                    derandomize=pytestconfig.getoption("fuzz_seed") is None,
-                   suppress_health_check=list(HealthCheck))(given(programs())(_run_at_two_sizes))
+                   suppress_health_check=list(HealthCheck))(
+        given(programs(), st.sampled_from([8192, 4]))(_run_at_two_sizes))
     if pytestconfig.getoption("fuzz_seed") is not None:
         run = seed(pytestconfig.getoption("fuzz_seed"))(run)
     run()
