@@ -210,6 +210,14 @@ class _Val:
     centred: bool = False
 
 
+def unary_keeps_exact(keeps: bool, operand: torch.dtype, result: torch.dtype | None) -> bool:
+    """Whether a unary op gives an exactly computed result from an exactly computed operand of
+    dtype ``operand``: ops that keep exactness (``abs``, ``neg``) do; others only on integers
+    with an integer result (``exp`` promotes integers to a float, rounded); ``result`` is
+    ``None`` when unknown."""
+    return keeps or (not operand.is_floating_point and result is not None and not result.is_floating_point)
+
+
 def _is_float(v: _Val) -> bool:
     return v.meta.dtype.is_floating_point
 
@@ -502,7 +510,8 @@ def programs(draw, max_steps: int = 7) -> Program:
             template, applies, keeps, needs_exact = UNARY[name]
             if applies(a) and (a.exact or not needs_exact):
                 expr = template.format(a.name)
-                exact = a.exact and (keeps or not _is_float(a))
+                out = _meta_eval(expr, {v.name: v for v in vals})
+                exact = a.exact and unary_keeps_exact(keeps, a.meta.dtype, None if out is None else out.dtype)
                 finite = a.finite and name not in ("exp", "square")
                 signs = a.signs and name in SIGN_UNARY
                 nan_signs = a.nan_signs and _nan_sign_unary(name, a.meta.dtype)
@@ -753,7 +762,7 @@ def check_program(program: Callable, inputs: list[torch.Tensor], bitwise: tuple 
     input's final value and whether its version counter rose are compared with eager's.
 
     ``first_sizes``: inputs of other sizes (those of ``inputs`` but for the sizes TorchDynamo
-    specializes, 0 and 1). The program is then compiled through TorchDynamo with symbolic
+    specializes, 0 and 1) or layouts. The program is then compiled through TorchDynamo with symbolic
     sizes and called on them twice (the second call runs the graph's generated function for
     those sizes), then on ``inputs`` twice (the last call, whose gradients are checked, runs
     another generated function for the new sizes), every output compared with eager's: the
@@ -897,12 +906,23 @@ def _grown(specs: tuple[InputSpec, ...]) -> list[InputSpec]:
     return [dataclasses.replace(s, shape=tuple(d + 1 if d >= 2 else d for d in s.shape)) for s in specs]
 
 
-def _run_at_two_sizes(program: Program, persistent_max: int) -> None:
+def _relaid(specs: list[InputSpec]) -> list[InputSpec]:
+    """The same inputs, each in the next layout of :data:`LAYOUTS` (contiguous -> transposed,
+    channels-last -> strided, expanded -> contiguous, ...)."""
+    return [dataclasses.replace(s, layout=LAYOUTS[(LAYOUTS.index(s.layout) + 1) % len(LAYOUTS)]) for s in specs]
+
+
+#: how the second call's inputs differ from the first's: larger sizes, other layouts, or both
+CHANGES = {"sizes": _grown, "layouts": _relaid, "sizes and layouts": lambda specs: _relaid(_grown(specs))}
+
+
+def _run_at_two_sizes(program: Program, persistent_max: int, change: str) -> None:
     note(program.test_source())
-    note(f"persistent_max_elements={persistent_max}")
+    note(f"persistent_max_elements={persistent_max}, second inputs: other {change}")
     first = [s.make() for s in program.inputs]
-    inputs = [s.make() for s in _grown(program.inputs)]
-    assume(any(a.shape != b.shape for a, b in zip(first, inputs)))
+    inputs = [s.make() for s in CHANGES[change](list(program.inputs))]
+    assume(any(a.shape != b.shape or a.stride() != b.stride() or a.storage_offset() != b.storage_offset()
+               for a, b in zip(first, inputs)))
     fn = program.function()
     try:
         fn(*_fresh(first))
@@ -914,16 +934,17 @@ def _run_at_two_sizes(program: Program, persistent_max: int) -> None:
 
 
 def test_fuzz_programs_at_two_sizes(pytestconfig):
-    """Random programs compiled by torchfuse with symbolic sizes, called at two sets of sizes,
-    equal eager at both (forward and backward at the second): the kernels and launch plans
-    made for the first serve the second. Half of them keep at most 4 reduced elements in
+    """Random programs compiled by torchfuse with symbolic sizes, called at two sets of sizes
+    (or of layouts, or both), equal eager at both (forward and backward at the second): the
+    kernels and launch plans made for the first serve the second, or are made again where
+    the layouts differ. Half of them keep at most 4 reduced elements in
     registers (``persistent_max_elements``), so that a reduction's scheduler can change
     between the two sizes (persistent at the first, looped at the second)."""
     examples = max(1, pytestconfig.getoption("fuzz_examples") // 4)
     run = settings(max_examples=examples, deadline=None, database=None, print_blob=True,
                    derandomize=pytestconfig.getoption("fuzz_seed") is None,
                    suppress_health_check=list(HealthCheck))(
-        given(programs(), st.sampled_from([8192, 4]))(_run_at_two_sizes))
+        given(programs(), st.sampled_from([8192, 4]), st.sampled_from(sorted(CHANGES)))(_run_at_two_sizes))
     if pytestconfig.getoption("fuzz_seed") is not None:
         run = seed(pytestconfig.getoption("fuzz_seed"))(run)
     run()
