@@ -916,9 +916,16 @@ def _relaid(specs: list[InputSpec]) -> list[InputSpec]:
 CHANGES = {"sizes": _grown, "layouts": _relaid, "sizes and layouts": lambda specs: _relaid(_grown(specs))}
 
 
-def _run_at_two_sizes(program: Program, persistent_max: int, change: str) -> None:
+#: the compile options of the two-size programs: reductions kept in registers only up to 4
+#: elements, and split into partial sums from 4 (8 under a GPU's launch configurations)
+#: reduced elements, so that a reduction's scheduler can change between the two sizes
+TWO_SIZE_OPTIONS = ({}, {"persistent_max_elements": 4}, {"tuning": "split.interpret_min_r=4,split.min_r=8"},
+                    {"persistent_max_elements": 4, "tuning": "split.interpret_min_r=4,split.min_r=8"})
+
+
+def _run_at_two_sizes(program: Program, options: dict, change: str) -> None:
     note(program.test_source())
-    note(f"persistent_max_elements={persistent_max}, second inputs: other {change}")
+    note(f"options {options}, second inputs: other {change}")
     first = [s.make() for s in program.inputs]
     inputs = [s.make() for s in CHANGES[change](list(program.inputs))]
     assume(any(a.shape != b.shape or a.stride() != b.stride() or a.storage_offset() != b.storage_offset()
@@ -930,21 +937,20 @@ def _run_at_two_sizes(program: Program, persistent_max: int, change: str) -> Non
     except (RuntimeError, TypeError, IndexError, ValueError, NotImplementedError):
         assume(False)  # a size written into the program (a reshape, an expand) that fits only the first sizes
     check_program(fn, inputs, program.bitwise, program.nan_signs, program.mutates, first_sizes=first,
-                  options={"persistent_max_elements": persistent_max})
+                  options=options)
 
 
 def test_fuzz_programs_at_two_sizes(pytestconfig):
     """Random programs compiled by torchfuse with symbolic sizes, called at two sets of sizes
     (or of layouts, or both), equal eager at both (forward and backward at the second): the
     kernels and launch plans made for the first serve the second, or are made again where
-    the layouts differ. Half of them keep at most 4 reduced elements in
-    registers (``persistent_max_elements``), so that a reduction's scheduler can change
-    between the two sizes (persistent at the first, looped at the second)."""
+    the layouts differ. Most are compiled with options under which a reduction's scheduler
+    changes between the two sizes (:data:`TWO_SIZE_OPTIONS`)."""
     examples = max(1, pytestconfig.getoption("fuzz_examples") // 4)
     run = settings(max_examples=examples, deadline=None, database=None, print_blob=True,
                    derandomize=pytestconfig.getoption("fuzz_seed") is None,
                    suppress_health_check=list(HealthCheck))(
-        given(programs(), st.sampled_from([8192, 4]), st.sampled_from(sorted(CHANGES)))(_run_at_two_sizes))
+        given(programs(), st.sampled_from(TWO_SIZE_OPTIONS), st.sampled_from(sorted(CHANGES)))(_run_at_two_sizes))
     if pytestconfig.getoption("fuzz_seed") is not None:
         run = seed(pytestconfig.getoption("fuzz_seed"))(run)
     run()
