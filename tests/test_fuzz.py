@@ -493,8 +493,14 @@ def programs(draw, max_steps: int = 7) -> Program:
             src = draw(st.sampled_from(vals)) if draw(st.integers(0, 2)) else _number(draw)
             if op == "copy_" and (src.name[0] not in "xv" or src.meta.dtype != x.meta.dtype):
                 continue
-            call = {"neg_": f"{x.name}.neg_()", "clamp_": f"{x.name}.clamp_(min={src.name})"}.get(
-                op, f"{x.name}.{op}({src.name})")
+            target = x.name
+            if x.meta.dim() >= 1 and not draw(st.integers(0, 2)):  # a part of the input, through a view
+                shape = x.meta.shape
+                views = [f"{x.name}[..., ::2]", f"{x.name}.unsqueeze(0)"] + [f"{x.name}[1:]", f"{x.name}[0]"] * (shape[0] > 1)
+                views += [f"{x.name}.t()"] * (x.meta.dim() == 2)
+                target = draw(st.sampled_from(views))
+            call = {"neg_": f"{target}.neg_()", "clamp_": f"{target}.clamp_(min={src.name})"}.get(
+                op, f"{target}.{op}({src.name})")
             if _meta_eval(call, {v.name: v for v in vals}) is None:
                 continue
             lines.append(call)
@@ -995,6 +1001,8 @@ def test_generated_programs_cover_the_grammar():
     assert shared
     assert any(p.bitwise for p in seen) and any(p.nan_signs for p in seen)
     assert any(p.mutates and any(s.grad for s in p.inputs) for p in seen)  # a buffer updated in a training graph
+    # a part of an input updated through a view
+    assert re.search(r"(\]|\.t\(\)|\.unsqueeze\(0\))\.(add_|sub_|mul_|copy_|neg_|clamp_)\(", text)
     dtypes_with_numbers = {s.dtype for p in seen for s in p.inputs
                            if any(re.search(r"[-+*/%] -?[0-9.]+\b|-?[0-9.]+ [-+*/%]", ln) for ln in p.lines)}
     assert {F16, BF16, I8, I32} <= dtypes_with_numbers

@@ -411,7 +411,53 @@ def _trace_and_compile(gm: torch.fx.GraphModule, example_inputs: list, opts: Opt
         log.info("AOTAutograd failure", exc_info=True)
         _record_unfused("captured", gm, None, f"AOTAutograd: {type(e).__name__}: {first}", None, 0.0, 0.0)
         return gm
-    return _with_overlap_check(compiled, gm, example_inputs)
+    meta = getattr(torch._guards.TracingContext.try_get(), "fw_metadata", None)
+    compiled = _with_alias_check(compiled, gm, example_inputs, meta)
+    return _with_overlap_check(compiled, gm, example_inputs, meta)
+
+
+def _is_symbolic(inputs: list) -> bool:
+    """Whether a graph's inputs carry size symbols (TorchDynamo passes them as ``SymInt``s)."""
+    return any(isinstance(x, torch.SymInt) for x in inputs)
+
+
+def _written_bases_of_outputs(meta) -> list[int]:
+    """The inputs that the graph writes to and that one of its outputs is a view of, by
+    AOTAutograd's metadata of the graph (``ViewAndMutationMeta``)."""
+    bases = {o.base_idx for o in meta.output_info
+             if o.output_type.name == "alias_of_input" and o.base_idx is not None}
+    return sorted(i for i in bases if meta.input_info[i].mutates_data)
+
+
+def _with_alias_check(compiled: Callable, gm: torch.fx.GraphModule, example_inputs: list, meta) -> Callable:
+    """``compiled``, running TorchDynamo's graph eagerly for calls where an output that views
+    a written input could get the wrong strides.
+
+    With size symbols, AOTAutograd rebuilds such an output from its input with the strides
+    of the view of the written copy in its functional graph (contiguous), not of the input:
+    ``x.add_(1); return x.flatten(0, 1)`` on ``x = b.view(1, n, 2)[..., ::2]`` returns a view
+    that reads every element of ``b`` instead of every other one (``aot_eager`` and Inductor
+    too). A contiguous input's writes have its strides, so its views are rebuilt right; a call
+    where such an input is not contiguous runs eagerly, with a warning. Graphs without size
+    symbols (views replayed) or without such outputs are returned as they are."""
+    if meta is None or not _is_symbolic(example_inputs):
+        return compiled
+    bases = _written_bases_of_outputs(meta)
+    if not bases:
+        return compiled
+    warned = [False]
+
+    def run(*args):  # TorchDynamo calls what a backend returns with the graph's inputs
+        if all(args[i].is_contiguous() for i in bases):
+            return compiled(*args)
+        if not warned[0]:
+            warned[0] = True
+            warnings.warn("torchfuse: this graph returns a view of an input it writes to, and the input is not "
+                          "contiguous; with dynamic sizes AOTAutograd would give that view the wrong strides, so "
+                          "such calls run eagerly, unfused", RuntimeWarning, stacklevel=user_stacklevel())
+        return gm(*args)
+
+    return run
 
 
 def _shared_storages(inputs: list, indices: list[int] | None = None) -> tuple:
@@ -433,7 +479,7 @@ def _shared_storages(inputs: list, indices: list[int] | None = None) -> tuple:
     return tuple((tuple(g), tuple(inputs[i].storage_offset() for i in g)) for g in groups.values() if len(g) > 1)
 
 
-def _with_overlap_check(compiled: Callable, gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+def _with_overlap_check(compiled: Callable, gm: torch.fx.GraphModule, example_inputs: list, meta) -> Callable:
     """``compiled``, checking at each call that inputs which shared a storage when it was
     compiled still share it at the same offsets, where the graph writes to an input.
 
@@ -446,7 +492,6 @@ def _with_overlap_check(compiled: Callable, gm: torch.fx.GraphModule, example_in
     shared = _shared_storages(example_inputs)
     if not shared:
         return compiled
-    meta = getattr(torch._guards.TracingContext.try_get(), "fw_metadata", None)
     if meta is not None and not any(i.mutates_data or i.mutates_metadata for i in meta.input_info):
         return compiled  # reads alone give the same values at any overlap
     indices = [i for g, _ in shared for i in g]
