@@ -914,8 +914,14 @@ def _grown(specs: tuple[InputSpec, ...]) -> list[InputSpec]:
 
 def _relaid(specs: list[InputSpec]) -> list[InputSpec]:
     """The same inputs, each in the next layout of :data:`LAYOUTS` (contiguous -> transposed,
-    channels-last -> strided, expanded -> contiguous, ...)."""
-    return [dataclasses.replace(s, layout=LAYOUTS[(LAYOUTS.index(s.layout) + 1) % len(LAYOUTS)]) for s in specs]
+    channels-last -> strided, expanded -> contiguous, ...), but none newly expanded: an input
+    the program writes to must not be (TorchDynamo refuses ``x.copy_(x)`` into one, which
+    eager runs)."""
+    def next_layout(layout: str) -> str:
+        following = LAYOUTS[(LAYOUTS.index(layout) + 1) % len(LAYOUTS)]
+        return "contiguous" if following == "expanded" else following
+
+    return [dataclasses.replace(s, layout=next_layout(s.layout)) for s in specs]
 
 
 #: how the second call's inputs differ from the first's: larger sizes, other layouts, or both
