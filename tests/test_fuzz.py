@@ -32,6 +32,12 @@ ops whose signed zeros are defined alike on every device and path are compared b
 (the sign of zero counts), and where a NaN's sign is defined (inputs hold NaNs of both
 signs; only sign operations and selections carry them) its sign bit counts too.
 
+A second test (:func:`test_fuzz_programs_at_two_sizes`) compiles each program through
+TorchDynamo with dynamic sizes and calls it at two sets of sizes or layouts, each twice (the
+second call of a size runs the graph's generated function for it), under options that move a
+reduction between schedulers as its size changes: the kernels, launch plans and views made
+for one size must serve the other.
+
 CI runs a fixed number of examples, derandomized (the same programs every run). A longer run
 (see the README's "Correctness checks") explores more programs::
 
