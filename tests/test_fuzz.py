@@ -782,8 +782,9 @@ def check_program(program: Callable, inputs: list[torch.Tensor], bitwise: tuple 
     ``first_sizes``: inputs of other sizes (those of ``inputs`` but for the sizes TorchDynamo
     specializes, 0 and 1) or layouts. The program is then compiled through TorchDynamo with symbolic
     sizes and called on them twice (the second call runs the graph's generated function for
-    those sizes), then on ``inputs`` twice (the last call, whose gradients are checked, runs
-    another generated function for the new sizes), every output compared with eager's: the
+    those sizes), then on ``inputs`` twice (once for a program that updates inputs; the last
+    call, whose gradients are checked, runs another generated function for the new sizes),
+    every output and updated input compared with eager's: the
     kernels generated and launch plans made for a size symbol serve other values. ``options``:
     torchfuse's options for that compile."""
     eager_in, fused_in = _fresh(inputs), _fresh(inputs)
@@ -794,10 +795,15 @@ def check_program(program: Callable, inputs: list[torch.Tensor], bitwise: tuple 
         import torchfuse
 
         compiled = torchfuse.compile(program, dynamic=True, interpret_integer_division=True, **(options or {}))
-        at_first = program(*_fresh(first_sizes))
+        eager_first = _fresh(first_sizes)
+        at_first = program(*eager_first)
         for _ in range(2):
-            assert_same(tuple(compiled(*_fresh(first_sizes))), at_first, "output at the first sizes",
+            fused_first = _fresh(first_sizes)
+            assert_same(tuple(compiled(*fused_first)), at_first, "output at the first sizes",
                         program_dtypes(program, first_sizes), lambda: _float64_run(program, first_sizes, [], [], [])[0])
+            if mutates:
+                assert_same(fused_first, eager_first, "input after the call at the first sizes",
+                            program_dtypes(program, first_sizes), lambda: _float64_run(program, first_sizes, [], [], [])[2])
         if not mutates:
             first.append(tuple(compiled(*fused_in)))
         actual = tuple(compiled(*fused_in))

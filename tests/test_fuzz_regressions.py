@@ -431,8 +431,8 @@ def test_a_view_detached_twice_at_symbolic_sizes():
 
 
 def test_a_view_detached_twice_is_one_aten_view():
-    """The same backward at fixed sizes through the finalization: each view that leaves its
-    group is one ATen call, read by every reader outside (no two values of one name)."""
+    """The same backward at symbolic sizes, through the finalization: each view that leaves
+    its group is one ATen call, read by every reader outside (no two values of one name)."""
     import torchfuse
     import torchfuse.backend as backend
 

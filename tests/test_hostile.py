@@ -397,38 +397,92 @@ VIEWS = {"flatten(0, 1)": lambda x: x.flatten(0, 1), "flatten(1, 2)": lambda x: 
 
 
 @pytest.mark.parametrize("view", sorted(VIEWS))
-def test_a_view_of_a_written_input_at_dynamic_sizes_has_eagers_strides(view):
+def test_a_view_of_a_written_input_at_dynamic_sizes_has_eagers_strides(view, monkeypatch):
     """``x.add_(1); return x.flatten(0, 1)`` on an input that is every other element of a
     buffer: once its sizes are dynamic (the second size of a call), AOTAutograd rebuilds the
     returned view with the strides of its functional graph's contiguous copy, so the view
     reads the buffer's neighbours (``aot_eager`` and Inductor do the same; found by the
-    two-size fuzzer). Calls where the written input is not contiguous run eagerly, with one
-    warning: every call's output, its strides and the input are eager's."""
+    two-size fuzzer). Calls where the written input has gaps run eagerly, with one warning;
+    dense inputs (contiguous, transposed) stay compiled. Every call's output, its strides and
+    the input are eager's."""
     import warnings
 
     def fn(x):
         x.add_(1)
         return VIEWS[view](x)
 
-    def make(n, contiguous):
+    def make(n, layout):
         base = torch.arange(4.0 * n, device=DEVICE)
-        return base.view(2, n, 2).contiguous() if contiguous else base.view(2, n, 2)[..., ::2]
+        if layout == "strided":
+            return base.view(2, n, 2)[..., ::2]
+        return base.view(2, n, 2) if layout == "contiguous" else base.view(2, n, 2).permute(2, 1, 0)
 
+    wrappers = []
+    original = backend._with_alias_check
+
+    def spy(*args):
+        wrappers.append(original(*args))
+        return wrappers[-1]
+
+    monkeypatch.setattr(backend, "_with_alias_check", spy)
     compiled = torchfuse.compile(fn)
     caught = []
-    for n, contiguous in [(3, False), (5, False), (7, False), (6, True), (9, False)]:
-        x_e, x_c = make(n, contiguous), make(n, contiguous)
+    calls = [(3, "strided"), (5, "strided"), (7, "strided"), (6, "contiguous"), (8, "transposed"), (9, "strided")]
+    for n, layout in calls:
+        x_e, x_c = make(n, layout), make(n, layout)
         expected = fn(x_e)
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
             actual = compiled(x_c)
         caught += [m for m in w if "view of an input it writes to" in str(m.message)]
-        assert actual.stride() == expected.stride(), (n, contiguous)
+        assert actual.stride() == expected.stride(), (n, layout)
         assert_matches(actual, expected, exact=True)
         assert_matches(x_c, x_e, exact=True)
         x_c.mul_(2), x_e.mul_(2)  # a view: later writes to the input reach it
         assert_matches(actual, expected, exact=True)
     assert len(caught) == 1 and caught[0].filename == __file__
+    # the first call's graph has no size symbols (views replayed) and is returned as it is;
+    # of the dynamic graph's five calls, the three strided ones ran eagerly
+    assert sum(getattr(w, "eager_calls", 0) for w in wrappers) == 3, [getattr(w, "eager_calls", None) for w in wrappers]
+
+
+def test_the_view_check_where_inputs_do_not_map_one_to_one():
+    """AOTAutograd's metadata indexes inputs merged into one base (two views of one tensor)
+    and parameters a graph holds (``install_free_tensors``) otherwise than the arguments a
+    call receives: the check then looks at every tensor argument, and calls keep eager's
+    values (it raised ``AttributeError``/``IndexError`` when it indexed the arguments by the
+    metadata)."""
+    import torch._dynamo
+
+    def fn(x, y):
+        y.mul_(2)
+        return x.flatten(0, 1)
+
+    compiled = torchfuse.compile(fn, dynamic=True)
+    for n in (3, 4):
+        x_e, x_c = torch.arange(2.0 * n, device=DEVICE).view(2, n, 1), torch.arange(2.0 * n, device=DEVICE).view(2, n, 1)
+        assert_matches(compiled(x_c, x_c[0]), fn(x_e, x_e[0]), exact=True)
+        assert_matches(x_c, x_e, exact=True)
+
+    class WithBuffer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("b", torch.ones(2, device=DEVICE))
+
+        def forward(self, x):
+            x.add_(self.b)
+            return x.flatten(0, 1)
+
+    model = WithBuffer()
+    with torch._dynamo.config.patch(install_free_tensors=True):
+        compiled = torchfuse.compile(model, dynamic=True)
+        for n, strided in [(5, False), (6, True)]:
+            make = lambda: (torch.arange(4.0 * n, device=DEVICE).view(n, 4)[:, ::2] if strided
+                            else torch.arange(2.0 * n, device=DEVICE).view(n, 2))
+            x_e, x_c = make(), make()
+            actual, expected = compiled(x_c), model(x_e)
+            assert actual.stride() == expected.stride()
+            assert_matches(actual, expected, exact=True)
 
 
 def test_a_graph_returning_no_view_of_a_written_input_is_not_wrapped(monkeypatch):

@@ -421,12 +421,33 @@ def _is_symbolic(inputs: list) -> bool:
     return any(isinstance(x, torch.SymInt) for x in inputs)
 
 
-def _written_bases_of_outputs(meta) -> list[int]:
-    """The inputs that the graph writes to and that one of its outputs is a view of, by
-    AOTAutograd's metadata of the graph (``ViewAndMutationMeta``)."""
+def _written_bases_of_outputs(meta, inputs: list) -> list[int] | None:
+    """The inputs (indices into ``inputs``, the graph's inputs as TorchDynamo passes them)
+    that the graph writes to and that one of its outputs is a view of, by AOTAutograd's
+    metadata of the graph (``ViewAndMutationMeta``); ``None`` when the metadata does not
+    index ``inputs`` one to one (inputs merged into one base, a subclass's inner tensors,
+    parameters held by the graph) and every tensor input must be taken for one."""
     bases = {o.base_idx for o in meta.output_info
              if o.output_type.name == "alias_of_input" and o.base_idx is not None}
+    if not bases:
+        return []
+    if len(meta.input_info) != len(inputs) or not all(isinstance(inputs[i], torch.Tensor) for i in bases):
+        return None
     return sorted(i for i in bases if meta.input_info[i].mutates_data)
+
+
+def _is_dense(t: torch.Tensor) -> bool:
+    """Whether ``t``'s elements fill a block of memory with no gaps or overlaps, in some order
+    of its dims (contiguous, channels-last, transposed), as TensorIterator requires to give a
+    result ``t``'s strides; sizes 0 and 1 take any stride."""
+    expected = 1
+    for size, stride in sorted(((s, st) for s, st in zip(t.shape, t.stride()) if s != 1), key=lambda p: p[1]):
+        if size == 0:
+            return True
+        if stride != expected:
+            return False
+        expected *= size
+    return True
 
 
 def _with_alias_check(compiled: Callable, gm: torch.fx.GraphModule, example_inputs: list, meta) -> Callable:
@@ -434,29 +455,34 @@ def _with_alias_check(compiled: Callable, gm: torch.fx.GraphModule, example_inpu
     a written input could get the wrong strides.
 
     With size symbols, AOTAutograd rebuilds such an output from its input with the strides
-    of the view of the written copy in its functional graph (contiguous), not of the input:
-    ``x.add_(1); return x.flatten(0, 1)`` on ``x = b.view(1, n, 2)[..., ::2]`` returns a view
-    that reads every element of ``b`` instead of every other one (``aot_eager`` and Inductor
-    too). A contiguous input's writes have its strides, so its views are rebuilt right; a call
-    where such an input is not contiguous runs eagerly, with a warning. Graphs without size
-    symbols (views replayed) or without such outputs are returned as they are."""
+    of the view of the written copy in its functional graph, not of the input: ``x.add_(1);
+    return x.flatten(0, 1)`` on ``x = b.view(1, n, 2)[..., ::2]`` returns a view that reads
+    every element of ``b`` instead of every other one (``aot_eager`` and Inductor too). The
+    written copy of a dense input (contiguous, channels-last, transposed) has the input's
+    strides, so its views are rebuilt right; a call where such an input has gaps runs
+    eagerly, with a warning (where the metadata cannot name the input, any tensor input with
+    gaps). Graphs without size symbols (views replayed) or without such outputs are returned
+    as they are. The returned callable counts its eager calls in ``eager_calls``."""
     if meta is None or not _is_symbolic(example_inputs):
         return compiled
-    bases = _written_bases_of_outputs(meta)
-    if not bases:
+    bases = _written_bases_of_outputs(meta, example_inputs)
+    if bases == []:
         return compiled
     warned = [False]
 
     def run(*args):  # TorchDynamo calls what a backend returns with the graph's inputs
-        if all(args[i].is_contiguous() for i in bases):
+        checked = bases if bases is not None else [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+        if all(_is_dense(args[i]) for i in checked):
             return compiled(*args)
+        run.eager_calls += 1
         if not warned[0]:
             warned[0] = True
-            warnings.warn("torchfuse: this graph returns a view of an input it writes to, and the input is not "
-                          "contiguous; with dynamic sizes AOTAutograd would give that view the wrong strides, so "
-                          "such calls run eagerly, unfused", RuntimeWarning, stacklevel=user_stacklevel())
+            warnings.warn("torchfuse: this graph returns a view of an input it writes to, and the input's elements "
+                          "have gaps in memory; with dynamic sizes AOTAutograd would give that view the wrong "
+                          "strides, so such calls run eagerly, unfused", RuntimeWarning, stacklevel=user_stacklevel())
         return gm(*args)
 
+    run.eager_calls = 0
     return run
 
 
