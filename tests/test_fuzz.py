@@ -998,12 +998,12 @@ def test_fuzz_programs(pytestconfig):
 
 
 def test_generated_programs_cover_the_grammar():
-    """Over the first thousand programs (generation only, no compilation; the sequence
+    """Over the first 2500 programs (generation only, no compilation; the sequence
     depends on the hypothesis version) the strategy reaches every op family, every layout
     and dtype, size-0 dims and gradients (so a bounded CI run is not exercising a corner)."""
     seen: list[Program] = []
 
-    @settings(max_examples=1000, database=None, derandomize=True, deadline=None,
+    @settings(max_examples=2500, database=None, derandomize=True, deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(programs())
     def collect(p):
