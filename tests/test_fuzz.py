@@ -976,22 +976,21 @@ def test_fuzz_programs_at_two_sizes(pytestconfig):
     kernels and launch plans made for the first serve the second, or are made again where
     the layouts differ. Most are compiled with options under which a reduction's scheduler
     changes between the two sizes (:data:`TWO_SIZE_OPTIONS`)."""
-    examples = max(1, pytestconfig.getoption("fuzz_examples") // 4)
-    run = settings(max_examples=examples, deadline=None, database=None, print_blob=True,
-                   derandomize=pytestconfig.getoption("fuzz_seed") is None,
-                   suppress_health_check=list(HealthCheck))(
-        given(programs(), st.sampled_from(TWO_SIZE_OPTIONS), st.sampled_from(sorted(CHANGES)))(_run_at_two_sizes))
-    if pytestconfig.getoption("fuzz_seed") is not None:
-        run = seed(pytestconfig.getoption("fuzz_seed"))(run)
-    run()
+    _fuzz(pytestconfig, max(1, pytestconfig.getoption("fuzz_examples") // 4), _run_at_two_sizes,
+          programs(), st.sampled_from(TWO_SIZE_OPTIONS), st.sampled_from(sorted(CHANGES)))
 
 
 def test_fuzz_programs(pytestconfig):
     """Random programs compiled by torchfuse equal eager (forward and backward)."""
-    examples = pytestconfig.getoption("fuzz_examples")
+    _fuzz(pytestconfig, pytestconfig.getoption("fuzz_examples"), _run, programs())
+
+
+def _fuzz(pytestconfig, examples: int, check: Callable, *strategies) -> None:
+    """Run ``check`` on ``examples`` draws of ``strategies``: derandomized (CI's fixed
+    programs), or from ``--fuzz-seed``."""
     run = settings(max_examples=examples, deadline=None, database=None, print_blob=True,
                    derandomize=pytestconfig.getoption("fuzz_seed") is None,
-                   suppress_health_check=list(HealthCheck))(given(programs())(_run))
+                   suppress_health_check=list(HealthCheck))(given(*strategies)(check))
     if pytestconfig.getoption("fuzz_seed") is not None:
         run = seed(pytestconfig.getoption("fuzz_seed"))(run)
     run()

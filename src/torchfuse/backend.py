@@ -436,20 +436,6 @@ def _written_bases_of_outputs(meta, inputs: list) -> list[int] | None:
     return sorted(i for i in bases if meta.input_info[i].mutates_data)
 
 
-def _is_dense(t: torch.Tensor) -> bool:
-    """Whether ``t``'s elements fill a block of memory with no gaps or overlaps, in some order
-    of its dims (contiguous, channels-last, transposed), as TensorIterator requires to give a
-    result ``t``'s strides; sizes 0 and 1 take any stride."""
-    expected = 1
-    for size, stride in sorted(((s, st) for s, st in zip(t.shape, t.stride()) if s != 1), key=lambda p: p[1]):
-        if size == 0:
-            return True
-        if stride != expected:
-            return False
-        expected *= size
-    return True
-
-
 def _with_alias_check(compiled: Callable, gm: torch.fx.GraphModule, example_inputs: list, meta) -> Callable:
     """``compiled``, running TorchDynamo's graph eagerly for calls where an output that views
     a written input could get the wrong strides.
@@ -468,18 +454,33 @@ def _with_alias_check(compiled: Callable, gm: torch.fx.GraphModule, example_inpu
     bases = _written_bases_of_outputs(meta, example_inputs)
     if bases == []:
         return compiled
-    warned = [False]
+    checked = bases if bases is not None else [i for i, a in enumerate(example_inputs) if isinstance(a, torch.Tensor)]
+    dense = torch.ops.aten.is_non_overlapping_and_dense.default  # no gaps or overlaps, in any dim order
+
+    def has_gaps(args: tuple) -> bool:
+        return not all(dense(args[i]) for i in checked)
+
+    return _eager_when(has_gaps, compiled, gm,
+                       "this graph returns a view of an input it writes to, and the input's elements have gaps in "
+                       "memory; with dynamic sizes AOTAutograd would give that view the wrong strides")
+
+
+def _eager_when(needs_eager: Callable[[tuple], bool], compiled: Callable, gm: torch.fx.GraphModule,
+                why: str) -> Callable:
+    """``compiled``, but calls whose arguments ``needs_eager`` picks run TorchDynamo's graph
+    ``gm`` eagerly, with one warning (``why``, then that such calls run eagerly); the
+    returned callable counts those calls in ``eager_calls``."""
+    warned = False
 
     def run(*args):  # TorchDynamo calls what a backend returns with the graph's inputs
-        checked = bases if bases is not None else [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
-        if all(_is_dense(args[i]) for i in checked):
+        nonlocal warned
+        if not needs_eager(args):
             return compiled(*args)
         run.eager_calls += 1
-        if not warned[0]:
-            warned[0] = True
-            warnings.warn("torchfuse: this graph returns a view of an input it writes to, and the input's elements "
-                          "have gaps in memory; with dynamic sizes AOTAutograd would give that view the wrong "
-                          "strides, so such calls run eagerly, unfused", RuntimeWarning, stacklevel=user_stacklevel())
+        if not warned:
+            warned = True
+            warnings.warn(f"torchfuse: {why}; such calls run eagerly, unfused", RuntimeWarning,
+                          stacklevel=user_stacklevel())
         return gm(*args)
 
     run.eager_calls = 0
@@ -521,19 +522,9 @@ def _with_overlap_check(compiled: Callable, gm: torch.fx.GraphModule, example_in
     if meta is not None and not any(i.mutates_data or i.mutates_metadata for i in meta.input_info):
         return compiled  # reads alone give the same values at any overlap
     indices = [i for g, _ in shared for i in g]
-    warned = [False]
-
-    def run(*args):  # TorchDynamo calls what a backend returns with the graph's inputs
-        if _shared_storages(args, indices) != shared:
-            if not warned[0]:
-                warned[0] = True
-                warnings.warn("torchfuse: inputs that share memory overlap differently from when this graph was "
-                              "compiled, and the graph writes to one of them; such calls run eagerly, unfused",
-                              RuntimeWarning, stacklevel=user_stacklevel())
-            return gm(*args)
-        return compiled(*args)
-
-    return run
+    return _eager_when(lambda args: _shared_storages(args, indices) != shared, compiled, gm,
+                       "inputs that share memory overlap differently from when this graph was compiled, and the "
+                       "graph writes to one of them")
 
 
 def register() -> None:
