@@ -85,11 +85,11 @@ def test_first_call_phases_add_up_and_explain_reports_them(tmp_path):
     result = torchfuse.explain(program, x, w, verbose=False, cache_dir=str(tmp_path))
     assert result.compile_phases["segment"] > 0 and result.compile_phases["codegen"] > 0
     assert "time by phase: dynamo" in result.summary()
-    # the graphs' stages count the seconds the phases count (the graph cache's lookup with the
-    # passes): the header and each graph's ``stages:`` line agree, to the phases' rounding
+    # the graphs' stages count the seconds the phases count: segmentation alike (to the
+    # phases' rounding); the passes phase adds the captured graph's rewrites to the stages
     stages = result.stage_seconds()
     assert stages["segment"] == pytest.approx(result.compile_phases["segment"], abs=1e-4)
-    assert stages["ir"] == pytest.approx(result.compile_phases["passes"], abs=1e-4)
+    assert 0 < stages["ir"] <= result.compile_phases["passes"] + 1e-4
 
 
 def test_graph_cache_hit_skips_code_generation(tmp_path, monkeypatch):

@@ -107,7 +107,8 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Opti
     from .ir.from_fx import graph_from_fx
     from .segment import segment
 
-    run_aten_passes(gm, options, name, LAST_REWRITES, before_freezing=True)
+    with _phases.CLOCK.timed("passes"):  # before freezing, which compiles the frozen graph anew
+        run_aten_passes(gm, options, name, LAST_REWRITES, before_freezing=True)
     if options.freeze and name == "inference" and static_inputs:
         frozen = _compile_frozen(gm, example_inputs, options, static_inputs)
         if frozen is not None:

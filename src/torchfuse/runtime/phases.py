@@ -10,9 +10,10 @@ The first call of a program compiled with torchfuse runs, in order:
     AOTAutograd functionalizes and decomposes the graph, traces the joint forward-backward
     graph and partitions it (the backend call less torchfuse's own stages inside it).
 ``passes``
-    torchfuse's graph passes: the rewrites of the captured and the ATen graphs, the
-    conversion to torchfuse's IR, and the graph cache's lookup (a compiled graph's ``ir``
-    stage, which ``explain`` lists per graph, counts the same seconds).
+    torchfuse's graph passes: the rewrites of the captured graph (once per capture, before
+    AOTAutograd), then per ATen graph its rewrites, the conversion to torchfuse's IR and the
+    graph cache's lookup (that graph's ``ir`` stage, which ``explain`` lists per graph; the
+    phase is the stages' sum plus the captured graphs' rewrites).
 ``segment``
     segmentation into fusion groups and ATen calls (scheduling included; a graph's
     ``segment`` stage).
