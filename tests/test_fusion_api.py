@@ -578,6 +578,21 @@ def test_a_function_called_once_outside_compiles_without_a_graph_break():
     torch.testing.assert_close(compiled(x, b), (F.gelu(x * 2 + b) + x).sum())
 
 
+def test_a_function_taking_python_numbers_compiles_without_a_graph_break():
+    """Python numbers among the arguments (a float, an int, a bool) are part of the trace's
+    signature; finding it under TorchDynamo needs no graph break (torch 2.11's TorchDynamo
+    broke the graph at the signature's type names; ``fullgraph=True`` raised)."""
+    @fused(interpret=DEVICE == "cpu")
+    def scaled(x, s, k, flip):
+        return (-x if flip else x) * s + k
+
+    x = sample((4, 8), F32)
+    scaled(x, 2.0, 3, True)
+    compiled = torchfuse.compile(lambda x: scaled(x * 2, 2.0, 3, True).sum(), fullgraph=True,
+                                 interpret=DEVICE == "cpu")
+    torch.testing.assert_close(compiled(x), (-(x * 2) * 2.0 + 3).sum())
+
+
 def test_arguments_by_keyword():
     """A ``@fused`` function takes its arguments by keyword too, as Python would bind them
     (it raised TypeError); a keyword-only parameter is refused with the reason."""

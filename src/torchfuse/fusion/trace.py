@@ -53,9 +53,18 @@ def signature(args: tuple) -> tuple:
                 s = int(s)
                 pattern.append(1 if s == 1 else ("d", first.setdefault(s, len(first))))
             key.append(("tensor", a.dtype, a.device.type, a.device.index, tuple(pattern)))
-        else:
-            key.append(("value", type(a).__name__, a))
+        else:  # the kind apart: 2, 2.0 and True are equal keys
+            key.append(("value", _value_kind(a), a))
     return tuple(key)
+
+
+def _value_kind(a) -> str:
+    """``bool``, ``int``, ``float``, ... of a non-tensor argument, by ``isinstance`` with literal
+    names: TorchDynamo (torch 2.11) cannot hash ``type(a).__name__`` and broke the graph there."""
+    for kind, name in ((bool, "bool"), (int, "int"), (float, "float"), (complex, "complex"), (str, "str")):
+        if isinstance(a, kind):
+            return name
+    return "other"
 
 
 class Traced:
