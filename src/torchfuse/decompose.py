@@ -42,6 +42,7 @@ EXTRA_DECOMPOSITIONS = [
     aten.mish,
     aten.softplus,
     aten.native_dropout,
+    aten.linalg_vector_norm,  # in torch 2.14's core table, not in 2.11's (which left it on ATen)
 ]
 
 #: Core-table entries we remove, because the registry fuses these ops better whole.
