@@ -153,6 +153,27 @@ def test_numbers_added_to_half_tensors_follow_the_device(dtype):
     check_bits(fn, x)
 
 
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=dtype_id)
+def test_a_wider_zero_dim_tensor_is_read_as_each_device_reads_it(dtype):
+    """A 0-dim fp32 tensor (a learned scale, a temperature) with fp16/bf16 tensors: PyTorch's
+    CPU kernels of ``mul`` and ``div`` (rounding modes too) read it unrounded in fp32 when it is
+    the second operand (``original_scalar_value``), its CUDA kernels load it as the tensors'
+    dtype; as the first operand, and in ``lerp``, ``addcmul`` and ``addcdiv``, both devices
+    round it to the tensors' dtype first (their decompositions computed from the fp32 value).
+    (``addcdiv`` with ``value=`` is not among them: TorchDynamo rewrites it into a division,
+    a multiplication and an addition, each rounded, for every backend.)"""
+    x, y = wide(dtype, 9, 20.0), wide(dtype, 10, 20.0)
+    s = torch.tensor(1.7132, device=DEVICE)  # not a value of fp16 or bf16
+    w = torch.tensor(0.3711, device=DEVICE)
+
+    def fn(x, y, s, w):
+        return (x * s, x / s, torch.div(x, s, rounding_mode="trunc"), torch.div(x, s, rounding_mode="floor"),
+                s * x, s / (y.abs() + 1), torch.lerp(x, y, w), torch.addcmul(x, y, s, value=0.5),
+                torch.addcdiv(x, y, s), x * s.expand(1, 1))
+
+    check_bits(fn, x, y, s, w)
+
+
 # ----------------------------------------------------------------------------- NaN signs, -0.0
 
 def _nans(dtype) -> torch.Tensor:

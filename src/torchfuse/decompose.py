@@ -361,6 +361,30 @@ def addmm_padded(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor, *, beta=1
     return _unpad(aten.addmm.default(bias, a, b, beta=beta, alpha=alpha), m, n, pads)
 
 
+#: composite pointwise ops whose PyTorch kernels (CPU and CUDA) cast every tensor operand to the
+#: result dtype before computing, where their reference decompositions compute in fp32 from the
+#: operands as given: a 0-dim fp32 weight of a bf16 ``lerp`` is rounded to bf16 by eager
+LOAD_AT_RESULT_DTYPE = (aten.lerp.Tensor, aten.addcmul.default, aten.addcdiv.default)
+
+
+def _operands_at_result_dtype(decomposition):
+    """``decomposition`` (of an op of :data:`LOAD_AT_RESULT_DTYPE`) with its floating-point
+    tensor operands first cast to the op's result dtype (type promotion's), as the ATen kernels'
+    TensorIterator does: a 0-dim operand of a wider dtype, which does not take part in the
+    promotion, is rounded to the 16-bit dtype of the others, not read unrounded."""
+    from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
+
+    @functools.wraps(decomposition)
+    def cast_first(*args, **kwargs):
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        _, result = elementwise_dtypes(*tensors, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)
+        if result.is_floating_point:
+            args = tuple(a.to(result) if isinstance(a, torch.Tensor) and a.dtype != result else a for a in args)
+        return decomposition(*args, **kwargs)
+
+    return cast_first
+
+
 def _bind(fn, **fixed):
     """``fn`` with keyword arguments ``fixed`` given (keeps its name for PyTorch's logs)."""
     @functools.wraps(fn)
@@ -388,4 +412,7 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
     table[aten.addmm.default] = _bind(addmm_padded, tuning=tuning)
     table[aten._unsafe_masked_index.default] = unsafe_masked_index
     table[aten.index_add.default] = index_add
+    for op in LOAD_AT_RESULT_DTYPE:
+        if op in table:
+            table[op] = _operands_at_result_dtype(table[op])
     return table

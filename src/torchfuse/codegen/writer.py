@@ -23,7 +23,7 @@ from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as PROMOTE
 
 from ..config import Tuning
 from ..domain import Domain
-from ..ir.emit import convert, literal, number_operand, triton_dtype
+from ..ir.emit import HALF_DTYPES, convert, literal, number_operand, one_element, triton_dtype
 from ..ir.graph import Node, Value
 from ..ir.ops import REGISTRY
 from ..schedulers.layout import KernelLayout, TensorAccess
@@ -33,6 +33,13 @@ from .reductions import Reductions, workspace_components, workspace_nodes
 #: reduced indices and their quotients (``unravel``), the sizes, tensors, index values and
 #: workspaces among its parameters (``params``)
 _FIXED_NAME = re.compile(r"(x|r|xq|rq|xs|rs|in|out|ix|ws)\d+")
+
+#: ops whose second operand, a one-element tensor of another dtype than fp16/bf16 tensors',
+#: PyTorch's CPU kernels read unrounded in fp32 (``mul_kernel``, ``div_true_kernel``,
+#: ``div_trunc_kernel``, ``div_floor_kernel`` in ``ATen/native/cpu/BinaryOpsKernel.cpp``:
+#: ``original_scalar_value<opmath_t>(2)``); its CUDA kernels load it as the tensors' dtype
+#: (``BinaryFunctor`` in ``ATen/native/cuda/Loops.cuh``), and the kernels pick by device
+READ_UNROUNDED_ON_HOST = ("mul", "div")
 
 
 class KernelWriter(Reductions):
@@ -304,7 +311,11 @@ class KernelWriter(Reductions):
                 args.append(self.operand(x, compute, common, rule))  # a literal or a runtime scalar
                 continue
             var, dt = sub[x] if sub and x in sub else self.value(x)
-            if opdef.promoted is None or i in opdef.promoted:
+            if i == 1 and node.op in READ_UNROUNDED_ON_HOST and common in HALF_DTYPES \
+                    and x.meta.dtype != common and one_element(x):
+                gpu = self.cast_operand(var, dt, x.meta.dtype, compute, common)
+                args.append(f"tf_by_device({gpu}, {convert(var, dt, compute)})")
+            elif opdef.promoted is None or i in opdef.promoted:
                 args.append(self.cast_operand(var, dt, x.meta.dtype, compute, common))
             else:
                 args.append(convert(var, dt, torch.bool) if node.op == "where" and i == 0 else var)
