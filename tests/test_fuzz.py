@@ -505,6 +505,12 @@ def programs(draw, max_steps: int = 7) -> Program:
                 views = [f"{x.name}[..., ::2]", f"{x.name}.unsqueeze(0)"] + [f"{x.name}[1:]", f"{x.name}[0]"] * (shape[0] > 1)
                 views += [f"{x.name}.t()"] * (x.meta.dim() == 2)
                 target = draw(st.sampled_from(views))
+            if (target != x.name or src.name != x.name) \
+                    and src.meta.untyped_storage()._cdata == x.meta.untyped_storage()._cdata:
+                # an operand that is the written tensor seen through another view: eager reads
+                # elements the update already wrote, in its loop's order (undefined; raised
+                # for dense tensors, computed for gapped ones, where the overlap check gives up)
+                continue
             call = {"neg_": f"{target}.neg_()", "clamp_": f"{target}.clamp_(min={src.name})"}.get(
                 op, f"{target}.{op}({src.name})")
             if _meta_eval(call, {v.name: v for v in vals}) is None:
