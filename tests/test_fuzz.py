@@ -771,6 +771,23 @@ def assert_same_bits(actual: torch.Tensor, expected: torch.Tensor, what: str, na
                               f"(got {a[~same][:4].tolist()}, eager {e[~same][:4].tolist()})")
 
 
+def _float64_reference(program: Callable, inputs: list[torch.Tensor], leaves: list[int] = (), diff: list[int] = (),
+                       grads_out: list[torch.Tensor] = ()) -> Callable:
+    """``reference(part)``: a function giving part ``part`` (0 outputs, 1 gradients, 2 inputs
+    after the call) of :func:`_float64_run`'s float64 run of ``program``, made once, on the first
+    mismatch that asks for it."""
+    exact: list = []
+
+    def reference(part: int):
+        def get():
+            if not exact:
+                exact.append(_float64_run(program, inputs, list(leaves), list(diff), list(grads_out)))
+            return exact[0][part]
+        return get
+
+    return reference
+
+
 def check_program(program: Callable, inputs: list[torch.Tensor], bitwise: tuple = (), nan_signs: tuple = (),
                   mutates: bool = False, first_sizes: list[torch.Tensor] | None = None,
                   options: dict | None = None) -> None:
@@ -803,13 +820,14 @@ def check_program(program: Callable, inputs: list[torch.Tensor], bitwise: tuple 
         compiled = torchfuse.compile(program, dynamic=True, interpret_integer_division=True, **(options or {}))
         eager_first = _fresh(first_sizes)
         at_first = program(*eager_first)
+        through_first, reference_first = program_dtypes(program, first_sizes), _float64_reference(program, first_sizes)
         for _ in range(2):
             fused_first = _fresh(first_sizes)
-            assert_same(tuple(compiled(*fused_first)), at_first, "output at the first sizes",
-                        program_dtypes(program, first_sizes), lambda: _float64_run(program, first_sizes, [], [], [])[0])
+            assert_same(tuple(compiled(*fused_first)), at_first, "output at the first sizes", through_first,
+                        reference_first(0))
             if mutates:
-                assert_same(fused_first, eager_first, "input after the call at the first sizes",
-                            program_dtypes(program, first_sizes), lambda: _float64_run(program, first_sizes, [], [], [])[2])
+                assert_same(fused_first, eager_first, "input after the call at the first sizes", through_first,
+                            reference_first(2))
         if not mutates:
             first.append(tuple(compiled(*fused_in)))
         actual = tuple(compiled(*fused_in))
@@ -824,15 +842,7 @@ def check_program(program: Callable, inputs: list[torch.Tensor], bitwise: tuple 
     g = torch.Generator().manual_seed(0)
     grads_out = [torch.randn(expected[k].shape, generator=g, dtype=F64).to(expected[k].dtype).to(DEVICE)
                  for k in diff]
-    exact: list = []  # the float64 program's outputs and gradients, made on the first mismatch
-
-    def reference(part: int):
-        def get():
-            if not exact:
-                exact.append(_float64_run(program, inputs, leaves, diff, grads_out))
-            return exact[0][part]
-        return get
-
+    reference = _float64_reference(program, inputs, leaves, diff, grads_out)
     for earlier in first:
         assert_same(earlier, expected, "output of the first call", through, reference(0))
     assert_same(actual, expected, "output", through, reference(0))

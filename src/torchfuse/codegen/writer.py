@@ -34,13 +34,6 @@ from .reductions import Reductions, workspace_components, workspace_nodes
 #: workspaces among its parameters (``params``)
 _FIXED_NAME = re.compile(r"(x|r|xq|rq|xs|rs|in|out|ix|ws)\d+")
 
-#: ops whose second operand, a one-element tensor of another dtype than fp16/bf16 tensors',
-#: PyTorch's CPU kernels read unrounded in fp32 (``mul_kernel``, ``div_true_kernel``,
-#: ``div_trunc_kernel``, ``div_floor_kernel`` in ``ATen/native/cpu/BinaryOpsKernel.cpp``:
-#: ``original_scalar_value<opmath_t>(2)``); its CUDA kernels load it as the tensors' dtype
-#: (``BinaryFunctor`` in ``ATen/native/cuda/Loops.cuh``), and the kernels pick by device
-READ_UNROUNDED_ON_HOST = ("mul", "div")
-
 
 class KernelWriter(Reductions):
     """Writes one kernel function of a fusion group (one stage of a scheduler's launch).
@@ -311,8 +304,8 @@ class KernelWriter(Reductions):
                 args.append(self.operand(x, compute, common, rule))  # a literal or a runtime scalar
                 continue
             var, dt = sub[x] if sub and x in sub else self.value(x)
-            if i == 1 and node.op in READ_UNROUNDED_ON_HOST and common in HALF_DTYPES \
-                    and x.meta.dtype != common and one_element(x):
+            if i == opdef.host_scalar and common in HALF_DTYPES and x.meta.dtype != common and one_element(x):
+                # each device's kernels read it their way (OpDef.host_scalar); the kernel picks
                 gpu = self.cast_operand(var, dt, x.meta.dtype, compute, common)
                 args.append(f"tf_by_device({gpu}, {convert(var, dt, compute)})")
             elif opdef.promoted is None or i in opdef.promoted:

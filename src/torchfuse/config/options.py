@@ -118,12 +118,11 @@ def configure_logging(topics: frozenset[str] | None = None) -> None:
     configurations), ``cache`` (kernel cache hits and misses), ``recompile`` (new kernels or
     plans for new sizes and layouts). A chosen topic's records, its warnings included, go to
     its own stderr handler only (not also to the application's root handlers, which would
-    print them twice). The
-    ``torchfuse`` logger's level is WARNING unless the application set one, so that an
-    application logging at INFO or DEBUG does not receive the unchosen topics (as the
-    ``torch`` logger does); an application that wants them through its own handlers sets
-    ``logging.getLogger("torchfuse").setLevel(logging.INFO)`` and leaves ``TORCHFUSE_LOGS``
-    unset.
+    print them twice). The ``torchfuse`` logger's level is WARNING unless the application
+    set one, so that an application logging at INFO or DEBUG does not receive the unchosen
+    topics (as the ``torch`` logger does); an application that wants them through its own
+    handlers sets ``logging.getLogger("torchfuse").setLevel(logging.INFO)`` and leaves
+    ``TORCHFUSE_LOGS`` unset.
     """
     import logging
 

@@ -74,6 +74,11 @@ class OpDef:
         numbers: how a Python number operand is read when the op computes fp16/bf16 tensors
             in fp32 (:func:`torchfuse.ir.emit.number_operand`): ``"compute"``, ``"common"``
             or ``"device"``, or ``(position, attrs) -> rule``.
+        host_scalar: the input that PyTorch's CPU kernel reads unrounded in fp32 when it holds
+            one element of another dtype than the fp16/bf16 tensors' (``mul`` and ``div``,
+            ``original_scalar_value<opmath_t>(2)`` in ``ATen/native/cpu/BinaryOpsKernel.cpp``;
+            its CUDA kernels load it as the tensors' dtype, ``BinaryFunctor`` in
+            ``ATen/native/cuda/Loops.cuh``), or ``None``.
     """
 
     name: str
@@ -88,6 +93,7 @@ class OpDef:
     integer_division: bool = False
     opmath: bool = True
     numbers: Any = "compute"
+    host_scalar: int | None = None
 
 
 REGISTRY: dict[str, OpDef] = {}

@@ -267,11 +267,12 @@ def _emit_trunc_like(name: str):
 
 def pointwise(name, overloads, emit, *, promotion=PROMOTE.DEFAULT, parse=None, nargs=1,
               dtypes=ALL_DTYPES, domain=None, promoted=None, integer_division=False, opmath=True,
-              numbers="compute"):
+              numbers="compute", host_scalar=None):
     names = ("self", "other", "third")[:nargs]
     register(OpDef(name=name, kind="pointwise", aten=tuple(overloads), parse=parse or parse_operands(*names),
                    emit=emit, promotion=promotion, promoted=promoted, dtypes=frozenset(dtypes),
-                   domain=domain, integer_division=integer_division, opmath=opmath, numbers=numbers))
+                   domain=domain, integer_division=integer_division, opmath=opmath, numbers=numbers,
+                   host_scalar=host_scalar))
 
 
 
@@ -319,14 +320,14 @@ pointwise("add", [aten.add.Tensor, aten.add.Scalar], _emit_add, nargs=2, parse=_
 pointwise("sub", [aten.sub.Tensor, aten.sub.Scalar], _emit_sub, nargs=2, parse=_parse_alpha, dtypes=NUMERIC,
           numbers="device")
 # a number second is read in fp32 on both devices (CPU: iter.is_scalar(2)), a number first
-# is rounded to fp16/bf16 on CPU tensors
+# is rounded to fp16/bf16 on CPU tensors; a one-element tensor second, on CPU tensors only
 pointwise("mul", [aten.mul.Tensor, aten.mul.Scalar], _emit_mul, nargs=2,
-          numbers=lambda i, at: "compute" if i == 1 else "device")
+          numbers=lambda i, at: "compute" if i == 1 else "device", host_scalar=1)
 
 
 pointwise("div", [aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode, aten.div.Scalar_mode],
           emit_div, nargs=2, parse=parse_div, promotion=div_promotion, dtypes=NUMERIC,
-          integer_division=True, numbers=div_numbers)
+          integer_division=True, numbers=div_numbers, host_scalar=1)
 pointwise("true_divide", [prims.div.default], lambda a, dt, at: (
     fdiv(a[0], a[1], dt) if is_float(dt) else f"tf_div_trunc_int({a[0]}, {a[1]})"),
     nargs=2, dtypes=NUMERIC, integer_division=True)
