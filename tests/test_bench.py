@@ -9,8 +9,10 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -323,6 +325,8 @@ def test_cold_start_times_first_calls_in_fresh_processes(tmp_path):
         assert {"dynamo", "aot_autograd", "passes", "segment", "first_launch", "total"} <= set(phases), phases
         assert phases["total"] == pytest.approx(rows["torchfuse"][f"first_call_{which}_s"], rel=0.05, abs=0.05)
     assert rows["torchfuse"]["first_call_phases"]["segment"] > 0
+    # Triton's compile by stage (bench.triton_stages): nothing compiles under the interpreter
+    assert rows["torchfuse"]["first_call_cold_triton"] == {}, rows["torchfuse"]
 
 
 def test_module_entry_point_lists_cases():
@@ -352,7 +356,6 @@ def test_sass_count_shows_the_flushed_exp_saving_instructions(tmp_path):
     flush-to-zero summed exp (``Tuning.codegen.flush_summed_exp``) than without, the first of
     them three an element fewer (bf16 rows of 1024, one row on one warp: 32 elements a
     thread). The counts printed and the rows appended agree."""
-    import os
     import re
 
     from torchfuse.bench.rows import load_rows
@@ -398,3 +401,46 @@ def test_sass_count_compiles_kernels_as_they_are_launched(monkeypatch):
         assert launches and all(rec[-1] is (not exact) for rec in launches), launches
         spec = sass.spec_of(*launches[0][1:])
         assert spec["fp_fusion"] is (not exact)
+
+
+def test_triton_stage_clock_splits_a_compile_by_stage_and_restores_triton(tmp_path):
+    """:class:`~torchfuse.bench.triton_stages.TritonStageClock` times one kernel compiled for
+    sm_90 on this machine (no GPU): the front end and each backend stage once, their sum within
+    the compile's wall time; leaving the block restores Triton's own functions. In a child
+    process, with its own Triton cache: the interpreter of other tests patches Triton."""
+    script = tmp_path / "clock.py"
+    script.write_text(textwrap.dedent('''
+        import json, time
+        import triton
+        import triton.language as tl
+        from triton.backends.compiler import GPUTarget
+        from triton.backends.nvidia.compiler import CUDABackend
+        from triton.compiler.compiler import ASTSource
+        from torchfuse.bench.triton_stages import TritonStageClock
+
+        @triton.jit
+        def scale(x, y, n, BLOCK: tl.constexpr):
+            i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(y + i, tl.load(x + i, mask=i < n) * 2.0, mask=i < n)
+
+        originals = (ASTSource.make_ir, CUDABackend.add_stages)
+        source = ASTSource(fn=scale, signature={"x": "*fp32", "y": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+                           constexprs={"BLOCK": 128})
+        with TritonStageClock() as clock:
+            start = time.perf_counter()
+            triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+            wall = time.perf_counter() - start
+        restored = (ASTSource.make_ir, CUDABackend.add_stages) == originals
+        print(json.dumps({"seconds": clock.seconds, "calls": clock.calls, "wall": wall, "restored": restored}))
+    '''))
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "TORCHFUSE_INTERPRET")}
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    data = json.loads(done.stdout.strip().splitlines()[-1])
+    assert data["restored"]
+    stages = data["seconds"]
+    assert {"front_end", "ttir", "ttgir", "llir", "ptx", "cubin"} <= set(stages), stages
+    assert all(data["calls"][s] == 1 for s in ("front_end", "ttir", "ttgir", "llir", "ptx", "cubin")), data["calls"]
+    assert all(v > 0 for v in stages.values()), stages
+    assert sum(stages.values()) <= data["wall"] + 1e-3, (stages, data["wall"])

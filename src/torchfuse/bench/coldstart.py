@@ -7,12 +7,15 @@ before importing any of them, builds the workload and times its first forward (a
 backward), compilation included, split into compile phases
 (:mod:`torchfuse.runtime.phases`: TorchDynamo, AOTAutograd, torchfuse's passes, segmentation,
 code generation, Triton's compile, first launch; for ``torch.compile``, TorchDynamo and the
-backend's compile). The first child finds the caches empty (cold), the second finds what the
-first wrote (warm). Import time is not part of either figure.
+backend's compile). For torchfuse it also splits Triton's compile time by stage, summed over
+the compile threads (:class:`torchfuse.bench.triton_stages.TritonStageClock`). The first child
+finds the caches empty (cold), the second finds what the first wrote (warm). Import time is not
+part of either figure.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -33,19 +36,21 @@ def child_command(case_id: str, mode: str, backend: str, device: str, quick: boo
     return cmd + (["--quick"] if quick else []) + (["--channels-last"] if channels_last else [])
 
 
-def run_child(cmd: list[str], timeout: float) -> tuple[float | None, str | None, dict | None]:
-    """``(seconds, None, phases)`` or ``(None, error, None)`` from one child process; ``phases``:
-    seconds per compile phase of its first call (:class:`torchfuse.runtime.phases.PhaseWindow`)."""
+def run_child(cmd: list[str], timeout: float) -> tuple[float | None, str | None, dict | None, dict | None]:
+    """``(seconds, None, phases, triton)`` or ``(None, error, None, None)`` from one child
+    process; ``phases``: seconds per compile phase of its first call
+    (:class:`torchfuse.runtime.phases.PhaseWindow`); ``triton``: seconds per Triton compile
+    stage (:class:`~torchfuse.bench.triton_stages.TritonStageClock`), or ``None``."""
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return None, f"timed out after {timeout:.0f} s", None
+        return None, f"timed out after {timeout:.0f} s", None, None
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if not lines:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return None, f"exit status {done.returncode}: {tail[:300]}", None
+        return None, f"exit status {done.returncode}: {tail[:300]}", None, None
     data = json.loads(lines[-1])
-    return data.get("first_call_s"), data.get("error"), data.get("phases")
+    return data.get("first_call_s"), data.get("error"), data.get("phases"), data.get("triton_stages")
 
 
 def measure_first_calls(run, backends, budget) -> None:
@@ -66,16 +71,20 @@ def measure_first_calls(run, backends, budget) -> None:
                     r.warnings.append(f"{label} start: time budget reached")
                     break
                 run.progress(f"{run.case.id} {run.mode.name}: {label} start of {backend.name}")
-                seconds, error, phases = run_child(cmd, min(MAX_SECONDS, left) if left is not None else MAX_SECONDS)
+                seconds, error, phases, triton = run_child(cmd, min(MAX_SECONDS, left) if left is not None
+                                                           else MAX_SECONDS)
                 setattr(r, attr, seconds)
                 setattr(r, attr.replace("_s", "_phases"), phases)
+                setattr(r, attr.replace("_s", "_triton"), triton)
                 if error:
                     r.warnings.append(f"{label} start: {error}")
                     break
 
 
 def first_call_main(argv: list[str]) -> int:
-    """The child: print ``{"first_call_s": seconds}`` or ``{"error": ...}`` as the last line."""
+    """The child: print ``{"first_call_s": seconds, "phases": ..., "triton_stages": ...}`` or
+    ``{"error": ...}`` as the last line (``triton_stages`` for torchfuse's backends only: the
+    other compilers compile in processes of their own)."""
     parser = argparse.ArgumentParser(prog="torchfuse bench first-call")
     parser.add_argument("--case", required=True)
     parser.add_argument("--mode", required=True)
@@ -95,6 +104,7 @@ def first_call_main(argv: list[str]) -> int:
     from .suites import find_case
     from ..runtime.phases import PhaseWindow
     from .timing import time_first_call
+    from .triton_stages import TritonStageClock
     from .workload import BuildContext
 
     try:
@@ -103,10 +113,12 @@ def first_call_main(argv: list[str]) -> int:
         workload = case.build(BuildContext(args.device, mode, args.quick, args.channels_last and case.vision))
         import_modules((args.backend,))
         prepared = _prepare(BACKENDS[args.backend], workload, mode, args.device)
-        with PhaseWindow() as phases:
+        stages = TritonStageClock() if args.backend.startswith("torchfuse") else contextlib.nullcontext()
+        with PhaseWindow() as phases, stages:
             seconds, _ = time_first_call(prepared.forward_backward, args.device)
     except Exception as e:  # noqa: BLE001
         print(json.dumps({"error": describe(e)}), flush=True)
         return 1
-    print(json.dumps({"first_call_s": seconds, "phases": phases.seconds}), flush=True)
+    triton = stages.seconds if isinstance(stages, TritonStageClock) else None
+    print(json.dumps({"first_call_s": seconds, "phases": phases.seconds, "triton_stages": triton}), flush=True)
     return 0

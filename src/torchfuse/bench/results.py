@@ -39,7 +39,9 @@ class Result:
             fresh process with empty torchfuse, Triton and Inductor caches;
             ``first_call_warm_s``: again with the caches that run filled (``--cold-start``).
             ``first_call_phases`` (and ``_cold_``, ``_warm_``): those seconds per compile phase
-            (:class:`torchfuse.runtime.phases.PhaseWindow`).
+            (:class:`torchfuse.runtime.phases.PhaseWindow`); ``first_call_cold_triton`` and
+            ``_warm_triton``: torchfuse's Triton compile seconds per stage, summed over its
+            compile threads (:class:`torchfuse.bench.triton_stages.TritonStageClock`).
         peak_memory_mib: peak allocation over steady-state steps above what was allocated
             before this backend's copy of the model was made (its weights, gradients,
             optimizer state, CUDA graph pools, activations); CUDA only. ``None`` (with a line in
@@ -88,6 +90,8 @@ class Result:
     first_call_phases: dict | None = None
     first_call_cold_phases: dict | None = None
     first_call_warm_phases: dict | None = None
+    first_call_cold_triton: dict | None = None
+    first_call_warm_triton: dict | None = None
     peak_memory_mib: float | None = None
     kernels_per_step: int | None = None
     launches_per_step: int | None = None
