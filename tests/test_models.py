@@ -180,15 +180,16 @@ def _bert(attention: str):
     return transformers.BertModel(config)
 
 
-#: Attention in the BERT test: PyTorch's fused attention on GPUs (transformers' default). On
-#: CPU, torchfuse gets its gradients wrong (test_cpu_attention_training below), so the CPU run
-#: uses transformers' explicit attention (matrix products and a softmax, fused here).
-BERT_ATTENTION = "sdpa" if DEVICE == "cuda" else "eager"
+#: Attention in the BERT inference test: PyTorch's fused attention (transformers' default).
+BERT_ATTENTION = "sdpa"
 
 
-def test_bert_training():
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_bert_training(attention):
+    """BERT's training step with transformers' default attention (``scaled_dot_product_attention``,
+    kept whole on ATen) and with its explicit one (matrix products and a softmax, fused here)."""
     torch.manual_seed(0)
-    model = _bert(BERT_ATTENTION)
+    model = _bert(attention)
     ids = torch.randint(1, 100, (2, 8), device=DEVICE)
     mask = torch.ones(2, 8, dtype=torch.long, device=DEVICE)
     mask[1, 5:] = 0  # a padded sentence: the attention mask is built and applied in the graph
@@ -200,6 +201,34 @@ def test_bert_training():
     # attention its softmax; plus the embeddings' LayerNorm. Backward: their gradients,
     # some merged where they share inputs.
     assert_fused(min_forward=2 * 3 + 1, min_backward=2 * 3)
+
+
+def test_gpt2_loss_compiles_in_the_models_graph_with_its_loss_type_set():
+    """GPT-2's language-model loss: transformers 5 logs from ``loss_function`` on every call
+    of a model whose class name maps to no loss type, a graph break; with ``loss_type`` set,
+    as the README advises, model and loss compile as one graph (``fullgraph=True`` raises on a
+    break) and train as eager does."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.GPT2Config(vocab_size=100, n_positions=16, n_embd=32, n_layer=2, n_head=2,
+                                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(config).to(DEVICE).train()
+    model.loss_type = "ForCausalLM"
+    ids = torch.randint(0, 100, (2, 8), device=DEVICE)
+
+    def step(m, run):
+        loss = run(input_ids=ids, labels=ids).loss
+        loss.backward()
+        return loss.detach(), {n: p.grad for n, p in m.named_parameters()}
+
+    compiled_model, exact_model = copy.deepcopy(model), copy.deepcopy(model).double()
+    got = step(compiled_model, torch.compile(compiled_model, backend="torchfuse", fullgraph=True))
+    eager = step(model, model)
+    exact = step(exact_model, exact_model)
+    assert_close_to_eager(got[0], eager[0], exact[0], "loss")
+    for name, e in eager[1].items():
+        assert_close_to_eager(got[1][name], e, exact[1][name], f"gradient of {name}")
+    assert any(g.name == "backward" for g in backend.RECENT)
 
 
 def test_bert_new_batch_size():
