@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 
 import pytest
+import triton
+import triton.language as tl
 import torch
 
 import torchfuse
@@ -84,3 +86,102 @@ def test_dropout_backward_uses_the_forward_mask():
     assert 0.4 < kept.mean().item() < 0.8
     torch.testing.assert_close(x.grad, kept * 2 / 0.6)
     torch.testing.assert_close(out, kept * x.detach() * 2 / 0.6)
+
+
+# ---- four numbers per Philox call (Tuning.codegen.philox_four) ----------------------------
+
+FOURS = "codegen.philox_four=true"
+
+
+@triton.jit
+def _fours_reference(seed_ptr, out_ptr, cols, rpad, n, NORMAL: tl.constexpr, BLOCK: tl.constexpr):
+    # element i of a [n // cols, cols] iteration space: position p = row * rpad + col, its
+    # number component p % 4 of Philox's four for counter p // 4, drawn one element at a time
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    p = (i // cols).to(tl.int64) * rpad + i % cols
+    if NORMAL:
+        a, b, c, d = tl.randn4x(tl.load(seed_ptr), p // 4)
+    else:
+        a, b, c, d = tl.rand4x(tl.load(seed_ptr), p // 4)
+    lane = p % 4
+    tl.store(out_ptr + i, tl.where(lane == 0, a, tl.where(lane == 1, b, tl.where(lane == 2, c, d))), mask=i < n)
+
+
+def _reference_numbers(shape, rpad: int, normal: bool, seed_of_call: int) -> torch.Tensor:
+    """The numbers a call seeded with ``torch.manual_seed(seed_of_call)`` must produce: its
+    kernel seed drawn as the graph draws it (:func:`torchfuse.runtime.launch.draw_seeds`), then
+    each element's number by the definition in ``KernelWriter.random_by_fours``."""
+    from torchfuse.runtime.launch import draw_seeds
+
+    torch.manual_seed(seed_of_call)
+    seeds, _ = draw_seeds(1, torch.device(DEVICE))
+    out = torch.empty(shape, device=DEVICE)
+    kernel = _fours_reference
+    if DEVICE == "cpu":
+        from triton.runtime.interpreter import InterpretedFunction
+        kernel = InterpretedFunction(_fours_reference.fn)
+    n, block = out.numel(), 256
+    kernel[(triton.cdiv(n, block),)](seeds, out, shape[-1], rpad, n, NORMAL=normal, BLOCK=block)
+    return out
+
+
+@pytest.mark.parametrize("shape, reduced", [((1001,), False), ((2,), False), ((5, 37), True), ((3, 2), True),
+                                            ((6, 300), True)],
+                         ids=["pointwise", "pointwise-of-2", "rows-of-37", "rows-of-2", "rows-of-300"])
+def test_four_numbers_per_philox_call_are_each_positions_own(shape, reduced):
+    """With ``philox_four`` each element gets component ``p % 4`` of the Philox call for
+    counter ``p // 4`` (rows padded to a multiple of four in a reduction), whether its kernel
+    drew a quarter tile and interleaved it (blocks of four or more) or drew per element (two
+    elements, rows of two): the numbers equal a one-element-at-a-time reference bit for bit, and positions do
+    not share numbers (a reused counter would repeat a quarter of them; float32 rounding makes
+    a few chance ties)."""
+    def f(x):  # x is zero: the output is the random number itself
+        if reduced:
+            return x - x.mean(-1, keepdim=True) + torch.rand_like(x)
+        return torch.rand_like(x) + 0 * x
+
+    x = torch.zeros(shape, device=DEVICE)
+    g = torchfuse.compile(f, tuning=FOURS)
+    g(x)  # compiles (TorchDynamo and AOTAutograd draw nothing from the generator)
+    assert _groups_with("rand") == 1
+    group = next(gr for gr in backend.RECENT[-1].segmentation.groups if any(n.op == "rand" for n in gr.nodes))
+    assert any(n.op == "mean" or n.op == "sum" for n in group.nodes) == reduced, group
+    torch.manual_seed(11)
+    got = g(x)
+    rpad = (shape[-1] + 3) // 4 * 4 if reduced else shape[-1]
+    expected = _reference_numbers(shape, rpad, False, 11)
+    assert torch.equal(got, expected)
+    assert got.unique().numel() >= 0.99 * got.numel()
+    assert got.min() >= 0 and got.max() < 1
+
+
+def test_four_normal_numbers_per_philox_call():
+    def f(x):
+        return torch.randn_like(x) + 0 * x
+
+    x = torch.zeros(999, device=DEVICE)
+    g = torchfuse.compile(f, tuning=FOURS)
+    g(x)
+    torch.manual_seed(3)
+    got = g(x)
+    assert torch.equal(got, _reference_numbers((999,), 999, True, 3))
+    assert abs(got.mean().item()) < 5 / math.sqrt(999) and abs(got.std().item() - 1) < 0.1
+
+
+def test_dropout_with_four_numbers_per_call_is_reproducible_and_unbiased():
+    def f(x, r):
+        return torch.nn.functional.dropout(x + r, p=0.3, training=True)
+
+    x = torch.randn(256, 129, device=DEVICE)
+    r = torch.randn(256, 129, device=DEVICE)
+    g = torchfuse.compile(f, tuning=FOURS)
+    torch.manual_seed(1)
+    a = g(x, r)
+    torch.manual_seed(1)
+    b = g(x, r)
+    c = g(x, r)
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    kept = a != 0
+    rate = kept.float().mean().item()
+    assert abs(rate - 0.7) < 5 * math.sqrt(0.7 * 0.3 / kept.numel())
+    torch.testing.assert_close(a[kept], ((x + r) / 0.7)[kept])

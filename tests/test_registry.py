@@ -113,13 +113,16 @@ def test_pointwise_rules(name):
 
 
 def test_header_helpers_are_declared():
-    """The helpers defined in the kernel headers (the one every kernel holds, and the one only
-    kernels that call its helpers hold) are exactly the ones the loader wraps."""
-    headers = codegen.HEADER + codegen.HEADER_ON_DEMAND
+    """The helpers defined in the kernel headers (the one every kernel holds, and those only
+    kernels that call their helpers hold) are exactly the ones the loader wraps, and each name
+    that copies an on-demand header is defined (or imported) there."""
+    headers = codegen.HEADER + codegen.HEADER_ON_DEMAND + codegen.RANDOM_ON_DEMAND
     defined = re.findall(r"^def (tf_\w+)\(", headers, flags=re.M)
     assert sorted(defined) == sorted(helpers.HELPERS)
     assert headers.count("@triton.jit") == len(defined)
     assert set(helpers.ON_DEMAND) == set(re.findall(r"^def (tf_\w+)\(", codegen.HEADER_ON_DEMAND, flags=re.M))
+    random_names = re.findall(r"^def (tf_\w+)\(|^from .* import \w+ as (tf_\w+)$", codegen.RANDOM_ON_DEMAND, flags=re.M)
+    assert set(helpers.RANDOM_ON_DEMAND) <= {a or b for a, b in random_names}
 
 
 @pytest.mark.parametrize("name", REDUCTIONS)

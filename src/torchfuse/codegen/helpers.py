@@ -380,6 +380,27 @@ def tf_by_device_host(gpu, host):
 # <<< helpers on demand
 
 
+# >>> random helpers on demand
+# Four random numbers per Philox call (``Tuning.codegen.philox_four``, the writer's
+# ``random_by_fours``): the four results of a quarter-size tile of calls are interleaved,
+# a0 b0 c0 d0 a1 ..., by a reshape of [..., n, 2, 2] to [..., 4n]. That stays in registers
+# when each thread holds at least four of the tile's elements, which the kernel decides from
+# its block size and ``tf_threads()``, the threads of a program (a constant when compiled).
+from triton.language.extra.cuda import num_threads as tf_threads
+
+
+@triton.jit
+def tf_threads_host():
+    # the interpreter has no warps: blocks of at least 4 x 32 elements take the tiled form
+    return 32
+
+
+@triton.jit
+def tf_interleave4(a, b, c, d):
+    return tl.join(tl.join(a, c), tl.join(b, d))
+# <<< random helpers on demand
+
+
 def _region(name: str) -> str:
     source = inspect.getsource(sys.modules[__name__])
     begin, end = f"# >>> {name}\n", f"# <<< {name}\n"
@@ -396,11 +417,20 @@ def helpers_on_demand() -> str:
     return _region("helpers on demand")
 
 
+def random_helpers_on_demand() -> str:
+    """The helpers placed after the header in kernels that draw four random numbers a Philox
+    call (text): ``tf_threads`` and ``tf_interleave4``."""
+    return _region("random helpers on demand")
+
+
 #: Helpers copied only into the kernels that call them.
 ON_DEMAND = tuple(re.findall(r"^def (\w+)\(", helpers_on_demand(), flags=re.M))
+#: The names whose call copies :func:`random_helpers_on_demand` into a kernel.
+RANDOM_ON_DEMAND = ("tf_threads", "tf_interleave4")
 #: Every helper's name, which the loader turns into Triton functions (interpreted ones under the
 #: interpreter).
-HELPERS = tuple(re.findall(r"^def (\w+)\(", kernel_header(), flags=re.M)) + ON_DEMAND
+HELPERS = (tuple(re.findall(r"^def (\w+)\(", kernel_header(), flags=re.M)) + ON_DEMAND
+           + tuple(re.findall(r"^def (\w+)\(", random_helpers_on_demand(), flags=re.M)))
 #: Helpers replaced under the interpreter (CPU tensors) by their host twin.
 HOST_VARIANTS = {"tf_maximum": "tf_maximum_host",
                  "tf_minimum": "tf_minimum_host",
@@ -421,4 +451,5 @@ HOST_VARIANTS = {"tf_maximum": "tf_maximum_host",
                  "tf_quotient_by_one_element": "tf_quotient_by_one_element_host",
                  "tf_div_floor_by_number": "tf_div_floor_by_number_host",
                  "tf_neg": "tf_neg_host",
-                 "tf_by_device": "tf_by_device_host"}
+                 "tf_by_device": "tf_by_device_host",
+                 "tf_threads": "tf_threads_host"}

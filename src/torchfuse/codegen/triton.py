@@ -30,6 +30,7 @@ from .writer import KernelWriter, index_values  # noqa: F401  (index_values: re-
 #: them carry (:mod:`torchfuse.codegen.helpers`, read from its source).
 HEADER = helpers.kernel_header()
 HEADER_ON_DEMAND = helpers.helpers_on_demand()
+RANDOM_ON_DEMAND = helpers.random_helpers_on_demand()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +99,8 @@ def generate(group, layout: KernelLayout, scheduler: str, exact_rounding: bool =
         sched.write_body(w, k)
         kernels.append(w.function(function))
     body = "\n\n".join(kernels)
+    if any(re.search(rf"\b{h}\(", body) for h in helpers.RANDOM_ON_DEMAND):
+        body = RANDOM_ON_DEMAND + "\n\n" + body
     if any(re.search(rf"\b{h}\(", body) for h in helpers.ON_DEMAND):
         body = HEADER_ON_DEMAND + "\n\n" + body
     text = HEADER + "\n\n" + body

@@ -53,6 +53,8 @@ class KernelWriter(Reductions):
         #: kernels of a two-stage scheduler take workspaces and ``nsplit``/``rchunk``; the
         #: first (or only) stage's masks fold away when its blocks are full (``xfull``/``rfull``)
         self.two_stage = stages == 2
+        #: the offset of the current r block, a multiple of RBLOCK (set with ``rindex``)
+        self.r_offset: str | None = None
         self.first_stage = stage == 0
         #: the end of the reduced extent the kernel's loops and masks run to
         self.r_limit = "rnumel"
@@ -495,21 +497,23 @@ class KernelWriter(Reductions):
         self.define(out, var, out.meta.dtype)
 
     def emit_random(self, node: Node) -> None:
-        """Philox random numbers keyed by (seed + k, linear position in the iteration space)."""
+        """Philox random numbers keyed by (seed + k, linear position in the iteration space);
+        with ``Tuning.codegen.philox_four``, four numbers per Philox call (:meth:`random_by_fours`)."""
         out = node.output
         k = self.random_nodes.index(node)
-        if not self.reduce:
-            lin = "xindex"
-        elif self.in_r(out):
-            lin = "(xindex * rnumel + rindex)"
-        else:
-            lin = "xindex"
         var = self.fresh("rnd")
         dt = out.meta.dtype
-        if node.op == "randn":
-            self.emit(f"{var} = tl.randn(seed + {k}, {lin})")
+        if self.tuning.codegen.philox_four:
+            self.random_by_fours(node, k, var)
         else:
-            self.emit(f"{var} = tl.rand(seed + {k}, {lin})")
+            if not self.reduce:
+                lin = "xindex"
+            elif self.in_r(out):
+                lin = "(xindex * rnumel + rindex)"
+            else:
+                lin = "xindex"
+            self.emit(f"{var} = tl.{'randn' if node.op == 'randn' else 'rand'}(seed + {k}, {lin})")
+        if node.op != "randn":
             if node.op == "bernoulli":
                 self.emit(f"{var} = ({var} < {node.attrs['p']!r}).to(tl.float32)")
             elif dt in (torch.float16, torch.bfloat16):
@@ -519,6 +523,59 @@ class KernelWriter(Reductions):
         final = self.fresh()
         self.emit(f"{final} = {convert(var, torch.float32, dt)}")
         self.define(out, final, dt)
+
+    def random_by_fours(self, node: Node, k: int, var: str) -> None:
+        """Four random numbers per Philox call (``Tuning.codegen.philox_four``), as PyTorch's
+        CUDA kernels draw them (``curand_uniform4``), where ``tl.rand`` computes all four
+        outputs (ten rounds) and keeps one.
+
+        The number at position ``p`` of the iteration space is component ``p % 4`` of
+        ``tl.rand4x`` (``tl.randn4x``) for counter ``p // 4``. In a reduction kernel
+        ``p = x * rpad + r``, rows padded to a multiple of four, so each aligned run of four
+        columns shares one call whatever the row length. A block whose last dim (``XBLOCK`` in a
+        pointwise kernel, ``RBLOCK`` in a reduction; its offset a multiple of the block) has at
+        least four elements, and which gives every thread of the program four or more, draws a
+        quarter-size tile of calls and interleaves the four results (``tf_interleave4``, a
+        reshape); another block, or a number that varies along ``x`` alone, draws its
+        counter's four per element and keeps its component. Both forms give the same number at
+        each position, whatever the launch configuration."""
+        fn = "tl.randn4x" if node.op == "randn" else "tl.rand4x"
+        parts = [self.fresh("r4_") for _ in range(4)]
+        draws = ", ".join(parts)
+
+        def per_element(pos: str) -> None:
+            lane = self.fresh("lane")
+            self.emit(f"{draws} = {fn}(seed + {k}, ({pos}) // 4)")
+            self.emit(f"{lane} = ({pos}) % 4")
+            self.emit(f"{var} = tl.where({lane} == 0, {parts[0]}, tl.where({lane} == 1, {parts[1]}, "
+                      f"tl.where({lane} == 2, {parts[2]}, {parts[3]})))")
+
+        if not self.reduce:
+            quarters, pos, shape = "XBLOCK // 4", "xindex", "[XBLOCK]"
+            quarter = "xoffset // 4 + tl.arange(0, XBLOCK // 4)"
+        elif self.in_r(node.output):
+            rpad = self.fresh("rpad")
+            self.emit(f"{rpad} = (rnumel + 3) // 4 * 4")
+            quarters, shape = "XBLOCK * (RBLOCK // 4)", "[XBLOCK, RBLOCK]"
+            pos = f"xindex.to(tl.int64) * {rpad} + rindex"
+            quarter = (f"xindex.to(tl.int64) * ({rpad} // 4) + ({self.r_offset}) // 4"
+                       f" + tl.arange(0, RBLOCK // 4)[None, :]") if self.r_offset is not None else None
+        else:
+            quarters, quarter, pos = None, None, "xindex"
+        if quarter is None:
+            per_element(pos)
+            return
+        # the tiled form where every thread holds at least four elements (a block's last dim of
+        # four or more): the interleave then stays in registers (see the helpers' comment)
+        self.emit(f"if {quarters} >= tf_threads():")
+        self.indent += 1
+        self.emit(f"{draws} = {fn}(seed + {k}, {quarter})")
+        self.emit(f"{var} = tl.reshape(tf_interleave4({draws}), {shape})")
+        self.indent -= 1
+        self.emit("else:")
+        self.indent += 1
+        per_element(pos)
+        self.indent -= 1
 
     # ------------------------------------------------------------------ stores
     def store(self, out: Value) -> None:
@@ -563,6 +620,7 @@ class KernelWriter(Reductions):
             self.unravel("x", self.layout.n_x, "xindex")
 
     def r_prologue(self, offset: str) -> None:
+        self.r_offset = offset  # a multiple of RBLOCK (random_by_fours relies on it)
         ridx = f"{offset} + tl.arange(0, RBLOCK)[None, :]"
         if self.layout.index64:
             ridx = f"({ridx}).to(tl.int64)"

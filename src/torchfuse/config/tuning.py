@@ -206,8 +206,8 @@ class InnerOuterTuning:
 
 @dataclasses.dataclass(frozen=True)
 class CodegenTuning:
-    """Forms of generated code (:mod:`torchfuse.codegen`). Each switch is on by default; off
-    gives the plain form, for measurements (instruction counts from
+    """Forms of generated code (:mod:`torchfuse.codegen`). Each switch but ``philox_four`` is
+    on by default; off gives the plain form, for measurements (instruction counts from
     ``torchfuse bench sass``, device times from runs BJ to BN, NOTES.md).
 
     Attributes:
@@ -227,6 +227,11 @@ class CodegenTuning:
         branch_loads: a select on a condition of indices alone (a concatenation's) computes
             each branch it alone reads only on the lanes that take it, so each input is loaded
             once (:meth:`~torchfuse.codegen.writer.KernelWriter.mask_branches`).
+        philox_four: random numbers four per Philox call (``tl.rand4x``) instead of one
+            (``tl.rand``, which computes four and keeps one):
+            :meth:`~torchfuse.codegen.writer.KernelWriter.random_by_fours`. Off until measured
+            on a GPU: on a CPU it cuts a dropout LayerNorm forward's compile (NOTES.md), but its
+            interleave may cost register shuffles.
     """
 
     all_true_masks: bool = True
@@ -235,6 +240,7 @@ class CodegenTuning:
     row_prelude: bool = True
     batch_row_sums: bool = True
     branch_loads: bool = True
+    philox_four: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

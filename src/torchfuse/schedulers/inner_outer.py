@@ -144,6 +144,7 @@ def _write_rows(w) -> None:
     w.scopes.pop()
     w.indent -= 1
     # (names bound inside the loop are not visible after it)
+    w.r_offset = "0"
     w.emit("rindex = tl.arange(0, RBLOCK)[None, :]")
     w.emit("rmask = rindex < rnumel")
     for k, n in enumerate(outer):
@@ -155,7 +156,8 @@ def _write_rows(w) -> None:
 def _write_columns(w) -> None:
     """Stage 1: each program sums the ``nsplit`` partials of RBLOCK columns (XBLOCK >= nsplit)
     and writes the column sums and what the group computes from them."""
-    w.emit(f"rindex = {w.program_id()} * RBLOCK + tl.arange(0, RBLOCK)[None, :]")
+    w.r_offset = f"{w.program_id()} * RBLOCK"
+    w.emit(f"rindex = {w.r_offset} + tl.arange(0, RBLOCK)[None, :]")
     w.emit("rmask = rindex < rnumel")
     w.emit(f"xindex = tl.zeros([1, 1], {w.index_type})")
     w.emit("xmask = xindex < 1")
