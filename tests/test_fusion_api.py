@@ -593,6 +593,57 @@ def test_a_function_taking_python_numbers_compiles_without_a_graph_break():
     torch.testing.assert_close(compiled(x), (-(x * 2) * 2.0 + 3).sum())
 
 
+def test_signed_zeros_and_nan_arguments_find_their_own_traces():
+    """A Python float argument is part of the trace's key with its sign and NaN-ness: ``0.0 ==
+    -0.0`` made a call with -0.0 reuse the trace made for 0.0 (``1 / (x * s)`` gave +inf for
+    -inf), and a NaN, unequal to itself, never found its trace (traced again on every call);
+    inside tuples as well. Values against eager."""
+    def reciprocal(x, s):
+        return 1.0 / (x * s)
+
+    def reciprocal_of_first(x, t):
+        return 1.0 / (x * t[0])
+
+    f = fused(reciprocal, interpret=DEVICE == "cpu")
+    g = fused(reciprocal_of_first, interpret=DEVICE == "cpu")
+    x = torch.tensor([1.0, -2.0, 3.0], device=DEVICE)
+    for s in (0.0, -0.0, 0.0, float("nan"), float("nan"), -0.0):
+        torch.testing.assert_close(f(x, s), reciprocal(x, s), equal_nan=True)
+        torch.testing.assert_close(g(x, (s,)), reciprocal_of_first(x, (s,)), equal_nan=True)
+    assert len(f.fusions) == 3 and len(g.fusions) == 3  # 0.0, -0.0, nan
+
+
+SCALE = 2.0
+
+
+def test_a_changed_global_or_closure_number_is_traced_again():
+    """A Python number the function reads from its module or its closure is baked into the
+    trace as a constant; a trace made with another value is not reused (it was: ``x * SCALE``
+    kept the first value), in plain calls and inside a compiled caller (``fullgraph=True``),
+    as TorchDynamo guards on what it reads. Values against eager."""
+    global SCALE
+
+    def make(k):
+        @fused(interpret=DEVICE == "cpu")
+        def shifted(x):
+            return x * SCALE + k
+        return shifted
+
+    x = sample((4, 8), F32)
+    shifted = make(1.0)
+    SCALE = 2.0
+    torch.testing.assert_close(shifted(x), x * 2.0 + 1.0)
+    compiled = torchfuse.compile(lambda x: shifted(x).sum(), fullgraph=True, interpret=DEVICE == "cpu")
+    torch.testing.assert_close(compiled(x), (x * 2.0 + 1.0).sum())
+    try:
+        SCALE = 3.0
+        torch.testing.assert_close(shifted(x), x * 3.0 + 1.0)
+        torch.testing.assert_close(compiled(x), (x * 3.0 + 1.0).sum())
+        torch.testing.assert_close(make(5.0)(x), x * 3.0 + 5.0)
+    finally:
+        SCALE = 2.0
+
+
 def test_arguments_by_keyword():
     """A ``@fused`` function takes its arguments by keyword too, as Python would bind them
     (it raised TypeError); a keyword-only parameter is refused with the reason."""

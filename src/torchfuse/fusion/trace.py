@@ -2,8 +2,9 @@
 
 ``@fused`` traces the function with ``make_fx`` (symbolic sizes, torchfuse's decomposition
 table: the compiler's own frontend) on the first call with each *signature* (dtypes, device,
-ranks, which dims have size 1 and which sizes are equal, and the values of non-tensor
-arguments), and replays the ATen graph op by op into a :class:`~torchfuse.fusion.Fusion`
+ranks, which dims have size 1 and which sizes are equal, the values of non-tensor arguments,
+and the Python numbers the function reads from its closure and its module's globals, which the
+trace bakes in as constants), and replays the ATen graph op by op into a :class:`~torchfuse.fusion.Fusion`
 through the same checks as a hand-written definition. Later calls with the same signature
 run that fusion, at any sizes where the trace's own decisions hold: Python control flow on
 sizes (``if x.shape[-1] > 5``) is recorded by the trace as a condition on its size symbols
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import operator
 from typing import Any, Callable
 
@@ -43,7 +45,8 @@ _DROPPED_KWARGS = ("device", "pin_memory", "layout")
 
 def signature(args: tuple) -> tuple:
     """What a trace depends on: per tensor its dtype, device and size pattern (1, or the index
-    of the first tensor dim with the same size), per other argument its value."""
+    of the first tensor dim with the same size), per other argument its value
+    (:func:`value_key`)."""
     first: dict[int, int] = {}
     key = []
     for a in args:
@@ -53,9 +56,43 @@ def signature(args: tuple) -> tuple:
                 s = int(s)
                 pattern.append(1 if s == 1 else ("d", first.setdefault(s, len(first))))
             key.append(("tensor", a.dtype, a.device.type, a.device.index, tuple(pattern)))
-        else:  # the kind apart: 2, 2.0 and True are equal keys
-            key.append(("value", _value_kind(a), a))
+        else:
+            key.append(value_key(a))
     return tuple(key)
+
+
+def value_key(a: Any) -> tuple:
+    """A non-tensor value as a key that tells apart what a trace tells apart: the kind (2, 2.0
+    and True are equal in Python), a float's sign (``0.0 == -0.0``, but ``1 / x`` differs) and
+    NaN (unequal to itself, which would never find its trace), element by element in tuples
+    and lists."""
+    kind = _value_kind(a)
+    if kind == "float":
+        return ("value", kind, "nan") if a != a else ("value", kind, a, math.copysign(1.0, a))
+    if kind == "complex":
+        return ("value", kind, value_key(a.real), value_key(a.imag))
+    if isinstance(a, (tuple, list)):
+        return ("value", "list" if isinstance(a, list) else "tuple", tuple(value_key(x) for x in a))
+    return ("value", kind, a)
+
+
+def _free_number_reads(fn: Callable) -> tuple[tuple[str, Any], ...]:
+    """Where ``fn`` may read a Python number that is not an argument: ``("cell", cell)`` for
+    each closure variable, ``("global", name)`` for each global name its code (and the code of
+    functions defined in it) refers to. A trace bakes such a number in as a constant, so the
+    values are part of its key (:meth:`FusedFunction.free_numbers`)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ()
+    reads: list[tuple[str, Any]] = [("cell", cell) for cell in (getattr(fn, "__closure__", None) or ())]
+    names: set[str] = set()
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if isinstance(k, type(code)))
+    reads += [("global", name) for name in sorted(names)]
+    return tuple(reads)
 
 
 def _value_kind(a) -> str:
@@ -139,6 +176,28 @@ class FusedFunction:
         self.overrides = overrides
         self.fusions: dict[tuple, list[Traced]] = {}
         self._ops: dict[tuple, Any] = {}
+        self._reads = _free_number_reads(fn)
+        self._globals = getattr(fn, "__globals__", {})
+
+    def free_numbers(self) -> tuple:
+        """The Python numbers (bool, int, float, complex) ``fn`` reads now from its closure and
+        its module's globals (:func:`_free_number_reads`), keyed as arguments are: a trace
+        made with other values is not reused (``scale = 3.0`` after a call with ``2.0``
+        traces again), as TorchDynamo guards on the globals a compiled function reads."""
+        values = []
+        for where, what in self._reads:
+            try:
+                v = what.cell_contents if where == "cell" else self._globals.get(what)
+            except ValueError:  # a cell not yet assigned
+                continue
+            if isinstance(v, (bool, int, float, complex)):
+                values.append((what if where == "global" else "cell", value_key(v)))
+        return tuple(values)
+
+    def key_of(self, args: tuple) -> tuple:
+        """The key of the traces that may serve ``args``: their :func:`signature` and the
+        free numbers' values."""
+        return signature(args) + self.free_numbers()
 
     def fusion_for(self, *args) -> Fusion:
         """The fusion ``fn`` becomes for arguments like ``args`` (traced on first use)."""
@@ -147,7 +206,7 @@ class FusedFunction:
     def _find(self, args: tuple) -> tuple[tuple, Traced | None]:
         """``((signature, trace index), trace)`` of the trace serving ``args``; the trace is
         ``None`` when none of the signature's holds (the index is then the next one's)."""
-        sig = signature(args)
+        sig = self.key_of(args)
         traces = self.fusions.get(sig, [])
         for i, t in enumerate(traces):
             if t.holds(args):
@@ -173,7 +232,7 @@ class FusedFunction:
             # run them on fake tensors and symbolic sizes, which fails. A signature without its
             # op yet runs outside the graph (a graph break, kept by the code compiled around it)
             # and registers it.
-            traces = self.fusions.get(signature(args), ())
+            traces = self.fusions.get(self.key_of(args), ())
             if any(t.guards or t.exact is not None for t in traces):
                 # which trace serves these sizes is decided on sizes, which TorchDynamo cannot
                 # trace: the call runs outside the graph (a graph break)
