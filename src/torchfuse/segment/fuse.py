@@ -25,7 +25,7 @@ from typing import Sequence
 
 from ..config import Options
 from ..domain import Domain, align, extend
-from ..ir.graph import Graph, Node, Value
+from ..ir.graph import Graph, Node, Value, values_in
 from ..ir.ops import REGISTRY
 from .groups import has_reduction, is_fusible, one_element
 
@@ -39,8 +39,17 @@ class Units:
         self.index = {n: i for i, n in enumerate(graph.nodes)}
         self.unit: dict[Node, list[Node]] = {n: [n] for n in graph.nodes}
         users = graph.users()
+        # the step order also follows what a layout node would read as an ATen view
+        # (finalize makes views read outside their group calls): a dynamic reshape's sizes
+        # are values of its traced arguments, e.g. a sym_size of another group's result
+        readers = {v: list(ns) for v, ns in users.items()}
+        for n in graph.nodes:
+            if not n.is_call and REGISTRY[n.op].kind == "layout":
+                for v in values_in((n.args, n.kwargs)):
+                    if n not in readers.setdefault(v, []):
+                        readers[v].append(n)
         self.consumers: dict[Node, list[Node]] = {
-            n: sorted({u for o in n.outputs for u in users.get(o, [])}, key=self.index.get) for n in graph.nodes}
+            n: sorted({u for o in n.outputs for u in readers.get(o, [])}, key=self.index.get) for n in graph.nodes}
         self.producers: dict[Node, list[Node]] = {
             n: sorted({v.producer for v in n.input_values() if v.producer is not None}, key=self.index.get)
             for n in graph.nodes}
