@@ -498,6 +498,32 @@ def test_kernel_failure_writes_a_reproducer_that_runs(monkeypatch, tmp_path):
     assert "no failure reproduced: 1 fusion groups ran and matched eager" in run.stdout
 
 
+def test_a_reproducer_tells_rounding_from_a_wrong_value(tmp_path):
+    """A reproducer's comparison with eager is against a float64 reference, as the model tests
+    judge: a sum in another order (several ulps of a result with cancellation) passes, where
+    ``assert_close``'s default tolerance failed the reproducer of a fixed failure; a wrong
+    value or a NaN where eager has none fails."""
+    import importlib.util
+
+    from torchfuse.report.reproducer import input_spec, reproducer_text
+
+    gm = torch.fx.symbolic_trace(lambda x: x.sum(0))
+    path = tmp_path / "reproducer_under_test.py"
+    path.write_text(reproducer_text(gm, [input_spec(torch.randn(4, 3))], "check", "a test"))
+    spec = importlib.util.spec_from_file_location("reproducer_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    terms = torch.tensor([[1e4, -1e4 + 0.5, 3.25], [-0.125, 1e4, 0.0]], dtype=torch.float64)
+    exact = terms.sum(0, keepdim=True)
+    eager = terms.float().sum(0, keepdim=True)
+    other_order = terms.float().flip(0).sum(0, keepdim=True) + torch.tensor([[0.0, 2 ** -9, 0.0]])
+    module.check_output(0, other_order, eager, exact)
+    with pytest.raises(AssertionError, match="output 0: error against float64"):
+        module.check_output(0, eager * 1.01, eager, exact)
+    with pytest.raises(AssertionError, match="NaN"):
+        module.check_output(0, torch.where(eager > 1, float("nan"), eager), eager, exact)
+
+
 def test_graph_failure_writes_a_reproducer(monkeypatch, tmp_path):
     import torchfuse.segment
 
