@@ -176,20 +176,27 @@ class FusedFunction:
         self.overrides = overrides
         self.fusions: dict[tuple, list[Traced]] = {}
         self._ops: dict[tuple, Any] = {}
-        self._reads = _free_number_reads(fn)
         self._globals = getattr(fn, "__globals__", {})
+        #: where ``fn`` may read a number (:func:`_free_number_reads`); narrowed at the first
+        #: trace to the places that hold one then (not a module, a function, an attribute name),
+        #: so that every later call, and every guard TorchDynamo adds, reads only those
+        self._reads = _free_number_reads(fn)
+
+    def _read(self, where: str, what: Any) -> Any:
+        try:
+            return what.cell_contents if where == "cell" else self._globals.get(what)
+        except ValueError:  # a cell not yet assigned
+            return None
 
     def free_numbers(self) -> tuple:
         """The Python numbers (bool, int, float, complex) ``fn`` reads now from its closure and
         its module's globals (:func:`_free_number_reads`), keyed as arguments are: a trace
         made with other values is not reused (``scale = 3.0`` after a call with ``2.0``
-        traces again), as TorchDynamo guards on the globals a compiled function reads."""
+        traces again), as TorchDynamo guards on the globals a compiled function reads. A name
+        that held no number at the first trace is not watched."""
         values = []
         for where, what in self._reads:
-            try:
-                v = what.cell_contents if where == "cell" else self._globals.get(what)
-            except ValueError:  # a cell not yet assigned
-                continue
+            v = self._read(where, what)
             if isinstance(v, (bool, int, float, complex)):
                 values.append((what if where == "global" else "cell", value_key(v)))
         return tuple(values)
@@ -216,6 +223,9 @@ class FusedFunction:
     def _entry(self, args: tuple) -> tuple[Traced, tuple]:
         key, traced = self._find(args)
         if traced is None:
+            if not self.fusions:
+                self._reads = tuple(r for r in self._reads
+                                    if isinstance(self._read(*r), (bool, int, float, complex)))
             traced = self._trace(args)
             self.fusions.setdefault(key[0], []).append(traced)
             # registered now, so that a compiled graph calling the function with these
