@@ -527,12 +527,51 @@ def test_aten_passes_that_apply():
     assert names(ATEN_PASSES_BEFORE_FREEZING, "forward") == []
     assert names(ATEN_PASSES_BEFORE_FREEZING, "inference", conv_epilogues=False) == []
     assert names(ATEN_PASSES, "backward") == ["merge_duplicate_pads", "cat_of_one", "equal_cats_as_selects",
-                                              "scalar_copies_from_device", "log_softmax_sums", "one_hot_picks"]
+                                              "scalar_copies_from_device", "lifted_scalar_constants",
+                                              "log_softmax_sums", "one_hot_picks"]
     assert names(ATEN_PASSES, "forward", cross_entropy_rewrites=False) == [
-        "merge_duplicate_pads", "cat_of_one", "equal_cats_as_selects", "scalar_copies_from_device"]
+        "merge_duplicate_pads", "cat_of_one", "equal_cats_as_selects", "scalar_copies_from_device",
+        "lifted_scalar_constants"]
     text = describe()
     assert (text.index("FX level") < text.index("fold_conv_batchnorm") < text.index("AOTAutograd")
             < text.index("conv_relu_epilogues") < text.index("one_hot_picks") < text.index("IR level"))
+
+
+def test_a_scalar_constant_made_by_the_models_code_is_fused_as_a_fill():
+    """``torch.where(mask, torch.tensor(0.0, device=..., dtype=...), min)`` (HuggingFace's
+    additive attention mask) runs no module constant and no ``lift_fresh_copy`` on ATen: the
+    constant is a fill in the fusion group, and values and gradients are eager's. A constant on
+    another device than the graph's inputs stays as it is."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from torchfuse import backend
+    from torchfuse.passes.aten import lifted_scalar_constants
+
+    def additive_mask(x, mask):
+        bias = torch.where(mask, torch.tensor(0.0, device=mask.device, dtype=x.dtype), torch.finfo(x.dtype).min)
+        return (x + bias).softmax(-1)
+
+    for dtype in (torch.float32, torch.bfloat16):
+        backend.RECENT.clear()
+        x = torch.randn(4, 8, device=DEVICE, dtype=dtype, requires_grad=True)
+        mask = torch.rand(4, 8, device=DEVICE) > 0.3
+        got = torch.compile(additive_mask, backend="torchfuse")(x, mask)
+        (gx,) = torch.autograd.grad(got.float().sum(), [x])
+        want = additive_mask(x, mask)
+        (ex,) = torch.autograd.grad(want.float().sum(), [x])
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(gx, ex)
+        forward = next(g for g in backend.RECENT if g.name == "forward")
+        assert [str(n.target) for n in forward.segmentation.calls] == []
+        assert len(forward.segmentation.groups) == 1
+
+    gm = make_fx(additive_mask)(torch.randn(4, 8), torch.rand(4, 8) > 0.3)
+    assert lifted_scalar_constants(gm) == 1
+    assert not any(n.op == "get_attr" or n.target is torch.ops.aten.lift_fresh_copy.default for n in gm.graph.nodes)
+    x, mask = torch.randn(4, 8), torch.rand(4, 8) > 0.3
+    torch.testing.assert_close(gm(x, mask), additive_mask(x, mask), rtol=0, atol=0)
+    on_meta = make_fx(lambda x: x + torch.tensor(2.0))(torch.randn(3, device="meta"))
+    assert lifted_scalar_constants(on_meta) == 0  # a CPU constant with inputs on another device
 
 
 def test_a_cpu_constant_copied_into_a_device_tensor_gets_a_device_source():

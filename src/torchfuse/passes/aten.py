@@ -14,6 +14,8 @@ before the IR is built from them.
   epilogue.
 * :func:`scalar_copies_from_device`: a 0-dim CPU constant copied into a device tensor read
   from a device fill instead, which a CUDA graph can capture.
+* :func:`lifted_scalar_constants`: a 0-dim tensor constant made in the model's code
+  (``torch.tensor(0.0, device=...)``) as a fill the segmenter fuses.
 
 Also the helpers the ATen-level passes share (a node's fake value, its arguments, inserting
 a call with its value). Cross-entropy's rewrites are in :mod:`.cross_entropy`.
@@ -288,9 +290,50 @@ def scalar_copies_from_device(gm: torch.fx.GraphModule) -> int:
     return finish(gm, done, "copies of a CPU constant given a device source")
 
 
-def _constant_number(gm: torch.fx.GraphModule, node) -> bool | int | float | None:
-    """The Python number a 0-dim CPU constant node of ``gm`` holds, or ``None`` when it is not
-    one whose value the graph holds."""
+def lifted_scalar_constants(gm: torch.fx.GraphModule) -> int:
+    """Replace each ``aten.lift_fresh_copy`` of a 0-dim real tensor constant of the graph by
+    ``aten.full([], value)`` of its dtype on its device, where the graph's tensor inputs are on
+    that device.
+
+    ``torch.tensor(0.0, device=mask.device, dtype=dtype)`` in a model's code (HuggingFace's
+    additive attention mask, transformers 5.17) is traced as a module constant and its copy,
+    two ATen calls a step outside any fusion group; a fill is a constant op the segmenter
+    fuses into its reader. Both make a new tensor holding the constant's value, read exactly
+    as a Python number.
+
+    Returns:
+        The number of copies replaced.
+    """
+    from torch._guards import detect_fake_mode
+
+    devices = {v.device for v in (_val(p) for p in gm.graph.nodes if p.op == "placeholder")
+               if isinstance(v, torch.Tensor)}
+    done = 0
+    for n in calls_to(gm, (aten.lift_fresh_copy.default,)):
+        src, out = n.args[0] if n.args else None, _val(n)
+        if not (isinstance(src, torch.fx.Node) and src.op == "get_attr" and isinstance(out, torch.Tensor)):
+            continue
+        if devices != {out.device}:
+            continue
+        value = _constant_number(gm, src, device=out.device)
+        fake = detect_fake_mode([out])
+        if value is None or fake is None:
+            continue
+        with gm.graph.inserting_before(n):
+            full = _call_with_val(gm.graph, fake, aten.full.default, [], value, dtype=out.dtype,
+                                  layout=torch.strided, device=out.device, pin_memory=False)
+        n.replace_all_uses_with(full)
+        gm.graph.erase_node(n)
+        if not src.users:
+            gm.graph.erase_node(src)
+        done += 1
+    return finish(gm, done, "0-dim constants made by the model's code as fills")
+
+
+def _constant_number(gm: torch.fx.GraphModule, node, device: torch.device = torch.device("cpu")
+                     ) -> bool | int | float | None:
+    """The Python number a 0-dim real constant node of ``gm`` on ``device`` holds, or ``None``
+    when it is not one whose value the graph holds."""
     if _call_of(node, aten.lift_fresh_copy.default):
         node = node.args[0]
     if _call_of(node, aten.scalar_tensor.default):
@@ -301,10 +344,12 @@ def _constant_number(gm: torch.fx.GraphModule, node) -> bool | int | float | Non
     tensor = gm
     for name in node.target.split("."):
         tensor = getattr(tensor, name, None)
-    if not isinstance(tensor, torch.Tensor) or tensor.dim() != 0 or tensor.is_complex() or tensor.device.type != "cpu":
+    if not isinstance(tensor, torch.Tensor) or tensor.dim() != 0 or tensor.is_complex() or tensor.device != device:
         return None
-    from torch._subclasses.fake_tensor import unset_fake_temporarily
+    from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 
+    if isinstance(tensor, FakeTensor):  # a constant whose value the graph does not hold
+        return None
     with unset_fake_temporarily():  # a real constant, read while AOTAutograd's fake mode is active
         return tensor.item()
 
