@@ -219,7 +219,7 @@ class _Compiled:
     def __init__(self, signature, constants, meta, names=("in0", "out0", "n", "one", "XBLOCK", "RBLOCK")):
         fn = type("Fn", (), {"arg_names": list(names)})()
         self.src = type("Src", (), {"fn": fn, "signature": signature, "constants": constants})()
-        self.metadata = type("Meta", (), dict(num_warps=4, shared=0, num_ctas=1, **meta))()
+        self.metadata = type("Meta", (), {"num_warps": 4, "shared": 0, "num_ctas": 1, **meta})()
         self.shared = 0
         self.function = 1234
 
@@ -251,6 +251,70 @@ def test_static_binary_takes_the_parameters_that_are_not_constexprs():
     exec(f"def go():\n    {b.source(0, 3, 1, ['10', '20', '30', '1', '1024', '1'], ns)}", ns)
     ns["go"]()
     assert calls == [(1234, 3, 1, 1, 4, 0, "OOiOO", (10, 20, 30, None, None), 99)] * 2
+
+
+def test_kernels_for_the_cpp_launcher_are_loaded_by_pytorchs_loader(monkeypatch):
+    """A kernel that PyTorch's C++ launcher will launch is loaded by PyTorch's loader from the
+    cubin in Triton's cache, once per kernel and device, so that Triton's C launcher for its
+    argument signature is never built; one asking for more shared memory or registers than a
+    block has, or whose cubin will not load, is left to Triton's loading (which reports it)."""
+    import types
+
+    from torchfuse.runtime import compile as compile_mod
+
+    loads, launches = [], []
+
+    class Launcher:
+        @staticmethod
+        def _load_kernel(path, name, shared, device):
+            loads.append((path, name, shared, device))
+            if path.endswith("gone.cubin"):
+                raise RuntimeError("no such file")
+            return (11, 22, 255 if name == "regs" else 40, 0)  # module, function, registers a thread, spills
+
+        @staticmethod
+        def _launch_kernel(*args):
+            launches.append(args)
+
+    monkeypatch.setattr(torch._C, "_StaticCudaLauncher", Launcher, raising=False)
+    monkeypatch.setattr(compile_mod, "_cubins", {})
+    props = types.SimpleNamespace(shared_memory_per_block=48 * 1024, shared_memory_per_block_optin=227 * 1024,
+                                  regs_per_multiprocessor=65536)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: props)
+    named = {"in0": "*fp16", "out0": "*fp32", "n": "i32", "one": "constexpr", "XBLOCK": "constexpr",
+             "RBLOCK": "constexpr"}
+
+    def unloaded(name="k", shared=0, num_warps=4):
+        c = _Compiled(named, {(3,): 1, (4,): 1024, (5,): 1}, {"num_warps": num_warps, "shared": shared})
+        c.function, c.shared, c.hash, c.name = None, shared, f"hash-{name}", name
+        c.metadata_group = {f"{name}.json": f"/cache/{name}.json", f"{name}.cubin": f"/cache/{name}.cubin"}
+        c.handles = 0
+
+        def init_handles():
+            c.handles += 1
+            c.function = 99
+        c._init_handles = init_handles
+        return c
+
+    c = unloaded()
+    assert static_binary(c) is None  # no device: only a kernel Triton loaded is taken
+    b = static_binary(c, 0)
+    assert (b.function, b.types, b.keep) == (22, "OOi", (0, 1, 2))
+    assert static_binary(c, 0).function == 22 and loads == [("/cache/k.cubin", "k", 0, 0)]  # loaded once
+    assert c.handles == 0
+    assert compile_mod.registers_of(c, 0) == 40
+    b(3, 1, 7, [10, 20, 30, 1, 1024, 1])
+    assert launches == [(22, 3, 1, 1, 4, 0, "OOi", (10, 20, 30), 7)]
+    # on another device it is loaded again
+    assert static_binary(c, 1).function == 22 and loads[-1][3] == 1
+
+    # more shared memory than a block may have, too many registers, a cubin that does not load:
+    # Triton's own loading and launcher
+    for c in (unloaded("big", shared=228 * 1024), unloaded("regs", num_warps=16), unloaded("gone")):
+        assert static_binary(c, 0) is None
+        c.run, c.packed_metadata = "triton-run", "packed"
+        binary = compile_mod.binary_of(c, 0)
+        assert isinstance(binary, TritonBinary) and binary.function == 99
 
 
 def test_matrix_products_call_their_python_binding_only_with_tensor_arguments():

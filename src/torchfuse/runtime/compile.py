@@ -71,17 +71,21 @@ class Kernel:
                 hit(grid[0], grid[1] if len(grid) > 1 else 1, raw_stream(device_index), [*args, XBLOCK, RBLOCK])
                 return
             t0 = time.perf_counter()
-            compiled = fn[grid](*args, XBLOCK=XBLOCK, RBLOCK=RBLOCK, num_warps=num_warps, enable_fp_fusion=fp_fusion)
+            # Triton's compiled kernel without launching it, so that it is loaded for PyTorch's
+            # launcher and Triton's own (a C compiler run for its signature) is never built
+            compiled = fn.warmup(*args, grid=grid, XBLOCK=XBLOCK, RBLOCK=RBLOCK, num_warps=num_warps,
+                                 enable_fp_fusion=fp_fusion)
             if recompile_log.isEnabledFor(logging.INFO):
                 # seconds here, not milliseconds, mean Triton compiled at the launch: a
                 # specialization the compile before the first call did not cover
                 recompile_log.info("%s stage %d: first launch with specialization %s took %.3f s (%s)",
                                    self.source.name, stage, spec_key, time.perf_counter() - t0,
                                    self.coverage(stage, args, XBLOCK, RBLOCK, num_warps, fp_fusion))
-            binary = binary_of(compiled)
+            binary = binary_of(compiled, device_index)
             if binary is not None:
                 binaries[key] = binary
-            return
+                binary(grid[0], grid[1] if len(grid) > 1 else 1, raw_stream(device_index), [*args, XBLOCK, RBLOCK])
+                return
         fn[grid](*args, XBLOCK=XBLOCK, RBLOCK=RBLOCK, num_warps=num_warps, enable_fp_fusion=fp_fusion)
 
     def warmup(self, stage: int, grid: tuple, args: Sequence, XBLOCK: int, RBLOCK: int, num_warps: int,
@@ -242,17 +246,76 @@ _TYPE_CHARS = {"i1": "i", "i8": "b", "i16": "h", "i32": "i", "i64": "l", "u1": "
                "u32": "I", "u64": "K", "fp16": "f", "bf16": "f", "fp32": "f", "f32": "f", "fp64": "d"}
 
 
-def static_binary(compiled: Any) -> StaticBinary | None:
-    """A :class:`StaticBinary` for Triton's compiled kernel ``compiled`` (its handles loaded),
-    or ``None`` when PyTorch has no such launcher or the kernel needs what it does not do:
-    scratch memory, several CTAs a program, cooperative or programmatic-dependent launches,
-    tensor descriptors. (Launch hooks are checked at every launch, by the callers.)"""
+#: (Triton's kernel hash, CUDA device index) -> (``CUfunction``, registers a thread) of each
+#: binary loaded by :func:`load_cubin`; modules stay loaded for the process, as Triton's do
+_cubins: dict[tuple[str, int], tuple[int, int]] = {}
+_cubin_lock = threading.Lock()
+
+
+def load_cubin(compiled: Any, device: int) -> tuple[int, int] | None:
+    """Load Triton's compiled kernel ``compiled`` onto CUDA device ``device`` with PyTorch's
+    loader for Triton binaries (``torch._C._StaticCudaLauncher._load_kernel``, which Inductor
+    uses: it also raises the kernel's dynamic shared-memory limit when it needs more than
+    48 KiB), once per kernel and device.
+
+    Triton's own loading (``CompiledKernel._init_handles``) first builds a C launcher for the
+    kernel's argument signature, a C compiler run on an empty cache that PyTorch's launcher
+    does not need (the seconds it takes are in benchmarks/NOTES.md).
+
+    Returns:
+        ``(CUfunction, registers a thread)``; ``None`` when this PyTorch has no such loader, the
+        binary is not a cubin file in Triton's cache, or the kernel asks for more shared memory
+        or registers than a block may have on ``device`` (then Triton's loading, which raises
+        ``OutOfResources``, reports it).
+    """
+    import torch
+
+    key = (getattr(compiled, "hash", None), device)
+    if key[0] is None:
+        return None
+    hit = _cubins.get(key)
+    if hit is not None:
+        return hit
+    load = getattr(getattr(torch._C, "_StaticCudaLauncher", None), "_load_kernel", None)
+    group = getattr(compiled, "metadata_group", None) or {}
+    path = next((p for name, p in group.items() if name.endswith(".cubin")), None)
+    meta = getattr(compiled, "metadata", None)
+    if load is None or path is None or meta is None:
+        return None
+    props = torch.cuda.get_device_properties(device)
+    shared = int(getattr(compiled, "shared", meta.shared))
+    if shared > getattr(props, "shared_memory_per_block_optin", props.shared_memory_per_block):
+        return None
+    with _cubin_lock:
+        hit = _cubins.get(key)
+        if hit is not None:
+            return hit
+        try:
+            loaded = load(str(path), compiled.name, shared, device)
+        except Exception as e:  # a cubin gone from the cache, a driver refusal: Triton's loading decides
+            log.info("%s: not loaded with PyTorch's loader (%s: %s)", compiled.name, type(e).__name__, e)
+            return None
+        # (module, function, registers, spills); PyTorch versions before the module handle omit it
+        function, registers = loaded[-3], int(loaded[-2])
+        if registers * 32 * int(meta.num_warps) > getattr(props, "regs_per_multiprocessor", 65536):
+            return None
+        _cubins[key] = (function, registers)
+        return _cubins[key]
+
+
+def static_binary(compiled: Any, device: int | None = None) -> StaticBinary | None:
+    """A :class:`StaticBinary` for Triton's compiled kernel ``compiled``, or ``None`` when
+    PyTorch has no such launcher or the kernel needs what it does not do: scratch memory,
+    several CTAs a program, cooperative or programmatic-dependent launches, tensor descriptors.
+    (Launch hooks are checked at every launch, by the callers.)
+
+    The ``CUfunction`` is Triton's where Triton has loaded the kernel, else :func:`load_cubin`'s
+    on CUDA device ``device`` (``None``: only a kernel Triton loaded is taken)."""
     import torch
 
     launcher = getattr(getattr(torch._C, "_StaticCudaLauncher", None), "_launch_kernel", None)
     src, meta = getattr(compiled, "src", None), getattr(compiled, "metadata", None)
-    function = getattr(compiled, "function", None)
-    if launcher is None or src is None or meta is None or not isinstance(function, int):
+    if launcher is None or src is None or meta is None:
         return None
     if (getattr(meta, "num_ctas", 1) != 1 or getattr(meta, "launch_cooperative_grid", False)
             or getattr(meta, "launch_pdl", False) or any(d != 1 for d in getattr(meta, "cluster_dims", None) or ())):
@@ -282,20 +345,40 @@ def static_binary(compiled: Any) -> StaticBinary | None:
             return None
         types.append(char)
         keep.append(i)
+    function = getattr(compiled, "function", None)
+    if not isinstance(function, int):
+        loaded = load_cubin(compiled, device) if device is not None else None
+        if loaded is None:
+            return None
+        function = loaded[0]
     return StaticBinary(launcher, function, int(meta.num_warps), int(getattr(compiled, "shared", meta.shared)),
                         "".join(types) + "O" * len(tail), tuple(keep), tuple(tail))
 
 
-def binary_of(compiled: Any) -> TritonBinary | StaticBinary | None:
+def binary_of(compiled: Any, device: int | None = None) -> TritonBinary | StaticBinary | None:
     """How later launches call Triton's compiled kernel ``compiled`` directly: PyTorch's C++
-    launcher where it can (:func:`static_binary`), else Triton's; ``None`` when ``compiled``
-    has neither (then launches go through Triton's JIT)."""
-    static = static_binary(compiled)
+    launcher where it can (:func:`static_binary`, loading the kernel on CUDA device ``device``
+    if Triton has not), else Triton's (which loads it, and builds its C launcher, if
+    needed); ``None`` when ``compiled`` has neither (then launches go through Triton's JIT)."""
+    static = static_binary(compiled, device)
     if static is not None:
         return static
+    if hasattr(compiled, "_init_handles") and not isinstance(getattr(compiled, "function", None), int):
+        compiled._init_handles()  # Triton's loading: its C launcher and ``function``
     if all(hasattr(compiled, a) for a in ("run", "function", "packed_metadata")):
         return TritonBinary(compiled.run, compiled.function, compiled.packed_metadata)
     return None
+
+
+def registers_of(compiled: Any, device: int) -> int:
+    """Registers a thread of Triton's compiled kernel ``compiled`` on CUDA device ``device``:
+    from :func:`load_cubin`, else from Triton's own loading (which raises ``OutOfResources``
+    for a kernel that does not fit a block)."""
+    loaded = load_cubin(compiled, device)
+    if loaded is not None:
+        return loaded[1]
+    compiled._init_handles()
+    return int(compiled.n_regs)
 
 
 def _hook_active(hook) -> bool:
@@ -604,10 +687,10 @@ def compile_all(jobs: list[tuple], threads: int,
             device = job_device(job)
             with torch.cuda.device(device) if device is not None else contextlib.nullcontext():
                 compiled = job[0].warmup(*job[1:])
-                # Loading the binary (and, in Triton versions that build one, its argument-type
-                # specific C launcher: a C compiler run, 0.2-0.4 s on an empty cache) happens at a
-                # compiled kernel's first use: use it here, in parallel, not serially at the first call
-                if compiled is not None:
+                # Load the binary here, in parallel, not serially at the first call; with
+                # PyTorch's loader where the kernel will be launched by PyTorch's launcher, so that
+                # Triton's C launcher for its argument signature (a C compiler run) is not built
+                if compiled is not None and (device is None or static_binary(compiled, device) is None):
                     getattr(compiled, "_init_handles", lambda: None)()
             return None
         except BaseException as e:  # reported per kernel; the group falls back to ATen

@@ -30,7 +30,7 @@ from ..segment import FusionGroup
 from . import launch
 from .cache import SourceStore
 from .calls import run_registry_node_eagerly
-from .compile import Kernel, int_spec, launch_hooks_set, load
+from .compile import Kernel, int_spec, launch_hooks_set, load, registers_of
 from .warn import user_stacklevel
 
 log = logging.getLogger("torchfuse.schedule")
@@ -201,9 +201,12 @@ class GroupRunner:
         try:
             compiled = plan.kernel.warmup(0, st.grid, pointer_args + plan.scalars, st.XBLOCK, st.RBLOCK,
                                           st.num_warps, fp_fusion)
-            compiled._init_handles()
-            props = torch.cuda.get_device_properties(plan.out_specs[0][3])
-            new = inner_outer.fitted(plan.rt, compiled, props, st.num_warps, self.options.tuning, self.target())
+            device = plan.out_specs[0][3]
+            index = device.index if device.index is not None or device.type != "cuda" else torch.cuda.current_device()
+            registers = registers_of(compiled, index or 0)
+            props = torch.cuda.get_device_properties(device)
+            new = inner_outer.fitted(plan.rt, compiled, registers, props, st.num_warps, self.options.tuning,
+                                     self.target())
         except Exception as e:  # an optimization only: the heuristic's grid stays
             log.info("%s: inner-outer grid not fitted (%s: %s)", self.group.name, type(e).__name__, e)
             return c
@@ -212,7 +215,7 @@ class GroupRunner:
             plan.scalars[-2] = new.split
             n = inner_outer.SCHEDULER.workspace_elements(new, plan.rt)
             plan.workspaces = [(alloc, (n,), stride, dt) for alloc, _, stride, dt in plan.workspaces]
-        log.info("%s: %s (%d registers a thread)", self.group.name, plan.config.reason, compiled.n_regs)
+        log.info("%s: %s (%d registers a thread)", self.group.name, plan.config.reason, registers)
         return plan.config
 
     def _reference(self, tensors: list[Value], sizes) -> int:

@@ -96,13 +96,14 @@ class InnerOuterScheduler(Scheduler):
             _write_columns(w)
 
 
-def fitted(rt: RuntimeLayout, compiled, props, num_warps: int, tuning: Tuning, target: Target) -> LaunchConfig:
+def fitted(rt: RuntimeLayout, compiled, registers: int, props, num_warps: int, tuning: Tuning,
+           target: Target) -> LaunchConfig:
     """The configuration once the first kernel is compiled (``compiled``: Triton's compiled
-    kernel, its ``n_regs`` and ``metadata.shared``), its grid sized to the programs that fit on
+    kernel, of which its ``metadata.shared`` is read, bytes; ``registers``: a thread's), its grid sized to the programs that fit on
     a multiprocessor of the device ``props`` (``torch.cuda.get_device_properties``): a grid
     larger than what fits runs in two waves, one smaller leaves multiprocessors part empty (on
     an H200, RMSNorm's kernel fits 3 a multiprocessor and LayerNorm's 2; runs AJ and AK)."""
-    resident = resident_programs(compiled.n_regs, compiled.metadata.shared, num_warps,
+    resident = resident_programs(registers, compiled.metadata.shared, num_warps,
                                  getattr(props, "regs_per_multiprocessor", 65536),
                                  getattr(props, "shared_memory_per_multiprocessor", 233472),
                                  getattr(props, "max_threads_per_multi_processor", 2048))
