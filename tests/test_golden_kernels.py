@@ -22,7 +22,10 @@ The corpus, one test (and one golden file) per part:
   channels-last BatchNorm, in fp32, bf16 and fp16, inference and training (forward and
   backward). Rows of 3072 are persistent, with inner-outer backward kernels; rows of 32768
   loop, their column sums and cross-entropy's mean over 8192 rows split. BatchNorm runs at
-  64x256x56x56 (split column reductions) and 8x960x7x7 (persistent, narrowed column tiles).
+  64x256x56x56 (split column reductions) and 8x960x7x7 (persistent, narrowed column tiles);
+* ``random``: dropout in training graphs (forward and backward), bf16 and fp32: alone over
+  8192x768 and over 5x37 (one element a thread), after a residual add and before a LayerNorm,
+  and after a softmax (the Philox draws, four numbers a call, of pointwise and row kernels).
 
 The op cases are the op tests' own: a new spec there adds kernels here (regenerate the files).
 
@@ -246,8 +249,41 @@ def norms(part: str) -> dict[str, tuple]:
     return kernels
 
 
+def _dropout(x):
+    return F.dropout(x, 0.1, training=True)
+
+
+def _dropout_residual_layer_norm(x, r, w, b):
+    return F.layer_norm(F.dropout(x, 0.1, training=True) + r, (x.shape[-1],), w, b, eps=1e-12)
+
+
+def _softmax_dropout(x):
+    return F.dropout(torch.softmax(x, -1), 0.1, training=True)
+
+
+#: random kernels: name -> (function, the inputs' shapes); each in bf16 and fp32, training
+RANDOM_CASES = {"dropout-8192x768": (_dropout, [(8192, 768)]),
+                "dropout-5x37": (_dropout, [(5, 37)]),
+                "dropout_residual_layer_norm-4096x768": (_dropout_residual_layer_norm,
+                                                         [(4096, 768), (4096, 768), (768,), (768,)]),
+                "softmax_dropout-6144x128": (_softmax_dropout, [(6144, 128)])}
+
+
+def random_kernels() -> dict[str, tuple]:
+    """Dropout alone (large, and small enough for one element a thread), after a residual
+    LayerNorm, and after a softmax: forward and backward graphs of training, bf16 and fp32."""
+    opts = options()
+    kernels: dict[str, tuple] = {}
+    with torch._subclasses.fake_tensor.FakeTensorMode():
+        cases = [(f"{name}-{test_ops.dtype_id(dtype)}", fn, [torch.empty(sh, dtype=dtype) for sh in shapes])
+                 for name, (fn, shapes) in RANDOM_CASES.items() for dtype in (torch.bfloat16, torch.float32)]
+    for case, fn, args in cases:
+        compile_backend(kernels, case, fn, [a.requires_grad_() for a in args], opts)
+    return kernels
+
+
 PARTS = {"ops_forward": ops_forward, "ops_backward": ops_backward, "ops_reductions": ops_reductions,
-         **{part: (lambda part=part: norms(part)) for part in NORM_SHAPES}}
+         **{part: (lambda part=part: norms(part)) for part in NORM_SHAPES}, "random": random_kernels}
 
 
 # ----------------------------------------------------------------------------- golden files
