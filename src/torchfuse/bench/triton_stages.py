@@ -13,7 +13,9 @@ it by what Triton runs for each kernel:
     building the C launcher of a kernel's argument signature (Triton versions that build one:
     a C compiler run on an empty cache);
 ``load``
-    loading a binary onto the device (on a GPU only).
+    loading a binary onto the device, by Triton's loader or by PyTorch's
+    (:func:`torchfuse.runtime.compile.load_cubin`, where PyTorch's C++ launcher launches the
+    kernel and no C launcher is built; a GPU only).
 
 The seconds are summed over calls (and so over threads): with ``n`` threads compiling at once
 they can add up to ``n`` times the phase's wall time, except ``front_end``, which bounds the
@@ -90,6 +92,9 @@ class TritonStageClock:
             self._patch(nvidia_driver.CudaLauncher, "__init__", "launcher")
         except (ImportError, AttributeError):
             pass
+        from ..runtime import compile as runtime_compile
+
+        self._patch(runtime_compile, "load_cubin", "load")
         try:  # the active driver's binary loader exists only where a GPU is
             from triton.runtime import driver
             self._patch(driver.active.utils, "load_binary", "load")
