@@ -51,6 +51,28 @@ def test_dropout_extreme_probabilities_match_eager(p):
     torch.testing.assert_close(torchfuse.compile(f)(x), f(x))
 
 
+@pytest.mark.parametrize("dtype,p", [(torch.bfloat16, 0.995), (torch.bfloat16, 0.3), (torch.float16, 0.9995)])
+def test_half_precision_dropout_keeps_one_minus_p(dtype, p):
+    """fp16 and bf16 dropout keep ``1 - p`` of the elements, as eager's CUDA kernel (an fp32
+    uniform number compared with ``p`` in fp32): drawn in the tensor's dtype, bf16 at
+    ``p = 0.995`` kept none (both the number and ``p`` rounded to 8 bits) and fp16 at
+    ``p = 0.9995`` none. Through ``native_dropout``, as a training graph on a GPU and
+    TorchDynamo's graph of ``F.dropout`` without gradients trace it, kept values scaled by
+    exactly ``1 / (1 - p)`` rounded once; 5 standard deviations of a binomial proportion."""
+    n = 200_000
+    x = torch.linspace(-3, 3, n, device=DEVICE).to(dtype)
+    for fn in (lambda t: torch.ops.aten.native_dropout(t, p, True)[0],
+               lambda t: torch.nn.functional.dropout(t, p, training=True)):
+        torch._dynamo.reset()
+        torch.manual_seed(3)
+        y = torchfuse.compile(fn)(x)
+        kept = y != 0
+        rate = kept.double().mean().item()
+        assert abs(rate - (1 - p)) < 5 * math.sqrt(p * (1 - p) / n), (dtype, p, rate)
+        want = (x.double() * (1 / (1 - p))).to(dtype)
+        torch.testing.assert_close(y[kept], want[kept], rtol=0, atol=0)
+
+
 def test_rand_like_statistics_and_range():
     def f(x):
         return torch.rand_like(x), torch.randn_like(x) * 2 + 1
