@@ -565,6 +565,18 @@ def test_a_scalar_constant_made_by_the_models_code_is_fused_as_a_fill():
         assert [str(n.target) for n in forward.segmentation.calls] == []
         assert len(forward.segmentation.groups) == 1
 
+    # a boolean of the constant with a boolean block; the constant as an operand of training ops
+    for fn, grad in ((lambda x: (torch.tensor(2.0) == 0) | (x >= 0), False),
+                     (lambda x: torch.xlogy(x, torch.tensor(0.7, dtype=x.dtype)), True),
+                     (lambda x: torch.pow(torch.tensor(2.0, dtype=x.dtype), x), True)):
+        backend.RECENT.clear()
+        x = torch.rand(4, 8, device=DEVICE, dtype=torch.float64, requires_grad=grad)
+        got, want = torch.compile(fn, backend="torchfuse")(x), fn(x)
+        torch.testing.assert_close(got, want)
+        if grad:
+            torch.testing.assert_close(torch.autograd.grad(got.sum(), [x]), torch.autograd.grad(want.sum(), [x]))
+        assert all(not g.segmentation.calls and g.stats["fallbacks"] == 0 for g in backend.RECENT)
+
     gm = make_fx(additive_mask)(torch.randn(4, 8), torch.rand(4, 8) > 0.3)
     assert lifted_scalar_constants(gm) == 1
     assert not any(n.op == "get_attr" or n.target is torch.ops.aten.lift_fresh_copy.default for n in gm.graph.nodes)

@@ -446,6 +446,27 @@ def _bf16_cast_impl(original):
     return cast_impl
 
 
+def _int1_comparisons(original):
+    """The interpreter's binary operations, except that a comparison's result is typed ``int1``
+    (as compiled Triton types it). The interpreter labels it with the left operand's type
+    while its data is NumPy bools; splatting a comparison of two scalars to a block then
+    fills the block with the left operand's type (fp64 ones and zeros), and a following
+    ``&`` of that block with a boolean one raises in NumPy (``(c == 0) & (x >= 0)`` with ``c``
+    a 0-dim constant of the graph, Triton 3.6 and 3.8)."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    comparisons = (np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal)
+
+    def binary_op(self, lhs, rhs, op):
+        if op in comparisons:
+            return TensorHandle(np.asarray(op(lhs.data, rhs.data), dtype=np.bool_), tl.int1)
+        return original(self, lhs, rhs, op)
+
+    return binary_op
+
+
 def _bf16_keeping_nan_signs(values, bits):
     """``bits`` (int16 bf16 patterns of ``values`` converted by PyTorch) with each NaN of a
     float ``values`` given its sign and leading payload bits, quieted, as an fp16 conversion
@@ -528,9 +549,11 @@ class interpreter_stdlib:
 
         self.namespaces = [(ns, dict(vars(ns))) for ns in _language_namespaces()]
         self.saved = [(interp, "_convert_float", interp._convert_float),
-                      (interp.InterpreterBuilder, "cast_impl", interp.InterpreterBuilder.cast_impl)]
+                      (interp.InterpreterBuilder, "cast_impl", interp.InterpreterBuilder.cast_impl),
+                      (interp.InterpreterBuilder, "binary_op", interp.InterpreterBuilder.binary_op)]
         interp._convert_float = _rounding_convert_float(interp._convert_float)
         interp.InterpreterBuilder.cast_impl = _bf16_cast_impl(interp.InterpreterBuilder.cast_impl)
+        interp.InterpreterBuilder.binary_op = _int1_comparisons(interp.InterpreterBuilder.binary_op)
         for mod in (tl, standard, random):
             for name, obj in list(vars(mod).items()):
                 if isinstance(obj, JITFunction):
