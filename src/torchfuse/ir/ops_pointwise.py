@@ -67,6 +67,16 @@ def _emit_add(a, dt, at):
     return f"({a[0]} + {b})"
 
 
+def _parse_sub(args, kwargs):
+    """As ``add``'s, except that a bool operand, tensor or number, is refused: ATen's
+    ``sub_check`` raises ``NotImplementedError`` for it, which the op, left to ATen, then
+    raises as eager does (PyTorch's fake tensors do not check it while tracing)."""
+    for x in args[:2]:
+        if isinstance(x, bool) or (isinstance(x, Value) and x.meta is not None and x.meta.dtype == torch.bool):
+            raise Unsupported("subtraction with a bool operand, which eager refuses")
+    return _parse_alpha(args, kwargs)
+
+
 def _emit_sub(a, dt, at):
     fused = _alpha_times(a, dt, at, -1)
     if fused is not None:
@@ -317,7 +327,7 @@ pointwise("logical_not", [aten.logical_not.default], _emit_logical_not, promotio
 pointwise("bitwise_not", [aten.bitwise_not.default], _emit_bitwise_not, dtypes=INT_DTYPES | {torch.bool})
 
 pointwise("add", [aten.add.Tensor, aten.add.Scalar], _emit_add, nargs=2, parse=_parse_alpha, numbers="device")
-pointwise("sub", [aten.sub.Tensor, aten.sub.Scalar], _emit_sub, nargs=2, parse=_parse_alpha, dtypes=NUMERIC,
+pointwise("sub", [aten.sub.Tensor, aten.sub.Scalar], _emit_sub, nargs=2, parse=_parse_sub, dtypes=NUMERIC,
           numbers="device")
 # a number second is read in fp32 on both devices (CPU: iter.is_scalar(2)), a number first
 # is rounded to fp16/bf16 on CPU tensors; a one-element tensor second, on CPU tensors only
