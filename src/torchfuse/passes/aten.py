@@ -265,8 +265,6 @@ def scalar_copies_from_device(gm: torch.fx.GraphModule) -> int:
     Returns:
         The number of copies given a device source.
     """
-    from torch._guards import detect_fake_mode
-
     done = 0
     for n in calls_to(gm, (aten.copy.default,)):
         dst, src = _arg(n, 0, "self"), _arg(n, 1, "src")
@@ -275,13 +273,9 @@ def scalar_copies_from_device(gm: torch.fx.GraphModule) -> int:
             continue
         if sv.device.type != "cpu" or sv.dim() != 0 or dv.device.type == "cpu" or sv.is_complex():
             continue
-        value = _constant_number(gm, src)
-        fake = detect_fake_mode([dv])
-        if value is None or fake is None:
+        full = _scalar_fill(gm, n, src, sv.device, like=dv, dtype=sv.dtype, device=dv.device)
+        if full is None:
             continue
-        with gm.graph.inserting_before(n):
-            full = _call_with_val(gm.graph, fake, aten.full.default, [], value, dtype=sv.dtype,
-                                  layout=torch.strided, device=dv.device, pin_memory=False)
         n.replace_input_with(src, full)
         _erase_unused([src])
         for attr in [a for a in gm.graph.nodes if a.op == "get_attr" and not a.users]:
@@ -304,8 +298,6 @@ def lifted_scalar_constants(gm: torch.fx.GraphModule) -> int:
     Returns:
         The number of copies replaced.
     """
-    from torch._guards import detect_fake_mode
-
     devices = {v.device for v in (_val(p) for p in gm.graph.nodes if p.op == "placeholder")
                if isinstance(v, torch.Tensor)}
     done = 0
@@ -315,19 +307,32 @@ def lifted_scalar_constants(gm: torch.fx.GraphModule) -> int:
             continue
         if devices != {out.device}:
             continue
-        value = _constant_number(gm, src, device=out.device)
-        fake = detect_fake_mode([out])
-        if value is None or fake is None:
+        full = _scalar_fill(gm, n, src, out.device, like=out, dtype=out.dtype, device=out.device)
+        if full is None:
             continue
-        with gm.graph.inserting_before(n):
-            full = _call_with_val(gm.graph, fake, aten.full.default, [], value, dtype=out.dtype,
-                                  layout=torch.strided, device=out.device, pin_memory=False)
         n.replace_all_uses_with(full)
         gm.graph.erase_node(n)
         if not src.users:
             gm.graph.erase_node(src)
         done += 1
     return finish(gm, done, "0-dim constants made by the model's code as fills")
+
+
+def _scalar_fill(gm: torch.fx.GraphModule, before: torch.fx.Node, constant, constant_device: torch.device,
+                 like: torch.Tensor, dtype: torch.dtype, device: torch.device) -> torch.fx.Node | None:
+    """``aten.full([], value, dtype=dtype, device=device)`` inserted before node ``before``,
+    ``value`` the number the 0-dim constant node ``constant`` (on ``constant_device``) holds;
+    ``None``, and nothing inserted, when it holds none (:func:`_constant_number`) or ``like``
+    (a fake value of the graph) has no fake mode."""
+    from torch._guards import detect_fake_mode
+
+    value = _constant_number(gm, constant, device=constant_device)
+    fake = detect_fake_mode([like])
+    if value is None or fake is None:
+        return None
+    with gm.graph.inserting_before(before):
+        return _call_with_val(gm.graph, fake, aten.full.default, [], value, dtype=dtype, layout=torch.strided,
+                              device=device, pin_memory=False)
 
 
 def _constant_number(gm: torch.fx.GraphModule, node, device: torch.device = torch.device("cpu")
