@@ -24,8 +24,9 @@ The corpus, one test (and one golden file) per part:
   loop, their column sums and cross-entropy's mean over 8192 rows split. BatchNorm runs at
   64x256x56x56 (split column reductions) and 8x960x7x7 (persistent, narrowed column tiles);
 * ``random``: dropout in training graphs (forward and backward), bf16 and fp32: alone over
-  8192x768 and over 5x37 (one element a thread), after a residual add and before a LayerNorm,
-  and after a softmax (the Philox draws, four numbers a call, of pointwise and row kernels).
+  8192x768 and over 5x37 (one element a thread), as ``native_dropout`` (CUDA tensors' form),
+  after a residual add and before a LayerNorm, and after a softmax (the Philox draws, four
+  numbers a call, of pointwise and row kernels).
 
 The op cases are the op tests' own: a new spec there adds kernels here (regenerate the files).
 
@@ -253,6 +254,10 @@ def _dropout(x):
     return F.dropout(x, 0.1, training=True)
 
 
+def _native_dropout(x):  # the form a graph of CUDA tensors traces (a CPU one traces bernoulli)
+    return torch.ops.aten.native_dropout(x, 0.1, True)[0]
+
+
 def _dropout_residual_layer_norm(x, r, w, b):
     return F.layer_norm(F.dropout(x, 0.1, training=True) + r, (x.shape[-1],), w, b, eps=1e-12)
 
@@ -264,6 +269,7 @@ def _softmax_dropout(x):
 #: random kernels: name -> (function, the inputs' shapes); each in bf16 and fp32, training
 RANDOM_CASES = {"dropout-8192x768": (_dropout, [(8192, 768)]),
                 "dropout-5x37": (_dropout, [(5, 37)]),
+                "native_dropout-8192x768": (_native_dropout, [(8192, 768)]),
                 "dropout_residual_layer_norm-4096x768": (_dropout_residual_layer_norm,
                                                          [(4096, 768), (4096, 768), (768,), (768,)]),
                 "softmax_dropout-6144x128": (_softmax_dropout, [(6144, 128)])}
