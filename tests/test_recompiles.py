@@ -82,3 +82,25 @@ def test_training_over_five_sequence_lengths_and_a_partial_batch_recompiles_once
     assert f"the guards of TorchDynamo compile {frame}/{first} failed: " in dynamo[0], dynamo
     assert all(m.startswith(f"forward of TorchDynamo compile {frame}/{first + 1}: new sizes")
                for m in messages if "new sizes" in m and m.startswith("forward")), messages
+
+
+def test_a_recompilation_whose_guards_failed_for_several_versions_is_one_entry(caplog, topic_logs):
+    """When every compiled version's guards fail (here two static versions, then a third size),
+    TorchDynamo records one failure per version; the ``recompile`` log and ``explain`` count
+    one recompilation, naming both failed guards."""
+    def f(x):
+        return torch.tanh(x) * 2
+
+    sizes = [torch.randn(4, 8), torch.randn(6, 8), torch.randn(10, 8)]
+    torch._dynamo.reset()
+    topic_logs("recompile")
+    with caplog.at_level(logging.INFO, logger="torchfuse.recompile"), \
+            torch._dynamo.config.patch(automatic_dynamic_shapes=False):  # each size a static version
+        result = torchfuse.explain(f, sizes[0], more_inputs=[(x,) for x in sizes[1:]], verbose=False)
+    logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("TorchDynamo compiles")]
+    dynamo = [r for r in result.recompilations if r.source == "dynamo"]
+    assert len(logged) == len(dynamo) == 2, (logged, dynamo)  # 6 rows, then 10 rows
+    assert logged[0].count("failed: ") == 1 and logged[1].count("failed: ") == 2, logged
+    assert dynamo[1].reason.count("failed: ") == 2 and "expected 6, actual 10" in dynamo[1].reason, dynamo
+    for x in sizes:
+        torch.testing.assert_close(torchfuse.compile(f, dynamic=False, interpret=True)(x), f(x))

@@ -242,14 +242,16 @@ def _guard_failure_counts() -> dict:
 
 
 def _dynamo_recompilations(before: dict) -> list[Recompilation]:
-    """TorchDynamo's re-traces during the run: the guard that failed, per code object, placed
-    at the user's frame when the code is PyTorch's own (:func:`~torchfuse.runtime.recompiles.recompile_where`)."""
-    from ..runtime.recompiles import guard_failure_text, recompile_where
+    """TorchDynamo's re-traces during the run, one per recompilation: the guards that failed
+    (one per compiled version of the code), placed at the user's frame when the code is
+    PyTorch's own (:func:`~torchfuse.runtime.recompiles.recompile_where`)."""
+    from ..runtime.recompiles import guard_failure_text, recompilation_spans, recompile_where
 
     out = []
     for code, reasons in getattr(torch._dynamo.utils, "guard_failures", {}).items():
-        for i in range(before.get(code, 0), len(reasons)):
-            out.append(Recompilation(source="dynamo", where=recompile_where(code, i), reason=guard_failure_text(reasons[i])))
+        for first, end in recompilation_spans(code, before.get(code, 0)):
+            out.append(Recompilation(source="dynamo", where=recompile_where(code, end - 1),
+                                     reason="; ".join(guard_failure_text(r) for r in reasons[first:end])))
     return out
 
 

@@ -27,15 +27,18 @@ from functools import lru_cache
 log = logging.getLogger("torchfuse.recompile")
 
 #: code object -> (its list in TorchDynamo's ``guard_failures``, where each failure of it seen
-#: so far happened); the list is compared by identity, as ``torch._dynamo.reset()`` starts new ones
+#: so far happened, and the number of failures seen at the end of each backend call); the
+#: list is compared by identity, as ``torch._dynamo.reset()`` starts new ones
 _seen: dict = {}
 _lock = threading.Lock()
 
 
 def log_dynamo_recompiles() -> list[str]:
     """Note where each of TorchDynamo's guard failures not seen before happened (see
-    :func:`recompile_where`) and log them; returns their messages (empty when there are none
-    or the ``recompile`` topic is off)."""
+    :func:`recompile_where`) and log them, one message per recompilation: the failures that
+    appeared since the last backend call are one recompilation's, one per compiled version
+    whose guards failed. Returns the messages (empty when there are none or the ``recompile``
+    topic is off)."""
     try:
         from torch._dynamo.utils import guard_failures
     except ImportError:
@@ -46,14 +49,38 @@ def log_dynamo_recompiles() -> list[str]:
         for code, reasons in list(guard_failures.items()):
             seen = _seen.get(code)
             if seen is None or seen[0] is not reasons:
-                seen = _seen[code] = (reasons, [])
-            for reason in reasons[len(seen[1]):]:
+                seen = _seen[code] = (reasons, [], [])
+            new = reasons[len(seen[1]):]
+            if not new:
+                continue
+            for reason in new:
                 seen[1].append(_where(code, str(reason), compiling))
-                if log.isEnabledFor(logging.INFO):
-                    messages.append(f"TorchDynamo compiles {seen[1][-1]} again: {guard_failure_text(reason)}")
+            seen[2].append(len(seen[1]))
+            if log.isEnabledFor(logging.INFO):
+                texts = "; ".join(guard_failure_text(r) for r in new)
+                messages.append(f"TorchDynamo compiles {seen[1][-1]} again: {texts}")
     for m in messages:
         log.info("%s", m)
     return messages
+
+
+def recompilation_spans(code, start: int) -> list[tuple[int, int]]:
+    """The guard failures of ``code`` from index ``start`` on, as ``(first, end)`` index ranges,
+    one per recompilation (the failures one backend call found, :func:`log_dynamo_recompiles`);
+    a failure no backend call noted (TorchDynamo gave up compiling again) is a range of its own."""
+    from torch._dynamo.utils import guard_failures
+
+    reasons = guard_failures.get(code, [])
+    with _lock:
+        seen = _seen.get(code)
+        ends = list(seen[2]) if seen is not None and seen[0] is reasons else []
+    spans, first = [], start
+    for end in ends:
+        if end > first:
+            spans.append((first, end))
+            first = end
+    spans += [(i, i + 1) for i in range(first, len(reasons))]
+    return spans
 
 
 _COMPILE_ID = re.compile(r"^\s*(\d+)/(\d+): ")
