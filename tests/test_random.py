@@ -73,6 +73,30 @@ def test_half_precision_dropout_keeps_one_minus_p(dtype, p):
         torch.testing.assert_close(y[kept], want[kept], rtol=0, atol=0)
 
 
+def test_fp64_random_numbers_have_53_random_bits():
+    """fp64 ``rand_like``, ``randn_like`` and ``bernoulli`` draw 53 random bits, as eager's fp64
+    draws: fp32 draws cast to fp64 are multiples of 2**-24, have no normal value beyond about
+    5.8, and a ``bernoulli`` with ``p`` below 2**-24 would keep only exact zeros. Moments within
+    5 standard deviations; in a row kernel too (dropout after a softmax)."""
+    x = torch.zeros(200, 1000, dtype=torch.float64, device=DEVICE)
+    torch.manual_seed(0)
+    u, z, rare, b = torchfuse.compile(
+        lambda x: (torch.rand_like(x), torch.randn_like(x), torch.bernoulli(x, 2.0 ** -30), torch.bernoulli(x, 0.3)))(x)
+    n = u.numel()
+    assert u.dtype == z.dtype == b.dtype == torch.float64
+    assert u.min() >= 0 and u.max() < 1
+    assert ((u * 2**24) % 1 != 0).double().mean() > 0.99  # finer than fp32's 24 bits
+    assert ((u * 2**53) % 1 == 0).all()  # and no finer than 53
+    assert abs(u.mean().item() - 0.5) < 5 * math.sqrt(1 / 12 / n)
+    assert abs(z.mean().item()) < 5 / math.sqrt(n) and abs(z.std().item() - 1) < 0.01
+    assert ((z * 2**24) % 1 != 0).double().mean() > 0.99
+    assert rare.sum().item() <= 1  # expected 2e5 * 2**-30 = 0.0002 kept
+    assert abs(b.mean().item() - 0.3) < 5 * math.sqrt(0.3 * 0.7 / n)
+    y = torchfuse.compile(lambda t: torch.nn.functional.dropout(torch.softmax(t, -1), 0.5, True))(
+        torch.randn(64, 300, dtype=torch.float64, device=DEVICE))
+    assert abs((y == 0).double().mean().item() - 0.5) < 5 * math.sqrt(0.25 / y.numel())
+
+
 def test_rand_like_statistics_and_range():
     def f(x):
         return torch.rand_like(x), torch.randn_like(x) * 2 + 1

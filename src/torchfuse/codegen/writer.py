@@ -15,6 +15,7 @@ values are rounded to the dtype eager stores them in unless ``exact_rounding`` i
 """
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -503,16 +504,13 @@ class KernelWriter(Reductions):
         k = self.random_nodes.index(node)
         var = self.fresh("rnd")
         dt = out.meta.dtype
+        if dt == torch.float64:
+            self.random_fp64(node, k, var)
+            return
         if self.tuning.codegen.philox_four:
             self.random_by_fours(node, k, var)
         else:
-            if not self.reduce:
-                lin = "xindex"
-            elif self.in_r(out):
-                lin = "(xindex * rnumel + rindex)"
-            else:
-                lin = "xindex"
-            self.emit(f"{var} = tl.{'randn' if node.op == 'randn' else 'rand'}(seed + {k}, {lin})")
+            self.emit(f"{var} = tl.{'randn' if node.op == 'randn' else 'rand'}(seed + {k}, {self.random_position(out)})")
         if node.op != "randn":
             if node.op == "bernoulli":
                 self.emit(f"{var} = ({var} < {node.attrs['p']!r}).to(tl.float32)")
@@ -523,6 +521,32 @@ class KernelWriter(Reductions):
         final = self.fresh()
         self.emit(f"{final} = {convert(var, torch.float32, dt)}")
         self.define(out, final, dt)
+
+    def random_position(self, out: Value) -> str:
+        """The linear position of each element of random value ``out`` in the kernel's iteration
+        space: its Philox counter, whatever the block sizes."""
+        return "(xindex * rnumel + rindex)" if self.reduce and self.in_r(out) else "xindex"
+
+    def random_fp64(self, node: Node, k: int, var: str) -> None:
+        """fp64 random numbers with 53 random bits, as eager's fp64 draws have
+        (``curand_uniform2_double`` on a GPU): one Philox call per element
+        (``tl.randint4x``); its first two 32-bit outputs give a uniform number in [0, 1) (27
+        and 26 of their bits, times 2**-53), ``randn`` takes a second one from the other two
+        and transforms the pair by Box-Muller in fp64, and ``bernoulli`` compares the first
+        with ``p`` in fp64. (An fp32 draw cast to fp64 has 24 random bits, so ``bernoulli``
+        with ``p`` below 2**-24 would keep only where the draw is exactly 0.)"""
+        parts = [f"{var}_{i}" for i in range(4)]
+        self.emit(f"{', '.join(parts)} = tl.randint4x(seed + {k}, {self.random_position(node.output)})")
+
+        def uniform(hi: str, lo: str) -> str:
+            return f"((({hi} >> 5).to(tl.float64) * 67108864.0 + ({lo} >> 6).to(tl.float64)) * {2.0 ** -53!r})"
+
+        self.emit(f"{var} = {uniform(parts[0], parts[1])}")
+        if node.op == "randn":
+            self.emit(f"{var} = tl.sqrt(-2.0 * tl.log(1.0 - {var})) * tl.cos({2 * math.pi!r} * {uniform(parts[2], parts[3])})")
+        elif node.op == "bernoulli":
+            self.emit(f"{var} = ({var} < {node.attrs['p']!r}).to(tl.float64)")
+        self.define(node.output, var, torch.float64)
 
     def random_by_fours(self, node: Node, k: int, var: str) -> None:
         """Four random numbers per Philox call (``Tuning.codegen.philox_four``), as PyTorch's
