@@ -423,14 +423,25 @@ def random_helpers_on_demand() -> str:
     return _region("random helpers on demand")
 
 
+def _defined(text: str) -> tuple[str, ...]:
+    return tuple(re.findall(r"^def (\w+)\(", text, flags=re.M))
+
+
+def _named(text: str) -> tuple[str, ...]:
+    """The names a region of helpers binds: its functions and its ``import ... as`` names."""
+    return tuple(a or b for a, b in re.findall(r"^def (\w+)\(|^from .* import \w+ as (\w+)$", text, flags=re.M))
+
+
+#: The regions of helpers copied, each whole, after the header only into the kernels that call
+#: one of its names: ``(text, names)``, in the order a kernel carries them.
+ON_DEMAND_REGIONS = tuple((text, _named(text)) for text in (helpers_on_demand(), random_helpers_on_demand()))
 #: Helpers copied only into the kernels that call them.
-ON_DEMAND = tuple(re.findall(r"^def (\w+)\(", helpers_on_demand(), flags=re.M))
+ON_DEMAND = ON_DEMAND_REGIONS[0][1]
 #: The names whose call copies :func:`random_helpers_on_demand` into a kernel.
-RANDOM_ON_DEMAND = ("tf_threads", "tf_interleave4")
+RANDOM_ON_DEMAND = ON_DEMAND_REGIONS[1][1]
 #: Every helper's name, which the loader turns into Triton functions (interpreted ones under the
 #: interpreter).
-HELPERS = (tuple(re.findall(r"^def (\w+)\(", kernel_header(), flags=re.M)) + ON_DEMAND
-           + tuple(re.findall(r"^def (\w+)\(", random_helpers_on_demand(), flags=re.M)))
+HELPERS = _defined(kernel_header()) + tuple(n for text, _ in ON_DEMAND_REGIONS for n in _defined(text))
 #: Helpers replaced under the interpreter (CPU tensors) by their host twin.
 HOST_VARIANTS = {"tf_maximum": "tf_maximum_host",
                  "tf_minimum": "tf_minimum_host",

@@ -99,10 +99,8 @@ def generate(group, layout: KernelLayout, scheduler: str, exact_rounding: bool =
         sched.write_body(w, k)
         kernels.append(w.function(function))
     body = "\n\n".join(kernels)
-    if any(re.search(rf"\b{h}\(", body) for h in helpers.RANDOM_ON_DEMAND):
-        body = RANDOM_ON_DEMAND + "\n\n" + body
-    if any(re.search(rf"\b{h}\(", body) for h in helpers.ON_DEMAND):
-        body = HEADER_ON_DEMAND + "\n\n" + body
-    text = HEADER + "\n\n" + body
+    called = [region for region, names in helpers.ON_DEMAND_REGIONS
+              if any(re.search(rf"\b{h}\(", body) for h in names)]
+    text = "\n\n".join([HEADER, *called, body])
     key = hashlib.sha256(text.encode()).hexdigest()
     return KernelSource(name=name, text=text, key=key, params=tuple(writers[0].params()), stages=stages)
