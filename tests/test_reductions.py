@@ -566,6 +566,27 @@ def test_rematerialized_mask_leaves_no_empty_group():
     assert groups and all(g.outputs for g in groups)
 
 
+def test_a_value_written_for_a_view_is_not_computed_twice():
+    """A pointwise result that a reduction group sums and that a matrix product reads through
+    a reshape: the reshape becomes an ATen view of the written result, so recomputing the
+    chain for it saves nothing. The group computes the chain once (it once held two copies),
+    values as eager's."""
+    import torchfuse
+    from torchfuse import backend
+
+    def f(x, w):
+        y = torch.sin(x) * 2
+        return y.sum(0), y.view(-1, 4) @ w
+
+    x, w = torch.randn(8, 16, device=DEVICE), torch.randn(4, 3, device=DEVICE)
+    backend.RECENT.clear()
+    got = torchfuse.compile(f, dynamic=False)(x, w)
+    for g, want in zip(got, f(x, w)):
+        torch.testing.assert_close(g, want)
+    ops = [n.op for g in backend.RECENT[-1].segmentation.groups for n in g.nodes]
+    assert ops.count("sin") == 1, ops
+
+
 @pytest.mark.parametrize("dtype", [BF16, torch.float32], ids=["bf16", "fp32"])
 @pytest.mark.parametrize("layout", ["channels_last", "channels_first"])
 def test_batch_norm_statistics_over_mid_sized_columns_stay_splittable(layout, dtype):

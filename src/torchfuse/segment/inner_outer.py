@@ -33,16 +33,18 @@ def _static_extent(dom: Domain, dims) -> int | None:
     return n
 
 
-def _plain(g: FusionGroup) -> bool:
-    return not any(REGISTRY[n.op].kind == "random" or n.op == "arange" for n in g.nodes)
+def _plain(g: FusionGroup, indices: bool = False) -> bool:
+    """No random numbers, and no ``arange`` unless ``indices``."""
+    return not any(REGISTRY[n.op].kind == "random" or (n.op == "arange" and not indices) for n in g.nodes)
 
 
-def _row_refusal(g: FusionGroup, limit: int) -> str | None:
+def _row_refusal(g: FusionGroup, limit: int, indices: bool = False) -> str | None:
     """Why reduction group ``g`` cannot be the row side of a pair (None: it can): its whole
-    reduced extent must be static and fit the persistent scheduler within ``limit``."""
+    reduced extent must be static and fit the persistent scheduler within ``limit``
+    (``indices``: ``g`` may build indices, as a pointwise row side may)."""
     if g.outer:
         return f"{g.name} is paired already"
-    if not _plain(g):
+    if not _plain(g, indices):
         return f"{g.name} draws random numbers or builds indices"
     r = _static_extent(g.domain, g.domain.reduced)
     if r is None:
@@ -114,10 +116,11 @@ def _shared_reads(rows: FusionGroup, cols: FusionGroup) -> tuple[int, int]:
     return sum(1 for v in shared if {x for x in d1.dims[v] if x is not None} == big), len(shared)
 
 
-def _reaches(graph: Graph, users: dict, src: FusionGroup, dst: FusionGroup) -> bool:
-    """Does a result of ``src`` reach a node of ``dst`` (through any other step)?"""
+def _reaches(graph: Graph, users: dict, src: FusionGroup, dst: FusionGroup, direct: bool = True) -> bool:
+    """Does a result of ``src`` reach a node of ``dst`` (``direct=False``: through another step
+    only, not by ``dst`` reading it)?"""
     inside, target = set(src.nodes), set(dst.nodes)
-    stack = [u for v in src.outputs for u in users.get(v, ()) if u not in inside]
+    stack = [u for v in src.outputs for u in users.get(v, ()) if u not in inside and (direct or u not in target)]
     seen: set[Node] = set()
     while stack:
         n = stack.pop()
@@ -128,6 +131,34 @@ def _reaches(graph: Graph, users: dict, src: FusionGroup, dst: FusionGroup) -> b
         seen.add(n)
         stack.extend(u for o in n.outputs for u in users.get(o, ()))
     return False
+
+
+def _reads_results(part: FusionGroup, rows: FusionGroup) -> list[Value]:
+    """The results of ``rows`` that ``part`` reads."""
+    made = set(rows.outputs)
+    return [v for v in part.inputs if v in made]
+
+
+def _as_rows(g: FusionGroup, part: FusionGroup, limit: int) -> FusionGroup | None:
+    """Pointwise group ``g`` seen as the row side of a pair with ``part``, which reads a
+    result of ``g``: the dims ``part`` keeps become ``g``'s reduced dims (its rows are
+    what ``part`` sums over). None when ``g`` is not plain, when a result of ``g`` does not
+    span its domain (a program of the pair writes whole blocks of rows), or when the rows
+    are not static or not shorter than ``limit``."""
+    d1, d2 = g.domain, part.domain
+    read = [v for v in _reads_results(part, g) if v in d1.dims and v in d2.dims]
+    if not read or not _plain(g, indices=True) or len(d1.sizes) != len(d2.sizes):
+        return None
+    big = {k for k in range(len(d1.sizes)) if not is_one(d1.sizes[k])}
+    if any({x for x in d1.dims[v] if x is not None} != big for v in g.outputs if v in d1.dims):
+        return None
+    kept = tuple(sorted({x for x, y in zip(d1.dims[read[0]], d2.dims[read[0]])
+                         if x is not None and y is not None and y not in d2.reduced}))
+    r = _static_extent(d1, kept)
+    if not kept or r is None or next_power_of_2(r) > limit:
+        return None
+    return FusionGroup(id=g.id, nodes=g.nodes, inputs=g.inputs, outputs=g.outputs,
+                       domain=Domain(sizes=d1.sizes, reduced=kept, dims=d1.dims))
 
 
 def _parts(g: FusionGroup) -> list[FusionGroup]:
@@ -227,16 +258,20 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
     """
     if not options.inner_outer:
         return groups
-    limit = min(options.persistent_max_elements, options.tuning.inner_outer.max_row)
+    tuning = options.tuning.inner_outer
+    limit = min(options.persistent_max_elements, tuning.max_row)
     cols = [g for g in groups if _column_candidate(g)]
     if not cols:
         return groups
-    rows = [g for g in groups if g.domain.reduced]
+    pointwise = tuning.dependent_sums and tuning.pointwise_rows
+    rows = [g for g in groups if g.domain.reduced or (pointwise and g.nodes and not _column_candidate(g))]
     users = graph.users()
     order = {n: i for i, n in enumerate(graph.nodes)}
     canon = _view_classes(graph)
-    # row group id -> (row group, [(part, its column group, dims in the rows' domain, substitution)])
-    taken: dict[int, tuple[FusionGroup, list]] = {}
+    # row group id -> (row group, as the pair sees it, [(part, its column group, dims in the
+    # rows' domain, substitution)]); a pointwise row group is seen with the dims its first
+    # part keeps as reduced dims (:func:`_as_rows`)
+    taken: dict[int, tuple[FusionGroup, FusionGroup, list]] = {}
     left: dict[int, list[FusionGroup]] = {}
     as_columns: set[int] = set()  # column groups with a part paired: not row groups too
     for g2 in cols:
@@ -250,33 +285,44 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
                 if g1 is g2:
                     continue
                 seen, subst = _as_read_by(part, g1, canon)
-                dims = _transposed_dims(g1, seen)
+                direct = _reads_results(seen, g1)
+                rows_side = taken[id(g1)][1] if id(g1) in taken else g1
+                if not rows_side.domain.reduced:
+                    rows_side = _as_rows(g1, seen, limit) if direct else None
+                    if rows_side is None:
+                        continue
+                dims = _transposed_dims(rows_side, seen)
                 if dims is None:
                     continue
-                refusal = f"{g1.name} is paired already" if id(g1) in as_columns else _row_refusal(g1, limit)
+                refusal = (f"{g1.name} is paired already" if id(g1) in as_columns
+                           else _row_refusal(rows_side, limit, indices=not g1.domain.reduced))
                 if refusal is not None:
                     why = refusal
                     continue
-                others = [p for p, c, _, _ in taken.get(id(g1), (None, []))[1] if c is not g2]
-                if any(_reaches(graph, users, a, b) or _reaches(graph, users, b, a)
-                       for a, b in [(g1, part)] + [(o, part) for o in others]):
+                others = [p for p, c, _, _ in taken.get(id(g1), (None, None, []))[2] if c is not g2]
+                if ((direct and not tuning.dependent_sums) or _reaches(graph, users, g1, part, direct=False)
+                        or _reaches(graph, users, part, g1)
+                        or any(_reaches(graph, users, a, b) or _reaches(graph, users, b, a) for a, b in
+                               [(o, part) for o in others])):
                     why = f"one of it and {g1.name} (or a column sum paired with it) reads a result of the other"
                     continue
-                score = _shared_reads(g1, seen)
+                full, shared = _shared_reads(rows_side, seen)
+                score = (full + len(direct), shared + len(direct))
                 if best is None or score > best[0]:
-                    best = (score, g1, dims, subst)
+                    best = (score, g1, rows_side, dims, subst)
             if best is None:
                 left.setdefault(id(g2), []).append(part)
                 continue
-            _, g1, dims, subst = best
-            taken.setdefault(id(g1), (g1, []))[1].append((part, g2, dims, subst))
+            _, g1, rows_side, dims, subst = best
+            taken.setdefault(id(g1), (g1, rows_side, []))[2].append((part, g2, dims, subst))
             as_columns.add(id(g2))
         if len(left.get(id(g2), ())) == len(parts):
             log.info("sums %s not paired as the column side of an inner-outer kernel: %s", g2.name, why)
     if not taken:
         return groups
+    returned = graph.output_values()
     merged: dict[int, FusionGroup | None] = {}
-    for g1, parts in taken.values():
+    for g1, rows_side, parts in taken.values():
         dims: dict = {}
         column_nodes: set[Node] = set()
         outputs = list(g1.outputs)
@@ -289,8 +335,11 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
             outputs += part.outputs
             merged.setdefault(id(g2), None)
         nodes = sorted(g1.nodes + list(column_nodes), key=order.get)
+        inside = set(nodes)
         inputs, _ = group_values(nodes)
-        dom = Domain(sizes=g1.domain.sizes, reduced=g1.domain.reduced, dims={**g1.domain.dims, **dims})
+        # a result that only the paired sums read is summed where it is made, not written
+        outputs = [o for o in outputs if o in returned or any(u not in inside for u in users.get(o, ()))]
+        dom = Domain(sizes=g1.domain.sizes, reduced=rows_side.domain.reduced, dims={**g1.domain.dims, **dims})
         merged[id(g1)] = FusionGroup(id=g1.id, nodes=nodes, inputs=inputs, outputs=outputs, domain=dom,
                                      outer=[n for n in nodes if n in column_nodes])
         log.info("group %s and the sums of %s run as one inner-outer reduction", g1.name,

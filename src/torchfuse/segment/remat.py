@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 
-from ..ir.graph import Node, Value
-from ..ir.ops import REGISTRY
+from ..ir.graph import Node, Value, sizes_equal
+from ..ir.ops import REDUCTIONS, REGISTRY
 from .groups import has_reduction, is_fusible
 from .fuse import Units
 from .rewrites import rewire, twin
@@ -46,8 +46,8 @@ def rematerialize(units: Units) -> int:
     users = graph.users()
     returned = graph.output_values()
     for unit in {id(u): u for u in units.unit.values()}.values():
-        if not all(is_fusible(n) for n in unit):
-            continue
+        if not all(is_fusible(n) for n in unit) or all(REGISTRY[n.op].kind == "layout" for n in unit):
+            continue  # (a unit of reshapes alone becomes an ATen view of the written value)
         reader_reduces = has_reduction(unit)
         inside = set(unit)
         reads: dict[Value, list[Node]] = {}
@@ -59,14 +59,17 @@ def rematerialize(units: Units) -> int:
                     reads.setdefault(v, []).append(n)
         own = {v for n in unit for v in n.input_values()}
         for v, readers in reads.items():
+            if _pairs_instead(units, unit, v):
+                continue
             chain = _pointwise_chain(units, v)
             if chain is None or v.meta is None:
                 continue
             nodes, leaves = chain
-            full = [x for x in leaves if x.meta is not None and tuple(x.meta.shape) == tuple(v.meta.shape)]
+            # full size: as many elements as the value (a leaf reached through a reshape counts)
+            full = [x for x in leaves if x.meta is not None and sizes_equal(x.meta.numel(), v.meta.numel())]
             extra = sum(x.meta.dtype.itemsize for x in full if x not in own)
             home = units.unit[v.producer]
-            sole = v not in returned and all(u in inside or units.unit.get(u) is home for u in users.get(v, []))
+            sole = not _escapes(v, home, inside, users, returned)
             if extra > v.meta.dtype.itemsize * (2 if sole else 1):
                 continue
             clone: dict[Value, Value] = {}
@@ -84,6 +87,42 @@ def rematerialize(units: Units) -> int:
         graph.nodes = new_nodes
         log.info("rematerialized %d value%s for reduction groups", done, "" if done == 1 else "s")
     return done
+
+
+def _pairs_instead(units: Units, unit: list[Node], v: Value) -> bool:
+    """With ``Tuning.inner_outer.pointwise_rows``: ``unit`` only sums ``v``, a result of a
+    pointwise group (a bias gradient of an activation's backward): the pairing that follows
+    (:func:`~torchfuse.segment.pair_inner_outer`) sums it in the kernel that computes it,
+    which reads less than recomputing it here."""
+    t = units.options.tuning.inner_outer
+    if not (t.dependent_sums and t.pointwise_rows and units.options.inner_outer):
+        return False
+    if has_reduction(units.unit[v.producer]):
+        return False
+    sums = [n for n in unit if REGISTRY[n.op].kind == "reduction"]
+    return bool(sums) and all(REDUCTIONS[n.op].combine == "sum" and not REDUCTIONS[n.op].mean and n.inputs[0] is v
+                              for n in sums)
+
+
+def _escapes(v: Value, home: list[Node], inside: set[Node], users: dict, returned: set[Value]) -> bool:
+    """Whether ``v`` is written anyway: returned, or read by a step other than its own group
+    ``home`` and the reader ``inside``, directly or through reshapes and views in ``home``
+    (which become ATen views of the written value)."""
+    home_set = set(home)
+    stack, seen = [v], set()
+    while stack:
+        x = stack.pop()
+        if x in returned:
+            return True
+        for u in users.get(x, []):
+            if u in inside or u in seen:
+                continue
+            if u not in home_set:
+                return True
+            seen.add(u)
+            if not u.is_call and REGISTRY[u.op].kind == "layout":
+                stack.extend(u.outputs)
+    return False
 
 
 def _pointwise_chain(units: Units, v: Value):
