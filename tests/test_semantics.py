@@ -898,3 +898,45 @@ def test_pads_with_a_complex_fill_are_merged_by_value():
     assert merge_duplicate_pads(gm) == 1
     gm.recompile()
     assert_matches(gm(x), f(x), exact=True)
+
+
+#: calls storing a number into a tensor, where eager's checked conversion may raise; each
+#: case's expected outcome is eager's own, computed in the test
+STORED_NUMBERS = {
+    "masked_fill_half": lambda x, m: x.half().masked_fill(m, -1e30) * 2,
+    "masked_fill_tensor_value": lambda x, m: x.half().masked_fill(m, torch.tensor(-1e30)) * 2,
+    "masked_fill_half_tensor_value": lambda x, m: x.half().masked_fill(m, torch.tensor(-1e30, dtype=torch.half)) * 2,
+    "masked_fill_fits": lambda x, m: x.half().masked_fill(m, -65504.0) * 2,
+    "masked_fill_inf": lambda x, m: x.bfloat16().masked_fill(m, float("-inf")) + 1,
+    "full_like_half": lambda x, m: torch.full_like(x.half(), 1e6) + x.half(),
+    "full_like_one_element": lambda x, m: torch.full_like(x[:1, :1].half(), 1e6) + x[:1, :1].half(),
+    "fill_bf16": lambda x, m: x.bfloat16().clone().fill_(3.4e38) + 1,
+    "clamp_half": lambda x, m: x.half().clamp(max=1e6) * 2,
+    "index_fill_half": lambda x, m: x.half().index_fill(0, torch.tensor([0], device=x.device), 7e4) * 2,
+    "full_int8": lambda x, m: torch.full((2, 3), 200, dtype=torch.int8, device=x.device) + (x[:2, :3] > 0).to(torch.int8),
+    "full_uint8_wraps": lambda x, m: torch.full((2, 3), -1, dtype=torch.uint8, device=x.device) - (x[:2, :3] > 0).to(torch.uint8),
+}
+
+
+@pytest.mark.parametrize("case", list(STORED_NUMBERS))
+def test_a_number_that_does_not_fit_raises_as_in_eager(case):
+    """A number stored into a tensor whose dtype cannot hold it (``half.masked_fill(m, -1e30)``):
+    eager raises ``value cannot be converted to type ... without overflow`` where its fill,
+    ``masked_fill``, ``index_fill`` and ``clamp`` convert the number (a fill of a one-element
+    floating tensor does not check; a negative integer wraps in an unsigned dtype), while the
+    decomposed graph would write infinities. The compiled call raises eager's error where eager
+    does, and gives eager's values where eager does not."""
+    fn = STORED_NUMBERS[case]
+    x = torch.randn(4, 6, device=DEVICE)
+    m = x > 0.5
+    try:
+        want, error = fn(x, m), None
+    except RuntimeError as e:
+        want, error = None, str(e)
+    compiled = torchfuse.compile(fn, dynamic=False)
+    if error is not None:
+        with pytest.raises(RuntimeError, match="without overflow"):
+            compiled(x, m)
+    else:
+        got = compiled(x, m)
+        assert got.dtype == want.dtype and torch.equal(got, want), (got, want)

@@ -88,3 +88,77 @@ def dense_attention_masks(gm: torch.fx.GraphModule, devices: tuple[str, ...] = (
             node.args = node.args[:3] + (dense,) + node.args[4:]
         done += 1
     return finish(gm, done, "attention mask(s) made dense in their last dimension for the fused GPU kernels")
+
+
+#: calls that store a Python number into a tensor of their result's dtype through PyTorch's
+#: checked conversion (``c10::checked_convert``: "value cannot be converted to type ... without
+#: overflow"), by target name, with the positions and keywords of their number arguments.
+#: AOTAutograd's decompositions drop the check (``masked_fill`` becomes a ``where`` of a
+#: ``scalar_tensor``, which converts unchecked), and a fused kernel would write infinities.
+_CHECKED_NUMBERS: dict[str, tuple[tuple[int, str], ...]] = {
+    "masked_fill": ((2, "value"),), "masked_fill_": ((2, "value"),),
+    "fill": ((1, "value"),), "fill_": ((1, "value"),),
+    "full": ((1, "fill_value"),), "full_like": ((1, "fill_value"),), "new_full": ((2, "fill_value"),),
+    "index_fill": ((3, "value"),), "index_fill_": ((3, "value"),),
+    "clamp": ((1, "min"), (2, "max")), "clamp_": ((1, "min"), (2, "max")), "clip": ((1, "min"), (2, "max")),
+    "clip_": ((1, "min"), (2, "max")), "clamp_min": ((1, "min"),), "clamp_max": ((1, "max"),),
+}
+
+
+#: of those, the fills: eager converts unchecked when the tensor is floating and has one element
+_FILLS = frozenset({"fill", "fill_", "full", "full_like", "new_full"})
+
+
+def _number_of(x):
+    """``x`` as a Python number: a number, or a ``torch.tensor(number)`` made in the graph
+    (a 0-dim constant the model's code builds); else None."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return x
+    if (isinstance(x, torch.fx.Node) and x.op == "call_function" and x.target is torch.tensor and x.args
+            and isinstance(x.args[0], (int, float)) and not isinstance(x.args[0], bool)
+            and x.kwargs.get("dtype") in (None, torch.float32, torch.float64, torch.int64)):
+        return x.args[0]  # (made in a narrower dtype, the tensor holds the value already rounded)
+    return None
+
+
+def _overflows(value, dtype: torch.dtype) -> bool:
+    """Whether PyTorch's checked conversion of ``value`` to ``dtype`` raises (c10's
+    ``overflows``): a number outside the dtype's range, where infinities and NaN fit floating
+    dtypes, a float NaN or infinity never fits an integer dtype, and a negative integer fits an
+    unsigned one while its magnitude does (it wraps, as two's complement arithmetic would)."""
+    if dtype == torch.bool or dtype.is_complex or dtype == torch.float64:
+        return False
+    if dtype.is_floating_point:
+        if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+            return False
+        return abs(value) > torch.finfo(dtype).max
+    info = torch.iinfo(dtype)
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return True
+    if info.min == 0 and isinstance(value, int) and value < 0:
+        return -value > info.max
+    return not info.min <= value <= info.max
+
+
+def eager_overflow_errors(gm: torch.fx.GraphModule) -> list[str]:
+    """The calls of TorchDynamo's graph ``gm`` that raise in eager PyTorch because a number
+    they store does not fit their tensor's dtype (``x.half().masked_fill(m, -1e30)``,
+    ``torch.full_like(x_half, 1e6)``, ``x_half.clamp(max=1e6)``), each described as
+    ``"<call> with <number> for <dtype>"``; empty when there are none. The backend runs such a
+    graph as traced, so that it raises eager's ``RuntimeError`` at the call."""
+    found = []
+    for n in gm.graph.nodes:
+        if n.op not in ("call_function", "call_method"):
+            continue
+        name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
+        spots = _CHECKED_NUMBERS.get(name)
+        out = n.meta.get("example_value")
+        if not spots or not isinstance(out, torch.Tensor):
+            continue
+        if name in _FILLS and out.dtype.is_floating_point and not (type(out.numel()) is int and out.numel() > 1):
+            continue  # eager fills a one-element floating tensor unchecked
+        for i, key in spots:
+            value = _number_of(n.args[i] if len(n.args) > i else n.kwargs.get(key))
+            if value is not None and _overflows(value, out.dtype):
+                found.append(f"{name} with {value!r} for {str(out.dtype).replace('torch.', '')}")
+    return found
