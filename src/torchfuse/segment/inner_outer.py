@@ -3,8 +3,9 @@ same rows and columns become one group (``FusionGroup.outer``).
 
 Takes the finalized :class:`~torchfuse.segment.groups.FusionGroup` list of a graph (and the
 graph, for views and paths between groups); returns the groups with each pair merged under
-the row group's id, renumbered in graph order (:func:`pair_inner_outer`). Invariants: paired
-groups have no path between them; the merged domain is the row group's, with the column
+the row group's id, renumbered in graph order (:func:`pair_inner_outer`). Invariants: no path
+between paired groups other than the column sums reading the row group's results directly
+(``Tuning.inner_outer.dependent_sums``); the merged domain is the row group's, with the column
 group's values mapped into it (their reductions reduce its kept dims).
 """
 from __future__ import annotations
@@ -241,17 +242,26 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
     cost 95 + 73 us at bf16 16384 x 4096, and the paired kernels 145 us (``benchmarks/NOTES.md``,
     runs R and AH).
 
+    With ``Tuning.inner_outer.dependent_sums``, a part may also read the row group's results
+    directly (a linear layer's bias gradient summed from the LayerNorm backward's input
+    gradient): the pair sums them where they are computed, and a result only the part read is
+    no longer written. With ``pointwise_rows`` as well, a pointwise group whose result a part
+    reads can be the row side (:func:`_as_rows`: an activation's backward and the bias
+    gradient summed from it; indices allowed, as in the select that stacks a projection's
+    query, key and value gradients).
+
     A column group is considered part by part (:func:`_parts`: sibling fusion may have merged
     the sums of two LayerNorms), and a part may read the rows' input through another value of
     the same view (:func:`_view_classes`). A pair needs: no path between the two (they run at
-    one step); the part's reductions all plain sums of values that span the domain, and its
-    outputs those sums or values computed from them; a common input spanning every dim (the
-    read the pair saves); a static row length (a size TorchDynamo made dynamic is not known
-    here) of at most ``Tuning.inner_outer.max_row`` elements (4096: longer rows ran slower
-    paired on an H200) and ``persistent_max_elements``. Groups with random numbers or
-    ``arange`` are left alone. Among the row groups that qualify, a part pairs with the one
-    that shares the most full-size inputs with it (``_shared_reads``); one row group takes
-    every part that chooses it. The parts of a column group left unpaired stay one group; a
+    one step) but the direct reads above; the part's reductions all plain sums of values that
+    span the domain, and its outputs those sums or values computed from them; a common input
+    (or a result read directly) spanning every dim (the read the pair saves); a static row
+    length (a size TorchDynamo made dynamic is not known here) of at most
+    ``Tuning.inner_outer.max_row`` elements (4096: longer rows ran slower paired on an H200)
+    and ``persistent_max_elements``. Groups with random numbers, and row-reduction groups with
+    ``arange``, are left alone. Among the row groups that qualify, a part pairs with the one
+    that shares the most full-size inputs and read results with it (``_shared_reads``); one
+    row group takes every part that chooses it. The parts of a column group left unpaired stay one group; a
     column group with no part paired is logged (topic ``fusion``) with the reason.
 
     Returns the groups, paired ones merged (under the row group's id), renumbered in order.
@@ -264,7 +274,7 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
     if not cols:
         return groups
     pointwise = tuning.dependent_sums and tuning.pointwise_rows
-    rows = [g for g in groups if g.domain.reduced or (pointwise and g.nodes and not _column_candidate(g))]
+    rows = [g for g in groups if g.domain.reduced or pointwise]
     users = graph.users()
     order = {n: i for i, n in enumerate(graph.nodes)}
     canon = _view_classes(graph)
