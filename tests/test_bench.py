@@ -256,6 +256,34 @@ def test_selection_and_backend_parsing():
         parse_backends("eager,nope")
 
 
+def test_a_torchfuse_variant_backend_compiles_with_its_settings(tmp_path):
+    """``torchfuse[SETTING;...]`` is a variant of torchfuse's backend compiled with those
+    settings (options and tuning fields) in the same run; a setting that does not parse, or
+    one given to another compiler's backend, is refused when the backends are parsed."""
+    from torchfuse.bench.backends import backend_named
+
+    name = "torchfuse[inner_outer=False;persistent.tile_elements=2048]"
+    assert parse_backends(f"torchfuse,{name}") == ("eager", "torchfuse", name)
+    variant = backend_named(name)
+    assert variant.name == name and variant.modules == BACKENDS["torchfuse"].modules
+    ro = backend_named("torchfuse-reduce-overhead[inner_outer=False]")
+    assert ro.mark_step and ro.needs_cuda and ro.compile.options == {"cudagraphs": True}
+    for bad in ("torchfuse[nope=1]", "torchfuse[persistent.nope=1]", "torch.compile[inner_outer=False]",
+                "torchfuse[inner_outer=False", "nope[inner_outer=False]"):
+        with pytest.raises(ValueError):
+            parse_backends(bad)
+    compiled = variant.compile(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.GELU()), "cpu")
+    compiled(torch.randn(2, 4))
+    from torchfuse import backend as tf_backend
+
+    opts = tf_backend.RECENT[-1].options
+    assert opts.inner_outer is False and opts.tuning.persistent.tile_elements == 2048 and opts.interpret
+    data = run_bench(tmp_path, "--suite", "micro", "--only", "bias_gelu", "--mode", "infer-fp32",
+                     "--backends", f"torchfuse,{name}")
+    rows = by_backend(data)
+    assert rows[name]["status"] == "ok" and rows[name]["accuracy"] == PASS, rows[name]
+
+
 def test_busy_time_is_the_union_of_intervals():
     from torchfuse.bench.timing import busy_time
 

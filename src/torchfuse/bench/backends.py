@@ -64,13 +64,19 @@ def compile_torch(mode: str | None = None, options: dict | None = None) -> Compi
     return compile
 
 
-def compile_torchfuse(**options) -> CompileFn:
+def compile_torchfuse(overrides: tuple[str, ...] = (), **options) -> CompileFn:
     """``torchfuse.compile(module, **options)``; on a CPU the generated kernels run in Triton's
-    interpreter (``interpret=True``), since otherwise nothing would be fused there."""
+    interpreter (``interpret=True``), since otherwise nothing would be fused there.
+    ``overrides``: a variant's ``NAME=VALUE`` and ``SECTION.FIELD=VALUE`` settings
+    (:func:`torchfuse.bench.variants.options_with`). The function carries ``options`` and
+    ``overrides`` as attributes, from which :func:`backend_named` derives variants."""
     def compile(module: torch.nn.Module, device: str) -> Callable:
         import torchfuse
 
-        return torchfuse.compile(module, **{"interpret": device == "cpu", **options})
+        from .variants import options_with
+
+        return torchfuse.compile(module, options=options_with(overrides, **{"interpret": device == "cpu", **options}))
+    compile.options, compile.overrides = options, tuple(overrides)
     return compile
 
 
@@ -104,25 +110,53 @@ BASELINE = "eager"
 COMPILE_BASELINE = "torch.compile"
 
 
-def parse_backends(text: str | None) -> tuple[str, ...]:
-    """Names from a comma-separated list (``None``: all); eager
-    is always included first, since every speedup is measured against it.
+def backend_named(name: str) -> Backend:
+    """The backend called ``name``: an entry of :data:`BACKENDS`, or a variant of a torchfuse
+    entry written ``BASE[SETTING;SETTING...]`` with :mod:`torchfuse.bench.variants` settings
+    (``torchfuse[inner_outer.dependent_sums=true;inner_outer.pointwise_rows=true]``), so that
+    one run compares settings in one process, on the same weights and host.
 
     Raises:
-        ValueError: a name is not in :data:`BACKENDS`.
+        ValueError: an unknown name or base, a base that is not torchfuse's, or a setting that
+            does not parse (:func:`~torchfuse.bench.variants.parse_override`).
+    """
+    if name in BACKENDS:
+        return BACKENDS[name]
+    base, sep, rest = name.partition("[")
+    if not sep or not rest.endswith("]") or base not in BACKENDS:
+        raise ValueError(f"unknown backend {name!r}; known: {list(BACKENDS)}, or a torchfuse one "
+                         "followed by [SETTING;SETTING...]")
+    parent = BACKENDS[base]
+    options = getattr(parent.compile, "options", None)
+    if options is None:
+        raise ValueError(f"{name!r}: settings apply to torchfuse's backends, not {base!r}")
+    from .variants import parse_overrides
+
+    overrides = tuple(t.strip() for t in rest[:-1].split(";") if t.strip())
+    parse_overrides(overrides)  # raises here rather than at the first compile
+    overrides = parent.compile.overrides + overrides
+    return dataclasses.replace(parent, name=name, compile=compile_torchfuse(overrides, **options))
+
+
+def parse_backends(text: str | None) -> tuple[str, ...]:
+    """Names from a comma-separated list (``None``: all); eager
+    is always included first, since every speedup is measured against it. A name may be a
+    torchfuse variant (:func:`backend_named`).
+
+    Raises:
+        ValueError: a name is not in :data:`BACKENDS` and is no variant of one.
     """
     names = (list(BACKENDS) if not text
              else [n.strip() for n in text.split(",") if n.strip()])
-    unknown = [n for n in names if n not in BACKENDS]
-    if unknown:
-        raise ValueError(f"unknown backend(s) {unknown}; known: {list(BACKENDS)}")
+    for n in names:
+        backend_named(n)
     return tuple([BASELINE] + [n for n in names if n != BASELINE])
 
 
 def running_backends(names: tuple[str, ...], device: str, training_modes: set[bool]) -> tuple[str, ...]:
     """Those of ``names`` that run on ``device`` in at least one of the run's modes
     (``training_modes``: the ``Mode.training`` values of the run's items)."""
-    return tuple(n for n in names if any(BACKENDS[n].skip_reason(device, t) is None for t in training_modes))
+    return tuple(n for n in names if any(backend_named(n).skip_reason(device, t) is None for t in training_modes))
 
 
 def import_modules(names: tuple[str, ...]) -> None:
@@ -130,5 +164,5 @@ def import_modules(names: tuple[str, ...]) -> None:
     import importlib
 
     for backend in names:
-        for module in BACKENDS[backend].modules:
+        for module in backend_named(backend).modules:
             importlib.import_module(module)

@@ -59,7 +59,9 @@ def run_parser() -> argparse.ArgumentParser:
     sel.add_argument("--mode", type=_modes, default=None,
                      help=f"comma-separated modes ({', '.join(MODES)}); default per suite")
     sel.add_argument("--backends", type=_backends, default=parse_backends(None),
-                     help=f"comma-separated ({', '.join(BACKENDS)}); eager is always included")
+                     help=f"comma-separated ({', '.join(BACKENDS)}); eager is always included; a torchfuse "
+                          "backend followed by [SETTING;SETTING...] is a variant of it, e.g. "
+                          "'torchfuse[inner_outer=False]' or 'torchfuse[persistent.tile_elements=4096;inner_outer=False]'")
     sel.add_argument("--only", action="append", default=None, metavar="PATTERN[,PATTERN]",
                      help="run cases whose model name or id (suite/model/size) matches a shell pattern")
     sel.add_argument("--shard", type=_shard, default=None, metavar="I/N", help="run the I-th of N shards")

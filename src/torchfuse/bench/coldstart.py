@@ -97,7 +97,7 @@ def first_call_main(argv: list[str]) -> int:
     for variable, sub in CACHE_VARIABLES.items():  # each is read when first compiling, not at import
         os.environ[variable] = os.path.join(args.cache_dir, sub)
 
-    from .backends import BACKENDS, import_modules
+    from .backends import backend_named, import_modules
     from .errors import describe
     from .modes import MODES
     from .runner import _prepare
@@ -112,7 +112,7 @@ def first_call_main(argv: list[str]) -> int:
         mode = MODES[args.mode]
         workload = case.build(BuildContext(args.device, mode, args.quick, args.channels_last and case.vision))
         import_modules((args.backend,))
-        prepared = _prepare(BACKENDS[args.backend], workload, mode, args.device)
+        prepared = _prepare(backend_named(args.backend), workload, mode, args.device)
         stages = TritonStageClock() if args.backend.startswith("torchfuse") else contextlib.nullcontext()
         with PhaseWindow() as phases, stages:
             seconds, _ = time_first_call(prepared.forward_backward, args.device)

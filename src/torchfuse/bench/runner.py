@@ -31,7 +31,7 @@ import torch
 from ..runtime.phases import PhaseWindow
 from . import timing
 from .accuracy import EAGER_DIFFERS, FAIL, NOT_CHECKED, REFERENCE, References, compare, has_active_dropout, results_equal
-from .backends import BACKENDS, BASELINE, COMPILE_BASELINE, Backend, import_modules
+from .backends import BASELINE, COMPILE_BASELINE, Backend, backend_named, import_modules
 from .errors import describe, recorded_warnings
 from .modes import MODES, Mode
 from .results import OK, SKIPPED, Result, case_label, write_run
@@ -282,7 +282,7 @@ def run_case(case: Case, mode_name: str, settings: Settings, budget: Budget, run
     run = CaseRun(case, mode, settings, budget, run_id, device_name, copy_gbps, progress)
     backends = []
     for name in settings.backends:
-        backend = BACKENDS[name]
+        backend = backend_named(name)
         reason = backend.skip_reason(settings.device, mode.training)
         if reason:
             run.results[name].status, run.results[name].error = SKIPPED, reason
