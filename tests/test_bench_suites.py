@@ -132,6 +132,20 @@ def test_gpu_measurements_refuse_without_a_gpu(argv, tmp_path, capsys):
     assert "needs a CUDA device" in capsys.readouterr().err and not rows_file.exists()
 
 
+@needs_no_gpu
+def test_profile_takes_torchfuse_variants_and_refuses_bad_settings(tmp_path, capsys):
+    """``profile train`` takes ``torchfuse[SETTING;...]`` beside its backends (checked before
+    it looks for a GPU); a setting that does not parse, or a variant in ``profile infer``,
+    is a usage error."""
+    ok = "torchfuse,torchfuse[inner_outer.dependent_sums=true;inner_outer.pointwise_rows=true]"
+    assert main(["profile", "train", "--backends", ok, "--rows", str(tmp_path / "rows.jsonl")]) == 1
+    for argv in (["profile", "train", "--backends", "torchfuse[persistent.nope=1]"],
+                 ["profile", "infer", "--backends", "torchfuse[inner_outer=False]"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+    assert "persistent.nope" in capsys.readouterr().err
+
+
 def test_timer_and_copy_bandwidth_on_a_cpu():
     """The one timer's CPU path, the host clock, and the copy bandwidth's formula (bytes read
     plus written over the measured time) with a given timer."""

@@ -11,7 +11,9 @@ kernel (CUDA only).
   the kernels that take the most device time; ``--host-top N`` adds host events and a
   ``cProfile`` of three steps, ``--graph-host`` the host time per call of each torchfuse
   graph called alone (:func:`torchfuse.bench.host.graph_host_ms`), ``--host-phases`` the
-  host time of each phase of the step (:func:`host_phases`).
+  host time of each phase of the step (:func:`host_phases`). A backend
+  ``torchfuse[SETTING;...]`` is torchfuse compiled with those settings
+  (:mod:`torchfuse.bench.variants`), profiled in the same process on the same weights.
 * ``infer``: a TIMM model's inference (``--model mobilenetv3_large_100 --batch 1``, fp16 or
   bf16, ``--channels-last``) under eager, Inductor and torchfuse (frozen by default), CUDA
   graphs off so that the profiler sees every kernel: kernels and device time per call, the
@@ -35,6 +37,7 @@ import torch
 
 from . import timing
 from .rows import add_row_arguments, provenance, save_rows
+from .variants import options_with, parse_overrides
 
 #: profile backend names -> the row's backend name
 BACKEND_NAMES = {"eager": "eager", "inductor": "torch.compile", "torchfuse": "torchfuse",
@@ -82,6 +85,16 @@ def train_workload(model_name: str, batch: int, seq: int, target_seq: int = 128)
             f"profile/{model_name}/" + "x".join(str(n) for n in size))
 
 
+def _is_variant(name: str) -> bool:
+    """``torchfuse[SETTING;...]``: torchfuse compiled with settings (train only)."""
+    return name.startswith("torchfuse[") and name.endswith("]")
+
+
+def _settings(name: str) -> list[str]:
+    """The settings of variant ``name`` (:mod:`torchfuse.bench.variants` overrides)."""
+    return [t.strip() for t in name[len("torchfuse["):-1].split(";") if t.strip()]
+
+
 def profile_train(args, prov) -> list:
     import torchfuse
     from torch.profiler import ProfilerActivity, profile
@@ -102,6 +115,9 @@ def profile_train(args, prov) -> list:
     mode = "reduce-overhead" if args.cudagraphs else None
     makers = {"eager": lambda: model, "torchfuse": lambda: torchfuse.compile(model, mode=mode),
               "inductor": lambda: torch.compile(model, mode=mode)}
+    for name in args.backends.split(","):
+        if name.startswith("torchfuse["):  # a variant: torchfuse with these settings
+            makers[name] = lambda s=_settings(name): torchfuse.compile(model, mode=mode, options=options_with(s))
 
     def marked(m):  # a new CUDA-graph step: the previous step's outputs may be overwritten
         if args.cudagraphs:
@@ -130,7 +146,7 @@ def profile_train(args, prov) -> list:
                  "top_kernels": [[e.key[:110], e.self_device_time_total / 1e3, e.count] for e in top[:args.top]]}
         print(f"\n== {name}: {wall:.1f} ms/step, device time {device:.1f} ms, {count} kernels; generated kernels "
               f"(tf_*) {generated:.2f} ms; the GPU is idle for {max(wall - device, 0):.1f} ms of the step")
-        if name == "torchfuse":
+        if name.startswith("torchfuse"):
             extra["graphs"] = _torchfuse_graphs()
             for g in extra["graphs"]:
                 print(f"   {g}")
@@ -142,7 +158,7 @@ def profile_train(args, prov) -> list:
             extra["host_phases_ms"] = host_phases(m, loss_of, opt, scaler, dtype, args.cudagraphs)
             print("   host ms of each phase (median of 10 steps, device asleep): "
                   + ", ".join(f"{k} {v:.2f}" for k, v in extra["host_phases_ms"].items()))
-        if args.graph_host and name == "torchfuse" and not args.cudagraphs:
+        if args.graph_host and name.startswith("torchfuse") and not args.cudagraphs:
             from torchfuse import backend
 
             from .host import graph_host_ms
@@ -150,7 +166,7 @@ def profile_train(args, prov) -> list:
             print("   host ms per call of each graph alone: "
                   + ", ".join(f"{k} {v:.2f}" for k, v in extra["graph_host_ms"].items()))
         rows.append(prov.row("profile", case, mode=f"train-amp-{args.dtype}", precision=args.dtype,
-                             backend=BACKEND_NAMES[name] + ("-reduce-overhead" if args.cudagraphs and name != "eager" else ""),
+                             backend=BACKEND_NAMES.get(name, name) + ("-reduce-overhead" if args.cudagraphs and name != "eager" else ""),
                              median_ms=wall, device_ms=device, idle_ms=max(wall - device, 0.0), kernels=count,
                              extra=extra))
     return rows
@@ -296,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seq", type=int, default=128, help="train, HuggingFace: sequence length")
     p.add_argument("--target-seq", type=int, default=128, help="train, sequence-to-sequence models (t5): label length")
     p.add_argument("--top", type=int, default=18, help="kernels listed by device time")
-    p.add_argument("--backends", default=None, help="comma-separated of eager, inductor, torchfuse (train; default "
+    p.add_argument("--backends", default=None, help="comma-separated of eager, inductor, torchfuse or "
+                                                    "torchfuse[SETTING;...] (train; default "
                                                     "eager,torchfuse) or torchfuse-frozen (infer; default "
                                                     "eager,inductor,torchfuse-frozen)")
     p.add_argument("--host-top", type=int, default=0, help="train: also this many host events and a cProfile")
@@ -320,9 +337,16 @@ def main(argv: list[str] | None = None) -> int:
     args.batch = args.batch or (64 if train else 1)
     args.dtype = args.dtype or ("bf16" if train else "fp16")
     args.backends = args.backends or ("eager,torchfuse" if train else "eager,inductor,torchfuse-frozen")
-    unknown = [b for b in args.backends.split(",") if b not in BACKEND_NAMES or (train and b == "torchfuse-frozen")]
+    unknown = [b for b in args.backends.split(",") if (b not in BACKEND_NAMES and not (train and _is_variant(b)))
+               or (train and b == "torchfuse-frozen")]
     if unknown:
         p.error(f"unknown backend(s) {unknown}")
+    try:
+        for b in args.backends.split(","):
+            if _is_variant(b):
+                parse_overrides(_settings(b))
+    except ValueError as e:
+        p.error(str(e))
     if not torch.cuda.is_available():
         print("torchfuse bench profile: needs a CUDA device (it profiles the device's kernels)", file=sys.stderr)
         return 1
