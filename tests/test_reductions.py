@@ -844,3 +844,68 @@ def test_ops_on_selects_between_row_values_run_per_row(dtype):
             assert (max(divs) < min(compares)) == on, lines
         assert_matches(got[True], got[False], exact=True)
         assert_matches(got[False], f(x, t, w if weighted else None), atol=2e-6 if dtype == F32 else 1e-4, rtol=2e-2)
+
+
+#: (rows, row length): persistent rows, rows long enough to loop, and a column statistic over
+#: enough rows to split (BatchNorm's over N*H*W per channel)
+CONSTANT_ROWS = [(4, 100), (3, 20000)]
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("rows,width", CONSTANT_ROWS, ids=["persistent", "looped"])
+def test_statistics_of_a_constant_row_are_exact(rows, width, dtype):
+    """A row of one repeated value has that value as its mean and no variance, exactly, as
+    eager's Welford kernels give them: so a LayerNorm of it is 0 (a mean off by an ulp would
+    come out as that error times rsqrt(eps): 1e-2 for rows of 300.1), and the gradient of its
+    ``std`` is 0. Values not exact in binary (300.1, 0.7) and an exact one (2.0); persistent
+    and looped rows; the exact zeros float64 gives (CPU eager's bf16 LayerNorm of a row of
+    300.1 gives -0.001), the ordinary row as eager's."""
+    import torch.nn.functional as F
+
+    import torchfuse
+
+    for value in (300.1, 0.7, 2.0):
+        x = torch.full((rows, width), value, device=DEVICE, dtype=dtype)
+        x[0] = torch.linspace(-1, 1, width, device=DEVICE, dtype=dtype)  # one ordinary row
+        ln = lambda t: F.layer_norm(t, t.shape[-1:])
+        got, want = torchfuse.compile(ln, dynamic=False)(x), ln(x)
+        assert not got[1:].any(), (value, got[1:].abs().max())
+        torch.testing.assert_close(got[0], want[0], rtol=2e-2 if dtype == BF16 else 1e-5, atol=1e-5)
+        var, mean = torchfuse.compile(lambda t: torch.var_mean(t, -1), dynamic=False)(x)
+        assert torch.equal(mean[1:], x[1:, 0]) and not var[1:].any(), (value, mean[1:], var[1:])
+    x = torch.full((rows, width), 0.7, device=DEVICE, requires_grad=True)
+    grad, = torch.autograd.grad(torchfuse.compile(lambda t: t.std(-1).sum(), dynamic=False)(x), [x])
+    assert not grad.any(), grad.abs().max()
+
+
+def test_statistics_of_constant_columns_split_across_programs_are_exact():
+    """The same for a column statistic split across programs (channels-last BatchNorm's mean
+    and variance over N*H*W per channel, combined chunk by chunk): a channel of one value
+    normalizes to exactly 0."""
+    import torch.nn.functional as F
+
+    import torchfuse
+
+    x = torch.full((16, 4, 48, 48), 300.1, device=DEVICE).to(memory_format=torch.channels_last)
+    x[:, 0] = torch.randn(16, 48, 48, device=DEVICE)  # one ordinary channel
+    bn = lambda t: F.batch_norm(t, None, None, training=True)
+    got, want = torchfuse.compile(bn, dynamic=False, launch_configs_for_sm_count=132)(x), bn(x)
+    assert not got[:, 1:].any(), got[:, 1:].abs().max()
+    torch.testing.assert_close(got[:, 0], want[:, 0], rtol=1e-4, atol=1e-4)
+
+
+def test_variance_of_data_far_from_zero_is_as_accurate_as_eager():
+    """Persistent rows of 1e4 plus unit noise (a large mean, small spread: where a sum of
+    squares loses everything): the variance and mean as close to float64 as eager's (twice
+    its error plus an ulp at the reference's magnitude). Looped rows keep a Welford
+    accumulator per lane in fp32, as eager's CUDA kernels do (CPU eager's accumulates in
+    float64)."""
+    import torchfuse
+
+    torch.manual_seed(0)
+    x = 1e4 + torch.randn(6, 100, device=DEVICE)
+    f = lambda t: torch.var_mean(t, -1)
+    got, eager, ref = torchfuse.compile(f, dynamic=False)(x), f(x), f(x.double())
+    for g, e, r in zip(got, eager, ref):
+        err, eerr = (g.double() - r).abs().max().item(), (e.double() - r).abs().max().item()
+        assert err <= 2 * eerr + torch.finfo(F32).eps * r.abs().max().item(), (err, eerr)

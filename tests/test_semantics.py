@@ -940,3 +940,29 @@ def test_a_number_that_does_not_fit_raises_as_in_eager(case):
     else:
         got = compiled(x, m)
         assert got.dtype == want.dtype and torch.equal(got, want), (got, want)
+
+
+@pytest.mark.parametrize("call", ["softmax", "log_softmax", "F.softmax", "softmax_dtype_int", "softmax_float"])
+@pytest.mark.parametrize("dtype", [I8, I64, U8, F16], ids=dtype_id)
+def test_softmax_with_an_integer_result_raises_as_in_eager(call, dtype):
+    """Eager implements softmax and log-softmax for floating results only
+    (``"softmax_lastdim_kernel_impl" not implemented for 'Char'``); PyTorch's decomposition
+    traces them for any dtype and a kernel would return rounded garbage. The compiled call
+    raises eager's error where eager does, and gives eager's values where it does not."""
+    import torch.nn.functional as F
+
+    fns = {"softmax": lambda x: x.softmax(-1) + 1, "log_softmax": lambda x: torch.log_softmax(x, 1),
+           "F.softmax": lambda x: F.softmax(x, -1), "softmax_dtype_int": lambda x: x.softmax(-1, dtype=torch.int32),
+           "softmax_float": lambda x: x.softmax(-1, dtype=torch.float32)}
+    fn = fns[call]
+    x = (torch.arange(12, device=DEVICE).view(3, 4) % 5).to(dtype)
+    try:
+        want, error = fn(x), None
+    except (RuntimeError, NotImplementedError) as e:
+        want, error = None, type(e)
+    compiled = torchfuse.compile(fn, dynamic=False)
+    if error is not None:
+        with pytest.raises(error, match="not implemented"):
+            compiled(x)
+    else:  # (fp16 rows: an ulp from CPU eager's rounding, as the op tests allow)
+        torch.testing.assert_close(compiled(x), want, rtol=2e-3, atol=1e-5)

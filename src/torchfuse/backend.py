@@ -370,12 +370,12 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
     log_dynamo_recompiles()
     LAST_REWRITES.clear()
     try:
-        from .passes.fx import eager_overflow_errors
+        from .passes.fx import eager_raises
 
-        overflows = eager_overflow_errors(gm)
-        if overflows:  # eager raises at these calls; the graph as traced raises its error
-            log.info("running the graph as traced: eager raises at %s", "; ".join(overflows))
-            _record_unfused("captured", gm, None, "eager raises: " + "; ".join(overflows), None, 0.0, 0.0)
+        raising = eager_raises(gm)
+        if raising:  # eager raises at these calls; the graph as traced raises its error
+            log.info("running the graph as traced: eager raises at %s", "; ".join(raising))
+            _record_unfused("captured", gm, None, "eager raises: " + "; ".join(raising), None, 0.0, 0.0)
             return gm
         with _phases.CLOCK.timed("passes"):
             run_fx_passes(gm, opts, torch.is_grad_enabled(), LAST_REWRITES)

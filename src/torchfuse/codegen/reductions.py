@@ -269,11 +269,25 @@ class Reductions:
             self.emit(f"{res} = ({fn}(tl.where({mask}, {v}, {ident}), 1) != 0)[:, None]")
             self.finish_reduction(node, {"value": (res, torch.bool)})
         elif c == "welford":
+            # The corrected two-pass algorithm (Chan, Golub and LeVeque, "Algorithms for computing
+            # the sample variance", 1983): the deviations' own sum corrects the mean and M2. A
+            # row of equal values then gets their value as its mean exactly, as eager's Welford
+            # kernels give it, so x - mean is 0 (a LayerNorm of a constant row is 0, not
+            # (x - mean) times rsqrt(eps)).
             n = self.fresh("n")
             self.emit(f"{n} = tl.full([], rnumel, {triton_dtype(acc)})")
-            self.emit(f"{res}_mean = tl.sum(tl.where({mask}, {v}, 0.0), 1)[:, None] / {n}")
-            self.emit(f"{res}_d = tl.where({mask}, {v} - {res}_mean, 0.0)")
-            self.emit(f"{res}_m2 = tl.sum({res}_d * {res}_d, 1)[:, None]")
+            self.emit(f"{res}_m0 = tl.sum(tl.where({mask}, {v}, 0.0), 1)[:, None] / {n}")
+            self.emit(f"{res}_d = tl.where({mask}, {v} - {res}_m0, 0.0)")
+            if self.tuning.codegen.batch_row_sums:
+                self.emit(f"{res}_s, {res}_q = tf_row_sum2({res}_d, {res}_d * {res}_d)")
+            else:
+                self.emit(f"{res}_s = tl.sum({res}_d, 1)[:, None]")
+                self.emit(f"{res}_q = tl.sum({res}_d * {res}_d, 1)[:, None]")
+            self.emit(f"{res}_c = {res}_s / {n}")
+            # (a row with an infinity or NaN keeps the plain two-pass values, eager's there)
+            self.emit(f"{res}_fin = tl.abs({res}_m0) < float('inf')")
+            self.emit(f"{res}_mean = tl.where({res}_fin, {res}_m0 + {res}_c, {res}_m0)")
+            self.emit(f"{res}_m2 = tl.where({res}_fin, tl.maximum({res}_q - {res}_s * {res}_c, 0.0), {res}_q)")
             self.finish_welford(node, f"{res}_mean", f"{res}_m2", n, acc)
         elif c in ("argmax", "argmin"):
             self.emit(f"{res}_v = tl.where({mask}, {v}, {ident})")
@@ -394,12 +408,7 @@ class Reductions:
             self.emit(f"{res} = ({fn}({a}, 1) != 0)[:, None]")
             self.finish_reduction(node, {"value": (res, torch.bool)})
         elif c == "welford":
-            # Combine the per-lane (mean, m2, count) triples in closed form (Chan et al.):
-            # N = sum n_i, mean = sum n_i mean_i / N, M2 = sum m2_i + sum n_i (mean_i - mean)^2.
-            self.emit(f"{res}_w = tl.sum({a}_w, 1)[:, None]")
-            self.emit(f"{res}_mean = tl.sum({a}_w * {a}_mean, 1)[:, None] / tl.where({res}_w == 0.0, 1.0, {res}_w)")
-            self.emit(f"{res}_dm = {a}_mean - {res}_mean")
-            self.emit(f"{res}_m2 = tl.sum({a}_m2 + {a}_w * {res}_dm * {res}_dm, 1)[:, None]")
+            self.combine_welford_lanes(a, res)
             n = self.fresh("n")
             self.emit(f"{n} = tl.full([], rnumel, {triton_dtype(acc)})")
             self.finish_welford(node, f"{res}_mean", f"{res}_m2", n, acc)
@@ -407,6 +416,24 @@ class Reductions:
             best = self.max_nan(f"{a}_v", c, acc)
             idx = self.first_index(f"{a}_v", f"{a}_i", best)
             self.finish_reduction(node, {"value": (best, acc), "index": (idx, torch.int32)})
+
+    def combine_welford_lanes(self, a: str, res: str) -> None:
+        """Combine the lanes of Welford's accumulator ``a`` (``{a}_mean``, ``{a}_m2``,
+        ``{a}_w``: [XBLOCK, RBLOCK] means, M2s and counts) into ``{res}_w``, ``{res}_mean`` and
+        ``{res}_m2`` per row, in closed form (Chan, Golub and LeVeque): N = sum n_i, mean =
+        m0 + sum n_i (mean_i - m0) / N, M2 = sum m2_i + sum n_i (mean_i - mean)^2, shifted by
+        lane 0's mean m0 (lane 0 takes the first element of every loop and chunk), so that
+        lanes of one value combine to that value exactly, as Welford's pairwise combine does."""
+        lane = "tl.arange(0, RBLOCK)[None, :]"
+        self.emit(f"{res}_w = tl.sum({a}_w, 1)[:, None]")
+        self.emit(f"{res}_m0 = tl.sum(tl.where({lane} == 0, {a}_mean, 0.0), 1)[:, None]")
+        self.emit(f"{res}_n = tl.where({res}_w == 0.0, 1.0, {res}_w)")
+        # (lanes with an infinity or NaN combine unshifted, as before the shift)
+        self.emit(f"{res}_mean = tl.where(tl.abs({res}_m0) < float('inf'), "
+                  f"{res}_m0 + tl.sum({a}_w * ({a}_mean - {res}_m0), 1)[:, None] / {res}_n, "
+                  f"tl.sum({a}_w * {a}_mean, 1)[:, None] / {res}_n)")
+        self.emit(f"{res}_dm = {a}_mean - {res}_mean")
+        self.emit(f"{res}_m2 = tl.sum({a}_m2 + {a}_w * {res}_dm * {res}_dm, 1)[:, None]")
 
     def emit_r_loop(self, reds: list[Node], outs: list[Value], start: str, end: str) -> dict:
         """One loop over the reduced extent, offsets ``start`` to ``end`` (expressions):

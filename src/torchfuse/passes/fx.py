@@ -140,12 +140,19 @@ def _overflows(value, dtype: torch.dtype) -> bool:
     return not info.min <= value <= info.max
 
 
-def eager_overflow_errors(gm: torch.fx.GraphModule) -> list[str]:
-    """The calls of TorchDynamo's graph ``gm`` that raise in eager PyTorch because a number
-    they store does not fit their tensor's dtype (``x.half().masked_fill(m, -1e30)``,
-    ``torch.full_like(x_half, 1e6)``, ``x_half.clamp(max=1e6)``), each described as
-    ``"<call> with <number> for <dtype>"``; empty when there are none. The backend runs such a
-    graph as traced, so that it raises eager's ``RuntimeError`` at the call."""
+#: calls eager implements for floating results only ("softmax_lastdim_kernel_impl" not
+#: implemented for 'Char'); PyTorch's decompositions trace them for any dtype
+_FLOATING_ONLY = frozenset({"softmax", "log_softmax", "special_softmax", "special_log_softmax"})
+
+
+def eager_raises(gm: torch.fx.GraphModule) -> list[str]:
+    """The calls of TorchDynamo's graph ``gm`` that raise in eager PyTorch where the traced
+    graph would not: a number stored into a tensor whose dtype cannot hold it
+    (``x.half().masked_fill(m, -1e30)``, ``torch.full_like(x_half, 1e6)``,
+    ``x_half.clamp(max=1e6)``: ``RuntimeError``), or a softmax with an integer result
+    (``int_tensor.softmax(-1)``: ``NotImplementedError``); each described as ``"<call> with
+    <number> for <dtype>"`` or ``"<call> for <dtype>"``; empty when there are none. The
+    backend runs such a graph as traced, so that it raises eager's error at the call."""
     found = []
     for n in gm.graph.nodes:
         if n.op not in ("call_function", "call_method"):
@@ -153,7 +160,11 @@ def eager_overflow_errors(gm: torch.fx.GraphModule) -> list[str]:
         name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
         spots = _CHECKED_NUMBERS.get(name)
         out = n.meta.get("example_value")
-        if not spots or not isinstance(out, torch.Tensor):
+        if not isinstance(out, torch.Tensor):
+            continue
+        if name in _FLOATING_ONLY and not (out.dtype.is_floating_point or out.dtype.is_complex):
+            found.append(f"{name} for {str(out.dtype).replace('torch.', '')}")
+        if not spots:
             continue
         if name in _FILLS and out.dtype.is_floating_point and not (type(out.numel()) is int and out.numel() > 1):
             continue  # eager fills a one-element floating tensor unchecked

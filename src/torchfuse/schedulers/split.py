@@ -144,10 +144,7 @@ def _partial_components(w, node: Node, a: str) -> list[tuple[str, str]]:
         w.emit(f"{res} = {fn}({a}, 1)[:, None]")
         return [("value", res)]
     if c == "welford":
-        w.emit(f"{res}_w = tl.sum({a}_w, 1)[:, None]")
-        w.emit(f"{res}_mean = tl.sum({a}_w * {a}_mean, 1)[:, None] / tl.where({res}_w == 0.0, 1.0, {res}_w)")
-        w.emit(f"{res}_dm = {a}_mean - {res}_mean")
-        w.emit(f"{res}_m2 = tl.sum({a}_m2 + {a}_w * {res}_dm * {res}_dm, 1)[:, None]")
+        w.combine_welford_lanes(a, res)
         return [("mean", f"{res}_mean"), ("m2", f"{res}_m2"), ("w", f"{res}_w")]
     best = w.max_nan(f"{a}_v", c, acc)
     idx = w.first_index(f"{a}_v", f"{a}_i", best)
