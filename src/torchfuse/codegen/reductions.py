@@ -428,7 +428,7 @@ class Reductions:
         self.emit(f"{res}_w = tl.sum({a}_w, 1)[:, None]")
         self.emit(f"{res}_m0 = tl.sum(tl.where({lane} == 0, {a}_mean, 0.0), 1)[:, None]")
         self.emit(f"{res}_n = tl.where({res}_w == 0.0, 1.0, {res}_w)")
-        # (lanes with an infinity or NaN combine unshifted, as before the shift)
+        # (lanes with an infinity or NaN combine unshifted: an infinite shift would make every lane NaN)
         self.emit(f"{res}_mean = tl.where(tl.abs({res}_m0) < float('inf'), "
                   f"{res}_m0 + tl.sum({a}_w * ({a}_mean - {res}_m0), 1)[:, None] / {res}_n, "
                   f"tl.sum({a}_w * {a}_mean, 1)[:, None] / {res}_n)")
