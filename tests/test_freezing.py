@@ -85,6 +85,26 @@ def test_weights_changed_in_place_are_seen():
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("make_optimizer", [
+    lambda ps: torch.optim.AdamW(ps, lr=0.1, fused=True),
+    lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, fused=True),
+    lambda ps: torch.optim.AdamW(ps, lr=0.1, foreach=True)], ids=["adamw-fused", "sgd-fused", "adamw-foreach"])
+def test_optimizer_steps_between_frozen_calls_are_seen(make_optimizer):
+    """An optimizer step between calls is seen, fused ones included: PyTorch's fused kernels
+    write the parameters without raising their version counters (AdamW's fused step leaves
+    them as they were), so the frozen graph also counts fused steps. Each call against
+    eager after each step."""
+    model, x, compiled = _frozen_conv_bn()
+    opt = make_optimizer(list(model.parameters()))
+    for step in range(3):
+        with torch.no_grad():
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        generator = torch.Generator().manual_seed(step)
+        for p in model.parameters():
+            p.grad = torch.randn(p.shape, generator=generator).to(DEVICE)
+        opt.step()
+
+
 def test_hoisted_part_runs_only_when_weights_change(monkeypatch):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8)).to(DEVICE).eval()

@@ -644,6 +644,50 @@ def test_a_changed_global_or_closure_number_is_traced_again():
         SCALE = 2.0
 
 
+SCHEDULE = {"lr": 0.1}
+
+
+class _Config:
+    lrate = 0.1
+
+
+CONFIG = _Config()
+
+
+def _current_lr():
+    return SCHEDULE["lr"]
+
+
+def test_numbers_read_through_helpers_items_and_attributes_are_keyed():
+    """Numbers a function reads through a helper function of the user's (``current_lr()``), a
+    dict item (``sched["lr"]``) or an attribute (``cfg.lrate``) are part of the trace's key as
+    globals are: a learning rate changed by a schedule is used by the next call (the first
+    value was baked in). Plain calls and a compiled caller, values against eager."""
+    @fused(interpret=DEVICE == "cpu")
+    def by_helper(p, g):
+        return p - _current_lr() * g
+
+    @fused(interpret=DEVICE == "cpu")
+    def by_item(p, g):
+        return p - SCHEDULE["lr"] * g
+
+    @fused(interpret=DEVICE == "cpu")
+    def by_attribute(p, g):
+        return p - CONFIG.lrate * g
+
+    p, g = sample((4, 8), F32), sample((4, 8), F32)
+    fns = (by_helper, by_item, by_attribute)
+    compiled = torchfuse.compile(lambda p, g: by_item(p, g).sum(), fullgraph=True, interpret=DEVICE == "cpu")
+    try:
+        for lr in (0.1, 0.5, 0.01):
+            SCHEDULE["lr"], CONFIG.lrate = lr, lr
+            for f in fns:
+                torch.testing.assert_close(f(p, g), p - lr * g)
+            torch.testing.assert_close(compiled(p, g), (p - lr * g).sum())
+    finally:
+        SCHEDULE["lr"], CONFIG.lrate = 0.1, 0.1
+
+
 def test_arguments_by_keyword():
     """A ``@fused`` function takes its arguments by keyword too, as Python would bind them
     (it raised TypeError); a keyword-only parameter is refused with the reason."""

@@ -21,8 +21,9 @@ disabled (TorchDynamo guards on grad mode, so such a graph never runs for traini
    layout copies, transposes, casts) moves to a separate graph that runs only when a
    parameter's storage or version counter changed since the last call, so a model whose
    weights are updated in place (``optimizer.step()``, ``load_state_dict``) never runs on
-   stale values. Not seen: writes through ``param.data``, which bypass the version counter
-   (PyTorch's semantics of ``.data``).
+   stale values; steps of optimizers with ``fused=True``, whose kernels leave the counters as
+   they were, are counted by an optimizer hook. Not seen: writes through ``param.data``, which
+   bypass the version counter (PyTorch's semantics of ``.data``).
 
 The same ideas appear in Inductor's ``freezing`` and in TensorRT-style engines; here the
 constants stay tied to the live parameters by their version counters instead of being
@@ -354,6 +355,27 @@ def split_weight_subgraph(gm: torch.fx.GraphModule, static_inputs: Sequence[int]
     return WeightSplit(weights, [index[p] for p in used], main, len(hoisted))
 
 
+#: steps taken by optimizers with a fused parameter group (``fused=True``) since the first
+#: frozen graph was made: PyTorch's fused optimizer kernels (``torch._fused_adamw_``...) write
+#: the parameters without raising their version counters, so the counters alone miss them
+_FUSED_STEPS = [0]
+_FUSED_STEP_HOOK: list = []
+
+
+def _count_fused_optimizer_steps() -> None:
+    """Register, once per process, the optimizer post-step hook that counts fused steps."""
+    if _FUSED_STEP_HOOK:
+        return
+
+    def hook(optimizer, args, kwargs) -> None:
+        if any(group.get("fused") for group in optimizer.param_groups):
+            _FUSED_STEPS[0] += 1
+
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    _FUSED_STEP_HOOK.append(register_optimizer_step_post_hook(hook))
+
+
 class FrozenGraph:
     """Runs a :class:`WeightSplit`: the weight part when a parameter changed, then the rest.
 
@@ -366,7 +388,11 @@ class FrozenGraph:
     optimizer step, ``load_state_dict``, a write of the graph itself to a buffer, which
     AOTAutograd counts twice), and the tensors of the last call are held, so that a tensor
     replacing one of them cannot take its address with an equal counter. A counter that rose by
-    more than one only recomputes. Not seen: writes through ``.data`` (no version counter).
+    more than one only recomputes. A step of an optimizer with ``fused=True``, whose kernels
+    write without raising the counters, is counted by a process-wide post-step hook
+    (``torch.optim.optimizer.register_optimizer_step_post_hook``), and any such step recomputes.
+    Not seen: writes through ``.data`` (no version counter), and PyTorch's fused optimizer
+    kernels called outside an optimizer.
 
     Calling convention: boxed (one list of inputs), as AOTAutograd's compiled graphs.
     """
@@ -395,6 +421,7 @@ class FrozenGraph:
         self.values: list[torch.Tensor] = []
         self.refreshes = 0
         self._vouch_memo: tuple | None = None
+        _count_fused_optimizer_steps()
 
     def __getattr__(self, name: str) -> Any:  # reports read the inner graph's stats
         return getattr(self.__dict__["inner"], name)
@@ -431,6 +458,7 @@ class FrozenGraph:
     def __call__(self, args: list) -> Any:
         checked = [args[i] for i in self.checked]
         key = [(p.data_ptr(), p._version) for p in checked]
+        key.append(_FUSED_STEPS[0])
         unchanged = key == self.key
         if not unchanged:
             self._refresh([args[i] for i in self.split.weight_inputs])

@@ -3,8 +3,9 @@
 ``@fused`` traces the function with ``make_fx`` (symbolic sizes, torchfuse's decomposition
 table: the compiler's own frontend) on the first call with each *signature* (dtypes, device,
 ranks, which dims have size 1 and which sizes are equal, the values of non-tensor arguments,
-and the Python numbers the function reads from its closure and its module's globals, which the
-trace bakes in as constants), and replays the ATen graph op by op into a :class:`~torchfuse.fusion.Fusion`
+and the Python numbers the function reads from its closure and its module's globals, directly
+or through attributes, constant dict items and the user's helper functions, which the trace
+bakes in as constants), and replays the ATen graph op by op into a :class:`~torchfuse.fusion.Fusion`
 through the same checks as a hand-written definition. Later calls with the same signature
 run that fusion, at any sizes where the trace's own decisions hold: Python control flow on
 sizes (``if x.shape[-1] > 5``) is recorded by the trace as a condition on its size symbols
@@ -76,23 +77,102 @@ def value_key(a: Any) -> tuple:
     return ("value", kind, a)
 
 
-def _free_number_reads(fn: Callable) -> tuple[tuple[str, Any], ...]:
-    """Where ``fn`` may read a Python number that is not an argument: ``("cell", cell)`` for
-    each closure variable, ``("global", name)`` for each global name its code (and the code of
-    functions defined in it) refers to. A trace bakes such a number in as a constant, so the
-    values are part of its key (:meth:`FusedFunction.free_numbers`)."""
+#: a place a function may read a number from: ``(root, path)``, the root a closure cell
+#: (``("cell", cell)``) or a module global (``("global", globals, name)``), the path the
+#: attribute loads and constant subscripts applied to it (``(("attr", "lr"),)``, ``(("item",
+#: "lr"),)``)
+Read = tuple[tuple, tuple]
+
+def _chains(code) -> list[tuple[str, str, tuple]]:
+    """``(kind, name, path)`` for each load of a global (``kind`` ``"global"``) or a closure
+    variable (``"cell"``) in ``code``, with every prefix of the chain of attribute loads and
+    constant subscripts that follows it (``cfg.lr``: the global ``cfg``, then ``cfg.lr``)."""
+    import dis
+
+    ins = list(dis.get_instructions(code))
+    out = []
+    for i, x in enumerate(ins):
+        if x.opname not in ("LOAD_GLOBAL", "LOAD_DEREF"):
+            continue
+        kind, path = ("global" if x.opname == "LOAD_GLOBAL" else "cell"), []
+        out.append((kind, x.argval, ()))
+        j = i + 1
+        while j < len(ins):
+            y = ins[j]
+            if y.opname in ("LOAD_ATTR", "LOAD_METHOD"):
+                path.append(("attr", y.argval))
+                j += 1
+            elif y.opname == "LOAD_CONST" and j + 1 < len(ins) and ins[j + 1].opname == "BINARY_SUBSCR":
+                path.append(("item", y.argval))
+                j += 2
+            else:
+                break
+            out.append((kind, x.argval, tuple(path)))
+    return out
+
+
+def _is_user_function(v: Any) -> bool:
+    """A plain Python function outside PyTorch and Triton, whose code a trace runs through."""
+    import types
+
+    module = getattr(v, "__module__", None) or ""
+    return isinstance(v, types.FunctionType) and not module.split(".")[0] in ("torch", "triton", "torchfuse")
+
+
+def _free_number_reads(fn: Callable, depth: int = 3, seen: set | None = None) -> tuple[Read, ...]:
+    """Where ``fn`` may read a Python number that is not an argument: each closure variable and
+    each global its code (and the code of functions defined in it) loads, with the attributes
+    and constant items it reads of them (``cfg.lr``, ``sched["lr"]``), and the same for the
+    user's own helper functions it calls (``current_lr()``), ``depth`` calls deep. A trace bakes such a number in as a constant, so the values are part of its key
+    (:meth:`FusedFunction.free_numbers`)."""
     code = getattr(fn, "__code__", None)
-    if code is None:
+    seen = set() if seen is None else seen
+    if code is None or id(code) in seen:
         return ()
-    reads: list[tuple[str, Any]] = [("cell", cell) for cell in (getattr(fn, "__closure__", None) or ())]
-    names: set[str] = set()
+    seen.add(id(code))
+    cells = dict(zip(code.co_freevars, getattr(fn, "__closure__", None) or ()))
+    g = getattr(fn, "__globals__", {})
+    reads: list[Read] = []
     stack = [code]
     while stack:
         c = stack.pop()
-        names.update(c.co_names)
         stack.extend(k for k in c.co_consts if isinstance(k, type(code)))
-    reads += [("global", name) for name in sorted(names)]
-    return tuple(reads)
+        for kind, name, path in _chains(c):
+            if kind == "cell":
+                if c is code and name in cells:
+                    reads.append((("cell", cells[name]), path))
+                continue
+            reads.append((("global", g, name), path))
+            helper = g.get(name)
+            if not path and depth > 0 and _is_user_function(helper):
+                reads.extend(_free_number_reads(helper, depth - 1, seen))
+    unique: dict = {}  # (globals dicts are compared by identity)
+    for root, path in reads:
+        unique.setdefault((root[0], id(root[1]), root[2:], path), (root, path))
+    return tuple(unique.values())
+
+
+def read_number_place(read: Read) -> Any:
+    """The value at ``read`` now (``None`` where it cannot be read: an unassigned cell, a
+    missing key or attribute)."""
+    root, path = read
+    try:
+        v = root[1].cell_contents if root[0] == "cell" else root[1].get(root[2])
+        for kind, key in path:
+            v = getattr(v, key) if kind == "attr" else v[key]
+        return v
+    except Exception:  # the place does not exist now: nothing is read from it
+        return None
+
+
+def _read_label(read: Read) -> str:
+    """A stable name of ``read`` for a trace's key: ``"cell"`` or the global's name, then its
+    path (``cfg.lr``, ``sched['lr']``)."""
+    root, path = read
+    label = "cell" if root[0] == "cell" else root[2]
+    for kind, key in path:
+        label += f".{key}" if kind == "attr" else f"[{key!r}]"
+    return label
 
 
 def _value_kind(a) -> str:
@@ -176,29 +256,23 @@ class FusedFunction:
         self.overrides = overrides
         self.fusions: dict[tuple, list[Traced]] = {}
         self._ops: dict[tuple, Any] = {}
-        self._globals = getattr(fn, "__globals__", {})
         #: where ``fn`` may read a number (:func:`_free_number_reads`); narrowed at the first
         #: trace to the places that hold one then (not a module, a function, an attribute name),
         #: so that every later call, and every guard TorchDynamo adds, reads only those
         self._reads = _free_number_reads(fn)
 
-    def _read(self, where: str, what: Any) -> Any:
-        try:
-            return what.cell_contents if where == "cell" else self._globals.get(what)
-        except ValueError:  # a cell not yet assigned
-            return None
-
     def free_numbers(self) -> tuple:
         """The Python numbers (bool, int, float, complex) ``fn`` reads now from its closure and
-        its module's globals (:func:`_free_number_reads`), keyed as arguments are: a trace
+        its module's globals, with the attributes and items it reads of them and the reads of
+        its helper functions (:func:`_free_number_reads`), keyed as arguments are: a trace
         made with other values is not reused (``scale = 3.0`` after a call with ``2.0``
         traces again), as TorchDynamo guards on the globals a compiled function reads. A name
         that held no number at the first trace is not watched."""
         values = []
-        for where, what in self._reads:
-            v = self._read(where, what)
+        for read in self._reads:
+            v = read_number_place(read)
             if isinstance(v, (bool, int, float, complex)):
-                values.append((what if where == "global" else "cell", value_key(v)))
+                values.append((_read_label(read), value_key(v)))
         return tuple(values)
 
     def key_of(self, args: tuple) -> tuple:
@@ -225,7 +299,7 @@ class FusedFunction:
         if traced is None:
             if not self.fusions:
                 self._reads = tuple(r for r in self._reads
-                                    if isinstance(self._read(*r), (bool, int, float, complex)))
+                                    if isinstance(read_number_place(r), (bool, int, float, complex)))
             traced = self._trace(args)
             self.fusions.setdefault(key[0], []).append(traced)
             # registered now, so that a compiled graph calling the function with these
