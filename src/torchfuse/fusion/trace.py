@@ -102,7 +102,9 @@ def _chains(code) -> list[tuple[str, str, tuple]]:
             if y.opname in ("LOAD_ATTR", "LOAD_METHOD"):
                 path.append(("attr", y.argval))
                 j += 1
-            elif y.opname == "LOAD_CONST" and j + 1 < len(ins) and ins[j + 1].opname == "BINARY_SUBSCR":
+            elif (y.opname in ("LOAD_CONST", "LOAD_SMALL_INT") and j + 1 < len(ins)
+                  and (ins[j + 1].opname == "BINARY_SUBSCR"  # (Python 3.14: a BINARY_OP "[]")
+                       or (ins[j + 1].opname == "BINARY_OP" and ins[j + 1].argrepr == "[]"))):
                 path.append(("item", y.argval))
                 j += 2
             else:
