@@ -69,6 +69,11 @@ KEEP_WHOLE = [
     aten.mean.dim,
     aten.mean.default,
     aten.addmm.default,
+    # Eager's kernels check each index (a negative one raises, a source of another shape
+    # raises); the decompositions, an index_put, count a negative index from the end and
+    # broadcast the source. One kernel either way: nothing is lost to fusion.
+    aten.index_add.default,
+    aten.index_copy.default,
 ]
 
 
@@ -84,6 +89,8 @@ KEPT_REASONS = {
     aten.nll_loss_forward.default:
         "kept on ATen: its target range check raises eager's error (decomposed on CUDA only)",
     aten.embedding_dense_backward.default: "kept on ATen: PyTorch's scatter-add kernel is faster",
+    aten.index_add.default: "kept on ATen: eager's kernel checks the indices and the source's shape",
+    aten.index_copy.default: "kept on ATen: eager's kernel checks the indices and the source's shape",
 }
 
 
@@ -281,25 +288,6 @@ def unsafe_masked_index(x: torch.Tensor, mask: torch.Tensor, indices: list, fill
     return _unsafe_masked_index(x, mask, wrapped, fill)
 
 
-def index_add(x: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, *, alpha=1) -> torch.Tensor:
-    """``aten.index_add`` as PyTorch's decomposition computes it (an accumulating
-    ``index_put``), after the check of eager's kernel that the decomposition leaves out: outside
-    ``dim``, ``source`` has ``x``'s sizes (``index_put`` would broadcast it instead).
-
-    Raises:
-        RuntimeError: eager's message, when the shapes differ (while tracing: the graph then
-            runs eagerly, and eager raises it).
-    """
-    from torch._decomp.decompositions import index_add as decomposed
-
-    d = dim % max(x.dim(), 1)
-    rest_x = list(x.shape[:d]) + list(x.shape[d + 1:]) if x.dim() else []
-    rest_source = list(source.shape[:d]) + list(source.shape[d + 1:]) if source.dim() else []
-    torch._check(rest_x == rest_source, lambda: "source tensor shape must match self tensor shape, excluding the "
-                 f"specified dimension. Got self.shape = {list(x.shape)} source.shape = {list(source.shape)}")
-    return decomposed(x, dim, index, source, alpha=alpha)
-
-
 #: Element alignment cuBLAS's fast half-precision kernels need on every dimension (16 bytes).
 MM_ALIGN = 8
 
@@ -438,7 +426,6 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
     table[aten.mm.default] = _bind(mm_padded, tuning=tuning)
     table[aten.addmm.default] = _bind(addmm_padded, tuning=tuning)
     table[aten._unsafe_masked_index.default] = unsafe_masked_index
-    table[aten.index_add.default] = index_add
     table[aten.native_dropout.default] = native_dropout
     for op in LOAD_AT_RESULT_DTYPE:
         if op in table:
