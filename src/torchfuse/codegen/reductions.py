@@ -426,12 +426,11 @@ class Reductions:
         lanes of one value combine to that value exactly, as Welford's pairwise combine does."""
         lane = "tl.arange(0, RBLOCK)[None, :]"
         self.emit(f"{res}_w = tl.sum({a}_w, 1)[:, None]")
-        self.emit(f"{res}_m0 = tl.sum(tl.where({lane} == 0, {a}_mean, 0.0), 1)[:, None]")
-        self.emit(f"{res}_n = tl.where({res}_w == 0.0, 1.0, {res}_w)")
+        self.emit(f"{res}_l0 = tl.sum(tl.where({lane} == 0, {a}_mean, 0.0), 1)[:, None]")
         # (lanes with an infinity or NaN combine unshifted: an infinite shift would make every lane NaN)
-        self.emit(f"{res}_mean = tl.where(tl.abs({res}_m0) < float('inf'), "
-                  f"{res}_m0 + tl.sum({a}_w * ({a}_mean - {res}_m0), 1)[:, None] / {res}_n, "
-                  f"tl.sum({a}_w * {a}_mean, 1)[:, None] / {res}_n)")
+        self.emit(f"{res}_m0 = tl.where(tl.abs({res}_l0) < float('inf'), {res}_l0, 0.0)")
+        self.emit(f"{res}_mean = {res}_m0 + tl.sum({a}_w * ({a}_mean - {res}_m0), 1)[:, None] "
+                  f"/ tl.where({res}_w == 0.0, 1.0, {res}_w)")
         self.emit(f"{res}_dm = {a}_mean - {res}_mean")
         self.emit(f"{res}_m2 = tl.sum({a}_m2 + {a}_w * {res}_dm * {res}_dm, 1)[:, None]")
 
