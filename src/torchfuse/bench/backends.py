@@ -110,6 +110,15 @@ BASELINE = "eager"
 COMPILE_BASELINE = "torch.compile"
 
 
+def split_variant(name: str) -> tuple[str, tuple[str, ...]] | None:
+    """``("BASE", settings)`` for a variant name ``BASE[SETTING;SETTING...]``; None for a
+    name without brackets."""
+    base, sep, rest = name.partition("[")
+    if not sep or not rest.endswith("]"):
+        return None
+    return base, tuple(t.strip() for t in rest[:-1].split(";") if t.strip())
+
+
 def backend_named(name: str) -> Backend:
     """The backend called ``name``: an entry of :data:`BACKENDS`, or a variant of a torchfuse
     entry written ``BASE[SETTING;SETTING...]`` with :mod:`torchfuse.bench.variants` settings
@@ -122,17 +131,17 @@ def backend_named(name: str) -> Backend:
     """
     if name in BACKENDS:
         return BACKENDS[name]
-    base, sep, rest = name.partition("[")
-    if not sep or not rest.endswith("]") or base not in BACKENDS:
+    variant = split_variant(name)
+    if variant is None or variant[0] not in BACKENDS:
         raise ValueError(f"unknown backend {name!r}; known: {list(BACKENDS)}, or a torchfuse one "
                          "followed by [SETTING;SETTING...]")
+    base, overrides = variant
     parent = BACKENDS[base]
     options = getattr(parent.compile, "options", None)
     if options is None:
         raise ValueError(f"{name!r}: settings apply to torchfuse's backends, not {base!r}")
     from .variants import parse_overrides
 
-    overrides = tuple(t.strip() for t in rest[:-1].split(";") if t.strip())
     parse_overrides(overrides)  # raises here rather than at the first compile
     overrides = parent.compile.overrides + overrides
     return dataclasses.replace(parent, name=name, compile=compile_torchfuse(overrides, **options))

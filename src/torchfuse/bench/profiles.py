@@ -36,6 +36,7 @@ from pathlib import Path
 import torch
 
 from . import timing
+from .backends import split_variant
 from .rows import add_row_arguments, provenance, save_rows
 from .variants import options_with, parse_overrides
 
@@ -85,14 +86,11 @@ def train_workload(model_name: str, batch: int, seq: int, target_seq: int = 128)
             f"profile/{model_name}/" + "x".join(str(n) for n in size))
 
 
-def _is_variant(name: str) -> bool:
-    """``torchfuse[SETTING;...]``: torchfuse compiled with settings (train only)."""
-    return name.startswith("torchfuse[") and name.endswith("]")
-
-
-def _settings(name: str) -> list[str]:
-    """The settings of variant ``name`` (:mod:`torchfuse.bench.variants` overrides)."""
-    return [t.strip() for t in name[len("torchfuse["):-1].split(";") if t.strip()]
+def _settings(name: str) -> tuple[str, ...] | None:
+    """The settings of ``name`` when it is ``torchfuse[SETTING;...]`` (torchfuse compiled with
+    :mod:`torchfuse.bench.variants` overrides; train only), else None."""
+    variant = split_variant(name)
+    return variant[1] if variant is not None and variant[0] == "torchfuse" else None
 
 
 def profile_train(args, prov) -> list:
@@ -116,7 +114,7 @@ def profile_train(args, prov) -> list:
     makers = {"eager": lambda: model, "torchfuse": lambda: torchfuse.compile(model, mode=mode),
               "inductor": lambda: torch.compile(model, mode=mode)}
     for name in args.backends.split(","):
-        if name.startswith("torchfuse["):  # a variant: torchfuse with these settings
+        if _settings(name) is not None:  # a variant: torchfuse with these settings
             makers[name] = lambda s=_settings(name): torchfuse.compile(model, mode=mode, options=options_with(s))
 
     def marked(m):  # a new CUDA-graph step: the previous step's outputs may be overwritten
@@ -166,7 +164,8 @@ def profile_train(args, prov) -> list:
             print("   host ms per call of each graph alone: "
                   + ", ".join(f"{k} {v:.2f}" for k, v in extra["graph_host_ms"].items()))
         rows.append(prov.row("profile", case, mode=f"train-amp-{args.dtype}", precision=args.dtype,
-                             backend=BACKEND_NAMES.get(name, name) + ("-reduce-overhead" if args.cudagraphs and name != "eager" else ""),
+                             backend=BACKEND_NAMES.get(name, name)
+                             + ("-reduce-overhead" if args.cudagraphs and name != "eager" else ""),
                              median_ms=wall, device_ms=device, idle_ms=max(wall - device, 0.0), kernels=count,
                              extra=extra))
     return rows
@@ -337,13 +336,14 @@ def main(argv: list[str] | None = None) -> int:
     args.batch = args.batch or (64 if train else 1)
     args.dtype = args.dtype or ("bf16" if train else "fp16")
     args.backends = args.backends or ("eager,torchfuse" if train else "eager,inductor,torchfuse-frozen")
-    unknown = [b for b in args.backends.split(",") if (b not in BACKEND_NAMES and not (train and _is_variant(b)))
-               or (train and b == "torchfuse-frozen")]
+    variant = {b: train and _settings(b) is not None for b in args.backends.split(",")}
+    unknown = [b for b, v in variant.items()
+               if (b not in BACKEND_NAMES and not v) or (train and b == "torchfuse-frozen")]
     if unknown:
         p.error(f"unknown backend(s) {unknown}")
     try:
         for b in args.backends.split(","):
-            if _is_variant(b):
+            if _settings(b) is not None:
                 parse_overrides(_settings(b))
     except ValueError as e:
         p.error(str(e))

@@ -122,10 +122,11 @@ def _is_user_function(v: Any) -> bool:
 
 
 def _free_number_reads(fn: Callable, depth: int = 3, seen: set | None = None) -> tuple[Read, ...]:
-    """Where ``fn`` may read a Python number that is not an argument: each closure variable and
-    each global its code (and the code of functions defined in it) loads, with the attributes
-    and constant items it reads of them (``cfg.lr``, ``sched["lr"]``), and the same for the
-    user's own helper functions it calls (``current_lr()``), ``depth`` calls deep. A trace bakes such a number in as a constant, so the values are part of its key
+    """Where ``fn`` may read a Python number that is not an argument: each closure variable and each
+    global its code (and the code of functions defined in it) loads, with the attributes and
+    constant items it reads of them (``cfg.lr``, ``sched["lr"]``), and the same for the user's
+    own helper functions it calls (``current_lr()``), ``depth`` calls deep. A trace bakes such
+    a number in as a constant, so the values are part of its key
     (:meth:`FusedFunction.free_numbers`)."""
     code = getattr(fn, "__code__", None)
     seen = set() if seen is None else seen
