@@ -376,7 +376,7 @@ def torchfuse_backend(gm: torch.fx.GraphModule, example_inputs: list, *, options
         if raising:  # eager raises at these calls; the graph as traced raises its error
             log.info("running the graph as traced: eager raises at %s", "; ".join(raising))
             _record_unfused("captured", gm, None, "eager raises: " + "; ".join(raising), None, 0.0, 0.0)
-            return gm
+            return gm.forward  # (not the module: its __call__ prints the traceback of an error it raises)
         with _phases.CLOCK.timed("passes"):
             run_fx_passes(gm, opts, torch.is_grad_enabled(), LAST_REWRITES)
         return _trace_and_compile(gm, example_inputs, opts)
