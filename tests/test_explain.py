@@ -66,6 +66,41 @@ def test_explain_captures_graph_breaks_with_source_lines(explained):
     assert brk.location.function == "forward"
 
 
+def test_a_captures_heading_names_its_line_not_its_first_ops_module(explained):
+    result, _ = explained
+    first = result.captures[0].location
+    assert first.file == __file__ and first.function == "forward"
+    # the graph's first op is in self.lin, but the graph is the whole of Block.forward's first half
+    assert first.module == ""
+    assert "(capture 0 at test_explain.py:" in result.summary() and "in lin (Linear), TorchDynamo" not in result.summary()
+
+
+class Outer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.LayerNorm(8))
+
+    def forward(self, x):
+        return self.inner(x) * 2
+
+
+def test_a_frozen_graph_is_labelled_with_what_was_hoisted():
+    torch.manual_seed(0)
+    model = Outer().eval()
+    x = torch.randn(3, 8)
+    with torch.no_grad():
+        frozen = torchfuse.explain(model, x, verbose=False, freeze=True)
+        plain = torchfuse.explain(model, x, verbose=False)
+        # a graph whose ops all run inside one submodule names it
+        inner = torchfuse.explain(model.inner, x, verbose=False)
+    assert frozen.graphs[0].frozen.startswith("1 op on weights alone hoisted into 1 constant")  # the transpose for addmm
+    assert "frozen (freeze=True): " in frozen.summary()
+    assert ExplainResult.from_dict(json.loads(json.dumps(frozen.to_dict()))).graphs[0].frozen == frozen.graphs[0].frozen
+    assert plain.graphs[0].frozen == "" and "frozen" not in plain.summary()
+    assert inner.captures[0].location.module == ""  # the compiled module itself is not named
+    assert Outer.forward.__code__.co_firstlineno < frozen.captures[0].location.line
+
+
 def test_explain_groups_match_the_segmentation(explained):
     result, compiled = explained
     fused = [g for g in result.graphs if g.status == "fused"]

@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 import math
 
+import re
+
 import pytest
 import torch
 
@@ -944,6 +946,57 @@ def test_a_number_that_does_not_fit_raises_as_in_eager(case):
     else:
         got = compiled(x, m)
         assert got.dtype == want.dtype and torch.equal(got, want), (got, want)
+
+
+#: the cases a ``@fused`` function takes (a tensor made inside one is a constant of its trace;
+#: it takes no slices or in-place writes), and a one-element fill of its own
+FUSED_STORED_NUMBERS = {**{c: STORED_NUMBERS[c] for c in ("masked_fill_half", "masked_fill_fits", "masked_fill_inf",
+                                                         "full_like_half", "clamp_half")},
+                        "full_like_one_element": lambda x, m: torch.full_like(x.half(), 1e6) + x.half(),
+                        "full_like_uint8_wraps": lambda x, m: torch.full_like(x, -1, dtype=torch.uint8) + m.to(torch.uint8),
+                        "full_like_int8": lambda x, m: torch.full_like(x, 200, dtype=torch.int8) + m.to(torch.int8)}
+
+
+@pytest.mark.parametrize("case", FUSED_STORED_NUMBERS)
+def test_a_number_that_does_not_fit_raises_in_a_fused_function_as_in_eager(case):
+    """The same inside a ``@fused`` function, whose trace is decomposed as it is made: its
+    decompositions check the number first, as eager's conversion does."""
+    fn = FUSED_STORED_NUMBERS[case]
+    x = torch.randn(*((1, 1) if case.endswith("one_element") else (4, 6)), device=DEVICE)
+    m = x > 0.5
+    try:
+        want, error = fn(x, m), None
+    except RuntimeError as e:
+        want, error = None, str(e)
+    fused = torchfuse.fusion.fused(fn, interpret=DEVICE == "cpu")
+    if error is not None:
+        with pytest.raises(RuntimeError, match=re.escape(error)):
+            fused(x, m)
+    else:
+        got = fused(x, m)
+        assert got.dtype == want.dtype and torch.equal(got, want), (got, want)
+
+
+def test_a_fused_function_checks_a_number_argument_per_value():
+    """A Python number passed to a ``@fused`` function is part of its trace's key: a value that
+    fits runs, one that does not raises, each as in eager."""
+    fill = torchfuse.fusion.fused(lambda x, v: x.masked_fill(x > 0, v) * 2, interpret=DEVICE == "cpu")
+    x = torch.randn(4, 6, device=DEVICE).half()
+    assert torch.equal(fill(x, -6e4), x.masked_fill(x > 0, -6e4) * 2)
+    with pytest.raises(RuntimeError, match="c10::Half without overflow"):
+        fill(x, -1e30)
+    assert torch.equal(fill(x, float("-inf")), x.masked_fill(x > 0, float("-inf")) * 2)
+
+
+def test_a_fused_fill_is_checked_by_its_element_count():
+    """Eager fills a one-element floating tensor unchecked and checks any larger one; a
+    ``@fused`` trace made on one size holds for the other only where the outcome is the same."""
+    fill = torchfuse.fusion.fused(lambda x: torch.full_like(x, 1e6) + x, interpret=DEVICE == "cpu")
+    one, many = torch.randn(1, device=DEVICE).half(), torch.randn(5, device=DEVICE).half()
+    assert torch.equal(fill(one), torch.full_like(one, 1e6) + one)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        fill(many)
+    assert torch.equal(fill(one), torch.full_like(one, 1e6) + one)
 
 
 @pytest.mark.parametrize("call", ["softmax", "log_softmax", "F.softmax", "softmax_dtype_int", "softmax_float"])

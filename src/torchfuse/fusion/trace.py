@@ -371,6 +371,7 @@ class FusedFunction:
         from torch.fx.experimental.proxy_tensor import make_fx
 
         from ..decompose import decomposition_table
+        from ..passes.fx import with_number_checks
 
         positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
 
@@ -386,7 +387,9 @@ class FusedFunction:
 
         tensors = [args[i].detach() for i in positions]
         try:
-            gm = make_fx(flat, decomposition_table=decomposition_table(), tracing_mode="symbolic")(*tensors)
+            # eager's checked conversion of stored numbers, which the decompositions drop
+            gm = make_fx(flat, decomposition_table=with_number_checks(decomposition_table()),
+                         tracing_mode="symbolic")(*tensors)
         except AssertionError as e:
             if "FakeTensor" not in str(e):
                 raise

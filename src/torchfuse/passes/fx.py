@@ -140,6 +140,72 @@ def _overflows(value, dtype: torch.dtype) -> bool:
     return not info.min <= value <= info.max
 
 
+def _checked_overloads() -> dict:
+    """The ATen overloads of :data:`_CHECKED_NUMBERS`' calls that take the number as a Python
+    scalar, by overload, with the call's name there."""
+    aten = torch.ops.aten
+    overloads = [aten.masked_fill.Scalar, aten.masked_fill_.Scalar, aten.fill.Scalar, aten.fill_.Scalar,
+                 aten.full.default, aten.full_like.default, aten.new_full.default, aten.index_fill.int_Scalar,
+                 aten.index_fill_.int_Scalar, aten.clamp.default, aten.clamp_.default, aten.clamp_min.default,
+                 aten.clamp_max.default]
+    return {op: op.overloadpacket.__name__ for op in overloads}
+
+
+def _stored_dtype_and_numel(name: str, args: tuple, kwargs: dict):
+    """The dtype and element count of the tensor an ATen call of :data:`_CHECKED_NUMBERS`
+    stores its number into (``full``'s dtype inferred from its number as eager infers it)."""
+    if name == "full":
+        value = args[1] if len(args) > 1 else kwargs.get("fill_value")
+        dtype = kwargs.get("dtype") or (torch.bool if isinstance(value, bool) else torch.int64
+                                        if isinstance(value, int) else torch.get_default_dtype())
+        size = args[0]
+    elif name == "new_full":
+        dtype, size = kwargs.get("dtype") or args[0].dtype, args[1]
+    else:
+        dtype = (kwargs.get("dtype") if name == "full_like" else None) or args[0].dtype
+        return dtype, args[0].numel()
+    numel = 1
+    for d in size:
+        numel *= d
+    return dtype, numel
+
+
+def with_number_checks(table: dict) -> dict:
+    """A copy of the decomposition table ``table`` (ATen overload -> function, as ``make_fx``
+    takes it) whose calls of :data:`_CHECKED_NUMBERS` first make eager's checked conversion of
+    their Python number: ``RuntimeError: value cannot be converted to type ... without
+    overflow`` where eager raises it (same rules as :func:`eager_raises`), before decomposing
+    as ``table`` does (or not at all, where it has no entry: ``make_fx`` then traces the call).
+    For traces that ``make_fx`` decomposes as it goes (``@fused`` functions), where no graph of
+    the undecomposed calls exists to check. Numbers that are symbolic are not checked; a
+    floating fill's symbolic element count is guarded on (one element is not checked)."""
+    out = dict(table)
+    for op, name in _checked_overloads().items():
+        out[op] = _checking(name, table.get(op))
+    return out
+
+
+def _checking(name: str, decompose):
+    def checked(*args, **kwargs):
+        dtype, numel = _stored_dtype_and_numel(name, args, kwargs)
+        # a symbolic count decides with a shape guard, so the trace holds only for counts on its side
+        if not (name in _FILLS and dtype.is_floating_point and not bool(numel > 1)):
+            for i, key in _CHECKED_NUMBERS[name]:
+                value = args[i] if len(args) > i else kwargs.get(key)
+                if (isinstance(value, (int, float)) and not isinstance(value, bool)
+                        and _overflows(value, dtype)):
+                    raise RuntimeError(f"value cannot be converted to type {_C10_NAMES.get(dtype, dtype)} "
+                                       "without overflow")
+        return decompose(*args, **kwargs) if decompose is not None else NotImplemented
+    return checked
+
+
+#: c10's names of the dtypes in eager's overflow message
+_C10_NAMES = {torch.float16: "c10::Half", torch.bfloat16: "c10::BFloat16", torch.float32: "float",
+              torch.int8: "int8_t", torch.uint8: "uint8_t", torch.int16: "int16_t", torch.int32: "int",
+              torch.int64: "int64_t"}
+
+
 #: calls eager implements for floating results only ("softmax_lastdim_kernel_impl" not
 #: implemented for 'Char'); PyTorch's decompositions trace them for any dtype
 _FLOATING_ONLY = frozenset({"softmax", "log_softmax", "special_softmax", "special_log_softmax"})

@@ -11,6 +11,7 @@ to tell "runs in cuBLAS/cuDNN by design" apart from "no fusion rule yet".
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
 import re
 from pathlib import Path
@@ -297,7 +298,7 @@ def compiled_graph_report(compiled, index: int, capture: int) -> GraphReport:
         stage_seconds={k: float(stats.get(f"{k}_seconds", 0.0)) for k in ("ir", "segment", "codegen", "compile", "plan")},
         kernels_compiled=int(stats.get("kernels_compiled", 0)), kernels_cached=int(stats.get("kernels_cached", 0)),
         fallbacks=int(stats.get("fallbacks", 0)), cudagraph=str(stats.get("cudagraph", "") or ""),
-        graph_function=str(stats.get("graph_function", "") or ""),
+        graph_function=str(stats.get("graph_function", "") or ""), frozen=str(stats.get("frozen", "") or ""),
         recompilations=[Recompilation(source="torchfuse", where=f"{compiled.name} graph, group {e.get('group')}",
                                       reason=str(e.get("reason", ""))) for e in stats.get("events", [])],
     )
@@ -389,18 +390,37 @@ def capture_location(gm) -> SourceLocation | None:
     """The user's line of a Dynamo graph's first op: the first op whose line is not in
     torchfuse's own files (``torchfuse explain`` wraps a user's function in a module of its
     own); when every line is, the first op's location (the command puts the user's function
-    in place of its wrapper's lines)."""
-    first = None
+    in place of its wrapper's lines). Its module is the innermost one enclosing every op of the
+    graph (none for the compiled module itself), not the first op's."""
+    ops = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
+    found = first = None
     own = str(Path(__file__).resolve().parents[1])
-    for n in gm.graph.nodes:
-        if n.op in ("call_function", "call_method", "call_module"):
-            loc = location_of_fx_node(n)
-            if loc is None:
-                continue
-            if not loc.file or not _inside(loc.file, own):
-                return loc
-            first = first or loc
-    return first
+    for n in ops:
+        loc = location_of_fx_node(n)
+        if loc is None:
+            continue
+        if not loc.file or not _inside(loc.file, own):
+            found = loc
+            break
+        first = first or loc
+    found = found or first
+    if found is not None:
+        found.module = _enclosing_module(ops)
+    return found
+
+
+def _enclosing_module(ops: list) -> str:
+    """``path (Class)`` of the innermost module whose call holds every op in ``ops`` (their
+    ``nn_module_stack`` entries' common prefix); empty when an op is outside every submodule."""
+    common: list | None = None
+    for n in ops:
+        stack = list((n.meta.get("nn_module_stack") or {}).values())
+        common = stack if common is None else [a for a, _ in itertools.takewhile(lambda p: p[0][0] == p[1][0],
+                                                                                 zip(common, stack))]
+        if not common:
+            return ""
+    module = module_of({i: entry for i, entry in enumerate(common)}) if common else ""
+    return "" if module.startswith("(root)") else module  # the compiled module itself (Dynamo lists a Sequential)
 
 
 def count_ops(gm) -> int:

@@ -175,6 +175,8 @@ def _graph_section(r: ExplainResult, g: GraphReport) -> str:
     status = escape(g.status) if g.status != "compile failed" else f'<span class="failed">compile failed</span>'
     parts = [f'<section id="graph-{g.index}"><h2>Graph {g.index}: {escape(g.name)} '
              f'<span class="muted">({escape(origin)}; {status})</span></h2>']
+    if g.frozen:
+        parts.append(f"<p>Frozen (freeze=True): {escape(g.frozen)}</p>")
     if g.error:
         parts.append(f'<p class="failed">Error: {escape(g.error.splitlines()[0][:400])}</p>')
     if g.reproducer:

@@ -268,6 +268,8 @@ class GraphReport:
             functions (``one generated straight-line function per set of sizes (N so far)``),
             or ``interpreted:`` and why (``Tuning`` ``runtime.graph_function``); empty for
             graphs not fused.
+        frozen: for an inference graph compiled with ``freeze=True``, what was hoisted out of it
+            (``12 ops on weights alone hoisted into 4 constants, ...``); empty otherwise.
         recompilations: torchfuse's re-plans of this graph.
         at_first_backward: compiled after its capture's backend call returned: a backward
             graph AOTAutograd compiles at the first backward, not with the forward.
@@ -288,6 +290,7 @@ class GraphReport:
     fallbacks: int = 0
     cudagraph: str = ""
     graph_function: str = ""
+    frozen: str = ""
     recompilations: list[Recompilation] = dataclasses.field(default_factory=list)
     at_first_backward: bool = False
 

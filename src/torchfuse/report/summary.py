@@ -167,6 +167,8 @@ def _graph_lines(g: GraphReport, result: ExplainResult) -> list[str]:
         done = ", ".join(f"{k} x{v}" + (f" (option {REWRITE_OPTIONS[k]})" if k in REWRITE_OPTIONS else "")
                          for k, v in result.captures[g.capture].rewrites.items())
         lines.append(f"  graph rewrites of this capture (before and after AOTAutograd): {done}")
+    if g.frozen:
+        lines.append(f"  frozen (freeze=True): {g.frozen}")
     if g.error:
         lines.append(f"  error: {g.error.splitlines()[0][:200]}")
     if g.reproducer:

@@ -94,6 +94,11 @@ class LaunchConfig:
         return (self.scheduler,)
 
 
+#: the reason of a launch configuration chosen for Triton's interpreter, where each program is
+#: one NumPy pass: as few and as large programs as fit, whatever a GPU would launch
+INTERPRETER_REASON = "interpreter: few large programs (a GPU gets its own launch configuration)"
+
+
 def single(scheduler: str, grid: int, XBLOCK: int, RBLOCK: int, num_warps: int, reason: str) -> LaunchConfig:
     """A one-launch configuration."""
     return LaunchConfig(scheduler, (Stage((grid,), XBLOCK, RBLOCK, num_warps),), reason=reason)

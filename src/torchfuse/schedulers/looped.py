@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from ..config import Tuning
 from ..ir.graph import Value
-from .base import (GroupTraits, LaunchConfig, RowReductionScheduler, RuntimeLayout, Target, is_inner,
-                   next_power_of_2, single)
+from .base import (INTERPRETER_REASON, GroupTraits, LaunchConfig, RowReductionScheduler, RuntimeLayout, Target,
+                   is_inner, next_power_of_2, single)
 from .persistent import outer_tile
 
 
@@ -30,7 +30,7 @@ class LoopedScheduler(RowReductionScheduler):
         x = max(rt.xnumel, 1)
         r = rt.rnumel
         if target.interpret:
-            return single("reduction.loop", x, 1, t.looped.interpret_rblock, 1, "interpreter")
+            return single("reduction.loop", x, 1, t.looped.interpret_rblock, 1, INTERPRETER_REASON)
         if is_inner(rt):
             return single("reduction.loop", x, 1, t.looped.rblock, t.looped.warps,
                           f"inner, {r} reduced elements: loop of {t.looped.rblock}")

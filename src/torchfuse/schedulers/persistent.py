@@ -24,8 +24,8 @@ from __future__ import annotations
 from ..config import Tuning
 from ..ir.graph import Value
 from ..ir.ops import REGISTRY
-from .base import (GroupTraits, LaunchConfig, RowReductionScheduler, RuntimeLayout, Target, cdiv, is_inner,
-                   next_power_of_2, plural, single)
+from .base import (INTERPRETER_REASON, GroupTraits, LaunchConfig, RowReductionScheduler, RuntimeLayout, Target,
+                   cdiv, is_inner, next_power_of_2, plural, single)
 
 
 def _warps(elements: int, t: Tuning) -> int:
@@ -68,7 +68,7 @@ class PersistentScheduler(RowReductionScheduler):
             if rpow > min(persistent_max, t.persistent.interpret_max_row):
                 return None
             xb = max(1, min(next_power_of_2(x), t.persistent.interpret_tile // rpow))
-            return single("reduction.persistent", cdiv(x, xb), xb, rpow, 1, "interpreter")
+            return single("reduction.persistent", cdiv(x, xb), xb, rpow, 1, INTERPRETER_REASON)
         if is_inner(rt):
             if rpow > persistent_max:
                 return None

@@ -19,7 +19,8 @@ Under the interpreter each program is a NumPy evaluation, so blocks are as large
 from __future__ import annotations
 
 from ..config import Tuning
-from .base import GroupTraits, LaunchConfig, RuntimeLayout, Scheduler, Target, cdiv, next_power_of_2, plural, single
+from .base import (INTERPRETER_REASON, GroupTraits, LaunchConfig, RuntimeLayout, Scheduler, Target, cdiv,
+                   next_power_of_2, plural, single)
 
 
 class PointwiseScheduler(Scheduler):
@@ -37,7 +38,7 @@ class PointwiseScheduler(Scheduler):
         n = max(rt.xnumel, 1)
         if target.interpret:
             block = min(next_power_of_2(n), t.interpret_block)
-            return single("pointwise", cdiv(n, block), block, 1, 1, "interpreter: largest block")
+            return single("pointwise", cdiv(n, block), block, 1, 1, INTERPRETER_REASON)
         sm_count = target.sm_count
         if sm_count:
             per = max(n // (t.small_threads_per_sm * sm_count), 1)
