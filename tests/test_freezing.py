@@ -85,6 +85,42 @@ def test_weights_changed_in_place_are_seen():
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
 
 
+class WeightOutputs(torch.nn.Module):
+    """Returns values computed from its weight alone, one of them through two views."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(4, 3))
+
+    def forward(self, x):
+        k = self.w.exp()
+        return x @ k, self.w * 2, k.t(), k[1:]
+
+
+def test_an_output_computed_from_weights_alone_is_a_new_tensor_each_call():
+    """The hoisted values are the frozen graph's own, kept across calls; an output that is one
+    of them or views one is returned as a copy, as eager returns a new tensor each call: the
+    caller may write into it without changing later calls, and two views of one value still
+    alias each other."""
+    torch.manual_seed(0)
+    model = WeightOutputs().to(DEVICE)
+    compiled = torchfuse.compile(model, freeze=True, dynamic=False)
+    x = torch.randn(2, 4, device=DEVICE)
+    with torch.no_grad():
+        first = compiled(x)
+        for t in first[1:]:
+            t.add_(100)  # the caller's own writes
+        second = compiled(x)
+        want = model(x)
+        for got, expected in zip(second, want):
+            torch.testing.assert_close(got, expected)
+            assert got.stride() == expected.stride()
+        second[2].zero_()  # k.t() and k[1:] view one tensor in eager, and here
+        assert (second[3] == 0).all() and not (want[3] == 0).all()
+        torch.testing.assert_close(compiled(x)[3], model(x)[3])
+    assert _inference_graph().stats.get("frozen")  # the weight-only work was hoisted
+
+
 @pytest.mark.parametrize("make_optimizer", [
     lambda ps: torch.optim.AdamW(ps, lr=0.1, fused=True),
     lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, fused=True),

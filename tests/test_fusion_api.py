@@ -316,6 +316,35 @@ def test_derived_backward_matches_eager():
     assert fwd == 1 and 1 <= bwd <= 4
 
 
+#: functions whose decompositions take a branch by value (``where``): differentiating the
+#: parts gives the untaken branch's NaN (``exp(1e30) * 0``) where eager's formula gives a number
+BRANCHING = {
+    "softplus": lambda x: F.softplus(x) * 2,
+    "elu": lambda x: F.elu(x) + 1,
+    "selu": lambda x: torch.selu(x),
+    "mish": lambda x: F.mish(x),
+    "sinc": lambda x: torch.sinc(x),
+    "xlogy": lambda x: torch.xlogy(x, x + 2),
+    "logit_eps": lambda x: torch.logit(x, eps=1e-6),
+    "hardswish": lambda x: F.hardswish(x),
+}
+
+
+@pytest.mark.parametrize("name", list(BRANCHING))
+def test_a_fused_functions_gradient_is_eagers_at_the_edges_of_its_branches(name):
+    """A ``@fused`` function's derived backward differentiates the function as eager's
+    autograd does (ATen's derivative formulas), not the decomposition the kernel runs: at
+    1e30, -20 or 0 each gradient is eager's, never NaN where eager's is a number."""
+    fn = BRANCHING[name]
+    f = fused(fn, interpret=DEVICE == "cpu")
+    edges = [100.0, 1e30, -20.0, 0.0, -0.0, 1e-30, 0.5, 1.0, -3.0, 3.0, float("inf"), 2.0]
+    for values in (edges, edges[3:] + [0.25]):
+        x = torch.tensor(values, device=DEVICE, requires_grad=True)
+        (got,) = torch.autograd.grad(f(x).sum(), x)
+        (want,) = torch.autograd.grad(fn(x).sum(), x)
+        torch.testing.assert_close(got, want, equal_nan=True, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("mask_is_output", [True, False])
 def test_derived_backward_reuses_the_dropout_mask(mask_is_output):
     p = 0.3

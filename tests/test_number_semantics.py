@@ -209,6 +209,48 @@ def test_a_negated_python_zero_keeps_its_sign(dtype):
     check_bits(fn, c, x)
 
 
+# ----------------------------------------------------------------------------- derivatives
+
+def _edges(dtype, extra=()):
+    values = torch.tensor([NAN, INF, -INF, 0.0, -0.0, 1.0, 0.25, 0.5, -0.5, 1.5, 1e-7, 1 - 1e-7, -3.0, 3.0, 2.9,
+                           -2.9, *extra], dtype=torch.float64)
+    return values.repeat(SHAPE[0] * SHAPE[1] // values.numel() + 1)[: SHAPE[0] * SHAPE[1]].reshape(SHAPE).to(dtype).to(DEVICE)
+
+
+@pytest.mark.parametrize("eps", [None, -0.1, 0.0, 1e-6, 0.2])
+@pytest.mark.parametrize("dtype", [F32, F64, F16, BF16], ids=dtype_id)
+def test_logits_gradient_is_atens(dtype, eps):
+    """``logit_backward`` as ATen's kernels compute it: NaN outside [0, 1]; with ``eps``, 0
+    outside [eps, 1 - eps] and NaN at a NaN input (PyTorch's decomposition gave 0); a negative
+    ``eps`` is none. CPU eager's loops disagree with each other and with the CUDA kernel at
+    two places, where on CPU tensors the values are checked against the CUDA kernel's rule
+    instead: at 0 and 1 its scalar loop multiplies the gradient by inf where its vector loop
+    and CUDA divide by ``x * (1 - x)`` (the sign at -0.0 differs; checked: infinite or NaN),
+    and with ``eps`` its vector loop gives 0 at a NaN input where its scalar loop and CUDA
+    give NaN (checked: NaN)."""
+    x = _edges(dtype)
+    g = make_sample(dtype, 11, shape=SHAPE)
+    fn = lambda g, x: torch.ops.aten.logit_backward(g, x, eps)
+    actual, _ = run_compiled(fn, g, x)
+    expected = fn(g, x)
+    if DEVICE == "cpu":
+        with_eps = eps is not None and eps >= 0
+        edge = ((x == 0) | (x == 1)) if not with_eps or eps == 0 else torch.zeros_like(x, dtype=torch.bool)
+        nan = x.isnan() if with_eps else torch.zeros_like(edge)
+        assert not actual[edge].isfinite().any() and actual[nan].isnan().all()
+        actual, expected = actual.masked_fill(edge | nan, 0.0), expected.masked_fill(edge | nan, 0.0)
+    assert_same_bits(actual, expected, ulps=1 if dtype in (F16, BF16) else 0)
+
+
+@pytest.mark.parametrize("dtype", [F32, F64, F16, BF16], ids=dtype_id)
+def test_hardsigmoids_gradient_multiplies_by_fp32_one_sixth(dtype):
+    """``hardsigmoid_backward`` multiplies by fp32's 1/6 in every dtype, as ATen's kernels do
+    (dividing by 6 is an ulp off in fp32 and 3e-8 relative off in fp64)."""
+    x = _edges(dtype)
+    g = make_sample(dtype, 12, shape=SHAPE)
+    check_bits(lambda g, x: torch.ops.aten.hardsigmoid_backward(g, x), g, x)
+
+
 # ----------------------------------------------------------------------------- indexing
 
 @pytest.mark.parametrize("dtype", [F32, BF16, torch.int64], ids=dtype_id)

@@ -954,7 +954,9 @@ FUSED_STORED_NUMBERS = {**{c: STORED_NUMBERS[c] for c in ("masked_fill_half", "m
                                                          "full_like_half", "clamp_half")},
                         "full_like_one_element": lambda x, m: torch.full_like(x.half(), 1e6) + x.half(),
                         "full_like_uint8_wraps": lambda x, m: torch.full_like(x, -1, dtype=torch.uint8) + m.to(torch.uint8),
-                        "full_like_int8": lambda x, m: torch.full_like(x, 200, dtype=torch.int8) + m.to(torch.int8)}
+                        "full_like_int8": lambda x, m: torch.full_like(x, 200, dtype=torch.int8) + m.to(torch.int8),
+                        # the bounds are checked against the result's dtype (float), not the input's
+                        "clamp_uint8_float_bounds": lambda x, m: (m.to(torch.uint8) * 3).clamp(-2.5, 1.5) * 2}
 
 
 @pytest.mark.parametrize("case", FUSED_STORED_NUMBERS)

@@ -258,6 +258,35 @@ def native_dropout(input: torch.Tensor, p: float, train: bool | None) -> tuple[t
     return mask * input * float(1.0 / (1.0 - p)), mask
 
 
+def logit_backward(grad_output: torch.Tensor, self: torch.Tensor, eps: float | None = None) -> torch.Tensor:
+    """``aten.logit_backward`` as ATen's CUDA kernel computes it (``logit_backward_kernel_cuda``
+    in aten/src/ATen/native/cuda/BinaryMiscBackwardOpsKernels.cu): ``grad / (x * (1 - x))``,
+    NaN outside [0, 1] without ``eps`` (or with a negative one), 0 outside [eps, 1 - eps] with
+    it; a NaN ``x`` compares inside either way, so its gradient is NaN.
+
+    PyTorch's decomposition keeps the quotient only where ``x`` compares inside, so with
+    ``eps`` a NaN ``x`` got a 0 gradient, and it reads a negative ``eps`` as bounds. (CPU eager's
+    scalar loop multiplies ``grad`` by inf at 0 and 1 where its vector loop and CUDA divide:
+    the sign at -0.0 differs between them.)"""
+    quotient = grad_output / (self * (1.0 - self))
+    if eps is not None and eps >= 0:
+        return torch.where((self < eps) | (self > 1.0 - eps), 0.0, quotient)
+    return torch.where((self < 0) | (self > 1), float("nan"), quotient)
+
+
+def hardsigmoid_backward(grad_output: torch.Tensor, self: torch.Tensor) -> torch.Tensor:
+    """``aten.hardsigmoid_backward`` as ATen's kernels compute it: ``grad`` times fp32's 1/6
+    inside (-3, 3), else 0, in every dtype (``one_sixth(1.0f / 6.0f)`` in
+    aten/src/ATen/native/cpu/Activation.cpp and cuda/ActivationHardsigmoidKernel.cu).
+    PyTorch's decomposition divides by 6, which differs by an ulp in fp32 and by 3e-8 relative
+    in fp64."""
+    return torch.where((self > -3.0) & (self < 3.0), grad_output * _FP32_ONE_SIXTH, 0.0)
+
+
+#: 1/6 rounded to fp32, as a Python float (ATen's kernels multiply by ``1.0f / 6.0f``)
+_FP32_ONE_SIXTH = float(torch.tensor(1.0 / 6.0, dtype=torch.float32))
+
+
 def unsafe_masked_index(x: torch.Tensor, mask: torch.Tensor, indices: list, fill) -> torch.Tensor:
     """``aten._unsafe_masked_index`` as eager computes it: ``x[indices]`` where ``mask`` is set,
     ``fill`` elsewhere, each index first clamped to ``[-size, size - 1]`` of its dim and a
@@ -427,6 +456,8 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
     table[aten.addmm.default] = _bind(addmm_padded, tuning=tuning)
     table[aten._unsafe_masked_index.default] = unsafe_masked_index
     table[aten.native_dropout.default] = native_dropout
+    table[aten.logit_backward.default] = logit_backward
+    table[aten.hardsigmoid_backward.default] = hardsigmoid_backward
     for op in LOAD_AT_RESULT_DTYPE:
         if op in table:
             table[op] = _operands_at_result_dtype(table[op])

@@ -355,6 +355,31 @@ def split_weight_subgraph(gm: torch.fx.GraphModule, static_inputs: Sequence[int]
     return WeightSplit(weights, [index[p] for p in used], main, len(hoisted))
 
 
+def values_returned(main: torch.fx.GraphModule) -> dict[int, int]:
+    """Output position -> index of the weight-only value (``frozen_<index>`` placeholder of
+    :attr:`WeightSplit.main`) that the output is or views, through ops whose result aliases
+    their first argument (by the ATen schema's alias annotation: ``view``, ``t``, ``permute``,
+    ``slice``...); outputs computed from a value are not listed."""
+    frozen = {n: int(n.name.rsplit("_", 1)[1]) for n in main.graph.nodes
+              if n.op == "placeholder" and n.name.startswith("frozen_")}
+    out = next(n for n in reversed(main.graph.nodes) if n.op == "output")
+    found = {}
+    outs = out.args[0]
+    for i, a in enumerate(outs if isinstance(outs, (tuple, list)) else [outs]):
+        while isinstance(a, torch.fx.Node) and a.op == "call_function" and _views_first_argument(a.target) and a.args:
+            a = a.args[0]
+        if a in frozen:
+            found[i] = frozen[a]
+    return found
+
+
+def _views_first_argument(target) -> bool:
+    if not isinstance(target, torch._ops.OpOverload) or target._schema.is_mutable:
+        return False
+    returns = target._schema.returns
+    return bool(returns) and returns[0].alias_info is not None
+
+
 #: steps taken by optimizers with a fused parameter group (``fused=True``) since the first
 #: frozen graph was made: PyTorch's fused optimizer kernels (``torch._fused_adamw_``...) write
 #: the parameters without raising their version counters, so the counters alone miss them
@@ -421,6 +446,9 @@ class FrozenGraph:
         self.values: list[torch.Tensor] = []
         self.refreshes = 0
         self._vouch_memo: tuple | None = None
+        #: output position -> index of the value it is (or views): returned as a copy, since the
+        #: value is this wrapper's, kept across calls, and eager returns a new tensor each call
+        self.escaping = values_returned(split.main) if split.main is not None else {}
         _count_fused_optimizer_steps()
 
     def __getattr__(self, name: str) -> Any:  # reports read the inner graph's stats
@@ -467,4 +495,25 @@ class FrozenGraph:
             self.inner.static_vouched = True  # read and reset by the runner's next call
         full = list(args) + self.values
         args.clear()
-        return self.inner(full)
+        out = self.inner(full)
+        if self.escaping:
+            out = self._copy_escaping(out)
+        return out
+
+    def _copy_escaping(self, out):
+        """``out`` with each output that is a value or a view of one re-pointed at a copy of
+        the tensor the value views (its ``_base``, or itself), one copy per such tensor and
+        call: outputs that alias each other in eager (two views of one intermediate, which
+        the weight graph returns as two values) still do."""
+        out = list(out)
+        copies: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        for i, k in self.escaping.items():
+            value, t = self.values[k], out[i]
+            base = value._base if value._base is not None else value
+            if id(base) not in copies:
+                copies[id(base)] = (base, torch.empty_strided(base.size(), base.stride(), dtype=base.dtype,
+                                                              device=base.device).copy_(base))
+            base, copy = copies[id(base)]
+            out[i] = copy.as_strided(t.size(), t.stride(), copy.storage_offset() + t.storage_offset()
+                                     - base.storage_offset())
+        return out

@@ -316,11 +316,21 @@ class FusionOp:
 
     def _joint(self, scalars: tuple):
         """``(tensor inputs, saved values, output gradients) -> input gradients``: the
-        vector-Jacobian product of the reference, random values read from ``saved``."""
+        vector-Jacobian product of the fusion's :attr:`~Fusion.autograd_reference` where it
+        has one and draws no random numbers, else of the reference, random values read from
+        ``saved``."""
         fusion, specs = self.fusion, self.specs
         n_tensors = sum(1 for s in specs if s.is_tensor)
         n_saved = len(self.saved)
         out_values = [fusion.outputs[k] for k in self.diff_outputs]
+        program = fusion.autograd_reference if not self.saved else None
+
+        def run(args_: list, kept: Sequence) -> tuple:
+            if program is None:
+                return tuple(run_reference(fusion, args_, overrides=dict(zip(self.saved, kept)), outputs=out_values))
+            outs = program(*args_)
+            outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+            return tuple(outs[k] for k in self.diff_outputs)
 
         def joint(*args):
             tensors, kept, grads = args[:n_tensors], args[n_tensors:n_tensors + n_saved], args[n_tensors + n_saved:]
@@ -331,7 +341,7 @@ class FusionOp:
                 args_ = list(full)
                 for i, d in zip(self.diff_inputs, diff):
                     args_[i] = d
-                return tuple(run_reference(fusion, args_, overrides=dict(zip(self.saved, kept)), outputs=out_values))
+                return run(args_, kept)
 
             _, vjp = torch.func.vjp(f, *[full[i] for i in self.diff_inputs])
             return list(vjp(tuple(grads)))

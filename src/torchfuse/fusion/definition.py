@@ -19,7 +19,7 @@ backend="torchfuse")`` (:mod:`torchfuse.fusion.program`).
 from __future__ import annotations
 
 import warnings
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import sympy
 import torch
@@ -51,6 +51,12 @@ class Fusion:
         inputs, specs: the declared inputs' IR values and declarations, in order.
         nodes: the recorded IR nodes, in order.
         outputs: the values marked as outputs, in order.
+        autograd_reference: the program as eager's autograd sees it, for a derived backward:
+            a function of the declared inputs returning the outputs in order, whose ATen ops
+            are undecomposed, so that their derivatives are ATen's formulas
+            (``softplus_backward``), not those of the decomposition's parts (whose untaken
+            branches give NaN). ``@fused`` sets it to the function's trace without
+            decompositions; ``None`` (the default) differentiates the recorded nodes.
     """
 
     def __init__(self, name: str = "fusion", *, options: Any = None, **option_overrides):
@@ -61,6 +67,7 @@ class Fusion:
         self.specs: list[InputSpec] = []
         self.nodes: list[Node] = []
         self.outputs: list[Value] = []
+        self.autograd_reference: Callable | None = None
         self.ops = Ops(self)
         self.applier = Applier(self)
         self.finished = False

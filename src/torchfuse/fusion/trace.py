@@ -404,6 +404,9 @@ class FusedFunction:
         guards, sizes = _shape_guards(gm, positions)
         exact = None if guards is not None else {i: tuple(args[i].shape) for i in positions}
         fusion = replay(gm, self.name, self.options, input_names=names, **self.overrides)
+        # its derivative is ATen's (softplus_backward), as in eager; traced now, while the
+        # numbers the function reads are the key's
+        fusion.autograd_reference = make_fx(flat, tracing_mode="symbolic")(*tensors)
         return Traced(fusion, returned[0], guards or [], sizes, exact)
 
 

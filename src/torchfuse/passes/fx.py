@@ -161,6 +161,13 @@ def _stored_dtype_and_numel(name: str, args: tuple, kwargs: dict):
         size = args[0]
     elif name == "new_full":
         dtype, size = kwargs.get("dtype") or args[0].dtype, args[1]
+    elif name.startswith("clamp"):  # the result's dtype: an integer tensor with float bounds is float
+        dtype = args[0].dtype
+        for i, key in _CHECKED_NUMBERS[name]:
+            bound = args[i] if len(args) > i else kwargs.get(key)
+            if bound is not None:
+                dtype = torch.promote_types(dtype, torch.result_type(args[0], bound))
+        return dtype, args[0].numel()
     else:
         dtype = (kwargs.get("dtype") if name == "full_like" else None) or args[0].dtype
         return dtype, args[0].numel()
