@@ -345,6 +345,27 @@ def test_a_fused_functions_gradient_is_eagers_at_the_edges_of_its_branches(name)
         torch.testing.assert_close(got, want, equal_nan=True, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("name,fn", [
+    ("unread", lambda x, y: x * 2),
+    ("compared", lambda x, y: x * (y > 0)),
+    ("integer_cast", lambda x, y: x + y.to(torch.int32)),
+    ("floor", lambda x, y: x + y.floor()),  # a path: eager's gradient is zeros, not None
+])
+def test_a_fused_functions_input_without_a_path_to_its_outputs_gets_no_gradient(name, fn):
+    """As eager's autograd: an input the outputs do not depend on through floating-point values
+    gets ``None`` (``.grad`` stays unset, so an optimizer skips it), not a zero tensor."""
+    f = fused(fn, interpret=DEVICE == "cpu")
+    leaves = [torch.randn(3, 5, device=DEVICE, requires_grad=True) for _ in range(2)]
+    got = torch.autograd.grad(f(*leaves).sum(), leaves, allow_unused=True)
+    want = torch.autograd.grad(fn(*leaves).sum(), leaves, allow_unused=True)
+    for g, w in zip(got, want):
+        assert (g is None) == (w is None), (got, want)
+        if w is not None:
+            torch.testing.assert_close(g, w)
+    f(*leaves).sum().backward()
+    assert (leaves[1].grad is None) == (want[1] is None)
+
+
 @pytest.mark.parametrize("mask_is_output", [True, False])
 def test_derived_backward_reuses_the_dropout_mask(mask_is_output):
     p = 0.3

@@ -75,6 +75,27 @@ def random_frontier(fusion: Fusion) -> list[Value]:
     return frontier
 
 
+def inputs_reaching_outputs(fusion: Fusion) -> set[int]:
+    """Positions of the declared inputs from which a floating-point output is computed through
+    floating-point values: those autograd differentiates. An input read only through a
+    comparison or an integer cast (or not at all) gets no gradient in eager (``None``)."""
+    reached: set[Value] = set()
+    origins: dict[Value, set[int]] = {v: {i} for i, v in enumerate(fusion.inputs)}
+    for node in fusion.nodes:
+        sources = set().union(*(origins.get(v, set()) for v in node.input_values()))
+        for o in node.outputs:
+            if _floating(o):  # (a size used as a number has no tensor metadata)
+                origins[o] = origins.get(o, set()) | sources
+    for v in fusion.outputs:
+        if _floating(v):
+            reached |= {v}
+    return set().union(*(origins.get(v, set()) for v in reached)) if reached else set()
+
+
+def _floating(v: Value) -> bool:
+    return v.meta is not None and (v.meta.dtype.is_floating_point or v.meta.dtype.is_complex)
+
+
 class OutputLayouts:
     """Sizes and strides of a fusion's output values for given inputs, from the canonical
     symbolic metadata: evaluated with Python arithmetic (SymInts in fake implementations),
@@ -142,6 +163,8 @@ class FusionOp:
         self.diff_outputs = [k for k, v in enumerate(fusion.outputs) if v.meta.dtype.is_floating_point]
         frontier = random_frontier(fusion) if backward is None else []
         self.saved = frontier
+        #: inputs a derived backward gives a gradient (a given backward's are all given)
+        self.reaching = inputs_reaching_outputs(fusion) if backward is None else set(range(len(self.specs)))
         self.extras = tuple(v for v in frontier if v not in fusion.outputs)
         if backward is not None:
             self._check_backward(backward)
@@ -255,7 +278,8 @@ class FusionOp:
         unique = self.backward_op(*inputs, *kept, *out_grads)
         result: list[Any] = [None] * len(self.specs)
         for i, slot in zip(self.diff_inputs, self.grad_slots):
-            result[i] = unique[slot]
+            if i in self.reaching:  # else None, as eager's autograd: no path from the input
+                result[i] = unique[slot]
         return tuple(result)
 
     def _grad_structure(self) -> list[int]:
