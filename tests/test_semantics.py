@@ -1001,6 +1001,31 @@ def test_a_fused_fill_is_checked_by_its_element_count():
     assert torch.equal(fill(one), torch.full_like(one, 1e6) + one)
 
 
+@pytest.mark.parametrize("shape", [(3, 0), (0, 3), (0,)], ids=str)
+@pytest.mark.parametrize("call", ["max_dim", "min_last", "max_keepdim", "max_all", "torch_max_indices", "max_two"])
+def test_max_and_min_over_an_empty_dim_raise_as_in_eager(call, shape):
+    """A ``max``/``min`` over a dim of size 0 has no value and no index: eager raises
+    ``IndexError`` (``max()`` of an empty tensor ``RuntimeError``) where a kernel would return
+    -inf and an index; the compiled call raises eager's error, and returns eager's (empty)
+    values where eager does (a dim that is not empty, the elementwise max of two tensors)."""
+    fns = {"max_dim": lambda x: x.max(-1)[0] * 2, "min_last": lambda x: x.min(-1).indices,
+           "max_keepdim": lambda x: x.max(dim=0, keepdim=True).values + 1, "max_all": lambda x: x.max(),
+           "torch_max_indices": lambda x: torch.max(x, 0)[1], "max_two": lambda x: torch.max(x, x * 2)}
+    fn = fns[call]
+    x = torch.randn(*shape, device=DEVICE)
+    try:
+        want, error = fn(x), None
+    except (IndexError, RuntimeError) as e:
+        want, error = None, type(e)
+    compiled = torchfuse.compile(fn, dynamic=False)
+    if error is not None:
+        with pytest.raises(error):
+            compiled(x)
+    else:
+        got = compiled(x)
+        assert got.shape == want.shape and got.dtype == want.dtype and torch.equal(got, want)
+
+
 @pytest.mark.parametrize("call", ["softmax", "log_softmax", "F.softmax", "softmax_dtype_int", "softmax_float"])
 @pytest.mark.parametrize("dtype", [I8, I64, U8, F16], ids=dtype_id)
 def test_softmax_with_an_integer_result_raises_as_in_eager(call, dtype):

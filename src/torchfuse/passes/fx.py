@@ -213,6 +213,25 @@ _C10_NAMES = {torch.float16: "c10::Half", torch.bfloat16: "c10::BFloat16", torch
               torch.int64: "int64_t"}
 
 
+def _reduces_nothing(n: torch.fx.Node) -> bool:
+    """Whether the call ``n`` of ``max``/``min`` reduces a dim of size 0 (or, without a dim,
+    an empty tensor), where eager raises: a reduction with indices has no identity. The sizes
+    are TorchDynamo's, which specializes 0."""
+    x = n.args[0] if n.args else n.kwargs.get("input")
+    val = x.meta.get("example_value") if isinstance(x, torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor):
+        return False
+    dim = n.args[1] if len(n.args) > 1 else n.kwargs.get("dim")
+    if isinstance(dim, torch.fx.Node) or "other" in n.kwargs:
+        return False  # the elementwise max of two tensors
+    if dim is None:
+        return type(val.numel()) is int and val.numel() == 0
+    if not isinstance(dim, int) or not -val.dim() <= dim < val.dim():
+        return False  # (an out-of-range dim raises its own error in tracing)
+    size = val.shape[dim]
+    return type(size) is int and size == 0
+
+
 #: calls eager implements for floating results only ("softmax_lastdim_kernel_impl" not
 #: implemented for 'Char'); PyTorch's decompositions trace them for any dtype
 _FLOATING_ONLY = frozenset({"softmax", "log_softmax", "special_softmax", "special_log_softmax"})
@@ -223,14 +242,19 @@ def eager_raises(gm: torch.fx.GraphModule) -> list[str]:
     graph would not: a number stored into a tensor whose dtype cannot hold it
     (``x.half().masked_fill(m, -1e30)``, ``torch.full_like(x_half, 1e6)``,
     ``x_half.clamp(max=1e6)``: ``RuntimeError``), or a softmax with an integer result
-    (``int_tensor.softmax(-1)``: ``NotImplementedError``); each described as ``"<call> with
-    <number> for <dtype>"`` or ``"<call> for <dtype>"``; empty when there are none. The
+    (``int_tensor.softmax(-1)``: ``NotImplementedError``), or a ``max``/``min`` over a dim of
+    size 0 or of an empty tensor (``IndexError``, where a kernel would return -inf and an index);
+    each described as ``"<call> with <number> for <dtype>"``, ``"<call> for <dtype>"`` or
+    ``"<call> over a dim of size 0"``; empty when there are none. The
     backend runs such a graph as traced, so that it raises eager's error at the call."""
     found = []
     for n in gm.graph.nodes:
         if n.op not in ("call_function", "call_method"):
             continue
         name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
+        if name in ("max", "min") and _reduces_nothing(n):
+            found.append(f"{name} over a dim of size 0")
+            continue
         spots = _CHECKED_NUMBERS.get(name)
         out = n.meta.get("example_value")
         if not isinstance(out, torch.Tensor):
