@@ -85,6 +85,40 @@ def test_weights_changed_in_place_are_seen():
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_running_statistics_eager_training_updates_are_seen(grad):
+    """Eager BatchNorm in training writes its running statistics without raising their
+    version counters: a frozen model evaluated after an eager training call of the same
+    modules (validation beside an uncompiled training loop) uses the new statistics, as the
+    module's ``num_batches_tracked`` counter tells."""
+    model, x, compiled = _frozen_conv_bn()
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    version = model[1].running_mean._version
+    model.train()
+    with torch.set_grad_enabled(grad):
+        model(torch.randn(4, 3, 10, 10, device=DEVICE) * 3 + 1)
+    model.eval()
+    assert model[1].running_mean._version == version  # (why the counters alone miss it)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+
+
+def test_a_folded_batchnorm_keeps_its_inputs_dtype_under_autocast():
+    """Under bf16 autocast a convolution's output is bf16 and so is its BatchNorm's (fp32
+    statistics); the folded form adds the shift in fp32 and rounds once to bf16."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 6, 3, padding=1), torch.nn.BatchNorm2d(6)).to(DEVICE).eval()
+    _randomize_bn(model)
+    x = torch.randn(3, 3, 6, 6, device=DEVICE)
+    compiled = torchfuse.compile(model, freeze=True, dynamic=False)
+    with torch.no_grad(), torch.autocast(DEVICE, dtype=torch.bfloat16):
+        got, want = compiled(x), model(x)
+    assert got.dtype == want.dtype == torch.bfloat16
+    ref = model.double()(x.double())
+    assert (got.double() - ref).abs().max() <= 1.5 * (want.double() - ref).abs().max()
+
+
 class WeightOutputs(torch.nn.Module):
     """Returns values computed from its weight alone, one of them through two views."""
 

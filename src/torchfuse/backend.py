@@ -394,8 +394,8 @@ def _trace_and_compile(gm: torch.fx.GraphModule, example_inputs: list, opts: Opt
     its graphs through :func:`compile_graph`; a graph AOTAutograd rejects runs eagerly, with a
     warning."""
     from torch._dynamo.backends.common import aot_autograd
-    from torch._functorch.partitioners import min_cut_rematerialization_partition
 
+    from .passes.joint import partition
     from .runtime.capture_refusals import user_input_names
     from .runtime.training_graphs import CaptureState
 
@@ -405,7 +405,7 @@ def _trace_and_compile(gm: torch.fx.GraphModule, example_inputs: list, opts: Opt
         fw_compiler=functools.partial(compile_graph, options=opts, name="forward", capture=capture, input_names=names),
         bw_compiler=functools.partial(compile_graph, options=opts, name="backward", capture=capture),
         inference_compiler=functools.partial(compile_graph, options=opts, name="inference", input_names=names),
-        partition_fn=min_cut_rematerialization_partition,
+        partition_fn=partition,  # min-cut, never recomputing from an input the forward writes
         decompositions=decomposition_table(opts.tuning.decompose),
         # writes to inputs that need no gradient (BatchNorm's running statistics and batch
         # counter) stay in the graph as ``copy_`` calls, which the runtime batches into one

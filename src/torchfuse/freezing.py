@@ -39,7 +39,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx
 
-from .passes import calls_to, finish
+from .passes import aliases_first_argument, calls_to, finish
 
 log = logging.getLogger("torchfuse.fusion")
 
@@ -111,8 +111,10 @@ def folded_conv_bias(weight: torch.Tensor, bias: torch.Tensor | None, running_me
 
 
 def add_channel_bias(y: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """``y + bias`` broadcast along dim 1 (channels) of a convolution's ``(N, C, *spatial)`` output."""
-    return y + bias.reshape((-1,) + (1,) * (y.dim() - 2))
+    """``y + bias`` broadcast along dim 1 (channels) of a convolution's ``(N, C, *spatial)``
+    output, in ``y``'s dtype: a BatchNorm's output has its input's dtype, also where its
+    parameters are wider (a bf16 convolution under autocast, fp32 statistics)."""
+    return (y + bias.reshape((-1,) + (1,) * (y.dim() - 2))).to(y.dtype)
 
 
 def _set_example(node: torch.fx.Node, fn: Callable, args: Sequence) -> None:
@@ -355,6 +357,26 @@ def split_weight_subgraph(gm: torch.fx.GraphModule, static_inputs: Sequence[int]
     return WeightSplit(weights, [index[p] for p in used], main, len(hoisted))
 
 
+def norm_counters(tensors: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """The ``num_batches_tracked`` counters of the BatchNorm and InstanceNorm modules (those
+    with running statistics) whose ``running_mean`` or ``running_var`` is one of ``tensors``.
+
+    Eager BatchNorm in training mode updates the running statistics inside ATen's kernel
+    without raising their version counters (checked on a CPU with torch 2.14: 1 before and
+    after), while ``num_batches_tracked.add_(1)`` in the module's Python raises its counter.
+    The modules are found among the objects the garbage collector tracks: the compiled graph
+    holds the statistics but not their modules. One pass, at a frozen graph's first call and
+    when its parameters are new tensors."""
+    import gc
+
+    from torch.nn.modules.batchnorm import _NormBase
+
+    wanted = {id(t) for t in tensors}
+    return [obj.num_batches_tracked for obj in gc.get_objects()
+            if issubclass(type(obj), _NormBase) and obj.num_batches_tracked is not None  # (not a weak proxy)
+            and (id(obj.running_mean) in wanted or id(obj.running_var) in wanted)]
+
+
 def values_returned(main: torch.fx.GraphModule) -> dict[int, int]:
     """Output position -> index of the weight-only value (``frozen_<index>`` placeholder of
     :attr:`WeightSplit.main`) that the output is or views, through ops whose result aliases
@@ -366,18 +388,11 @@ def values_returned(main: torch.fx.GraphModule) -> dict[int, int]:
     found = {}
     outs = out.args[0]
     for i, a in enumerate(outs if isinstance(outs, (tuple, list)) else [outs]):
-        while isinstance(a, torch.fx.Node) and a.op == "call_function" and _views_first_argument(a.target) and a.args:
+        while isinstance(a, torch.fx.Node) and a.op == "call_function" and aliases_first_argument(a.target) and a.args:
             a = a.args[0]
         if a in frozen:
             found[i] = frozen[a]
     return found
-
-
-def _views_first_argument(target) -> bool:
-    if not isinstance(target, torch._ops.OpOverload) or target._schema.is_mutable:
-        return False
-    returns = target._schema.returns
-    return bool(returns) and returns[0].alias_info is not None
 
 
 #: steps taken by optimizers with a fused parameter group (``fused=True``) since the first
@@ -416,8 +431,11 @@ class FrozenGraph:
     more than one only recomputes. A step of an optimizer with ``fused=True``, whose kernels
     write without raising the counters, is counted by a process-wide post-step hook
     (``torch.optim.optimizer.register_optimizer_step_post_hook``), and any such step recomputes.
-    Not seen: writes through ``.data`` (no version counter), and PyTorch's fused optimizer
-    kernels called outside an optimizer.
+    Eager BatchNorm in training writes its running statistics without raising their counters
+    either, but raises its ``num_batches_tracked``'s: those of the modules owning the checked
+    statistics are watched too (:func:`norm_counters`). Not seen: writes through ``.data`` (no
+    version counter), PyTorch's fused optimizer kernels called outside an optimizer, and
+    ``F.batch_norm(..., training=True)`` called on statistics outside a module.
 
     Calling convention: boxed (one list of inputs), as AOTAutograd's compiled graphs.
     """
@@ -445,10 +463,14 @@ class FrozenGraph:
         self.held: list = []
         self.values: list[torch.Tensor] = []
         self.refreshes = 0
+        #: ``num_batches_tracked`` of the normalization modules whose running statistics are
+        #: checked (:func:`norm_counters`), found at the first call and for new tensors
+        self.counters: list[torch.Tensor] = []
         self._vouch_memo: tuple | None = None
         #: output position -> index of the value it is (or views): returned as a copy, since the
         #: value is this wrapper's, kept across calls, and eager returns a new tensor each call
-        self.escaping = values_returned(split.main) if split.main is not None else {}
+        main = getattr(split, "main", None)
+        self.escaping = values_returned(main) if main is not None else {}
         _count_fused_optimizer_steps()
 
     def __getattr__(self, name: str) -> Any:  # reports read the inner graph's stats
@@ -487,8 +509,12 @@ class FrozenGraph:
         checked = [args[i] for i in self.checked]
         key = [(p.data_ptr(), p._version) for p in checked]
         key.append(_FUSED_STEPS[0])
+        key.append(sum(c._version for c in self.counters))
         unchanged = key == self.key
         if not unchanged:
+            if not self.held or any(a is not b for a, b in zip(checked, self.held)):
+                self.counters = norm_counters(checked)  # other tensors: find their modules' counters
+                key[-1] = sum(c._version for c in self.counters)
             self._refresh([args[i] for i in self.split.weight_inputs])
             self.key, self.held = key, checked
         if unchanged and self._vouches_for(len(args)):

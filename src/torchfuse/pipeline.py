@@ -8,8 +8,9 @@ A program captured by ``torch.compile`` goes through, in order:
    (:mod:`torchfuse.freezing`).
 2. **AOTAutograd** (PyTorch's): functionalization, decomposition with
    :func:`torchfuse.decompose.decomposition_table`, the joint forward-backward trace and the
-   min-cut partitioner; each resulting graph (``forward``, ``backward`` or ``inference``) goes
-   on separately.
+   min-cut partitioner, kept from recomputing what the forward computes from an input it
+   writes (:func:`torchfuse.passes.joint.partition`); each resulting graph (``forward``,
+   ``backward`` or ``inference``) goes on separately.
 3. **ATen level** (per graph): :data:`ATEN_PASSES_BEFORE_FREEZING` (cuDNN's fused
    convolution epilogues, before the frozen weights' subgraph is split off,
    :func:`torchfuse.freezing.split_weight_subgraph`), then :data:`ATEN_PASSES` (duplicate pads

@@ -2,7 +2,8 @@
 
 * :mod:`.fx`: TorchDynamo's captured graph of PyTorch-level calls, before AOTAutograd;
 * :mod:`.aten`: the ATen-level graphs AOTAutograd produces (forward, backward, inference);
-* :mod:`.cross_entropy`: ATen-level rewrites of cross-entropy's row reductions.
+* :mod:`.cross_entropy`: ATen-level rewrites of cross-entropy's row reductions;
+* :mod:`.joint`: AOTAutograd's joint graph, before the partitioner splits it.
 
 Each pass takes a ``torch.fx.GraphModule``, changes it in place and returns how many rewrites
 it made. :mod:`torchfuse.pipeline` lists them (and the IR-level passes) in the order they run.
@@ -31,3 +32,12 @@ def finish(gm: torch.fx.GraphModule, done: int, what: str) -> int:
         gm.recompile()
         log.info("%d %s", done, what)
     return done
+
+
+def aliases_first_argument(target) -> bool:
+    """Whether an ATen op's result aliases its first argument (a view: ``view``, ``t``,
+    ``permute``, ``slice``...), by the schema's alias annotation; in-place ops are not views."""
+    if not isinstance(target, torch._ops.OpOverload) or target._schema.is_mutable:
+        return False
+    returns = target._schema.returns
+    return bool(returns) and returns[0].alias_info is not None
