@@ -152,7 +152,7 @@ def test_an_output_computed_from_weights_alone_is_a_new_tensor_each_call():
         second[2].zero_()  # k.t() and k[1:] view one tensor in eager, and here
         assert (second[3] == 0).all() and not (want[3] == 0).all()
         torch.testing.assert_close(compiled(x)[3], model(x)[3])
-    assert _inference_graph().stats.get("frozen")  # the weight-only work was hoisted
+        assert all(a.data_ptr() != b.data_ptr() for a, b in zip(first[1:], second[1:]))
 
 
 @pytest.mark.parametrize("make_optimizer", [

@@ -252,13 +252,14 @@ def _compile_frozen(gm: torch.fx.GraphModule, example_inputs: list, options: Opt
     log.info("inference: %d ops on weights alone hoisted (recomputed only when a weight changes)", split.hoisted)
     frozen_inputs = [n.meta.get("val") for n in split.main.graph.nodes if n.op == "placeholder"][len(example_inputs):]
     n = len(example_inputs)
-    recent = len(RECENT)
+    last = RECENT[-1] if RECENT else None
     inner = compile_graph(split.main, list(example_inputs) + frozen_inputs, dataclasses.replace(options, freeze=False),
                           name="inference", static_inputs=list(static) + list(range(n, n + len(frozen_inputs))))
-    if len(RECENT) > recent:  # explain labels the graph (none is remembered when its compile failed)
-        RECENT[-1].stats["frozen"] = (f"{split.hoisted} op{'s' if split.hoisted != 1 else ''} on weights alone "
-                                      f"hoisted into {len(frozen_inputs)} constant{'s' if len(frozen_inputs) != 1 else ''}, "
-                                      "recomputed only when a parameter or buffer changes")
+    if RECENT and RECENT[-1] is not last:  # explain labels the graph (none is remembered when its compile failed)
+        ops, values = split.hoisted, len(frozen_inputs)
+        RECENT[-1].stats["frozen"] = (f"{ops} op{'s' if ops != 1 else ''} on weights alone hoisted into {values} "
+                                      f"constant{'s' if values != 1 else ''}, recomputed only when a parameter or "
+                                      "buffer changes")
     return FrozenGraph(split, inner, static_inputs=static)
 
 
