@@ -536,6 +536,8 @@ class FrozenGraph:
         for i, k in self.escaping.items():
             value, t = self.values[k], out[i]
             base = value._base if value._base is not None else value
+            if any(base.untyped_storage().data_ptr() == p.untyped_storage().data_ptr() for p in self.held):
+                continue  # a view of a parameter or buffer: eager's output aliases it too
             if id(base) not in copies:
                 copies[id(base)] = (base, torch.empty_strided(base.size(), base.stride(), dtype=base.dtype,
                                                               device=base.device).copy_(base))
