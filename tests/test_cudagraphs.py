@@ -254,7 +254,7 @@ def test_frozen_wrapper_vouches_for_static_inputs_and_changes_are_still_seen(mon
 
     torch.manual_seed(0)
     w, b = torch.randn(8, 4), torch.randn(4)
-    split = SimpleNamespace(weights=lambda w: (w * 2,), weight_inputs=[0])
+    split = SimpleNamespace(weights=lambda w: (w * 2,), weight_inputs=[0], main=None)
     runner = _CpuRunner(_DoubledLinear(), Options(), [0, 1, 3])
     checks = []
     real = runner._static_unchanged

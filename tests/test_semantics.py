@@ -906,6 +906,15 @@ def test_pads_with_a_complex_fill_are_merged_by_value():
     assert_matches(gm(x), f(x), exact=True)
 
 
+def eager_outcome(fn, *args, errors=(RuntimeError,)):
+    """``(eager's result, None)``, or ``(None, the exception)`` where eager raises one of
+    ``errors``: the outcome a compiled call must reproduce."""
+    try:
+        return fn(*args), None
+    except errors as e:
+        return None, e
+
+
 #: calls storing a number into a tensor, where eager's checked conversion may raise; each
 #: case's expected outcome is eager's own, computed in the test
 STORED_NUMBERS = {
@@ -935,10 +944,7 @@ def test_a_number_that_does_not_fit_raises_as_in_eager(case):
     fn = STORED_NUMBERS[case]
     x = torch.randn(4, 6, device=DEVICE)
     m = x > 0.5
-    try:
-        want, error = fn(x, m), None
-    except RuntimeError as e:
-        want, error = None, str(e)
+    want, error = eager_outcome(fn, x, m)
     compiled = torchfuse.compile(fn, dynamic=False)
     if error is not None:
         with pytest.raises(RuntimeError, match="without overflow"):
@@ -966,13 +972,10 @@ def test_a_number_that_does_not_fit_raises_in_a_fused_function_as_in_eager(case)
     fn = FUSED_STORED_NUMBERS[case]
     x = torch.randn(*((1, 1) if case.endswith("one_element") else (4, 6)), device=DEVICE)
     m = x > 0.5
-    try:
-        want, error = fn(x, m), None
-    except RuntimeError as e:
-        want, error = None, str(e)
+    want, error = eager_outcome(fn, x, m)
     fused = torchfuse.fusion.fused(fn, interpret=DEVICE == "cpu")
     if error is not None:
-        with pytest.raises(RuntimeError, match=re.escape(error)):
+        with pytest.raises(RuntimeError, match=re.escape(str(error))):
             fused(x, m)
     else:
         got = fused(x, m)
@@ -1013,13 +1016,10 @@ def test_max_and_min_over_an_empty_dim_raise_as_in_eager(call, shape):
            "torch_max_indices": lambda x: torch.max(x, 0)[1], "max_two": lambda x: torch.max(x, x * 2)}
     fn = fns[call]
     x = torch.randn(*shape, device=DEVICE)
-    try:
-        want, error = fn(x), None
-    except (IndexError, RuntimeError) as e:
-        want, error = None, type(e)
+    want, error = eager_outcome(fn, x, errors=(IndexError, RuntimeError))
     compiled = torchfuse.compile(fn, dynamic=False)
     if error is not None:
-        with pytest.raises(error):
+        with pytest.raises(type(error)):
             compiled(x)
     else:
         got = compiled(x)
@@ -1040,13 +1040,10 @@ def test_softmax_with_an_integer_result_raises_as_in_eager(call, dtype):
            "softmax_float": lambda x: x.softmax(-1, dtype=torch.float32)}
     fn = fns[call]
     x = (torch.arange(12, device=DEVICE).view(3, 4) % 5).to(dtype)
-    try:
-        want, error = fn(x), None
-    except (RuntimeError, NotImplementedError) as e:
-        want, error = None, type(e)
+    want, error = eager_outcome(fn, x, errors=(RuntimeError, NotImplementedError))
     compiled = torchfuse.compile(fn, dynamic=False)
     if error is not None:
-        with pytest.raises(error, match="not implemented"):
+        with pytest.raises(type(error), match="not implemented"):
             compiled(x)
     else:  # (fp16 rows: an ulp from CPU eager's rounding, as the op tests allow)
         torch.testing.assert_close(compiled(x), want, rtol=2e-3, atol=1e-5)

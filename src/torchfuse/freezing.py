@@ -469,8 +469,7 @@ class FrozenGraph:
         self._vouch_memo: tuple | None = None
         #: output position -> index of the value it is (or views): returned as a copy, since the
         #: value is this wrapper's, kept across calls, and eager returns a new tensor each call
-        main = getattr(split, "main", None)
-        self.escaping = values_returned(main) if main is not None else {}
+        self.escaping = values_returned(split.main) if split.main is not None else {}
         _count_fused_optimizer_steps()
 
     def __getattr__(self, name: str) -> Any:  # reports read the inner graph's stats
