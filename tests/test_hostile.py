@@ -529,6 +529,117 @@ def test_outputs_alias_inputs_and_each_other():
     assert (ins[0][1:, ::2] == -7).all()
 
 
+OUTPUT_VIEWS = {"y[:, :3]": lambda y: y[:, :3], "y.t()": lambda y: y.t(), "y.detach()": lambda y: y.detach(),
+                "y.detach()[:, :3]": lambda y: y.detach()[:, :3], "y[1]": lambda y: y[1]}
+
+
+def _write_through_second_output(fn, compiled: bool, grad_mode: bool):
+    """Call ``fn`` (returning ``y`` and a second output on y's memory), write through the
+    second output in place, then differentiate something that saved ``y``: ``x``'s or
+    ``p``'s gradient, or the error autograd raised."""
+    x = torch.linspace(-1.0, 1.0, 8, device=DEVICE).view(2, 4).requires_grad_(grad_mode)
+    f = torchfuse.compile(fn, dynamic=False) if compiled else fn
+    with torch.set_grad_enabled(grad_mode):
+        y, d = f(x)
+    p = torch.ones(2, 4, device=DEVICE, requires_grad=True)
+    loss = y.sum() if y.requires_grad else (p * y).sum()  # exp's backward, or mul's, saved y
+    versions = y._version
+    with torch.no_grad():
+        d.mul_(10.0)
+    try:
+        loss.backward()
+        outcome = (x if y.requires_grad else p).grad
+    except RuntimeError as e:
+        outcome = "modified by an inplace operation" in str(e)
+    return y._version - versions, outcome
+
+
+# with grad enabled only detached outputs can be written (AOTAutograd rebuilds the views that need a gradient)
+WRITE_CASES = [(v, g) for v in sorted(OUTPUT_VIEWS) for g in (False, True) if not g or v.startswith("y.detach()")]
+
+
+@pytest.mark.parametrize("view,grad_mode", WRITE_CASES, ids=[f"{v}-{'grad' if g else 'no_grad'}" for v, g in WRITE_CASES])
+def test_a_write_through_an_output_is_seen_by_the_output_it_shares_memory_with(view, grad_mode):
+    """An output on the memory of another (``y.detach()[:, :3]`` beside ``y``; any view under
+    no_grad) shares its version counter as eager's does: a write through it raises y's
+    version, and a backward that saved ``y`` raises eager's error instead of reading the
+    written values (``x.grad`` was ``[10, 10, 10, 1]`` where the gradient is ``[1, 1, 1, 1]``)."""
+    def fn(x):
+        y = x.exp()
+        return y, OUTPUT_VIEWS[view](y)
+
+    expected = _write_through_second_output(fn, False, grad_mode)
+    actual = _write_through_second_output(fn, True, grad_mode)
+    assert expected == (1, True)  # eager's: the write is seen, the backward refuses
+    assert actual == expected
+
+
+def test_outputs_on_one_memory_under_no_grad_are_views_of_the_first():
+    """Under no_grad, a returned view of a returned value is a view of it (``_base``), as in eager."""
+    def fn(x):
+        y = x.exp()
+        return y, y.view(-1), y[0]
+
+    with torch.no_grad():
+        y, flat, row = torchfuse.compile(fn, dynamic=False)(torch.randn(2, 3, device=DEVICE))
+    assert flat._base is y and row._base is y
+    row.fill_(0.0)
+    assert (y[0] == 0).all() and y._version == flat._version == 1
+
+
+def test_a_graph_without_outputs_sharing_memory_is_not_wrapped(monkeypatch):
+    """The version-counter fix costs nothing where no two outputs share memory."""
+    wrapped = []
+    original = backend._with_shared_version_counters
+
+    def spy(compiled, gm, meta):
+        result = original(compiled, gm, meta)
+        wrapped.append(result is not compiled)
+        return result
+
+    monkeypatch.setattr(backend, "_with_shared_version_counters", spy)
+    with torch.no_grad():
+        torchfuse.compile(lambda x: (x.exp(), x.sin().t()), dynamic=False)(torch.randn(2, 3, device=DEVICE))
+    assert wrapped == [False]
+
+
+def test_an_input_made_in_inference_mode_is_copied_where_the_forward_saves_it():
+    """``layer_norm(x) * w`` with ``x`` made under ``torch.inference_mode()``: eager saves the
+    normalized values for ``w``'s gradient; the partitioner saves ``x`` and recomputes, and
+    autograd refuses to save an inference tensor (PyTorch's min-cut partitioner, and so
+    Inductor, raise). The forward saves a copy; the gradient is eager's."""
+    import torch.nn.functional as F
+
+    def fn(x, w):
+        return F.layer_norm(x, (8,)) * w
+
+    with torch.inference_mode():
+        x = make_sample(F32, 38, shape=(6, 8), specials=False)
+    grads = []
+    for f in (fn, torchfuse.compile(fn, dynamic=False)):
+        w = make_sample(F32, 39, shape=(8,), specials=False).requires_grad_()
+        f(x, w).square().sum().backward()
+        grads.append(w.grad)
+    assert_matches(grads[1], grads[0])
+
+
+def test_a_forward_saving_no_input_that_needs_no_gradient_is_not_wrapped(monkeypatch):
+    """The inference-tensor check costs nothing where the forward saves no such input."""
+    wrapped = []
+    original = backend._copying_saved_inference_inputs
+
+    def spy(compiled, gm):
+        result = original(compiled, gm)
+        wrapped.append(result is not compiled)
+        return result
+
+    monkeypatch.setattr(backend, "_copying_saved_inference_inputs", spy)
+    w = torch.randn(8, device=DEVICE, requires_grad=True)
+    torchfuse.compile(lambda x, w: (x.exp() * w).sum(), dynamic=False)(torch.randn(8, device=DEVICE), w).backward()
+    torchfuse.compile(lambda w: (w.exp() * 2).sum(), dynamic=False)(w).backward()
+    assert wrapped == [True, False]
+
+
 def test_mutated_input_requiring_grad_is_differentiated_like_eager():
     def fn(x, w):
         h = x * w

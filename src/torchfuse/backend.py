@@ -72,6 +72,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
         static_inputs = _static_input_indices()
     compiled = _compile_graph(gm, example_inputs, options, name, static_inputs, input_names)
     record = _report_record(compiled, gm)
+    if name == "forward":
+        compiled = _copying_saved_inference_inputs(compiled, gm)
     if capture is not None and record is not None:
         if isinstance(record, dict):
             record["program"] = capture
@@ -88,6 +90,60 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
                                   address_checked_calls=options.tuning.runtime.address_checked_calls,
                                   pool_output_bytes=options.tuning.runtime.pool_output_bytes,
                                   input_names=input_names)
+
+
+def _saved_inputs(gm: torch.fx.GraphModule) -> list[int]:
+    """Positions among a forward graph's outputs of the activations it saves for the backward
+    that are its inputs, or views of them, needing no gradient (data, not parameters)."""
+    from .passes import aliases_first_argument
+    from .runtime.training_graphs import user_output_count
+
+    n = user_output_count()
+    out = next((o for o in reversed(gm.graph.nodes) if o.op == "output"), None)
+    if n is None or out is None:
+        return []
+    placeholders = {p: i for i, p in enumerate(n for n in gm.graph.nodes if n.op == "placeholder")}
+    # which inputs need a gradient: AOTAutograd's metadata (the graph's fake values do not say)
+    ctx = torch._guards.TracingContext.try_get()
+    info = getattr(getattr(ctx, "fw_metadata", None), "input_info", None)
+    if info is not None and len(info) != len(placeholders):
+        info = None  # inputs not one to one (a synthetic base): check every saved input
+    found = []
+    for k, v in enumerate(out.args[0]):
+        if k < n or not isinstance(v, torch.fx.Node):
+            continue
+        while v.op == "call_function" and aliases_first_argument(v.target) and isinstance(v.args[0], torch.fx.Node):
+            v = v.args[0]
+        if v in placeholders and (info is None or not info[placeholders[v]].requires_grad):
+            found.append(k)
+    return found
+
+
+def _copying_saved_inference_inputs(compiled: Callable, gm: torch.fx.GraphModule) -> Callable:
+    """The forward graph ``compiled``, saving a copy of an input made under
+    ``torch.inference_mode()`` where it saves the input (or a view of it) for the backward.
+
+    Autograd refuses to save inference tensors. Eager saves what each op's derivative reads
+    (``layer_norm(x) * w`` saves the normalized values for ``w``'s gradient), while the
+    partitioner may save the input and recompute from it; PyTorch's min-cut partitioner, and
+    so Inductor, then raise "Inference tensors cannot be saved for backward" where eager
+    runs. The check costs one ``is_inference()`` a saved input that needs no gradient a
+    call; a graph saving none is returned as it is."""
+    saved = _saved_inputs(gm)
+    if not saved:
+        return compiled
+
+    def run(args: list):
+        outs = compiled(args)
+        for k in saved:
+            t = outs[k]
+            if isinstance(t, torch.Tensor) and t.is_inference():
+                outs = list(outs)
+                outs[k] = t.clone()
+        return outs
+
+    run._boxed_call = True
+    return run
 
 
 def _report_record(compiled: Callable, gm: torch.fx.GraphModule) -> Any:
@@ -427,7 +483,8 @@ def _trace_and_compile(gm: torch.fx.GraphModule, example_inputs: list, opts: Opt
         return gm
     meta = getattr(torch._guards.TracingContext.try_get(), "fw_metadata", None)
     compiled = _with_alias_check(compiled, gm, example_inputs, meta)
-    return _with_overlap_check(compiled, gm, example_inputs, meta)
+    compiled = _with_overlap_check(compiled, gm, example_inputs, meta)
+    return _with_shared_version_counters(compiled, gm, meta)
 
 
 def _is_symbolic(inputs: list) -> bool:
@@ -539,6 +596,79 @@ def _with_overlap_check(compiled: Callable, gm: torch.fx.GraphModule, example_in
     return _eager_when(lambda args: _shared_storages(args, indices) != shared, compiled, gm,
                        "inputs that share memory overlap differently from when this graph was compiled, and the "
                        "graph writes to one of them")
+
+
+def _outputs_sharing_storage(gm: torch.fx.GraphModule, meta) -> tuple:
+    """Outputs of TorchDynamo's graph ``gm`` that share a storage with an earlier output, need
+    no gradient, and that AOTAutograd returns as tensors of their own: per storage,
+    ``(first output's index, (the others' indices))``. Read from the outputs' traced values
+    (TorchDynamo's ``example_value``); ``meta`` (AOTAutograd's ``ViewAndMutationMeta``)
+    excludes outputs it rebuilds itself (views of inputs, of outputs that need a gradient)."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    out = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
+    if out is None:
+        return ()
+    nodes = list(out.args[0]) if isinstance(out.args[0], (list, tuple)) else [out.args[0]]
+    infos = meta.output_info if meta is not None and len(meta.output_info) == len(nodes) else None
+    groups: dict[int, list[int]] = {}
+    for j, n in enumerate(nodes):
+        v = n.meta.get("example_value") if isinstance(n, torch.fx.Node) else None
+        if not isinstance(v, torch.Tensor) or v.layout != torch.strided:
+            continue
+        if infos is not None and infos[j].output_type.name not in ("non_alias", "unsafe_view_alias"):
+            continue
+        try:
+            groups.setdefault(StorageWeakRef(v.untyped_storage()).cdata, []).append(j)
+        except (RuntimeError, NotImplementedError):  # a tensor without a storage to compare
+            continue
+    plan = []
+    for g in groups.values():
+        others = tuple(j for j in g[1:] if not nodes[j].meta["example_value"].requires_grad)
+        if others:
+            plan.append((g[0], others))
+    return tuple(plan)
+
+
+def _with_shared_version_counters(compiled: Callable, gm: torch.fx.GraphModule, meta) -> Callable:
+    """``compiled``, whose outputs that share memory with an earlier output also share its
+    version counter, as eager's views and ``detach()`` do.
+
+    The graph's runtime returns such an output (``y.detach()[:, :3]`` beside ``y``, or any
+    view of ``y`` under ``torch.no_grad()``) as a tensor of its own on ``y``'s memory
+    (``runtime.calls._no_view``), so an in-place write through it left ``y``'s version
+    unchanged, and a backward that had saved ``y`` read the written values where eager
+    raises (``aot_eager`` keeps eager's views; Inductor has the same gap). Each such output is
+    rebuilt at every call as a view of the earlier output's detached alias, with its own sizes,
+    strides and offset, when the two share memory at run time (a view of the earlier output
+    itself where that needs no gradient). A graph without such outputs is
+    returned as it is (no cost at run time)."""
+    plan = _outputs_sharing_storage(gm, meta)
+    if not plan:
+        return compiled
+
+    def run(*args):
+        outs = compiled(*args)
+        rebuilt = list(outs)
+        for first, others in plan:
+            y = rebuilt[first]
+            if not isinstance(y, torch.Tensor):
+                continue
+            ptr = y.untyped_storage().data_ptr()
+            for j in others:
+                d = rebuilt[j]
+                if (not isinstance(d, torch.Tensor) or d.requires_grad or d._base is y
+                        or d.untyped_storage().data_ptr() != ptr):
+                    continue
+                if not y.requires_grad:  # a view of y itself, as eager's under no_grad
+                    rebuilt[j] = y.as_strided(d.size(), d.stride(), d.storage_offset())
+                    continue
+                same = d.size() == y.size() and d.stride() == y.stride() and d.storage_offset() == y.storage_offset()
+                base = y.detach()  # shares y's version counter
+                rebuilt[j] = base if same else base.as_strided(d.size(), d.stride(), d.storage_offset())
+        return type(outs)(rebuilt) if isinstance(outs, tuple) else rebuilt
+
+    return run
 
 
 def register() -> None:

@@ -171,7 +171,9 @@ def _no_view(t):
     AOTAutograd returns a graph's outputs from an autograd Function, and PyTorch forbids
     in-place changes to a view returned from one ("a function that returns multiple views"),
     where eager's result (a fresh tensor) allows them; Inductor's outputs are never views
-    either. Outputs that alias graph inputs are rebuilt by AOTAutograd from the inputs."""
+    either. Outputs that alias graph inputs are rebuilt by AOTAutograd from the inputs; those
+    that share memory with another output get its version counter back in
+    ``backend._with_shared_version_counters``."""
     if isinstance(t, torch.Tensor) and t._base is not None and not t.requires_grad and REINTERPRET is not None:
         return REINTERPRET(t, t.size(), t.stride(), 0)
     return t
