@@ -227,7 +227,9 @@ def test_logits_gradient_is_atens(dtype, eps):
     instead: at 0 and 1 its scalar loop multiplies the gradient by inf where its vector loop
     and CUDA divide by ``x * (1 - x)`` (the sign at -0.0 differs; checked: infinite or NaN),
     and with ``eps`` its vector loop gives 0 at a NaN input where its scalar loop and CUDA
-    give NaN (checked: NaN)."""
+    give NaN (checked: NaN); and it compares with ``eps`` in the input's dtype where CUDA
+    compares in fp32 (in bf16 ``1 - 1e-6`` rounds to 1: at ``x = 1`` CUDA's gradient is 0,
+    checked: 0)."""
     x = _edges(dtype)
     g = make_sample(dtype, 11, shape=SHAPE)
     fn = lambda g, x: torch.ops.aten.logit_backward(g, x, eps)
@@ -238,7 +240,15 @@ def test_logits_gradient_is_atens(dtype, eps):
         edge = ((x == 0) | (x == 1)) if not with_eps or eps == 0 else torch.zeros_like(x, dtype=torch.bool)
         nan = x.isnan() if with_eps else torch.zeros_like(edge)
         assert not actual[edge].isfinite().any() and actual[nan].isnan().all()
-        actual, expected = actual.masked_fill(edge | nan, 0.0), expected.masked_fill(edge | nan, 0.0)
+        rounded = torch.zeros_like(edge)
+        if with_eps:  # outside the bounds in fp32 (CUDA's), inside them in the input's dtype (CPU's)
+            acc = torch.promote_types(dtype, F32)
+            lo, hi = torch.tensor(eps, dtype=acc), 1 - torch.tensor(eps, dtype=acc)
+            lo_x, hi_x = torch.tensor(eps, dtype=dtype), 1 - torch.tensor(eps, dtype=dtype)
+            rounded = ((x.to(acc) < lo) | (x.to(acc) > hi)) & ~((x < lo_x) | (x > hi_x)) & ~nan
+            assert (actual[rounded] == 0).all()
+        skip = edge | nan | rounded
+        actual, expected = actual.masked_fill(skip, 0.0), expected.masked_fill(skip, 0.0)
     assert_same_bits(actual, expected, ulps=1 if dtype in (F16, BF16) else 0)
 
 
@@ -335,3 +345,36 @@ def test_device_helpers_compile_for_a_gpu(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     ptx = done.stdout
     assert "fma.rn.f32" in ptx and "0f80000000" in ptx and "0d8000000000000000" in ptx
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=dtype_id)
+def test_soft_margin_loss_rounds_each_step_as_aten(dtype, reduction):
+    """``soft_margin_loss`` and its gradient one op at a time in the input's dtype, as ATen
+    computes them: where fp16's ``exp(-x * y)`` overflows, eager's loss is ``inf`` (and its
+    gradient NaN), which PyTorch's fp32 decomposition turned into finite values (30.6 for
+    ``x = -8.48, y = 3.61``). 16-bit elementwise results to an ulp (the interpreter's ``exp``
+    and ``log1p`` are NumPy's), the rest to rounding, with eager's infinities and NaNs."""
+    import torch.nn.functional as F
+
+    x = wide(dtype, 13, 12.0, specials=False)
+    y = wide(dtype, 14, 4.0, specials=False)
+
+    def fn(x, y):
+        return F.soft_margin_loss(x, y, reduction=reduction)
+
+    expected = fn(x, y)
+    if dtype == F16:
+        assert not expected.isfinite().all()  # the overflow this checks
+    actual, graphs = run_compiled(fn, x, y)
+    assert_all_fused(graphs)
+    check = (lambda a, e: assert_same_bits(a, e, ulps=1)) if dtype != F32 else assert_matches
+    if reduction == "none":
+        check(actual, expected)
+    else:
+        assert_matches(actual, expected)
+    g = make_sample(dtype, 15, shape=SHAPE if reduction == "none" else (), specials=False)
+    grad = lambda g, x, y: torch.ops.aten.soft_margin_loss_backward(g, x, y, {"none": 0, "mean": 1, "sum": 2}[reduction])
+    actual, graphs = run_compiled(grad, g, x, y)
+    assert_all_fused(graphs)
+    check(actual, grad(g, x, y))

@@ -14,6 +14,7 @@ directly.
 from __future__ import annotations
 
 import functools
+import struct
 
 import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
@@ -260,18 +261,30 @@ def native_dropout(input: torch.Tensor, p: float, train: bool | None) -> tuple[t
 
 def logit_backward(grad_output: torch.Tensor, self: torch.Tensor, eps: float | None = None) -> torch.Tensor:
     """``aten.logit_backward`` as ATen's CUDA kernel computes it (``logit_backward_kernel_cuda``
-    in aten/src/ATen/native/cuda/BinaryMiscBackwardOpsKernels.cu): ``grad / (x * (1 - x))``,
-    NaN outside [0, 1] without ``eps`` (or with a negative one), 0 outside [eps, 1 - eps] with
-    it; a NaN ``x`` compares inside either way, so its gradient is NaN.
+    in aten/src/ATen/native/cuda/BinaryMiscBackwardOpsKernels.cu): in the accumulation type
+    (fp32 for fp16, bf16 and fp32; fp64 for fp64), ``grad / (x * (1 - x))``, NaN outside [0, 1]
+    without ``eps`` (or with a negative one), 0 outside [eps, 1 - eps] with it, rounded once to
+    the input's dtype; a NaN ``x`` compares inside either way, so its gradient is NaN.
 
     PyTorch's decomposition keeps the quotient only where ``x`` compares inside, so with
-    ``eps`` a NaN ``x`` got a 0 gradient, and it reads a negative ``eps`` as bounds. (CPU eager's
-    scalar loop multiplies ``grad`` by inf at 0 and 1 where its vector loop and CUDA divide:
-    the sign at -0.0 differs between them.)"""
-    quotient = grad_output / (self * (1.0 - self))
+    ``eps`` a NaN ``x`` got a 0 gradient, and it reads a negative ``eps`` as bounds. (CPU eager
+    compares and divides in the input's dtype: in bf16 ``1 - 1e-6`` is 1, so at ``x = 1`` its
+    gradient is infinite where CUDA's is 0; its scalar loop multiplies ``grad`` by inf at 0
+    and 1 where its vector loop and CUDA divide, so the sign at -0.0 differs between them.)"""
+    acc = torch.promote_types(self.dtype, torch.float32)
+    x = self.to(acc)
+    quotient = grad_output.to(acc) / (x * (1.0 - x))
     if eps is not None and eps >= 0:
-        return torch.where((self < eps) | (self > 1.0 - eps), 0.0, quotient)
-    return torch.where((self < 0) | (self > 1), float("nan"), quotient)
+        hi = 1.0 - eps if acc == torch.float64 else _to_fp32(1.0 - _to_fp32(eps))  # ``T_ACC(1) - eps``
+        result = torch.where((x < eps) | (x > hi), 0.0, quotient)
+    else:
+        result = torch.where((x < 0) | (x > 1), float("nan"), quotient)
+    return result.to(self.dtype)
+
+
+def _to_fp32(value: float) -> float:
+    """``value`` rounded to fp32 (to nearest, ties to even), as a Python float."""
+    return struct.unpack("f", struct.pack("f", value))[0]
 
 
 def hardsigmoid_backward(grad_output: torch.Tensor, self: torch.Tensor) -> torch.Tensor:
@@ -283,8 +296,36 @@ def hardsigmoid_backward(grad_output: torch.Tensor, self: torch.Tensor) -> torch
     return torch.where((self > -3.0) & (self < 3.0), grad_output * _FP32_ONE_SIXTH, 0.0)
 
 
+def soft_margin_loss(input: torch.Tensor, target: torch.Tensor, reduction: int = 1) -> torch.Tensor:
+    """``aten.soft_margin_loss`` as ATen computes it (``soft_margin_loss_out`` in
+    aten/src/ATen/native/Loss.cpp, on every device): ``log1p(exp(-input * target))`` one op
+    at a time into a tensor of ``input``'s dtype, then the mean or sum (``reduction`` 1 or 2).
+
+    PyTorch's decomposition computes the chain in fp32 for fp16 and bf16 inputs, so where
+    eager's fp16 ``exp`` overflows (a loss of ``inf``, which ``GradScaler`` skips) it gave a
+    finite loss."""
+    loss = torch.log1p(torch.exp((-input * target).to(input.dtype)))
+    if reduction == 1:
+        return loss.mean()
+    return loss.sum() if reduction == 2 else loss
+
+
+def soft_margin_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
+                              reduction: int = 1) -> torch.Tensor:
+    """``aten.soft_margin_loss_backward`` as ATen computes it (``soft_margin_loss_backward_out``
+    in aten/src/ATen/native/Loss.cpp): ``z = exp(-target * self)``, then ``target * z`` times
+    ``-norm`` (``1 / numel`` for the mean, else 1), over ``1 + z``, times ``grad_output``, each
+    step rounded to ``self``'s dtype: where ``exp`` overflows, eager's gradient is NaN, which
+    PyTorch's decomposition (a sigmoid, in fp32) made finite."""
+    norm = 1.0 / self.numel() if reduction == 1 else 1.0
+    z = torch.exp(-target * self)
+    grad = (target * z).to(self.dtype) * -norm
+    grad = (grad / (z + 1)).to(self.dtype)
+    return (grad * grad_output).to(self.dtype)
+
+
 #: 1/6 rounded to fp32, as a Python float (ATen's kernels multiply by ``1.0f / 6.0f``)
-_FP32_ONE_SIXTH = float(torch.tensor(1.0 / 6.0, dtype=torch.float32))
+_FP32_ONE_SIXTH = _to_fp32(1.0 / 6.0)
 
 
 def unsafe_masked_index(x: torch.Tensor, mask: torch.Tensor, indices: list, fill) -> torch.Tensor:
@@ -458,6 +499,8 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
     table[aten.native_dropout.default] = native_dropout
     table[aten.logit_backward.default] = logit_backward
     table[aten.hardsigmoid_backward.default] = hardsigmoid_backward
+    table[aten.soft_margin_loss.default] = soft_margin_loss
+    table[aten.soft_margin_loss_backward.default] = soft_margin_loss_backward
     for op in LOAD_AT_RESULT_DTYPE:
         if op in table:
             table[op] = _operands_at_result_dtype(table[op])
