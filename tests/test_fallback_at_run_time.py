@@ -218,3 +218,59 @@ def test_a_graph_aotautograd_rejects_runs_eagerly():
         got[0].sum().backward()
     with pytest.raises(RuntimeError, match="floor_divide"):
         fn(x, y)[0].sum().backward()
+
+
+class _Encoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj, self.norm = torch.nn.Linear(8, 8), torch.nn.LayerNorm(8)
+
+    def forward(self, h):
+        return self.norm(torch.nn.functional.gelu(self.proj(h)))
+
+
+class _MaskedEncoder(torch.nn.Module):
+    """Wav2Vec2's training pattern: frames picked by a boolean mask get a learned embedding
+    (``h[mask] = emb``, whose gradient needs ``nonzero``), then an encoder."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Parameter(torch.randn(8))
+        self.encoder = _Encoder()
+
+    def forward(self, x, mask):
+        h = x * 2
+        h[mask] = self.emb
+        return self.encoder(h).square().mean()
+
+
+@pytest.mark.parametrize("fullgraph", [False, True])
+def test_a_data_dependent_gradient_splits_the_graph_as_for_torchdynamos_backends(fullgraph):
+    """The joint graph of ``h[mask] = emb`` needs ``nonzero`` (an output size that depends on
+    the data), which AOTAutograd's tracing refuses. torchfuse ran the whole captured graph
+    eagerly, with a warning; now it hands the refusal back to TorchDynamo, which runs that frame
+    eagerly and compiles the modules it calls (the encoder's forward and backward are fused),
+    as it does for its own backends. Under ``fullgraph=True`` the graph is compiled whole.
+    Values and gradients are eager's, without a warning."""
+    torch.manual_seed(0)
+    model = _MaskedEncoder().to(DEVICE)
+    x = make_sample(F32, 14, shape=(2, 8, 8), specials=False)
+    mask = torch.zeros(2, 8, dtype=torch.bool, device=DEVICE)
+    mask[:, 2:5] = True
+    model(x, mask).backward()
+    expected = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    from torchfuse import backend
+
+    before = len(backend.RECENT)
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        loss = torchfuse.compile(model, dynamic=False, fullgraph=fullgraph)(x, mask)
+        loss.backward()
+    assert not [w for w in records if "torchfuse" in str(w.message)]
+    assert_matches(loss, model(x, mask))
+    assert_matches([p.grad for p in model.parameters()], expected)
+    compiled = backend.RECENT[before:]
+    assert {g.name for g in compiled} == {"forward", "backward"}
+    if not fullgraph:  # (whole, the gradient's sum over the masked frames has a data-dependent size: ATen's)
+        assert_all_fused(compiled)

@@ -475,6 +475,11 @@ def _trace_and_compile(gm: torch.fx.GraphModule, example_inputs: list, opts: Opt
     except Exception as e:  # AOTAutograd's tracing (an op without a derivative): run the graph eagerly
         if isinstance(e, torch._dynamo.exc.TorchDynamoException):
             raise  # TorchDynamo's own signals (restart the analysis, a graph break), not failures
+        if isinstance(e, _GRAPH_BREAK_ERRORS) and _graph_breaks_allowed():
+            # an op whose output's size depends on the data (a boolean mask's gradient needs
+            # ``nonzero``): TorchDynamo splits the graph there, as for its own backends, and
+            # the parts around it are compiled; eager for the whole graph only under fullgraph
+            raise
         first = (str(e).splitlines() or [""])[0][:300]
         warnings.warn(f"torchfuse: AOTAutograd rejected this graph ({type(e).__name__}: {first}); it runs "
                       "eagerly, unfused", RuntimeWarning, stacklevel=user_stacklevel())
@@ -485,6 +490,23 @@ def _trace_and_compile(gm: torch.fx.GraphModule, example_inputs: list, opts: Opt
     compiled = _with_alias_check(compiled, gm, example_inputs, meta)
     compiled = _with_overlap_check(compiled, gm, example_inputs, meta)
     return _with_shared_version_counters(compiled, gm, meta)
+
+
+#: what TorchDynamo answers with a graph break when a backend raises it
+#: (``torch._dynamo.exc.exceptions_allowed_to_be_fallback``)
+_GRAPH_BREAK_ERRORS = getattr(torch._dynamo.exc, "exceptions_allowed_to_be_fallback", ())
+
+
+def _graph_breaks_allowed() -> bool:
+    """Whether the frame TorchDynamo is compiling may be split (not ``fullgraph=True``, nor
+    ``error_on_graph_break``); ``False`` where that cannot be told."""
+    try:
+        from torch._dynamo.symbolic_convert import InstructionTranslator
+
+        tx = InstructionTranslator.current_tx()
+    except Exception:  # noqa: BLE001 - TorchDynamo's internals moved: keep the whole graph eager
+        return False
+    return tx is not None and not getattr(tx, "one_graph", True) and not getattr(tx, "error_on_graph_break", False)
 
 
 def _is_symbolic(inputs: list) -> bool:
