@@ -137,7 +137,7 @@ def test_profile_takes_torchfuse_variants_and_refuses_bad_settings(tmp_path, cap
     """``profile train`` takes ``torchfuse[SETTING;...]`` beside its backends (checked before
     it looks for a GPU); a setting that does not parse, or a variant in ``profile infer``,
     is a usage error."""
-    ok = "torchfuse,torchfuse[inner_outer.dependent_sums=true;inner_outer.pointwise_rows=true]"
+    ok = "torchfuse,torchfuse[runtime.pad_kernel=false;runtime.graph_function=false]"
     assert main(["profile", "train", "--backends", ok, "--rows", str(tmp_path / "rows.jsonl")]) == 1
     for argv in (["profile", "train", "--backends", "torchfuse[persistent.nope=1]"],
                  ["profile", "infer", "--backends", "torchfuse[inner_outer=False]"]):

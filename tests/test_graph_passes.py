@@ -109,42 +109,6 @@ def test_concatenation_of_one_nonempty_tensor_is_a_copy():
     assert cat_of_one(gm) == 0
 
 
-def test_sum_over_a_view_that_merges_dims_sums_the_tensor():
-    """``sum(view(x, [a*b, c]), [0])`` (a bias gradient) becomes the sum of ``x`` over the
-    dims behind the summed ones, viewed to the result's shape, whatever runs of dims the view
-    merges; a view that splits a dim, or has a size 1, keeps its form, and so does a sum over a
-    view of a view once the inner view splits. Values as eager's, shapes and dtypes equal."""
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    from torchfuse.passes.aten import sums_over_merged_dims
-
-    aten = torch.ops.aten
-    view, total = aten.view.default, aten.sum.dim_IntList
-
-    def f(x, y):
-        return (total(view(x, [12, 5]), [0], True),
-                total(view(x, [12, 5]), [-2]),
-                total(view(y, [6, 2, 5]), [0]),
-                total(view(x, [12, 5]), [0], dtype=torch.float64),
-                total(view(x, [3, 20]), [0]),  # merges trailing dims
-                total(view(x, [12, 5]), [1]),  # sums the dim it does not merge
-                total(view(x, [60]), [0]),  # merges all: a full sum
-                total(view(view(y, [2, 3, 10]), [6, 10]), [0]),  # a merge of merges: twice
-                total(view(x, [3, 2, 10]), [0]),  # splits a dim
-                total(view(x, [12, 1, 5]), [0]))  # a size 1
-
-    x, y = torch.randn(3, 4, 5), torch.randn(2, 3, 2, 5)
-    want = f(x, y)
-    gm = make_fx(f, tracing_mode="fake")(x, y)
-    assert sums_over_merged_dims(gm) == 9
-    sums = [n for n in gm.graph.nodes if n.target is total]
-    assert sum(n.args[0].target is view for n in sums) == 2, gm.graph
-    for got, w in zip(gm(x, y), want):
-        assert got.dtype == w.dtype and got.shape == w.shape
-        torch.testing.assert_close(got, w, rtol=1e-6, atol=1e-6)
-    assert sums_over_merged_dims(gm) == 0
-
-
 def test_concatenation_of_equal_tensors_is_a_select():
     """``cat`` of two to four tensors of one shape becomes selects over the stacked shape,
     through the reshapes that made its inputs (a split projection's gradients, viewed back
@@ -568,9 +532,6 @@ def test_aten_passes_that_apply():
     assert names(ATEN_PASSES, "forward", cross_entropy_rewrites=False) == [
         "merge_duplicate_pads", "cat_of_one", "equal_cats_as_selects", "scalar_copies_from_device",
         "lifted_scalar_constants"]
-    assert "sums_over_merged_dims" in names(ATEN_PASSES, "backward", tuning="inner_outer.dependent_sums=true")
-    assert "sums_over_merged_dims" not in names(ATEN_PASSES, "backward", inner_outer=False,
-                                                tuning="inner_outer.dependent_sums=true")
     text = describe()
     assert (text.index("FX level") < text.index("fold_conv_batchnorm") < text.index("AOTAutograd")
             < text.index("conv_relu_epilogues") < text.index("one_hot_picks") < text.index("IR level"))

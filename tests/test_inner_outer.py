@@ -98,8 +98,8 @@ def test_inner_outer_off_gives_separate_kernels():
 
 
 def test_dependent_column_sums_are_not_paired():
-    """By default, column sums of a row reduction's result (softmax, then its column sums)
-    depend on the row kernel: they stay a kernel of their own."""
+    """Column sums of a row reduction's result (softmax, then its column sums) depend on the
+    row kernel: they stay a kernel of their own."""
     def f(x):
         y = torch.softmax(x, -1)
         return y, (y * x).sum(0)
@@ -294,94 +294,3 @@ def test_both_layer_norms_of_an_encoder_layer_are_paired(norm_first):
     assert len(paired) == 2, [p.config.scheduler for s in graphs[-1].steps if hasattr(s, "plans")
                               for p in s.plans.values()]
     assert not aten_calls(graphs) and all(cg.stats["fallbacks"] == 0 for cg in graphs)
-
-
-#: column sums of the row group's own results paired too, and pointwise groups as the row side
-DEPENDENT = Tuning().replace("inner_outer.dependent_sums", True).replace("inner_outer.pointwise_rows", True)
-
-
-def test_dependent_column_sums_pair_with_their_row_group():
-    """With ``inner_outer.dependent_sums``, column sums of a row reduction's result (softmax,
-    then the column sums of ``y * x``) run in the kernel that computes it: one inner-outer
-    group, values as eager's."""
-    def f(x):
-        y = torch.softmax(x, -1)
-        return y, (y * x).sum(0)
-
-    x = torch.randn(64, 48, device=DEVICE)
-    backend.RECENT.clear()
-    got = torchfuse.compile(f, dynamic=False, tuning=DEPENDENT)(x)
-    for g, w in zip(got, f(x)):
-        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
-    plans = [p.config.scheduler for s in backend.RECENT[-1].steps if hasattr(s, "plans") for p in s.plans.values()]
-    assert plans == ["reduction.inner_outer"], plans
-
-
-def test_column_sums_behind_another_step_are_not_paired(caplog):
-    """A column sum that reads the row group's result through another step (here a matrix
-    product on ATen) would put that step inside the pair: refused, with the reason logged."""
-    def f(x, w):
-        y = torch.softmax(x, -1)
-        return y, ((y @ w) * x).sum(0)
-
-    x, w = torch.randn(64, 48, device=DEVICE), torch.randn(48, 48, device=DEVICE)
-    backend.RECENT.clear()
-    with caplog.at_level(logging.INFO, logger="torchfuse.fusion"):
-        got = torchfuse.compile(f, dynamic=False, tuning=DEPENDENT)(x, w)
-    for g, want in zip(got, f(x, w)):
-        torch.testing.assert_close(g, want, rtol=1e-5, atol=1e-5)
-    assert "reads a result of the other" in caplog.text
-    assert "reduction.inner_outer" not in _schedulers(1)
-
-
-class _MLPBlock(torch.nn.Module):
-    """A pre-norm transformer MLP with a second LayerNorm and a projection after it: in its
-    backward, the projections' bias gradients are column sums of a LayerNorm backward's input
-    gradient (fc2) and of GELU's backward (fc1), summed over the rows of 2-D views."""
-
-    def __init__(self, d: int):
-        super().__init__()
-        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
-        self.fc1, self.fc2, self.fc3 = torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d), torch.nn.Linear(d, d)
-
-    def forward(self, x):
-        h = x + self.fc2(F.gelu(self.fc1(self.ln1(x)), approximate="tanh"))
-        return self.fc3(self.ln2(h))
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
-@pytest.mark.parametrize("shape", [(4, 16, 32), (3, 7, 24)], ids=["64-rows", "21-rows"])
-def test_bias_gradients_are_summed_where_their_gradient_is_made(shape, dtype):
-    """With ``dependent_sums`` and ``pointwise_rows``, the MLP block's backward runs as four
-    kernels where it ran as seven: LayerNorm 2's backward with its weight and bias gradients and
-    fc2's bias gradient; GELU's backward with fc1's bias gradient; LayerNorm 1's backward with
-    its weight and bias gradients; fc3's bias gradient (the graph's incoming gradient, which nothing else here
-    reads in full). In bf16 the bias gradients sum the rounded gradients, as eager's do. The
-    output and every gradient against fp64, as close as eager's; the tuning off gives seven
-    kernels (six in bf16, where LayerNorm 2's weight gradient pairs without it)."""
-    torch.manual_seed(0)
-    block = _MLPBlock(shape[-1]).to(DEVICE, dtype)
-    x = torch.randn(shape, device=DEVICE, dtype=dtype)
-
-    def run(module, inp):
-        inp = inp.detach().clone().requires_grad_()
-        out = module(inp)
-        params = [p for _, p in sorted(module.named_parameters())]
-        return (out, *torch.autograd.grad(out.sum(), [inp, *params]))
-
-    ref = run(copy.deepcopy(block).double(), x.double())
-    eager = run(block, x)
-    counts = {}
-    for name, tuning in (("off", Tuning()), ("on", DEPENDENT)):
-        backend.RECENT.clear()
-        got = run(torchfuse.compile(copy.deepcopy(block), dynamic=False, tuning=tuning), x)
-        for k, (g, e, r) in enumerate(zip(got, eager, ref)):
-            err = (g.double() - r).abs().max().item()
-            bound = 2 * (e.double() - r).abs().max().item() + torch.finfo(dtype).eps * r.abs().max().item()
-            assert err <= bound, (name, k, err, bound)
-        backward = backend.RECENT[-1]
-        counts[name] = [p.config.scheduler for s in backward.steps if hasattr(s, "plans") for p in s.plans.values()]
-        assert backward.stats["fallbacks"] == 0
-    assert len(counts["on"]) == 4 and len(counts["off"]) == {torch.float32: 7, torch.bfloat16: 6}[dtype], counts
-    assert counts["on"].count("reduction.inner_outer") == 3, counts
-

@@ -120,8 +120,6 @@ ATEN_PASSES: tuple[GraphPass, ...] = (
               lambda gm, o: aten.equal_cats_as_selects(gm, o.tuning.graph_passes.cat_select_max_inputs), _always),
     GraphPass("scalar_copies_from_device", lambda gm, o: aten.scalar_copies_from_device(gm), _always),
     GraphPass("lifted_scalar_constants", lambda gm, o: aten.lifted_scalar_constants(gm), _always),
-    GraphPass("sums_over_merged_dims", lambda gm, o: aten.sums_over_merged_dims(gm),
-              lambda c: c.options.inner_outer and c.options.tuning.inner_outer.dependent_sums),
     # log_softmax_sums first: a log-softmax it no longer reads lets one_hot_picks reach x - max
     GraphPass("log_softmax_sums",
               lambda gm, o: cross_entropy.log_softmax_sums(gm, o.persistent_max_elements, o.tuning.graph_passes),

@@ -122,7 +122,7 @@ def split_variant(name: str) -> tuple[str, tuple[str, ...]] | None:
 def backend_named(name: str) -> Backend:
     """The backend called ``name``: an entry of :data:`BACKENDS`, or a variant of a torchfuse
     entry written ``BASE[SETTING;SETTING...]`` with :mod:`torchfuse.bench.variants` settings
-    (``torchfuse[inner_outer.dependent_sums=true;inner_outer.pointwise_rows=true]``), so that
+    (``torchfuse[runtime.pad_kernel=false;runtime.graph_function=false]``), so that
     one run compares settings in one process, on the same weights and host.
 
     Raises:

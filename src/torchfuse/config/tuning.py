@@ -183,12 +183,6 @@ class InnerOuterTuning:
             two took LayerNorm 16384 x 4096 from 166 to 144 us (run AG).
         max_row: longest row that pairs (at 8192 a row every configuration lost to the
             unpaired kernels, run AG).
-        dependent_sums: also pair column sums that read the row group's results (a linear
-            layer's bias gradient summed from a LayerNorm backward's input gradient), the
-            result then summed in the kernel that computes it instead of written and read
-            again; off until measured on a GPU.
-        pointwise_rows: with ``dependent_sums``, a pointwise group may be the row side of
-            such a pair (an activation's backward and the bias gradient summed from it).
         finish_tile: partials x columns a program of the second kernel.
         interpret_blocks: about this many row blocks under the interpreter...
         interpret_programs: ...over at most this many programs, so that tests cover programs
@@ -205,8 +199,6 @@ class InnerOuterTuning:
     warps: int = 8
     stages: int = 2
     max_row: int = 4096
-    dependent_sums: bool = False
-    pointwise_rows: bool = False
     finish_tile: int = 4096
     interpret_blocks: int = 8
     interpret_programs: int = 3

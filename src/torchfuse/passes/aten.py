@@ -16,9 +16,6 @@ before the IR is built from them.
   from a device fill instead, which a CUDA graph can capture.
 * :func:`lifted_scalar_constants`: a 0-dim tensor constant made in the model's code
   (``torch.tensor(0.0, device=...)``) as a fill the segmenter fuses.
-* :func:`sums_over_merged_dims`: a sum over a view that merges dims (a bias gradient over the
-  rows of a 2-D view) as a sum over the tensor's own dims, so that it pairs with the work that
-  made the gradient.
 
 Also the helpers the ATen-level passes share (a node's fake value, its arguments, inserting
 a call with its value). Cross-entropy's rewrites are in :mod:`.cross_entropy`.
@@ -214,87 +211,6 @@ def equal_cats_as_selects(gm: torch.fx.GraphModule, max_inputs: int) -> int:
             g.erase_node(result)
         done += 1
     return finish(gm, done, "concatenations of equal tensors made selects")
-
-
-def _merged_groups(shape: list, merged: list) -> list[list[int]] | None:
-    """For a view of a tensor of ``shape`` as ``merged`` that only merges runs of adjacent
-    dims, the dims of ``shape`` behind each dim of ``merged``; None for any other view (one
-    that splits a dim, or where a size 1 makes the grouping ambiguous)."""
-    if 1 in shape or 1 in merged or math.prod(shape) != math.prod(merged):
-        return None
-    groups, i = [], 0
-    for size in merged:
-        group, n = [], 1
-        while i < len(shape) and n < size:
-            n *= shape[i]
-            group.append(i)
-            i += 1
-        if n != size:
-            return None
-        groups.append(group)
-    return groups if i == len(shape) else None
-
-
-def sums_over_merged_dims(gm: torch.fx.GraphModule) -> int:
-    """Replace each ``aten.sum.dim_IntList(view(x, merged), dims, keepdim)``, where the view
-    only merges runs of adjacent dims of ``x`` (static shapes), by the sum of ``x`` over the
-    dims behind ``dims``, viewed to the original result's shape: the same elements summed.
-
-    Why: a linear layer's bias gradient sums its output gradient over the rows of a 2-D view
-    (``addmm``'s backward), while the work that made that gradient (a LayerNorm's backward, an
-    activation's, the select that stacks a projection's query, key and value gradients) runs
-    over the tensor before the view. Read through the view, the sum is a column sum the
-    segmenter cannot place beside that work (:func:`torchfuse.segment.pair_inner_outer` aligns
-    values of one domain); read directly, it pairs with it, saving a kernel and a read of the
-    gradient.
-
-    Returns:
-        The number of sums rewritten.
-    """
-    from torch._guards import detect_fake_mode
-
-    done = 0
-    work = calls_to(gm, (aten.sum.dim_IntList,))
-    while work:  # a rewritten sum can read a view in turn (a merge of merges)
-        n = work.pop(0)
-        src, dims = _arg(n, 0, "self"), _arg(n, 1, "dim")
-        if not _call_of(src, aten.view.default) or not dims:
-            continue
-        x, xv, sv, out = src.args[0], _val(src.args[0]), _val(src), _val(n)
-        if not all(isinstance(v, torch.Tensor) for v in (xv, sv, out)):
-            continue
-        shape, merged = list(xv.shape), list(sv.shape)
-        if not all(type(s) is int for s in shape + merged) or len(shape) <= len(merged):
-            continue
-        groups = _merged_groups(shape, merged)
-        if groups is None:
-            continue
-        reduced = sorted(d for k in {d % len(merged) for d in dims} for d in groups[k])
-        fake = detect_fake_mode([xv])
-        if fake is None:
-            continue
-        kwargs = {"dtype": n.kwargs["dtype"]} if n.kwargs.get("dtype") is not None else {}
-        with gm.graph.inserting_before(n):
-            total = _call_with_val(gm.graph, fake, aten.sum.dim_IntList, x, reduced, False, **kwargs)
-        # views of the sum view the new one (contiguous) directly: a cast after them then
-        # follows one reshape, which the segmenter moves it above
-        for user in list(n.users):
-            if _call_of(user, aten.view.default) and user.args[0] is n:
-                user.args = (total, *user.args[1:])
-        result = total
-        if n.users and list(out.shape) != list(_val(total).shape):
-            with gm.graph.inserting_before(n):
-                result = _call_with_val(gm.graph, fake, aten.view.default, total, list(out.shape))
-        for new in {total: None, result: None}:
-            for key in ("stack_trace", "nn_module_stack"):
-                if key in n.meta:
-                    new.meta.setdefault(key, n.meta[key])
-        n.replace_all_uses_with(result)
-        gm.graph.erase_node(n)
-        _erase_unused([src])
-        work.append(total)
-        done += 1
-    return finish(gm, done, "sums over a view that merges dims made sums over the merged dims")
 
 
 def _nodes_between(first: torch.fx.Node, end: torch.fx.Node) -> list:

@@ -26,7 +26,7 @@ from typing import Sequence
 from ..config import Options
 from ..domain import Domain, align, extend
 from ..ir.graph import Graph, Node, Value, values_in
-from ..ir.ops import REDUCTIONS, REGISTRY
+from ..ir.ops import REGISTRY
 from .groups import has_reduction, is_fusible, one_element
 
 
@@ -147,9 +147,6 @@ class Units:
         if self._keeps_split(ua, ub, merged, dom):
             self.failures[(id(ua), id(ub))] = "a reduction over few kept elements stays splittable"
             return False
-        if self._leaves_to_pairing(merged, dom):
-            self.failures[(id(ua), id(ub))] = "column sums of a pointwise result pair with it (inner-outer)"
-            return False
         for n in merged:
             self.unit[n] = merged
         return True
@@ -186,59 +183,6 @@ class Units:
                 d = self.domain(part)
                 if not isinstance(d, str) and can_split(group(part, d)):
                     return True
-        return False
-
-    def _leaves_to_pairing(self, merged: list, dom) -> bool:
-        """With ``Tuning.inner_outer.pointwise_rows``: refuse a merge that would make one group
-        of column sums and a full-size pointwise result they read (an activation's backward and
-        a bias gradient). One kernel over both would give each program a few columns and every
-        row; :func:`~torchfuse.segment.pair_inner_outer` pairs the two instead, each program
-        taking whole rows. Only where that pairing can take them (plain sums, static rows of at
-        most ``Tuning.inner_outer.max_row`` elements) and where the result must be written
-        anyway (a matrix product reads it): a result only fusible groups read is left to
-        rematerialization, as BatchNorm's backward recomputes its masked gradient."""
-        t = self.options.tuning.inner_outer
-        if not (t.dependent_sums and t.pointwise_rows and self.options.inner_outer and dom.reduced):
-            return False
-        reds = [n for n in merged if REGISTRY[n.op].kind == "reduction"]
-        if any(REDUCTIONS[n.op].combine != "sum" or REDUCTIONS[n.op].mean for n in reds):
-            return False
-        if not _reduces_outer(merged, dom):
-            return False
-        # the full-size results must come before the sums: a result computed from them (a
-        # normalization applied with its statistics) is no pair's row side
-        after = {o for n in reds for o in n.outputs}
-        for n in merged:
-            if n not in reds and any(isinstance(x, Value) and x in after for x in n.inputs):
-                after.update(n.outputs)
-        full = [o for o in self.outputs_of(merged) if o in dom.dims and dom.varies_along_reduced(o)]
-        if not full or any(o in after for o in full):
-            return False
-        if not any(self._written_anyway(o, set(merged)) for o in full):
-            return False  # fusible readers can recompute it (rematerialization) instead
-        row = [s for i, s in enumerate(dom.sizes) if i not in dom.reduced]
-        if not all(isinstance(s, int) for s in row):
-            return False
-        n = math.prod(row)
-        return 1 < n and 1 << (n - 1).bit_length() <= min(t.max_row, self.options.persistent_max_elements)
-
-    def _written_anyway(self, v: Value, inside: set) -> bool:
-        """Whether ``v`` is returned, or read outside ``inside`` by a step that is not fusible
-        (a matrix product), directly or through reshapes: it must be written whatever group
-        computes it."""
-        stack, seen = [v], set()
-        while stack:
-            x = stack.pop()
-            if x in self.graph_outputs:
-                return True
-            for u in self.users.get(x, ()):
-                if u in inside or u in seen:
-                    continue
-                seen.add(u)
-                if not is_fusible(u):
-                    return True
-                if REGISTRY[u.op].kind == "layout":
-                    stack.extend(u.outputs)
         return False
 
 

@@ -3,9 +3,8 @@ same rows and columns become one group (``FusionGroup.outer``).
 
 Takes the finalized :class:`~torchfuse.segment.groups.FusionGroup` list of a graph (and the
 graph, for views and paths between groups); returns the groups with each pair merged under
-the row group's id, renumbered in graph order (:func:`pair_inner_outer`). Invariants: no path
-between paired groups other than the column sums reading the row group's results directly
-(``Tuning.inner_outer.dependent_sums``); the merged domain is the row group's, with the column
+the row group's id, renumbered in graph order (:func:`pair_inner_outer`). Invariants: paired
+groups have no path between them; the merged domain is the row group's, with the column
 group's values mapped into it (their reductions reduce its kept dims).
 """
 from __future__ import annotations
@@ -34,18 +33,16 @@ def _static_extent(dom: Domain, dims) -> int | None:
     return n
 
 
-def _plain(g: FusionGroup, indices: bool = False) -> bool:
-    """No random numbers, and no ``arange`` unless ``indices``."""
-    return not any(REGISTRY[n.op].kind == "random" or (n.op == "arange" and not indices) for n in g.nodes)
+def _plain(g: FusionGroup) -> bool:
+    return not any(REGISTRY[n.op].kind == "random" or n.op == "arange" for n in g.nodes)
 
 
-def _row_refusal(g: FusionGroup, limit: int, indices: bool = False) -> str | None:
+def _row_refusal(g: FusionGroup, limit: int) -> str | None:
     """Why reduction group ``g`` cannot be the row side of a pair (None: it can): its whole
-    reduced extent must be static and fit the persistent scheduler within ``limit``
-    (``indices``: ``g`` may build indices, as a pointwise row side may)."""
+    reduced extent must be static and fit the persistent scheduler within ``limit``."""
     if g.outer:
         return f"{g.name} is paired already"
-    if not _plain(g, indices):
+    if not _plain(g):
         return f"{g.name} draws random numbers or builds indices"
     r = _static_extent(g.domain, g.domain.reduced)
     if r is None:
@@ -117,11 +114,10 @@ def _shared_reads(rows: FusionGroup, cols: FusionGroup) -> tuple[int, int]:
     return sum(1 for v in shared if {x for x in d1.dims[v] if x is not None} == big), len(shared)
 
 
-def _reaches(graph: Graph, users: dict, src: FusionGroup, dst: FusionGroup, direct: bool = True) -> bool:
-    """Does a result of ``src`` reach a node of ``dst`` (``direct=False``: through another step
-    only, not by ``dst`` reading it)?"""
+def _reaches(graph: Graph, users: dict, src: FusionGroup, dst: FusionGroup) -> bool:
+    """Does a result of ``src`` reach a node of ``dst`` (through any other step)?"""
     inside, target = set(src.nodes), set(dst.nodes)
-    stack = [u for v in src.outputs for u in users.get(v, ()) if u not in inside and (direct or u not in target)]
+    stack = [u for v in src.outputs for u in users.get(v, ()) if u not in inside]
     seen: set[Node] = set()
     while stack:
         n = stack.pop()
@@ -132,34 +128,6 @@ def _reaches(graph: Graph, users: dict, src: FusionGroup, dst: FusionGroup, dire
         seen.add(n)
         stack.extend(u for o in n.outputs for u in users.get(o, ()))
     return False
-
-
-def _reads_results(part: FusionGroup, rows: FusionGroup) -> list[Value]:
-    """The results of ``rows`` that ``part`` reads."""
-    made = set(rows.outputs)
-    return [v for v in part.inputs if v in made]
-
-
-def _as_rows(g: FusionGroup, part: FusionGroup, limit: int) -> FusionGroup | None:
-    """Pointwise group ``g`` seen as the row side of a pair with ``part``, which reads a
-    result of ``g``: the dims ``part`` keeps become ``g``'s reduced dims (its rows are
-    what ``part`` sums over). None when ``g`` is not plain, when a result of ``g`` does not
-    span its domain (a program of the pair writes whole blocks of rows), or when the rows
-    are not static or not shorter than ``limit``."""
-    d1, d2 = g.domain, part.domain
-    read = [v for v in _reads_results(part, g) if v in d1.dims and v in d2.dims]
-    if not read or not _plain(g, indices=True) or len(d1.sizes) != len(d2.sizes):
-        return None
-    big = {k for k in range(len(d1.sizes)) if not is_one(d1.sizes[k])}
-    if any({x for x in d1.dims[v] if x is not None} != big for v in g.outputs if v in d1.dims):
-        return None
-    kept = tuple(sorted({x for x, y in zip(d1.dims[read[0]], d2.dims[read[0]])
-                         if x is not None and y is not None and y not in d2.reduced}))
-    r = _static_extent(d1, kept)
-    if not kept or r is None or next_power_of_2(r) > limit:
-        return None
-    return FusionGroup(id=g.id, nodes=g.nodes, inputs=g.inputs, outputs=g.outputs,
-                       domain=Domain(sizes=d1.sizes, reduced=kept, dims=d1.dims))
 
 
 def _parts(g: FusionGroup) -> list[FusionGroup]:
@@ -242,46 +210,33 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
     cost 95 + 73 us at bf16 16384 x 4096, and the paired kernels 145 us (``benchmarks/NOTES.md``,
     runs R and AH).
 
-    With ``Tuning.inner_outer.dependent_sums``, a part may also read the row group's results
-    directly (a linear layer's bias gradient summed from the LayerNorm backward's input
-    gradient): the pair sums them where they are computed, and a result only the part read is
-    no longer written. With ``pointwise_rows`` as well, a pointwise group whose result a part
-    reads can be the row side (:func:`_as_rows`: an activation's backward and the bias
-    gradient summed from it; indices allowed, as in the select that stacks a projection's
-    query, key and value gradients).
-
     A column group is considered part by part (:func:`_parts`: sibling fusion may have merged
     the sums of two LayerNorms), and a part may read the rows' input through another value of
     the same view (:func:`_view_classes`). A pair needs: no path between the two (they run at
-    one step) but the direct reads above; the part's reductions all plain sums of values that
-    span the domain, and its outputs those sums or values computed from them; a common input
-    (or a result read directly) spanning every dim (the read the pair saves); a static row
-    length (a size TorchDynamo made dynamic is not known here) of at most
-    ``Tuning.inner_outer.max_row`` elements (4096: longer rows ran slower paired on an H200)
-    and ``persistent_max_elements``. Groups with random numbers, and row-reduction groups with
-    ``arange``, are left alone. Among the row groups that qualify, a part pairs with the one
-    that shares the most full-size inputs and read results with it (``_shared_reads``); one
-    row group takes every part that chooses it. The parts of a column group left unpaired stay one group; a
+    one step); the part's reductions all plain sums of values that span the domain, and its
+    outputs those sums or values computed from them; a common input spanning every dim (the
+    read the pair saves); a static row length (a size TorchDynamo made dynamic is not known
+    here) of at most ``Tuning.inner_outer.max_row`` elements (4096: longer rows ran slower
+    paired on an H200) and ``persistent_max_elements``. Groups with random numbers or
+    ``arange`` are left alone. Among the row groups that qualify, a part pairs with the one
+    that shares the most full-size inputs with it (``_shared_reads``); one row group takes
+    every part that chooses it. The parts of a column group left unpaired stay one group; a
     column group with no part paired is logged (topic ``fusion``) with the reason.
 
     Returns the groups, paired ones merged (under the row group's id), renumbered in order.
     """
     if not options.inner_outer:
         return groups
-    tuning = options.tuning.inner_outer
-    limit = min(options.persistent_max_elements, tuning.max_row)
+    limit = min(options.persistent_max_elements, options.tuning.inner_outer.max_row)
     cols = [g for g in groups if _column_candidate(g)]
     if not cols:
         return groups
-    pointwise = tuning.dependent_sums and tuning.pointwise_rows
-    rows = [g for g in groups if g.domain.reduced or pointwise]
+    rows = [g for g in groups if g.domain.reduced]
     users = graph.users()
     order = {n: i for i, n in enumerate(graph.nodes)}
     canon = _view_classes(graph)
-    # row group id -> (row group, as the pair sees it, [(part, its column group, dims in the
-    # rows' domain, substitution)]); a pointwise row group is seen with the dims its first
-    # part keeps as reduced dims (:func:`_as_rows`)
-    taken: dict[int, tuple[FusionGroup, FusionGroup, list]] = {}
+    # row group id -> (row group, [(part, its column group, dims in the rows' domain, substitution)])
+    taken: dict[int, tuple[FusionGroup, list]] = {}
     left: dict[int, list[FusionGroup]] = {}
     as_columns: set[int] = set()  # column groups with a part paired: not row groups too
     for g2 in cols:
@@ -295,44 +250,33 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
                 if g1 is g2:
                     continue
                 seen, subst = _as_read_by(part, g1, canon)
-                direct = _reads_results(seen, g1)
-                rows_side = taken[id(g1)][1] if id(g1) in taken else g1
-                if not rows_side.domain.reduced:
-                    rows_side = _as_rows(g1, seen, limit) if direct else None
-                    if rows_side is None:
-                        continue
-                dims = _transposed_dims(rows_side, seen)
+                dims = _transposed_dims(g1, seen)
                 if dims is None:
                     continue
-                refusal = (f"{g1.name} is paired already" if id(g1) in as_columns
-                           else _row_refusal(rows_side, limit, indices=not g1.domain.reduced))
+                refusal = f"{g1.name} is paired already" if id(g1) in as_columns else _row_refusal(g1, limit)
                 if refusal is not None:
                     why = refusal
                     continue
-                others = [p for p, c, _, _ in taken.get(id(g1), (None, None, []))[2] if c is not g2]
-                if ((direct and not tuning.dependent_sums) or _reaches(graph, users, g1, part, direct=False)
-                        or _reaches(graph, users, part, g1)
-                        or any(_reaches(graph, users, a, b) or _reaches(graph, users, b, a) for a, b in
-                               [(o, part) for o in others])):
+                others = [p for p, c, _, _ in taken.get(id(g1), (None, []))[1] if c is not g2]
+                if any(_reaches(graph, users, a, b) or _reaches(graph, users, b, a)
+                       for a, b in [(g1, part)] + [(o, part) for o in others]):
                     why = f"one of it and {g1.name} (or a column sum paired with it) reads a result of the other"
                     continue
-                full, shared = _shared_reads(rows_side, seen)
-                score = (full + len(direct), shared + len(direct))
+                score = _shared_reads(g1, seen)
                 if best is None or score > best[0]:
-                    best = (score, g1, rows_side, dims, subst)
+                    best = (score, g1, dims, subst)
             if best is None:
                 left.setdefault(id(g2), []).append(part)
                 continue
-            _, g1, rows_side, dims, subst = best
-            taken.setdefault(id(g1), (g1, rows_side, []))[2].append((part, g2, dims, subst))
+            _, g1, dims, subst = best
+            taken.setdefault(id(g1), (g1, []))[1].append((part, g2, dims, subst))
             as_columns.add(id(g2))
         if len(left.get(id(g2), ())) == len(parts):
             log.info("sums %s not paired as the column side of an inner-outer kernel: %s", g2.name, why)
     if not taken:
         return groups
-    returned = graph.output_values()
     merged: dict[int, FusionGroup | None] = {}
-    for g1, rows_side, parts in taken.values():
+    for g1, parts in taken.values():
         dims: dict = {}
         column_nodes: set[Node] = set()
         outputs = list(g1.outputs)
@@ -345,11 +289,8 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
             outputs += part.outputs
             merged.setdefault(id(g2), None)
         nodes = sorted(g1.nodes + list(column_nodes), key=order.get)
-        inside = set(nodes)
         inputs, _ = group_values(nodes)
-        # a result that only the paired sums read is summed where it is made, not written
-        outputs = [o for o in outputs if o in returned or any(u not in inside for u in users.get(o, ()))]
-        dom = Domain(sizes=g1.domain.sizes, reduced=rows_side.domain.reduced, dims={**g1.domain.dims, **dims})
+        dom = Domain(sizes=g1.domain.sizes, reduced=g1.domain.reduced, dims={**g1.domain.dims, **dims})
         merged[id(g1)] = FusionGroup(id=g1.id, nodes=nodes, inputs=inputs, outputs=outputs, domain=dom,
                                      outer=[n for n in nodes if n in column_nodes])
         log.info("group %s and the sums of %s run as one inner-outer reduction", g1.name,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 
 from ..ir.graph import Node, Value, sizes_equal
-from ..ir.ops import REDUCTIONS, REGISTRY
+from ..ir.ops import REGISTRY
 from .groups import has_reduction, is_fusible
 from .fuse import Units
 from .rewrites import rewire, twin
@@ -59,8 +59,6 @@ def rematerialize(units: Units) -> int:
                     reads.setdefault(v, []).append(n)
         own = {v for n in unit for v in n.input_values()}
         for v, readers in reads.items():
-            if _pairs_instead(units, unit, v):
-                continue
             chain = _pointwise_chain(units, v)
             if chain is None or v.meta is None:
                 continue
@@ -87,21 +85,6 @@ def rematerialize(units: Units) -> int:
         graph.nodes = new_nodes
         log.info("rematerialized %d value%s for reduction groups", done, "" if done == 1 else "s")
     return done
-
-
-def _pairs_instead(units: Units, unit: list[Node], v: Value) -> bool:
-    """With ``Tuning.inner_outer.pointwise_rows``: ``unit`` only sums ``v``, a result of a
-    pointwise group (a bias gradient of an activation's backward): the pairing that follows
-    (:func:`~torchfuse.segment.pair_inner_outer`) sums it in the kernel that computes it,
-    which reads less than recomputing it here."""
-    t = units.options.tuning.inner_outer
-    if not (t.dependent_sums and t.pointwise_rows and units.options.inner_outer):
-        return False
-    if has_reduction(units.unit[v.producer]):
-        return False
-    sums = [n for n in unit if REGISTRY[n.op].kind == "reduction"]
-    return bool(sums) and all(REDUCTIONS[n.op].combine == "sum" and not REDUCTIONS[n.op].mean and n.inputs[0] is v
-                              for n in sums)
 
 
 def _escapes(v: Value, home: list[Node], inside: set[Node], users: dict, returned: set[Value]) -> bool:
