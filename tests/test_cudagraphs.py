@@ -316,3 +316,37 @@ def test_inference_replays_draw_new_random_numbers():
     assert not torch.equal(first[1], first[2])
     for a, b in zip(first, again):
         assert torch.equal(a, b)
+
+
+class _ValueAndViews:
+    """A compiled graph stand-in returning a value and two views of it."""
+
+    name = "value_and_views"
+
+    def __init__(self):
+        self.stats = {}
+
+    def __call__(self, args):
+        (x,) = args
+        args.clear()
+        y = x.exp() * 2
+        return [y, y[:, :2], y.t()]
+
+
+def test_replayed_outputs_on_one_memory_stay_one_memory():
+    """A replay's copies of a value and its views (``y, y[:, :2], y.t()``) share one copy, the
+    views views of the value: a write through one is seen through the others and raises the
+    value's version, as in eager, on every replay (separate copies came apart after the first
+    call). Values are eager's."""
+    r = _CpuRunner(_ValueAndViews(), Options(), [])
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(4, 3)
+            y, d, t = r([x])
+            torch.testing.assert_close(y, x.exp() * 2)
+            version = y._version
+            d.fill_(7.0)
+            assert (y[:, :2] == 7).all() and (t[:2] == 7).all() and y._version == version + 1
+            assert d._base is y and t._base is y
+    assert r.recorded == 1

@@ -566,9 +566,10 @@ def test_a_scalar_constant_made_by_the_models_code_is_fused_as_a_fill():
         assert len(forward.segmentation.groups) == 1
 
     # a boolean of the constant with a boolean block; the constant as an operand of training ops
-    for fn, grad in ((lambda x: (torch.tensor(2.0) == 0) | (x >= 0), False),
-                     (lambda x: torch.xlogy(x, torch.tensor(0.7, dtype=x.dtype)), True),
-                     (lambda x: torch.pow(torch.tensor(2.0, dtype=x.dtype), x), True)):
+    # (made on the inputs' device: a CPU constant beside CUDA inputs stays as it is, below)
+    for fn, grad in ((lambda x: (torch.tensor(2.0, device=x.device) == 0) | (x >= 0), False),
+                     (lambda x: torch.xlogy(x, torch.tensor(0.7, dtype=x.dtype, device=x.device)), True),
+                     (lambda x: torch.pow(torch.tensor(2.0, dtype=x.dtype, device=x.device), x), True)):
         backend.RECENT.clear()
         x = torch.rand(4, 8, device=DEVICE, dtype=torch.float64, requires_grad=grad)
         got, want = torch.compile(fn, backend="torchfuse")(x), fn(x)

@@ -359,6 +359,8 @@ def test_soft_margin_loss_rounds_each_step_as_aten(dtype, reduction):
 
     x = wide(dtype, 13, 12.0, specials=False)
     y = wide(dtype, 14, 4.0, specials=False)
+    # away from fp32 exp's overflow at 88.7, where an ulp of the device's exp decides inf
+    y = torch.where(((x.double() * y.double()).abs() - 88.7).abs() < 2, y / 4, y)
 
     def fn(x, y):
         return F.soft_margin_loss(x, y, reduction=reduction)

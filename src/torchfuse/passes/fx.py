@@ -105,8 +105,23 @@ _CHECKED_NUMBERS: dict[str, tuple[tuple[int, str], ...]] = {
 }
 
 
-#: of those, the fills: eager converts unchecked when the tensor is floating and has one element
+#: of those, the fills: eager converts unchecked when the tensor is floating, has one element
+#: and is on the CPU (``scalar_fill``'s path); and the clamps, whose CUDA kernels read their
+#: bounds in the accumulation type, unchecked (checked on CUDA tensors with torch 2.11)
 _FILLS = frozenset({"fill", "fill_", "full", "full_like", "new_full"})
+_CLAMPS = frozenset({"clamp", "clamp_", "clip", "clip_", "clamp_min", "clamp_max"})
+
+
+def _eager_checks(name: str, dtype: torch.dtype, numel, device: torch.device | None) -> bool:
+    """Whether eager's call ``name`` storing a number into a tensor of ``dtype``, ``numel``
+    elements (an int, or a symbolic count, decided by a guard) on ``device`` converts the
+    number checked (``None``: a CPU tensor)."""
+    on_cpu = device is None or torch.device(device).type == "cpu"
+    if name in _CLAMPS:
+        return on_cpu
+    if name in _FILLS and dtype.is_floating_point and on_cpu:
+        return bool(numel > 1)
+    return True
 
 
 def _number_of(x):
@@ -152,29 +167,31 @@ def _checked_overloads() -> dict:
 
 
 def _stored_dtype_and_numel(name: str, args: tuple, kwargs: dict):
-    """The dtype and element count of the tensor an ATen call of :data:`_CHECKED_NUMBERS`
-    stores its number into (``full``'s dtype inferred from its number as eager infers it)."""
+    """The dtype, element count and device of the tensor an ATen call of
+    :data:`_CHECKED_NUMBERS` stores its number into (``full``'s dtype inferred from its number
+    as eager infers it)."""
     if name == "full":
         value = args[1] if len(args) > 1 else kwargs.get("fill_value")
         dtype = kwargs.get("dtype") or (torch.bool if isinstance(value, bool) else torch.int64
                                         if isinstance(value, int) else torch.get_default_dtype())
-        size = args[0]
+        size, device = args[0], kwargs.get("device")
     elif name == "new_full":
-        dtype, size = kwargs.get("dtype") or args[0].dtype, args[1]
+        dtype, size, device = kwargs.get("dtype") or args[0].dtype, args[1], kwargs.get("device") or args[0].device
     elif name.startswith("clamp"):  # the result's dtype: an integer tensor with float bounds is float
         dtype = args[0].dtype
         for i, key in _CHECKED_NUMBERS[name]:
             bound = args[i] if len(args) > i else kwargs.get(key)
             if bound is not None:
                 dtype = torch.promote_types(dtype, torch.result_type(args[0], bound))
-        return dtype, args[0].numel()
+        return dtype, args[0].numel(), args[0].device
     else:
         dtype = (kwargs.get("dtype") if name == "full_like" else None) or args[0].dtype
-        return dtype, args[0].numel()
+        device = (kwargs.get("device") if name == "full_like" else None) or args[0].device
+        return dtype, args[0].numel(), device
     numel = 1
     for d in size:
         numel *= d
-    return dtype, numel
+    return dtype, numel, device
 
 
 def with_number_checks(table: dict) -> dict:
@@ -185,7 +202,8 @@ def with_number_checks(table: dict) -> dict:
     as ``table`` does (or not at all, where it has no entry: ``make_fx`` then traces the call).
     For traces that ``make_fx`` decomposes as it goes (``@fused`` functions), where no graph of
     the undecomposed calls exists to check. Numbers that are symbolic are not checked; a
-    floating fill's symbolic element count is guarded on (one element is not checked)."""
+    floating CPU fill's symbolic element count is guarded on (one element is not checked), and
+    a clamp of CUDA tensors is not checked (see :func:`_eager_checks`)."""
     out = dict(table)
     for op, name in _checked_overloads().items():
         out[op] = _checking(name, table.get(op))
@@ -194,9 +212,9 @@ def with_number_checks(table: dict) -> dict:
 
 def _checking(name: str, decompose):
     def checked(*args, **kwargs):
-        dtype, numel = _stored_dtype_and_numel(name, args, kwargs)
+        dtype, numel, device = _stored_dtype_and_numel(name, args, kwargs)
         # a symbolic count decides with a shape guard, so the trace holds only for counts on its side
-        if not (name in _FILLS and dtype.is_floating_point and not bool(numel > 1)):
+        if _eager_checks(name, dtype, numel, device):
             for i, key in _CHECKED_NUMBERS[name]:
                 value = args[i] if len(args) > i else kwargs.get(key)
                 if (isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -263,8 +281,8 @@ def eager_raises(gm: torch.fx.GraphModule) -> list[str]:
             found.append(f"{name} for {str(out.dtype).replace('torch.', '')}")
         if not spots:
             continue
-        if name in _FILLS and out.dtype.is_floating_point and not (type(out.numel()) is int and out.numel() > 1):
-            continue  # eager fills a one-element floating tensor unchecked
+        if not _eager_checks(name, out.dtype, out.numel() if type(out.numel()) is int else 1, out.device):
+            continue  # (a symbolic count of a CPU fill is taken for one element: the graph fuses)
         for i, key in spots:
             value = _number_of(n.args[i] if len(n.args) > i else n.kwargs.get(key))
             if value is not None and _overflows(value, out.dtype):

@@ -69,6 +69,8 @@ class _Captured:
         self.static_inputs: list[torch.Tensor | None] = []  # None: read in place (or not a tensor)
         self.outputs: list[Any] = []
         self.baseline: list[int] = []  # storage use counts of the outputs while nobody holds them
+        #: outputs on one memory: (first index, the others' indices), copied as one (_copy_outputs)
+        self.shared: tuple = ()
 
 
 class CudaGraphRunner:
@@ -219,6 +221,7 @@ class CudaGraphRunner:
         static_args = [s if s is not None else a for s, a in zip(c.static_inputs, args)]
         c.graph, c.outputs = self._record(static_args)
         c.baseline = [_use_count(o) for o in c.outputs]
+        c.shared = _sharing_memory(c.outputs)
         return c
 
     def _record(self, static_args: list) -> tuple[Any, list]:
@@ -258,10 +261,38 @@ class CudaGraphRunner:
                     "with cudagraph_copy_outputs=True")
         c.graph.replay()
         if self.options.cudagraph_copy_outputs:
-            return [o.clone() if isinstance(o, torch.Tensor) else o for o in c.outputs]
+            return _copy_outputs(c.outputs, c.shared)
         # new tensor objects over the pool memory: while the caller (or a view) holds one, the
         # storage's use count stays above its baseline
         return [o.detach() if isinstance(o, torch.Tensor) else o for o in c.outputs]
+
+
+def _sharing_memory(outputs: list) -> tuple:
+    """Outputs of one dtype on one storage (a value and views of it): per storage,
+    ``(the first one's index, the others' indices)``."""
+    groups: dict = {}
+    for i, o in enumerate(outputs):
+        if isinstance(o, torch.Tensor):
+            groups.setdefault((o.untyped_storage().data_ptr(), o.dtype), []).append(i)
+    return tuple((g[0], tuple(g[1:])) for g in groups.values() if len(g) > 1)
+
+
+def _copy_outputs(outputs: list, shared: tuple) -> list:
+    """Copies of a replay's ``outputs``; outputs that share memory (``shared``, from
+    :func:`_sharing_memory`) get one copy of that memory, the others views of the first, so that
+    a write through one is seen through the others, as in eager (separate copies of a value and
+    its view came apart)."""
+    if not shared:
+        return [o.clone() if isinstance(o, torch.Tensor) else o for o in outputs]
+    grouped = {j for first, others in shared for j in (first, *others)}
+    out = [o.clone() if isinstance(o, torch.Tensor) and i not in grouped else o for i, o in enumerate(outputs)]
+    for first, others in shared:
+        o = outputs[first]
+        out[first] = root = torch.empty(0, dtype=o.dtype, device=o.device).set_(
+            o.untyped_storage().clone(), o.storage_offset(), o.size(), o.stride())
+        for j in others:
+            out[j] = root.as_strided(outputs[j].size(), outputs[j].stride(), outputs[j].storage_offset())
+    return out
 
 
 def _use_count(o: Any) -> int:
