@@ -98,11 +98,11 @@ def _saved_inputs(gm: torch.fx.GraphModule) -> list[int]:
     from .passes import aliases_first_argument
     from .runtime.training_graphs import user_output_count
 
-    n = user_output_count()
+    returned = user_output_count()
     out = next((o for o in reversed(gm.graph.nodes) if o.op == "output"), None)
-    if n is None or out is None:
+    if returned is None or out is None:
         return []
-    placeholders = {p: i for i, p in enumerate(n for n in gm.graph.nodes if n.op == "placeholder")}
+    placeholders = {p: i for i, p in enumerate(x for x in gm.graph.nodes if x.op == "placeholder")}
     # which inputs need a gradient: AOTAutograd's metadata (the graph's fake values do not say)
     ctx = torch._guards.TracingContext.try_get()
     info = getattr(getattr(ctx, "fw_metadata", None), "input_info", None)
@@ -110,7 +110,7 @@ def _saved_inputs(gm: torch.fx.GraphModule) -> list[int]:
         info = None  # inputs not one to one (a synthetic base): check every saved input
     found = []
     for k, v in enumerate(out.args[0]):
-        if k < n or not isinstance(v, torch.fx.Node):
+        if k < returned or not isinstance(v, torch.fx.Node):
             continue
         while v.op == "call_function" and aliases_first_argument(v.target) and isinstance(v.args[0], torch.fx.Node):
             v = v.args[0]
