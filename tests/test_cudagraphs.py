@@ -319,7 +319,7 @@ def test_inference_replays_draw_new_random_numbers():
 
 
 class _ValueAndViews:
-    """A compiled graph stand-in returning a value and two views of it."""
+    """A compiled graph stand-in returning a value, two views of it and a value of its own."""
 
     name = "value_and_views"
 
@@ -330,7 +330,7 @@ class _ValueAndViews:
         (x,) = args
         args.clear()
         y = x.exp() * 2
-        return [y, y[:, :2], y.t()]
+        return [y, y[:, :2], y.t(), x.sin()]
 
 
 def test_replayed_outputs_on_one_memory_stay_one_memory():
@@ -340,13 +340,17 @@ def test_replayed_outputs_on_one_memory_stay_one_memory():
     call). Values are eager's."""
     r = _CpuRunner(_ValueAndViews(), Options(), [])
     torch.manual_seed(0)
+    kept = []
     with torch.no_grad():
         for _ in range(3):
             x = torch.randn(4, 3)
-            y, d, t = r([x])
+            y, d, t, s = r([x])
             torch.testing.assert_close(y, x.exp() * 2)
+            kept.append((s, x.sin()))
             version = y._version
             d.fill_(7.0)
             assert (y[:, :2] == 7).all() and (t[:2] == 7).all() and y._version == version + 1
             assert d._base is y and t._base is y
     assert r.recorded == 1
+    for s, want in kept:  # the output on memory of its own is a copy, not overwritten by later replays
+        torch.testing.assert_close(s, want)

@@ -485,6 +485,21 @@ def test_the_view_check_where_inputs_do_not_map_one_to_one():
             assert_matches(actual, expected, exact=True)
 
 
+def _wrapped_by(monkeypatch, wrapper: str) -> list:
+    """Patch ``backend.<wrapper>`` (which returns a compiled callable, or a wrapper around it)
+    to record, per call, whether it wrapped; returns that list."""
+    wrapped = []
+    original = getattr(backend, wrapper)
+
+    def spy(compiled, *args):
+        result = original(compiled, *args)
+        wrapped.append(result is not compiled)
+        return result
+
+    monkeypatch.setattr(backend, wrapper, spy)
+    return wrapped
+
+
 def test_a_graph_returning_no_view_of_a_written_input_is_not_wrapped(monkeypatch):
     """The check costs nothing where no output views an input the graph writes to (here:
     a copy of it), at dynamic sizes too."""
@@ -494,18 +509,10 @@ def test_a_graph_returning_no_view_of_a_written_input_is_not_wrapped(monkeypatch
         x.add_(1)
         return x.flatten(0, 1) * 2
 
-    seen = []
-    original = backend._with_alias_check
-
-    def spy(c, gm, example_inputs, meta):
-        wrapped = original(c, gm, example_inputs, meta)
-        seen.append(wrapped is c)
-        return wrapped
-
-    monkeypatch.setattr(backend, "_with_alias_check", spy)
+    wrapped = _wrapped_by(monkeypatch, "_with_alias_check")
     x = torch.arange(12.0, device=DEVICE).view(1, 6, 2)[..., ::2]
     torchfuse.compile(fn, dynamic=True)(x)
-    assert seen == [True], seen
+    assert wrapped == [False], wrapped
 
 
 def test_outputs_alias_inputs_and_each_other():
@@ -589,15 +596,7 @@ def test_outputs_on_one_memory_under_no_grad_are_views_of_the_first():
 
 def test_a_graph_without_outputs_sharing_memory_is_not_wrapped(monkeypatch):
     """The version-counter fix costs nothing where no two outputs share memory."""
-    wrapped = []
-    original = backend._with_shared_version_counters
-
-    def spy(compiled, gm, meta):
-        result = original(compiled, gm, meta)
-        wrapped.append(result is not compiled)
-        return result
-
-    monkeypatch.setattr(backend, "_with_shared_version_counters", spy)
+    wrapped = _wrapped_by(monkeypatch, "_with_shared_version_counters")
     with torch.no_grad():
         torchfuse.compile(lambda x: (x.exp(), x.sin().t()), dynamic=False)(torch.randn(2, 3, device=DEVICE))
     assert wrapped == [False]
@@ -625,15 +624,7 @@ def test_an_input_made_in_inference_mode_is_copied_where_the_forward_saves_it():
 
 def test_a_forward_saving_no_input_that_needs_no_gradient_is_not_wrapped(monkeypatch):
     """The inference-tensor check costs nothing where the forward saves no such input."""
-    wrapped = []
-    original = backend._copying_saved_inference_inputs
-
-    def spy(compiled, gm):
-        result = original(compiled, gm)
-        wrapped.append(result is not compiled)
-        return result
-
-    monkeypatch.setattr(backend, "_copying_saved_inference_inputs", spy)
+    wrapped = _wrapped_by(monkeypatch, "_copying_saved_inference_inputs")
     w = torch.randn(8, device=DEVICE, requires_grad=True)
     torchfuse.compile(lambda x, w: (x.exp() * w).sum(), dynamic=False)(torch.randn(8, device=DEVICE), w).backward()
     torchfuse.compile(lambda w: (w.exp() * 2).sum(), dynamic=False)(w).backward()

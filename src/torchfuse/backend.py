@@ -95,7 +95,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
 def _saved_inputs(gm: torch.fx.GraphModule) -> list[int]:
     """Positions among a forward graph's outputs of the activations it saves for the backward
     that are its inputs, or views of them, needing no gradient (data, not parameters)."""
-    from .passes import aliases_first_argument
+    from .passes import view_root
     from .runtime.training_graphs import user_output_count
 
     returned = user_output_count()
@@ -112,8 +112,7 @@ def _saved_inputs(gm: torch.fx.GraphModule) -> list[int]:
     for k, v in enumerate(out.args[0]):
         if k < returned or not isinstance(v, torch.fx.Node):
             continue
-        while v.op == "call_function" and aliases_first_argument(v.target) and isinstance(v.args[0], torch.fx.Node):
-            v = v.args[0]
+        v = view_root(v)
         if v in placeholders and (info is None or not info[placeholders[v]].requires_grad):
             found.append(k)
     return found
@@ -626,29 +625,19 @@ def _outputs_sharing_storage(gm: torch.fx.GraphModule, meta) -> tuple:
     ``(first output's index, (the others' indices))``. Read from the outputs' traced values
     (TorchDynamo's ``example_value``); ``meta`` (AOTAutograd's ``ViewAndMutationMeta``)
     excludes outputs it rebuilds itself (views of inputs, of outputs that need a gradient)."""
-    from torch.multiprocessing.reductions import StorageWeakRef
-
     out = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
     if out is None:
         return ()
     nodes = list(out.args[0]) if isinstance(out.args[0], (list, tuple)) else [out.args[0]]
+    values = [n.meta.get("example_value") if isinstance(n, torch.fx.Node) else None for n in nodes]
     infos = meta.output_info if meta is not None and len(meta.output_info) == len(nodes) else None
-    groups: dict[int, list[int]] = {}
-    for j, n in enumerate(nodes):
-        v = n.meta.get("example_value") if isinstance(n, torch.fx.Node) else None
-        if not isinstance(v, torch.Tensor) or v.layout != torch.strided:
-            continue
-        if infos is not None and infos[j].output_type.name not in ("non_alias", "unsafe_view_alias"):
-            continue
-        try:
-            groups.setdefault(StorageWeakRef(v.untyped_storage()).cdata, []).append(j)
-        except (RuntimeError, NotImplementedError):  # a tensor without a storage to compare
-            continue
+    candidates = [j for j in range(len(nodes))
+                  if infos is None or infos[j].output_type.name in ("non_alias", "unsafe_view_alias")]
     plan = []
-    for g in groups.values():
-        others = tuple(j for j in g[1:] if not nodes[j].meta["example_value"].requires_grad)
+    for group, _ in _shared_storages(values, candidates):
+        others = tuple(j for j in group[1:] if not values[j].requires_grad)
         if others:
-            plan.append((g[0], others))
+            plan.append((group[0], others))
     return tuple(plan)
 
 
@@ -682,12 +671,11 @@ def _with_shared_version_counters(compiled: Callable, gm: torch.fx.GraphModule, 
                 if (not isinstance(d, torch.Tensor) or d.requires_grad or d._base is y
                         or d.untyped_storage().data_ptr() != ptr):
                     continue
-                if not y.requires_grad:  # a view of y itself, as eager's under no_grad
-                    rebuilt[j] = y.as_strided(d.size(), d.stride(), d.storage_offset())
-                    continue
-                same = d.size() == y.size() and d.stride() == y.stride() and d.storage_offset() == y.storage_offset()
-                base = y.detach()  # shares y's version counter
-                rebuilt[j] = base if same else base.as_strided(d.size(), d.stride(), d.storage_offset())
+                if d.size() == y.size() and d.stride() == y.stride() and d.storage_offset() == y.storage_offset():
+                    rebuilt[j] = y.detach()  # (eager's ``y.detach()``: no view, y's version counter)
+                else:  # a view of y itself where that needs no gradient, as eager's under no_grad
+                    base = y if not y.requires_grad else y.detach()
+                    rebuilt[j] = base.as_strided(d.size(), d.stride(), d.storage_offset())
         return type(outs)(rebuilt) if isinstance(outs, tuple) else rebuilt
 
     return run

@@ -39,7 +39,8 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx
 
-from .passes import aliases_first_argument, calls_to, finish
+from .passes import calls_to, finish, view_root
+from .runtime.calls import copies_sharing_memory
 
 log = logging.getLogger("torchfuse.fusion")
 
@@ -388,8 +389,7 @@ def values_returned(main: torch.fx.GraphModule) -> dict[int, int]:
     found = {}
     outs = out.args[0]
     for i, a in enumerate(outs if isinstance(outs, (tuple, list)) else [outs]):
-        while isinstance(a, torch.fx.Node) and a.op == "call_function" and aliases_first_argument(a.target) and a.args:
-            a = a.args[0]
+        a = view_root(a)
         if a in frozen:
             found[i] = frozen[a]
     return found
@@ -470,6 +470,7 @@ class FrozenGraph:
         #: output position -> index of the value it is (or views): returned as a copy, since the
         #: value is this wrapper's, kept across calls, and eager returns a new tensor each call
         self.escaping = values_returned(split.main) if split.main is not None else {}
+        self.weight_views: set[int] = set()  # of the escaping values, those on a parameter's memory
         _count_fused_optimizer_steps()
 
     def __getattr__(self, name: str) -> Any:  # reports read the inner graph's stats
@@ -516,6 +517,10 @@ class FrozenGraph:
                 key[-1] = sum(c._version for c in self.counters)
             self._refresh([args[i] for i in self.split.weight_inputs])
             self.key, self.held = key, checked
+            if self.escaping:  # values that view a parameter or buffer: returned as they are
+                held = {p.untyped_storage().data_ptr() for p in checked}
+                self.weight_views = {k for k in self.escaping.values()
+                                     if self.values[k].untyped_storage().data_ptr() in held}
         if unchanged and self._vouches_for(len(args)):
             self.inner.static_vouched = True  # read and reset by the runner's next call
         full = list(args) + self.values
@@ -526,21 +531,18 @@ class FrozenGraph:
         return out
 
     def _copy_escaping(self, out):
-        """``out`` with each output that is a value or a view of one re-pointed at a copy of
-        the tensor the value views (its ``_base``, or itself), one copy per such tensor and
-        call: outputs that alias each other in eager (two views of one intermediate, which
-        the weight graph returns as two values) still do."""
+        """``out`` with the outputs that are values or views of them (the same value, one copy
+        per call) re-pointed at copies sharing one memory: outputs that alias each other in
+        eager (two views of one intermediate, which the weight graph returns as two values)
+        still do. Views of a parameter or buffer stay: eager's output aliases it too."""
         out = list(out)
-        copies: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        groups: dict = {}
         for i, k in self.escaping.items():
-            value, t = self.values[k], out[i]
-            base = value._base if value._base is not None else value
-            if any(base.untyped_storage().data_ptr() == p.untyped_storage().data_ptr() for p in self.held):
-                continue  # a view of a parameter or buffer: eager's output aliases it too
-            if id(base) not in copies:
-                copies[id(base)] = (base, torch.empty_strided(base.size(), base.stride(), dtype=base.dtype,
-                                                              device=base.device).copy_(base))
-            base, copy = copies[id(base)]
-            out[i] = copy.as_strided(t.size(), t.stride(), copy.storage_offset() + t.storage_offset()
-                                     - base.storage_offset())
+            if k not in self.weight_views:
+                value = self.values[k]
+                base = value._base if value._base is not None else value
+                groups.setdefault((id(base), out[i].dtype), []).append(i)
+        for group in groups.values():
+            for i, c in zip(group, copies_sharing_memory([out[i] for i in group])):
+                out[i] = c
         return out

@@ -41,3 +41,12 @@ def aliases_first_argument(target) -> bool:
         return False
     returns = target._schema.returns
     return bool(returns) and returns[0].alias_info is not None
+
+
+def view_root(value):
+    """``value`` (an FX node, or anything else) followed back through views
+    (:func:`aliases_first_argument`) to the node they view."""
+    while (isinstance(value, torch.fx.Node) and value.op == "call_function" and aliases_first_argument(value.target)
+           and value.args and isinstance(value.args[0], torch.fx.Node)):
+        value = value.args[0]
+    return value

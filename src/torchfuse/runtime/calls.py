@@ -179,6 +179,17 @@ def _no_view(t):
     return t
 
 
+def copies_sharing_memory(tensors: list) -> list:
+    """Copies of ``tensors`` (one dtype, one storage: a value and views of it) that share one
+    new copy of that storage: the first a tensor over the copy, the others views of the first,
+    each with its own sizes, strides and offset, so that a write through one is seen through
+    the others, as through the originals."""
+    first = tensors[0]
+    root = torch.empty(0, dtype=first.dtype, device=first.device).set_(
+        first.untyped_storage().clone(), first.storage_offset(), first.size(), first.stride())
+    return [root] + [root.as_strided(t.size(), t.stride(), t.storage_offset()) for t in tensors[1:]]
+
+
 def merge_view_chains(runners: list, steps: list, reads_at: dict[int, int], keep: set) -> int:
     """Merge each ViewCall whose result only the next view of its chain reads into that one,
     in place: the earlier position runs nothing and its reads move to the later one

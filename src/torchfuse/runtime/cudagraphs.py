@@ -37,6 +37,7 @@ from typing import Any, Callable
 
 import torch
 
+from .calls import copies_sharing_memory
 from .warn import user_stacklevel
 
 log = logging.getLogger("torchfuse.recompile")
@@ -284,14 +285,12 @@ def _copy_outputs(outputs: list, shared: tuple) -> list:
     its view came apart)."""
     if not shared:
         return [o.clone() if isinstance(o, torch.Tensor) else o for o in outputs]
-    grouped = {j for first, others in shared for j in (first, *others)}
+    grouped = {i for first, others in shared for i in (first, *others)}
     out = [o.clone() if isinstance(o, torch.Tensor) and i not in grouped else o for i, o in enumerate(outputs)]
     for first, others in shared:
-        o = outputs[first]
-        out[first] = root = torch.empty(0, dtype=o.dtype, device=o.device).set_(
-            o.untyped_storage().clone(), o.storage_offset(), o.size(), o.stride())
-        for j in others:
-            out[j] = root.as_strided(outputs[j].size(), outputs[j].stride(), outputs[j].storage_offset())
+        group = (first, *others)
+        for i, c in zip(group, copies_sharing_memory([outputs[i] for i in group])):
+            out[i] = c
     return out
 
 
