@@ -834,4 +834,6 @@ def test_subtraction_with_a_bool_operand_raises_eagers_error(fn):
     torch._dynamo.reset()
     with pytest.raises(eager.type) as compiled:
         torchfuse.compile(fn)(x)
-    assert str(compiled.value).split(".")[0] == str(eager.value).split(".")[0]
+    # (torch 2.11's fake tensors check two bool operands themselves: TorchDynamo then raises
+    # while tracing, its RuntimeError quoting eager's message)
+    assert str(eager.value).split(".")[0] in str(compiled.value)
