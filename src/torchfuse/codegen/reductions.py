@@ -388,6 +388,9 @@ class Reductions:
         lane = "tl.arange(0, RBLOCK)[None, :]"
         self.emit(f"{a}_w = tl.maximum(({self.r_limit} - ({self.loop_start}) - {lane} + RBLOCK - 1) // RBLOCK, 0)"
                   f".to({tdt}) + tl.zeros([XBLOCK, RBLOCK], {tdt})")
+        # the lanes' counts sum to the loop's length: combine_welford_lanes reads it, not a sum across lanes
+        self.emit(f"{a}_n = tl.maximum({self.r_limit} - ({self.loop_start}), 0).to({tdt})")
+        self.welford_totals.add(a)
 
     def emit_loop_finish(self, node: Node, accs: dict) -> None:
         info = REDUCTIONS[node.op]
@@ -423,9 +426,14 @@ class Reductions:
         ``{res}_m2`` per row, in closed form (Chan, Golub and LeVeque): N = sum n_i, mean =
         m0 + sum n_i (mean_i - m0) / N, M2 = sum m2_i + sum n_i (mean_i - mean)^2, shifted by
         lane 0's mean m0 (lane 0 takes the first element of every loop and chunk), so that
-        lanes of one value combine to that value exactly, as Welford's pairwise combine does."""
+        lanes of one value combine to that value exactly, as Welford's pairwise combine does.
+        N is the loop's length where ``welford_count`` wrote the counts (one sum across lanes
+        fewer, a cost in the short loops of split BatchNorm statistics)."""
         lane = "tl.arange(0, RBLOCK)[None, :]"
-        self.emit(f"{res}_w = tl.sum({a}_w, 1)[:, None]")
+        if a in self.welford_totals:  # counts that welford_count gave: their sum is known
+            self.emit(f"{res}_w = tl.zeros([XBLOCK, 1], {a}_w.dtype) + {a}_n")
+        else:
+            self.emit(f"{res}_w = tl.sum({a}_w, 1)[:, None]")
         self.emit(f"{res}_l0 = tl.sum(tl.where({lane} == 0, {a}_mean, 0.0), 1)[:, None]")
         # (lanes with an infinity or NaN combine unshifted: an infinite shift would make every lane NaN)
         self.emit(f"{res}_m0 = tl.where(tl.abs({res}_l0) < float('inf'), {res}_l0, 0.0)")

@@ -61,6 +61,8 @@ class KernelWriter(Reductions):
         self.r_limit = "rnumel"
         #: the first offset of the current loop over the reduced extent (``None``: no loop yet)
         self.loop_start: str | None = None
+        #: Welford accumulators whose lane counts ``welford_count`` wrote (with their sum, ``{a}_n``)
+        self.welford_totals: set[str] = set()
         self.g = group
         self.dom: Domain = group.domain
         self.layout = layout
