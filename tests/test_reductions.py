@@ -336,6 +336,24 @@ def test_variance_with_large_mean(schedule, schedule_thresholds):
     assert_all_fused(graphs)
 
 
+def test_variance_of_data_a_million_from_zero_keeps_fp32_digits(schedule_thresholds):
+    """Welford lanes combine through their deviations from lane 0's mean, not from the rounded
+    mean: fp32 values about 1e6 with a spread of 1 (an ulp there is 0.0625), a few per lane,
+    keep a relative variance error within 1e-5 of fp64's (deviations from the rounded mean
+    gave 6e-4 to 8e-3). Lanes of hundreds of elements lose digits in their own running mean,
+    as eager's CUDA Welford does per thread."""
+    schedule = "loop_one_step"
+    shape, _, _ = SCHEDULES[schedule]
+    options = schedule_thresholds(schedule)
+    gen = torch.Generator().manual_seed(5)
+    x = (torch.randn(shape, dtype=F64, generator=gen) + 1e6).to(F32)
+    reference = torch.var(x.to(F64), 1)
+    actual, graphs = run_compiled(lambda x: torch.var(x, 1), x.to(DEVICE), **options)
+    err = ((actual.cpu().to(F64) - reference).abs() / reference).max().item()
+    assert err <= 1e-5, err
+    assert_all_fused(graphs)
+
+
 @pytest.mark.parametrize("correction", [0, 1, 2, 40])
 def test_variance_corrections(correction):
     """Bessel-style corrections, one past the count (divisor clamped at 0: inf), and size-1 rows."""

@@ -423,12 +423,14 @@ class Reductions:
     def combine_welford_lanes(self, a: str, res: str) -> None:
         """Combine the lanes of Welford's accumulator ``a`` (``{a}_mean``, ``{a}_m2``,
         ``{a}_w``: [XBLOCK, RBLOCK] means, M2s and counts) into ``{res}_w``, ``{res}_mean`` and
-        ``{res}_m2`` per row, in closed form (Chan, Golub and LeVeque): N = sum n_i, mean =
-        m0 + sum n_i (mean_i - m0) / N, M2 = sum m2_i + sum n_i (mean_i - mean)^2, shifted by
-        lane 0's mean m0 (lane 0 takes the first element of every loop and chunk), so that
-        lanes of one value combine to that value exactly, as Welford's pairwise combine does.
-        N is the loop's length where ``welford_count`` wrote the counts (one sum across lanes
-        fewer, a cost in the short loops of split BatchNorm statistics)."""
+        ``{res}_m2`` per row, in closed form shifted by lane 0's mean m0 (lane 0 takes the
+        first element of every loop and chunk): with d_i = mean_i - m0, S = sum n_i d_i and
+        Q = sum (m2_i + n_i d_i^2), mean = m0 + S / N and M2 = Q - S^2 / N (the corrected
+        two-pass formula of Chan, Golub and LeVeque). Lanes of one value combine to that value
+        exactly, as Welford's pairwise combine does, and M2 is formed from the small d_i, not
+        from deviations from the rounded mean (which cost digits where the mean is large
+        against the spread). N is the loop's length where ``welford_count`` wrote the counts
+        (one sum across lanes fewer, a cost in the short loops of split BatchNorm statistics)."""
         lane = "tl.arange(0, RBLOCK)[None, :]"
         if a in self.welford_totals:  # counts that welford_count gave: their sum is known
             self.emit(f"{res}_w = tl.zeros([XBLOCK, 1], {a}_w.dtype) + {a}_n")
@@ -437,10 +439,14 @@ class Reductions:
         self.emit(f"{res}_l0 = tl.sum(tl.where({lane} == 0, {a}_mean, 0.0), 1)[:, None]")
         # (lanes with an infinity or NaN combine unshifted: an infinite shift would make every lane NaN)
         self.emit(f"{res}_m0 = tl.where(tl.abs({res}_l0) < float('inf'), {res}_l0, 0.0)")
-        self.emit(f"{res}_mean = {res}_m0 + tl.sum({a}_w * ({a}_mean - {res}_m0), 1)[:, None] "
-                  f"/ tl.where({res}_w == 0.0, 1.0, {res}_w)")
-        self.emit(f"{res}_dm = {a}_mean - {res}_mean")
-        self.emit(f"{res}_m2 = tl.sum({a}_m2 + {a}_w * {res}_dm * {res}_dm, 1)[:, None]")
+        self.emit(f"{res}_d = {a}_mean - {res}_m0")
+        self.emit(f"{res}_s = tl.sum({a}_w * {res}_d, 1)[:, None]")
+        self.emit(f"{res}_q = tl.sum({a}_m2 + {a}_w * {res}_d * {res}_d, 1)[:, None]")
+        self.emit(f"{res}_c = {res}_s / tl.where({res}_w == 0.0, 1.0, {res}_w)")
+        self.emit(f"{res}_mean = {res}_m0 + {res}_c")
+        # (rounding can leave Q - S^2/N a little below 0; a NaN stays NaN)
+        self.emit(f"{res}_m2 = {res}_q - {res}_s * {res}_c")
+        self.emit(f"{res}_m2 = tl.where({res}_m2 < 0.0, 0.0, {res}_m2)")
 
     def emit_r_loop(self, reds: list[Node], outs: list[Value], start: str, end: str) -> dict:
         """One loop over the reduced extent, offsets ``start`` to ``end`` (expressions):
