@@ -927,3 +927,50 @@ def test_variance_of_data_far_from_zero_is_as_accurate_as_eager():
     for g, e, r in zip(got, eager, ref):
         err, eerr = (g.double() - r).abs().max().item(), (e.double() - r).abs().max().item()
         assert err <= 2 * eerr + torch.finfo(F32).eps * r.abs().max().item(), (err, eerr)
+
+
+def _group_norm_gradients(x, groups, affine=True):
+    """torchfuse's, eager's and float64's gradients of a GroupNorm of ``x`` (with a random
+    weight and bias when ``affine``) for one random output gradient: ``(got, eager, ref)``."""
+    import torch.nn.functional as F
+
+    c = x.shape[1]
+    params = [x.requires_grad_()]
+    if affine:
+        params += [torch.randn(c, device=DEVICE, requires_grad=True), torch.randn(c, device=DEVICE, requires_grad=True)]
+    fn = lambda x, *wb: F.group_norm(x, groups, *wb)
+    got, dy, _ = _compiled_gradients(fn, params)
+    exact = [p.detach().double().requires_grad_() for p in params]
+    ref = torch.autograd.grad(fn(*exact), exact, dy.double())
+    eager = torch.autograd.grad(fn(*params), params, dy)
+    return got, eager, ref
+
+
+@pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
+def test_group_norm_gradients_over_one_element_groups_are_zero(affine):
+    """A GroupNorm whose groups hold one element each outputs its bias whatever the input, so
+    the input gradient is exactly 0 (and the weight's too: ``xhat`` is 0). Eager's formula,
+    ``rstd * gamma * dy + c2 * x + c3``, cancels terms of size ``rstd = 1 / sqrt(eps)`` and
+    leaves about 6e-5; torchfuse's centered form gives the zeros."""
+    torch.manual_seed(0)
+    got, _, ref = _group_norm_gradients(torch.randn(4, 8, 1, 1, device=DEVICE), groups=8, affine=affine)
+    assert not got[0].any(), got[0].abs().max()
+    if affine:
+        assert not got[1].any(), got[1].abs().max()
+        torch.testing.assert_close(got[2].double(), ref[2])
+
+
+@pytest.mark.parametrize("shape,groups,layout", [((2, 16, 5, 5), 4, torch.contiguous_format),
+                                                 ((4, 32, 6, 6), 8, torch.channels_last)], ids=["nchw", "nhwc"])
+@pytest.mark.parametrize("offset", [0.0, 1e3], ids=["centered", "far"])
+def test_group_norm_gradients_are_as_accurate_as_eager(shape, groups, layout, offset):
+    """GroupNorm's input, weight and bias gradients against float64: the input's and weight's
+    within eager's error (groups 1e3 from zero, where eager's ``sum(dy * x) - sum(dy) * mean``
+    cancels, are where the centered form gains most), the bias's (a plain sum, in another
+    order) within twice eager's; each plus 4 fp32 ulps of the reference's magnitude."""
+    torch.manual_seed(0)
+    x = (torch.randn(*shape, device=DEVICE) + offset).to(memory_format=layout)
+    got, eager, ref = _group_norm_gradients(x, groups)
+    for name, g, e, r, slack in zip("xwb", got, eager, ref, (1, 1, 2)):
+        err, eager_err = (g.double() - r).abs().max().item(), (e.double() - r).abs().max().item()
+        assert err <= slack * eager_err + 4 * torch.finfo(F32).eps * r.abs().max().item(), (name, err, eager_err)
