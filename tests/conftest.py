@@ -5,6 +5,7 @@ how CI exercises them); with one, tests run on CUDA tensors with compiled kernel
 """
 from __future__ import annotations
 
+import contextlib
 import os
 
 import torch
@@ -29,6 +30,25 @@ def _reset_dynamo():
 
     torch._dynamo.reset()
     yield
+
+
+@contextlib.contextmanager
+def true_fp32():
+    """TF32 off for cuBLAS and cuDNN inside the block (fp32 products compared with eager's in
+    true fp32), the settings restored after. The matrix-product precision goes through
+    ``torch.set_float32_matmul_precision`` alone, after cuDNN's flags are entered, so that the
+    process never holds settings of PyTorch's two precision APIs that disagree (torch 2.11
+    raises when code such as Lightning then reads the precision). cuDNN's flags go through
+    their context manager: PyTorch's test utilities, imported by the conformance tests in the
+    same process, forbid setting them directly."""
+    cudnn = torch.backends.cudnn
+    with cudnn.flags(enabled=cudnn.enabled, benchmark=cudnn.benchmark, deterministic=cudnn.deterministic,
+                     allow_tf32=False):
+        torch.set_float32_matmul_precision("highest")
+        try:
+            yield
+        finally:
+            torch.set_float32_matmul_precision("highest")
 
 
 @pytest.fixture

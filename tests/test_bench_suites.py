@@ -15,6 +15,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from conftest import DEVICE
 from torchfuse.bench import timing
 from torchfuse.bench.__main__ import main
 from torchfuse.bench.rows import Provenance, load_rows
@@ -190,9 +191,9 @@ def test_graph_host_times_each_compiled_graph_alone():
     from torchfuse.bench.host import graph_host_ms
 
     backend.RECENT.clear()
-    w = torch.randn(16, 8, requires_grad=True)
+    w = torch.randn(16, 8, device=DEVICE, requires_grad=True)  # CPU tensors run through ATen on a GPU machine
     f = torchfuse.compile(lambda x: torch.tanh(x @ w).sum(), dynamic=False)
-    x = torch.randn(4, 16)
+    x = torch.randn(4, 16, device=DEVICE)
     step = lambda: f(x).backward()  # noqa: E731
     step()
     step()

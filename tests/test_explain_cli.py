@@ -2,6 +2,7 @@
 ``file.py:function``, at a size, dtype and mode, written as text, HTML and JSON."""
 from __future__ import annotations
 
+import sys
 import textwrap
 import warnings
 
@@ -264,3 +265,23 @@ def test_torchfuse_warnings_are_printed_once_in_the_summary(tmp_path, capsys, mo
     printed = capsys.readouterr().out
     assert "warning: torchfuse: mode=\"reduce-overhead\"" in printed, printed
     assert not [w for w in shown if "reduce-overhead" in str(w.message)], [str(w.message) for w in shown]
+
+
+@pytest.mark.parametrize("stem", ["workload_script", "json"], ids=["own-name", "stdlib-name"])
+def test_a_scripts_module_imports_by_name_without_shadowing_others(tmp_path, stem):
+    """``explain file.py:build`` loads the file as a module registered under its name, as an
+    import would (TorchDynamo in torch 2.11 imports a traced function's module by name to read
+    its globals); a file named after a loaded module (``json.py``) gets a name of its own and
+    leaves that module in place."""
+    import importlib
+    import json
+
+    from torchfuse.report.explain_cli import file_step
+
+    script = tmp_path / f"{stem}.py"
+    script.write_text("import torch\n\ndef build():\n    return (lambda x: torch.relu(x)), (torch.ones(2),)\n")
+    file_step(f"{script}:build", "infer-fp32", "cpu")
+    loaded = [m for m in list(sys.modules.values()) if getattr(m, "__file__", None) == str(script.resolve())]
+    assert len(loaded) == 1
+    assert importlib.import_module(loaded[0].__name__) is loaded[0] and loaded[0].torch is torch
+    assert sys.modules["json"] is json

@@ -303,16 +303,16 @@ def test_compiling_the_same_function_again_reuses_dynamo_cache(monkeypatch):
     """One backend callable per set of options: re-compiling a function (a loop, a re-run
     notebook cell) hits TorchDynamo's cache instead of recompiling until its limit (8) and
     silently running eager."""
-    from torchfuse.runtime.executor import GroupRunner
+    from torchfuse.runtime.executor import CompiledGraph
 
-    launches = []
-    original = GroupRunner.__call__
+    calls = []
+    original = CompiledGraph.__call__
 
-    def counting(self, *args, **kwargs):
-        launches.append(self.group.name)
+    def counting(self, *args, **kwargs):  # every call of a compiled graph, interpreted or generated
+        calls.append(self.name)
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(GroupRunner, "__call__", counting)
+    monkeypatch.setattr(CompiledGraph, "__call__", counting)
 
     def f(x):
         return torch.sigmoid(x) * 3 - x
@@ -321,7 +321,7 @@ def test_compiling_the_same_function_again_reuses_dynamo_cache(monkeypatch):
     for _ in range(12):
         torch.testing.assert_close(torchfuse.compile(f, dump_dir=None)(x), f(x))
     assert len(compiled_graphs()) == 1, "every torchfuse.compile call recompiled the function"
-    assert len(launches) == 12, "calls after Dynamo's recompile limit ran eager"
+    assert len(calls) == 12, "calls after Dynamo's recompile limit ran eager"
     assert torchfuse._backend_for(torchfuse.Options()) is torchfuse._backend_for(torchfuse.Options())
     assert torchfuse._backend_for(torchfuse.Options()) is not torchfuse._backend_for(torchfuse.Options(fuse=False))
 

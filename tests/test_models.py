@@ -31,7 +31,7 @@ import torch.utils.checkpoint
 
 import torchfuse
 import torchfuse.backend as backend
-from conftest import DEVICE
+from conftest import DEVICE, true_fp32
 from torchfuse.decompose import INPUT_WRITE
 
 pytestmark = pytest.mark.slow
@@ -55,15 +55,8 @@ LIBRARY_OPS = {
 def _fresh_graphs():
     """Start with no recorded graphs; compare in true fp32 on GPUs (TF32 off)."""
     backend.RECENT.clear()
-    saved = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    # cuDNN's flags through their context manager: PyTorch's test utilities (imported by the
-    # conformance tests in the same process) forbid setting them directly
-    cudnn = torch.backends.cudnn
-    with cudnn.flags(enabled=cudnn.enabled, benchmark=cudnn.benchmark, deterministic=cudnn.deterministic,
-                     allow_tf32=False):
+    with true_fp32():
         yield
-    torch.backends.cuda.matmul.allow_tf32 = saved
 
 
 def assert_close_to_eager(actual: torch.Tensor, expected: torch.Tensor, exact: torch.Tensor, what: str) -> None:

@@ -103,7 +103,7 @@ def first_call_main(argv: list[str]) -> int:
     from .runner import _prepare
     from .suites import find_case
     from ..runtime.phases import PhaseWindow
-    from .timing import time_first_call
+    from .timing import synchronize, time_first_call
     from .triton_stages import TritonStageClock
     from .workload import BuildContext
 
@@ -114,6 +114,7 @@ def first_call_main(argv: list[str]) -> int:
         import_modules((args.backend,))
         prepared = _prepare(backend_named(args.backend), workload, mode, args.device)
         stages = TritonStageClock() if args.backend.startswith("torchfuse") else contextlib.nullcontext()
+        synchronize(args.device)  # the device's context starts outside the window, as outside the timed call
         with PhaseWindow() as phases, stages:
             seconds, _ = time_first_call(prepared.forward_backward, args.device)
     except Exception as e:  # noqa: BLE001

@@ -191,8 +191,14 @@ def file_step(spec: str, mode_name: str, device: str):
     path, _, function = spec.rpartition(":")
     if not Path(path).is_file():
         raise SpecError(f"{path}: no such file (MODEL is hf:NAME, timm:NAME, torchvision:NAME or file.py:function)")
-    module_spec = importlib.util.spec_from_file_location(Path(path).stem, path)
+    # registered under its name, as an import would: TorchDynamo (torch 2.11) imports a traced
+    # function's module by name to read its globals
+    name = Path(path).stem
+    if name in sys.modules and getattr(sys.modules[name], "__file__", None) != str(Path(path).resolve()):
+        name = f"torchfuse_file_{name}_{abs(hash(str(Path(path).resolve())))}"
+    module_spec = importlib.util.spec_from_file_location(name, Path(path).resolve())
     module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
     # the file's folder first on the import path, as ``python file.py`` puts it, so that the
     # file can import the modules beside it
     folder = str(Path(path).resolve().parent)
