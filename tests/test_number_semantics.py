@@ -380,3 +380,117 @@ def test_soft_margin_loss_rounds_each_step_as_aten(dtype, reduction):
     actual, graphs = run_compiled(grad, g, x, y)
     assert_all_fused(graphs)
     check(actual, grad(g, x, y))
+
+
+# ----------------------------------------------------------------------------- loss gradients
+
+_REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
+LOSS_SHAPE = (3, 64)  # 192 elements: the mean's 2 / 192 and 1 / 192 are not exact in any dtype
+
+
+def _loss_operands(dtype, seed, scale):
+    x = make_sample(F64, seed, shape=LOSS_SHAPE, specials=False).cpu() * scale
+    y = make_sample(F64, seed + 1, shape=LOSS_SHAPE, specials=False).cpu() * scale
+    return x.to(dtype).to(DEVICE), y.to(dtype).to(DEVICE)
+
+
+@pytest.mark.parametrize("reduction", list(_REDUCTIONS))
+@pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=dtype_id)
+def test_mse_loss_gradient_rounds_each_step_as_aten(dtype, reduction):
+    """``mse_loss``'s gradient ``alpha * (x - y) * grad`` one step at a time in the input's
+    dtype, ``alpha`` (2, or 2 / numel) converted to it, as ATen's kernels compute it: bit for
+    bit, and where fp16's ``2 * (x - y)`` overflows eager's gradient is infinite (PyTorch's
+    decomposition, in fp32, gave 40000 where eager gives ``inf``)."""
+    x, y = _loss_operands(dtype, 21, 2e4 if dtype == F16 else 10.0)
+    shape = LOSS_SHAPE if reduction == "none" else ()
+    g = make_sample(dtype, 23, shape=shape, specials=False, domain=(0.25, 1.0))
+    grad = lambda g, x, y: torch.ops.aten.mse_loss_backward(g, x, y, _REDUCTIONS[reduction])
+    expected = grad(g, x, y)
+    if dtype == F16 and reduction != "mean":
+        assert expected.isinf().any()  # the overflow this checks
+    actual, graphs = run_compiled(grad, g, x, y)
+    assert_all_fused(graphs)
+    assert_same_bits(actual, expected)
+
+
+@pytest.mark.parametrize("loss", ["smooth_l1", "huber"])
+@pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=dtype_id)
+def test_smooth_l1_and_huber_gradients_keep_eagers_nans(dtype, loss):
+    """Smooth L1's and Huber's gradients where the difference is NaN are NaN, as eager's
+    kernels give them (neither branch's comparison holds); PyTorch's smooth L1 decomposition
+    multiplied by ``sign(x)``, 0 for NaN. Differences at exactly +-beta, infinities and
+    ordinary values equal eager's to rounding (CPU eager's vector loop divides by beta first,
+    CUDA's last, as torchfuse)."""
+    import torch.nn.functional as F
+
+    x, y = _loss_operands(dtype, 25, 2.0)
+    x[0, :4] = torch.tensor([NAN, 0.5, -0.5, INF], dtype=dtype)
+    y[0, :4] = torch.tensor([0.0, 0.0, 0.0, 1.0], dtype=dtype)
+    y[1, 0] = NAN
+    x.requires_grad_()
+    for param in (1.0, 0.5):
+        fn = (lambda x, y: F.smooth_l1_loss(x, y, beta=param, reduction="sum")) if loss == "smooth_l1" else \
+            (lambda x, y: F.huber_loss(x, y, delta=param, reduction="sum"))
+        expected, = torch.autograd.grad(fn(x, y), [x])
+        assert expected[0, 0].isnan() and expected[1, 0].isnan()
+        out, graphs = run_compiled(fn, x, y)
+        actual, = torch.autograd.grad(out, [x])
+        assert_matches(actual, expected)
+
+
+@pytest.mark.parametrize("loss", ["mse_loss", "smooth_l1_loss", "huber_loss", "soft_margin_loss"])
+def test_mean_losses_of_empty_inputs_compile(loss):
+    """The mean of a loss over no element is NaN and its gradient empty, as eager's; the
+    gradients' ``1 / numel`` (a Python division by zero in PyTorch's decompositions) made
+    AOTAutograd reject the graph, which then ran unfused with a warning."""
+    import warnings
+
+    import torch.nn.functional as F
+
+    fn = getattr(F, loss)
+    x = torch.zeros(0, 5, device=DEVICE, requires_grad=True)
+    y = torch.zeros(0, 5, device=DEVICE)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="torchfuse")
+        out, graphs = run_compiled(fn, x, y)
+        grad, = torch.autograd.grad(out, [x])
+    assert out.isnan() and grad.shape == x.shape
+    assert graphs
+
+
+def test_binary_cross_entropy_matches_eager():
+    """``binary_cross_entropy`` with its range check (an ``_assert_async`` whose ``all`` joins
+    the loss's reduction): values and gradients as eager's, fused."""
+    import torch.nn.functional as F
+
+    p = make_sample(F32, 27, shape=LOSS_SHAPE, specials=False, domain=(0.01, 0.99)).requires_grad_()
+    t = make_sample(F32, 28, shape=LOSS_SHAPE, specials=False, domain=(0.0, 1.0))
+    for reduction in _REDUCTIONS:
+        fn = lambda p, t: F.binary_cross_entropy(p, t, reduction=reduction)
+        out, graphs = run_compiled(fn, p, t)
+        assert_all_fused(graphs)
+        assert_matches(out, fn(p, t))
+        g = torch.ones_like(out)
+        assert_matches(torch.autograd.grad(out, [p], g)[0], torch.autograd.grad(fn(p, t), [p], g)[0])
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="on CUDA eager's range check is a device-side assert, which leaves "
+                                            "the context unusable")
+@pytest.mark.parametrize("bad", [1.5, -0.25, NAN], ids=["above", "below", "nan"])
+def test_binary_cross_entropy_raises_eagers_errors(bad):
+    """An input outside [0, 1] (NaN included) raises eager's error, which PyTorch's
+    decomposition leaves out; so does an integer target."""
+    import torch.nn.functional as F
+
+    fn = lambda p, t: F.binary_cross_entropy(p, t)
+    p = torch.tensor([0.5, bad, 0.25], device=DEVICE)
+    t = torch.tensor([0.0, 1.0, 1.0], device=DEVICE)
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        fn(p, t)
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        run_compiled(fn, p, t)
+    target = torch.tensor([0, 1, 1], device=DEVICE)
+    with pytest.raises(RuntimeError, match="expected Float"):
+        fn(p.clamp(0, 1).nan_to_num(), target)
+    with pytest.raises(RuntimeError, match="expected Float"):
+        run_compiled(fn, p.clamp(0, 1).nan_to_num(), target)

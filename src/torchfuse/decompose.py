@@ -318,7 +318,11 @@ def soft_margin_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, tar
     ``-norm`` (``1 / numel`` for the mean, else 1), over ``1 + z``, times ``grad_output``, each
     step rounded to ``self``'s dtype: where ``exp`` overflows, eager's gradient is NaN, which
     PyTorch's decomposition (a sigmoid, in fp32) made finite."""
-    norm = 1.0 / self.numel() if reduction == 1 else 1.0
+    from torch.fx.experimental.symbolic_shapes import guard_or_false
+
+    # a double, as ``mul_(-norm)`` reads it (not rounded to the dtype); 1 for an empty mean,
+    # whose gradient has no element
+    norm = 1.0 / self.numel() if reduction == 1 and not guard_or_false(self.numel() == 0) else 1.0
     z = torch.exp(-target * self)
     grad = (target * z).to(self.dtype) * -norm
     grad = (grad / (z + 1)).to(self.dtype)
@@ -382,6 +386,105 @@ def _group_norm_backward_centered(grad_output, input, mean, rstd, gamma, N, C, H
     if output_mask[2]:
         d_bias = dy_sum.sum(0).reshape(C)
     return d_input, d_gamma, d_bias
+
+
+def _in_dtype(value: float, dtype: torch.dtype) -> float:
+    """``value`` rounded to ``dtype`` (to nearest, ties to even), as a Python float: a C++
+    ``Scalar::to<scalar_t>()`` of a double, as ATen's kernels convert their constants."""
+    if dtype == torch.float16:
+        return struct.unpack("e", struct.pack("e", value))[0]
+    if dtype == torch.bfloat16:
+        bits = struct.unpack("I", struct.pack("f", value))[0]  # fp32 first, then to bf16's 16 bits
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+        return struct.unpack("f", struct.pack("I", bits))[0]
+    return _to_fp32(value) if dtype == torch.float32 else value
+
+
+def _loss_norm(self: torch.Tensor, reduction: int, scale: float = 1.0):
+    """A loss gradient's factor, ``scale / numel`` for the mean (``reduction`` 1), else ``scale``,
+    as a Python number rounded to ``self``'s dtype (ATen's kernels convert it to ``scalar_t``);
+    ``scale`` for an empty mean, whose gradient has no element (eager divides by zero in
+    double; PyTorch's decompositions raised ``ZeroDivisionError`` in Python)."""
+    from torch.fx.experimental.symbolic_shapes import guard_or_false
+
+    n = self.numel()
+    if reduction != 1 or guard_or_false(n == 0):
+        return _in_dtype(scale, self.dtype)
+    return _in_dtype(scale / n, self.dtype) if isinstance(n, int) else scale / n
+
+
+def _same_floating_dtype(*tensors) -> bool:
+    return all(t.dtype == tensors[0].dtype for t in tensors) and tensors[0].dtype.is_floating_point
+
+
+def mse_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
+                      reduction: int) -> torch.Tensor:
+    """``aten.mse_loss_backward`` as ATen's kernels compute it (``mse_backward`` in
+    aten/src/ATen/native/cuda/PointwiseOpsKernel.cu): ``alpha * (self - target) * grad``, each
+    step rounded to ``self``'s dtype, ``alpha`` (2, or 2 / numel for the mean) converted to it.
+    Returns ``self``'s shape and dtype.
+
+    PyTorch's decomposition computes in fp32 for fp16/bf16 and rounds once, so where eager's fp16
+    ``2 * (x - y)`` overflows (a gradient of ``inf``, a step ``GradScaler`` skips) it gave a
+    finite one. Mixed dtypes go to that decomposition, which promotes as eager does."""
+    if not _same_floating_dtype(grad_output, self, target):
+        from torch._decomp.decompositions import mse_loss_backward as pytorch_mse_loss_backward
+
+        return pytorch_mse_loss_backward(grad_output, self, target, reduction)
+    return (self - target) * _loss_norm(self, reduction, 2.0) * grad_output
+
+
+def smooth_l1_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
+                            reduction: int, beta: float) -> torch.Tensor:
+    """``aten.smooth_l1_loss_backward`` as ATen's CUDA kernel computes it
+    (``smooth_l1_backward_cuda_kernel`` in aten/src/ATen/native/cuda/BinaryMiscBackwardOpsKernels.cu):
+    with ``x = self - target``, ``-norm * grad`` below ``-beta``, ``norm * grad`` above ``beta``,
+    else ``norm * x * grad / beta``, each step in ``self``'s dtype, ``norm`` (1, or 1 / numel
+    for the mean) and ``beta`` converted to it. Returns ``self``'s shape and dtype.
+
+    A NaN difference compares neither below nor above, so its gradient is NaN, as eager's;
+    PyTorch's decomposition multiplied by ``sign(x)``, which is 0 for NaN. ``beta <= 0`` and
+    mixed dtypes go to that decomposition (``F.smooth_l1_loss`` sends ``beta == 0`` to the L1
+    loss before it reaches this op)."""
+    if beta <= 0 or not _same_floating_dtype(grad_output, self, target):
+        from torch._decomp.decompositions import smooth_l1_loss_backward as pytorch_smooth_l1_loss_backward
+
+        return pytorch_smooth_l1_loss_backward(grad_output, self, target, reduction, beta)
+    norm, beta_t = _loss_norm(self, reduction), _in_dtype(beta, self.dtype)
+    x = self - target
+    scaled = norm * grad_output
+    inside = x * norm * grad_output / beta_t
+    return torch.where(x < -beta_t, -scaled, torch.where(x > beta_t, scaled, inside)).to(self.dtype)
+
+
+def huber_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
+                        reduction: int, delta: float) -> torch.Tensor:
+    """``aten.huber_loss_backward``: PyTorch's decomposition, except that an empty input with the
+    mean reduction gives its empty gradient (the decomposition divided by the element count,
+    0, in Python, and the graph ran unfused)."""
+    from torch._decomp.decompositions import huber_loss_backward as pytorch_huber_loss_backward
+    from torch.fx.experimental.symbolic_shapes import guard_or_false
+
+    if reduction == 1 and guard_or_false(self.numel() == 0):
+        reduction = 2  # the sum's gradient: as empty as the mean's
+    return pytorch_huber_loss_backward(grad_output, self, target, reduction, delta)
+
+
+def binary_cross_entropy(self: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None = None,
+                         reduction: int = 1) -> torch.Tensor:
+    """``aten.binary_cross_entropy``: PyTorch's decomposition, with eager's checks. An input
+    element outside [0, 1] (NaN included) raises eager's error through an asynchronous
+    device-side check (``_assert_async``, like the CUDA kernel's assert; at once on a CPU), whose
+    ``all`` joins the loss's reduction; a target or weight of another dtype than ``self`` goes
+    to ATen's kernel, which raises eager's error. PyTorch's decomposition leaves both out.
+    Returns what ATen's op returns: the per-element loss (``reduction`` 0), or its mean (1) or
+    sum (2), in ``self``'s dtype."""
+    from torch._decomp.decompositions import binary_cross_entropy as pytorch_binary_cross_entropy
+
+    if target.dtype != self.dtype or (weight is not None and weight.dtype != self.dtype):
+        return NotImplemented
+    aten._assert_async.msg(((self >= 0) & (self <= 1)).all(), "all elements of input should be between 0 and 1")
+    return pytorch_binary_cross_entropy(self, target, weight, reduction)
 
 
 #: 1/6 rounded to fp32, as a Python float (ATen's kernels multiply by ``1.0f / 6.0f``)
@@ -562,6 +665,10 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
     table[aten.soft_margin_loss.default] = soft_margin_loss
     table[aten.soft_margin_loss_backward.default] = soft_margin_loss_backward
     table[aten.native_group_norm_backward.default] = native_group_norm_backward
+    table[aten.mse_loss_backward.default] = mse_loss_backward
+    table[aten.smooth_l1_loss_backward.default] = smooth_l1_loss_backward
+    table[aten.huber_loss_backward.default] = huber_loss_backward
+    table[aten.binary_cross_entropy.default] = binary_cross_entropy
     for op in LOAD_AT_RESULT_DTYPE:
         if op in table:
             table[op] = _operands_at_result_dtype(table[op])
