@@ -933,6 +933,10 @@ STORED_NUMBERS = {
     "index_fill_half": lambda x, m: x.half().index_fill(0, torch.tensor([0], device=x.device), 7e4) * 2,
     "full_int8": lambda x, m: torch.full((2, 3), 200, dtype=torch.int8, device=x.device) + (x[:2, :3] > 0).to(torch.int8),
     "full_uint8_wraps": lambda x, m: torch.full((2, 3), -1, dtype=torch.uint8, device=x.device) - (x[:2, :3] > 0).to(torch.uint8),
+    "threshold_half": lambda x, m: torch.nn.functional.threshold(x.half(), 0.0, 1e6) * 2,
+    "threshold_half_fits": lambda x, m: torch.nn.functional.threshold(x.half(), 0.0, 6e4) * 2,
+    "threshold_half_inplace": lambda x, m: torch.nn.functional.threshold(x.half() * 2, 1e6, 0.0, inplace=True) + 1,
+    "hardtanh_half": lambda x, m: torch.nn.functional.hardtanh(x.half(), -1e6, 1e6) * 2,
 }
 
 
@@ -1055,6 +1059,36 @@ def test_softmax_with_an_integer_result_raises_as_in_eager(call, dtype):
         with pytest.raises(type(error), match="not implemented"):
             compiled(x)
     else:  # (fp16 rows: an ulp from CPU eager's rounding, as the op tests allow)
+        torch.testing.assert_close(compiled(x), want, rtol=2e-3, atol=1e-5)
+
+
+_FLOATING_INPUT_CALLS = {
+    "gelu": lambda x: torch.nn.functional.gelu(x) + 1, "silu": torch.nn.functional.silu,
+    "mish": torch.nn.functional.mish, "softplus": torch.nn.functional.softplus,
+    "hardsigmoid": torch.nn.functional.hardsigmoid, "hardswish": torch.nn.functional.hardswish,
+    "logsigmoid": torch.nn.functional.logsigmoid, "celu": torch.nn.functional.celu,
+    "hardshrink": torch.nn.functional.hardshrink, "glu": lambda x: torch.nn.functional.glu(x, -1),
+    "softmin": lambda x: torch.nn.functional.softmin(x, -1),
+    "softmin_float": lambda x: torch.nn.functional.softmin(x, -1, dtype=torch.float32),
+    "lerp": lambda x: torch.lerp(x, x * 2, 0.25),
+}
+
+
+@pytest.mark.parametrize("call", list(_FLOATING_INPUT_CALLS))
+@pytest.mark.parametrize("dtype", [I64, I8, F16], ids=dtype_id)
+def test_activations_of_integer_tensors_raise_as_in_eager(call, dtype):
+    """Eager implements these activations for floating inputs only (``"GeluKernelImpl" not
+    implemented for 'Long'``); PyTorch's decompositions trace them for any dtype, and the
+    kernels returned integers (an integer ``lerp``, a float). The compiled call raises eager's
+    error where eager does, and gives eager's values where it does not."""
+    fn = _FLOATING_INPUT_CALLS[call]
+    x = (torch.arange(12, device=DEVICE).view(3, 4) % 5 - 2).to(dtype)
+    want, error = eager_outcome(fn, x, errors=(RuntimeError, NotImplementedError))
+    compiled = torchfuse.compile(fn, dynamic=False)
+    if error is not None:
+        with pytest.raises(type(error), match="not implemented"):
+            compiled(x)
+    else:
         torch.testing.assert_close(compiled(x), want, rtol=2e-3, atol=1e-5)
 
 

@@ -102,6 +102,9 @@ _CHECKED_NUMBERS: dict[str, tuple[tuple[int, str], ...]] = {
     "index_fill": ((3, "value"),), "index_fill_": ((3, "value"),),
     "clamp": ((1, "min"), (2, "max")), "clamp_": ((1, "min"), (2, "max")), "clip": ((1, "min"), (2, "max")),
     "clip_": ((1, "min"), (2, "max")), "clamp_min": ((1, "min"),), "clamp_max": ((1, "max"),),
+    # hardtanh is ATen's clamp of its bounds; threshold converts both numbers, on every device
+    "hardtanh": ((1, "min_val"), (2, "max_val")), "hardtanh_": ((1, "min_val"), (2, "max_val")),
+    "threshold": ((1, "threshold"), (2, "value")), "threshold_": ((1, "threshold"), (2, "value")),
 }
 
 
@@ -109,7 +112,7 @@ _CHECKED_NUMBERS: dict[str, tuple[tuple[int, str], ...]] = {
 #: and is on the CPU (``scalar_fill``'s path); and the clamps, whose CUDA kernels read their
 #: bounds in the accumulation type, unchecked (checked on CUDA tensors with torch 2.11)
 _FILLS = frozenset({"fill", "fill_", "full", "full_like", "new_full"})
-_CLAMPS = frozenset({"clamp", "clamp_", "clip", "clip_", "clamp_min", "clamp_max"})
+_CLAMPS = frozenset({"clamp", "clamp_", "clip", "clip_", "clamp_min", "clamp_max", "hardtanh", "hardtanh_"})
 
 
 def _eager_checks(name: str, dtype: torch.dtype, numel, device: torch.device | None) -> bool:
@@ -162,7 +165,8 @@ def _checked_overloads() -> dict:
     overloads = [aten.masked_fill.Scalar, aten.masked_fill_.Scalar, aten.fill.Scalar, aten.fill_.Scalar,
                  aten.full.default, aten.full_like.default, aten.new_full.default, aten.index_fill.int_Scalar,
                  aten.index_fill_.int_Scalar, aten.clamp.default, aten.clamp_.default, aten.clamp_min.default,
-                 aten.clamp_max.default]
+                 aten.clamp_max.default, aten.hardtanh.default, aten.hardtanh_.default, aten.threshold.default,
+                 aten.threshold_.default]
     return {op: op.overloadpacket.__name__ for op in overloads}
 
 
@@ -252,7 +256,12 @@ def _reduces_nothing(n: torch.fx.Node) -> bool:
 
 #: calls eager implements for floating results only ("softmax_lastdim_kernel_impl" not
 #: implemented for 'Char'); PyTorch's decompositions trace them for any dtype
-_FLOATING_ONLY = frozenset({"softmax", "log_softmax", "special_softmax", "special_log_softmax"})
+_FLOATING_ONLY = frozenset({"softmax", "log_softmax", "special_softmax", "special_log_softmax", "softmin"})
+
+#: calls eager implements for floating inputs only ("GeluKernelImpl" not implemented for
+#: 'Long'), whatever their result's dtype (an integer ``lerp`` promotes to float)
+_FLOATING_INPUT_ONLY = frozenset({"gelu", "silu", "mish", "softplus", "hardsigmoid", "hardswish", "log_sigmoid",
+                                  "celu", "hardshrink", "glu", "prelu", "lerp", "lerp_"})
 
 
 def eager_raises(gm: torch.fx.GraphModule) -> list[str]:
@@ -260,7 +269,8 @@ def eager_raises(gm: torch.fx.GraphModule) -> list[str]:
     graph would not: a number stored into a tensor whose dtype cannot hold it
     (``x.half().masked_fill(m, -1e30)``, ``torch.full_like(x_half, 1e6)``,
     ``x_half.clamp(max=1e6)``: ``RuntimeError``), or a softmax with an integer result
-    (``int_tensor.softmax(-1)``: ``NotImplementedError``), or a ``max``/``min`` over a dim of
+    (``int_tensor.softmax(-1)``: ``NotImplementedError``) or an activation of an integer tensor
+    (``F.gelu(int_tensor)``: ``NotImplementedError``), or a ``max``/``min`` over a dim of
     size 0 or of an empty tensor (``IndexError``, where a kernel would return -inf and an index);
     each described as ``"<call> with <number> for <dtype>"``, ``"<call> for <dtype>"`` or
     ``"<call> over a dim of size 0"``; empty when there are none. The
@@ -279,6 +289,10 @@ def eager_raises(gm: torch.fx.GraphModule) -> list[str]:
             continue
         if name in _FLOATING_ONLY and not (out.dtype.is_floating_point or out.dtype.is_complex):
             found.append(f"{name} for {str(out.dtype).replace('torch.', '')}")
+        first = n.args[0].meta.get("example_value") if n.args and isinstance(n.args[0], torch.fx.Node) else None
+        if (name in _FLOATING_INPUT_ONLY and isinstance(first, torch.Tensor)
+                and not (first.dtype.is_floating_point or first.dtype.is_complex)):
+            found.append(f"{name} for {str(first.dtype).replace('torch.', '')}")
         if not spots:
             continue
         if not _eager_checks(name, out.dtype, out.numel() if type(out.numel()) is int else 1, out.device):
