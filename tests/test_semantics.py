@@ -1117,3 +1117,52 @@ def test_which_stored_numbers_eager_checks_depends_on_the_device():
         except RuntimeError:
             pass  # CPU eager's clamp raises when the graph runs as traced
     assert found == {"cpu": ["clamp with 1000000.0 for float16"], "meta": ["full_like with 1000000.0 for float16"]}
+
+
+_LINEAR_INTERPOLATIONS = {
+    "linear_size": ((2, 3, 7), dict(size=11, mode="linear")),
+    "linear_recomputed": ((2, 3, 7), dict(scale_factor=2.3, mode="linear", recompute_scale_factor=True)),
+    "bilinear_up": ((2, 3, 5, 6), dict(scale_factor=2, mode="bilinear")),
+    "bilinear_size_corners": ((2, 3, 5, 6), dict(size=(13, 7), mode="bilinear", align_corners=True)),
+    "bilinear_down": ((2, 3, 5, 6), dict(scale_factor=0.5, mode="bilinear")),
+    "trilinear": ((1, 2, 4, 5, 6), dict(scale_factor=(1.5, 2.0, 0.7), mode="trilinear")),
+}
+
+
+@pytest.mark.parametrize("case", list(_LINEAR_INTERPOLATIONS))
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=dtype_id)
+def test_linear_interpolation_weighs_neighbours_as_eager(case, dtype):
+    """``F.interpolate`` in the linear modes with eager's weighted sums (``l0 * v0 + l1 * v1``):
+    an infinite input stays infinite where eager's is (PyTorch's decomposition, ``v0 + (v1 -
+    v0) * l1``, gave NaN), NaN where eager's weight of 0 meets an infinity; values and input
+    gradients as eager's to rounding; the output in eager's memory format; fused."""
+    import torch.nn.functional as F
+
+    shape, kwargs = _LINEAR_INTERPOLATIONS[case]
+    torch.manual_seed(0)
+    x = torch.randn(*shape, device=DEVICE)
+    x.view(-1)[::7] = INF
+    x.view(-1)[3::11] = -INF
+    layouts = [torch.contiguous_format] + ([torch.channels_last] if len(shape) == 4 else [])
+    fn = lambda x: F.interpolate(x * 2, **kwargs)
+    for layout in layouts:
+        xs = x.to(dtype).contiguous(memory_format=layout)
+        got, graphs = run_compiled(fn, xs)
+        want = fn(xs)
+        assert_all_fused(graphs)
+        assert got.stride() == want.stride()
+        assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf()), (got, want)
+        if dtype == F32:
+            torch.testing.assert_close(got, want, equal_nan=True, rtol=1e-5, atol=1e-5)
+        else:  # CPU eager rounds some bf16 intermediates: as near float64 as eager, plus an ulp
+            ref = fn(xs.double())
+            finite = ref.isfinite()
+            err = (got.double() - ref)[finite].abs().max().item()
+            eager_err = (want.double() - ref)[finite].abs().max().item()
+            assert err <= eager_err + torch.finfo(dtype).eps * ref[finite].abs().max().item(), (err, eager_err)
+    finite = torch.randn(*shape, device=DEVICE, requires_grad=True)
+    out = torchfuse.compile(fn, dynamic=False)(finite)
+    dy = torch.randn_like(out)
+    got, = torch.autograd.grad(out, [finite], dy)
+    want, = torch.autograd.grad(fn(finite), [finite], dy)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)

@@ -98,6 +98,7 @@ def _channels_last(context: PassContext) -> bool:
 FX_PASSES: tuple[GraphPass, ...] = (
     GraphPass("dense_attention_masks",
               lambda gm, o: fx.dense_attention_masks(gm, o.tuning.graph_passes.attention_mask_devices), _always),
+    GraphPass("linear_interpolations", lambda gm, o: fx.linear_interpolations(gm), _always),
     GraphPass("fold_conv_batchnorm", lambda gm, o: freezing.fold_conv_batchnorm(gm), lambda c: c.frozen),
     GraphPass("conv_bias_epilogues",
               lambda gm, o: freezing.conv_bias_epilogues(gm, o.tuning.graph_passes.conv_bias_epilogue_devices),

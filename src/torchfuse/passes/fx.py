@@ -49,6 +49,98 @@ def dense_last_dim(mask: torch.Tensor) -> torch.Tensor:
     return base.contiguous().expand(shape)
 
 
+#: ``F.interpolate``'s modes that weigh neighbouring input elements linearly, by input rank
+_LINEAR_MODES = {"linear": 3, "bilinear": 4, "trilinear": 5}
+
+
+def linear_interpolation(input: torch.Tensor, size=None, scale_factor=None, mode: str = "bilinear",
+                         align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
+                         antialias: bool = False) -> torch.Tensor:
+    """``F.interpolate`` in a ``linear``, ``bilinear`` or ``trilinear`` mode, with the weighted
+    sums of ATen's kernels (``upsample_bilinear2d_out_frame`` in
+    aten/src/ATen/native/cuda/UpSampleBilinear2d.cu, and the 1-D and 3-D ones): per output
+    element, nested over the dims from the last, ``l0 * v0 + l1 * v1`` with ``l1`` the source
+    coordinate's fraction and ``l0 = 1 - l1``, in the accumulation type (fp32 for fp16/bf16),
+    rounded once. Source coordinates as ATen's ``area_pixel_compute_source_index``: ``scale *
+    i`` with corners aligned, else ``scale * (i + 0.5) - 0.5`` clamped at 0, the scale
+    ``1 / scale_factor`` where one is given and used, else the sizes' ratio.
+
+    Returns: (N, C, *output sizes), ``input``'s dtype, in ``input``'s suggested memory format
+    (eager's). PyTorch's decomposition, which ``F.interpolate``'s overloads reach through its
+    Python dispatcher before any decomposition table, interpolates as ``v0 + (v1 - v0) * l1``:
+    an infinite input gave NaN (``inf - inf``) where eager's weights give the infinity, a -0.0
+    gave +0.0, and fp32 elements came out up to 14 ulps from eager's.
+    """
+    from torch._decomp.decompositions import upsample_compute_output_size
+    from torch._prims_common import suggest_memory_format
+
+    dims = input.dim() - 2
+    if size is not None:
+        output_size = list(size) if isinstance(size, (list, tuple)) else [size] * dims
+        scales = None
+    else:
+        scales = [float(f) for f in scale_factor] if isinstance(scale_factor, (list, tuple)) else [float(scale_factor)] * dims
+        output_size = None
+        if recompute_scale_factor:
+            output_size = [int(input.shape[2 + k] * scales[k]) for k in range(dims)]  # floor, as F.interpolate
+            scales = None
+    osize = upsample_compute_output_size(input.size(), output_size, scales)
+    scales = scales or [None] * dims
+    acc = torch.promote_types(input.dtype, torch.float32)
+    lows, highs, l1s = [], [], []
+    for k in range(dims):
+        in_size, out_size = input.shape[2 + k], osize[k]
+        if align_corners:
+            scale = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+        else:
+            scale = 1.0 / scales[k] if scales[k] is not None and scales[k] > 0 else in_size / out_size
+        i = torch.arange(out_size, device=input.device).to(acc)  # (the registry makes integer aranges)
+        src = i * scale if align_corners else (i + 0.5) * scale - 0.5
+        src = src.clamp(min=0.0)
+        low = src.to(torch.int64)
+        shape = [out_size] + [1] * (dims - 1 - k)
+        lows.append(low.reshape(shape))
+        highs.append((low + 1).clamp(max=in_size - 1).reshape(shape))
+        l1s.append((src - low).reshape(shape))
+    corners = []
+    for bits in range(2 ** dims):  # the last dim's choice varies fastest
+        index = [highs[k] if bits >> (dims - 1 - k) & 1 else lows[k] for k in range(dims)]
+        corners.append(torch.ops.aten._unsafe_index(input, [None, None, *index]).to(acc))
+    for k in reversed(range(dims)):
+        l1 = l1s[k]
+        l0 = 1.0 - l1
+        corners = [l0 * v0 + l1 * v1 for v0, v1 in zip(corners[::2], corners[1::2])]
+    return corners[0].to(input.dtype).contiguous(memory_format=suggest_memory_format(input))
+
+
+def linear_interpolations(gm: torch.fx.GraphModule) -> int:
+    """Replace ``F.interpolate`` calls of floating tensors in a linear mode (rank 3, 4 or 5, no
+    antialiasing) by :func:`linear_interpolation`, which weighs the neighbours as eager's
+    kernels do.
+
+    Args:
+        gm: TorchDynamo's graph; nodes carry their fake example values in ``meta["example_value"]``.
+
+    Returns:
+        How many calls were replaced (the graph is recompiled in place when any were).
+    """
+    done = 0
+    for node in calls_to(gm, (torch.nn.functional.interpolate,)):
+        x = node.args[0] if node.args else node.kwargs.get("input")
+        value = x.meta.get("example_value") if isinstance(x, torch.fx.Node) else None
+        names = ("size", "scale_factor", "mode", "align_corners", "recompute_scale_factor", "antialias")
+        bound = {**dict(zip(names, node.args[1:])), **node.kwargs}
+        mode, antialias = bound.get("mode", "nearest"), bound.get("antialias", False)
+        if (not isinstance(value, torch.Tensor) or _LINEAR_MODES.get(mode) != value.dim() or antialias
+                or not value.dtype.is_floating_point or "input" in node.kwargs):
+            continue
+        if any(isinstance(v, torch.fx.Node) for v in bound.values()):
+            continue  # sizes computed in the graph: left to PyTorch's path
+        node.target = linear_interpolation
+        done += 1
+    return finish(gm, done, "linear interpolation(s) weighed as eager's kernels weigh them")
+
+
 def dense_attention_masks(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda",)) -> int:
     """Make every attention mask on ``devices`` whose last stride is 0 dense in that dimension.
 
