@@ -318,11 +318,8 @@ def soft_margin_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, tar
     ``-norm`` (``1 / numel`` for the mean, else 1), over ``1 + z``, times ``grad_output``, each
     step rounded to ``self``'s dtype: where ``exp`` overflows, eager's gradient is NaN, which
     PyTorch's decomposition (a sigmoid, in fp32) made finite."""
-    from torch.fx.experimental.symbolic_shapes import guard_or_false
-
-    # a double, as ``mul_(-norm)`` reads it (not rounded to the dtype); 1 for an empty mean,
-    # whose gradient has no element
-    norm = 1.0 / self.numel() if reduction == 1 and not guard_or_false(self.numel() == 0) else 1.0
+    # a double, as ``mul_(-norm)`` reads it (not rounded to the dtype)
+    norm = 1.0 / self.numel() if reduction == 1 and not _empty_mean(self, reduction) else 1.0
     z = torch.exp(-target * self)
     grad = (target * z).to(self.dtype) * -norm
     grad = (grad / (z + 1)).to(self.dtype)
@@ -363,8 +360,8 @@ def native_group_norm_backward(grad_output: torch.Tensor, input: torch.Tensor, m
 
 @pw_cast_for_opmath
 def _group_norm_backward_centered(grad_output, input, mean, rstd, gamma, N, C, HxW, group, output_mask):
-    """The arithmetic of :func:`native_group_norm_backward`, in the opmath dtype (the wrapper
-    applied below casts the operands up and the results back as PyTorch's decomposition's)."""
+    """The arithmetic of :func:`native_group_norm_backward`, in the opmath dtype (its decorator
+    casts the operands up and the results back, as for PyTorch's decomposition)."""
     cpg = C // group
     dy = grad_output.reshape(N, group, cpg, HxW)
     rstd4 = rstd.reshape(N, group, 1, 1)
@@ -400,15 +397,22 @@ def _in_dtype(value: float, dtype: torch.dtype) -> float:
     return _to_fp32(value) if dtype == torch.float32 else value
 
 
-def _loss_norm(self: torch.Tensor, reduction: int, scale: float = 1.0):
-    """A loss gradient's factor, ``scale / numel`` for the mean (``reduction`` 1), else ``scale``,
-    as a Python number rounded to ``self``'s dtype (ATen's kernels convert it to ``scalar_t``);
-    ``scale`` for an empty mean, whose gradient has no element (eager divides by zero in
-    double; PyTorch's decompositions raised ``ZeroDivisionError`` in Python)."""
+def _empty_mean(self: torch.Tensor, reduction: int) -> bool:
+    """Whether a loss gradient is the mean's (``reduction`` 1) over no element: its ``1 / numel``
+    would divide by zero in Python (eager's, in double, gives inf), and the gradient has no
+    element, so any factor does (PyTorch's decompositions raised ``ZeroDivisionError`` and the
+    graph ran unfused)."""
     from torch.fx.experimental.symbolic_shapes import guard_or_false
 
+    return reduction == 1 and guard_or_false(self.numel() == 0)
+
+
+def _loss_norm(self: torch.Tensor, reduction: int, scale: float = 1.0):
+    """A loss gradient's factor, ``scale / numel`` for the mean (``reduction`` 1), else ``scale``
+    (also for an empty mean, :func:`_empty_mean`), as a Python number rounded to ``self``'s
+    dtype (ATen's kernels convert it to ``scalar_t``)."""
     n = self.numel()
-    if reduction != 1 or guard_or_false(n == 0):
+    if reduction != 1 or _empty_mean(self, reduction):
         return _in_dtype(scale, self.dtype)
     return _in_dtype(scale / n, self.dtype) if isinstance(n, int) else scale / n
 
@@ -463,9 +467,8 @@ def huber_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: t
     mean reduction gives its empty gradient (the decomposition divided by the element count,
     0, in Python, and the graph ran unfused)."""
     from torch._decomp.decompositions import huber_loss_backward as pytorch_huber_loss_backward
-    from torch.fx.experimental.symbolic_shapes import guard_or_false
 
-    if reduction == 1 and guard_or_false(self.numel() == 0):
+    if _empty_mean(self, reduction):
         reduction = 2  # the sum's gradient: as empty as the mean's
     return pytorch_huber_loss_backward(grad_output, self, target, reduction, delta)
 

@@ -51,6 +51,8 @@ def dense_last_dim(mask: torch.Tensor) -> torch.Tensor:
 
 #: ``F.interpolate``'s modes that weigh neighbouring input elements linearly, by input rank
 _LINEAR_MODES = {"linear": 3, "bilinear": 4, "trilinear": 5}
+#: ``F.interpolate``'s parameters after ``input``, in order
+_INTERPOLATE_PARAMETERS = ("size", "scale_factor", "mode", "align_corners", "recompute_scale_factor", "antialias")
 
 
 def linear_interpolation(input: torch.Tensor, size=None, scale_factor=None, mode: str = "bilinear",
@@ -126,13 +128,12 @@ def linear_interpolations(gm: torch.fx.GraphModule) -> int:
     """
     done = 0
     for node in calls_to(gm, (torch.nn.functional.interpolate,)):
-        x = node.args[0] if node.args else node.kwargs.get("input")
+        x = node.args[0] if node.args else None  # (an ``input=`` keyword: left as it is)
         value = x.meta.get("example_value") if isinstance(x, torch.fx.Node) else None
-        names = ("size", "scale_factor", "mode", "align_corners", "recompute_scale_factor", "antialias")
-        bound = {**dict(zip(names, node.args[1:])), **node.kwargs}
+        bound = {**dict(zip(_INTERPOLATE_PARAMETERS, node.args[1:])), **node.kwargs}
         mode, antialias = bound.get("mode", "nearest"), bound.get("antialias", False)
         if (not isinstance(value, torch.Tensor) or _LINEAR_MODES.get(mode) != value.dim() or antialias
-                or not value.dtype.is_floating_point or "input" in node.kwargs):
+                or not value.dtype.is_floating_point):
             continue
         if any(isinstance(v, torch.fx.Node) for v in bound.values()):
             continue  # sizes computed in the graph: left to PyTorch's path
@@ -381,10 +382,10 @@ def eager_raises(gm: torch.fx.GraphModule) -> list[str]:
             continue
         if name in _FLOATING_ONLY and not (out.dtype.is_floating_point or out.dtype.is_complex):
             found.append(f"{name} for {str(out.dtype).replace('torch.', '')}")
-        first = n.args[0].meta.get("example_value") if n.args and isinstance(n.args[0], torch.fx.Node) else None
-        if (name in _FLOATING_INPUT_ONLY and isinstance(first, torch.Tensor)
-                and not (first.dtype.is_floating_point or first.dtype.is_complex)):
-            found.append(f"{name} for {str(first.dtype).replace('torch.', '')}")
+        if name in _FLOATING_INPUT_ONLY and n.args and isinstance(n.args[0], torch.fx.Node):
+            first = n.args[0].meta.get("example_value")
+            if isinstance(first, torch.Tensor) and not (first.dtype.is_floating_point or first.dtype.is_complex):
+                found.append(f"{name} for {str(first.dtype).replace('torch.', '')}")
         if not spots:
             continue
         if not _eager_checks(name, out.dtype, out.numel() if type(out.numel()) is int else 1, out.device):
