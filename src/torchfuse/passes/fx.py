@@ -104,10 +104,13 @@ def linear_interpolation(input: torch.Tensor, size=None, scale_factor=None, mode
         lows.append(low.reshape(shape))
         highs.append((low + 1).clamp(max=in_size - 1).reshape(shape))
         l1s.append((src - low).reshape(shape))
+    # widened before the gathers, so that the backward's scatter-adds accumulate in fp32 and
+    # round once, as eager's upsample backward does (widened after, each added in bf16)
+    wide = input.to(acc)
     corners = []
     for bits in range(2 ** dims):  # the last dim's choice varies fastest
         index = [highs[k] if bits >> (dims - 1 - k) & 1 else lows[k] for k in range(dims)]
-        corners.append(torch.ops.aten._unsafe_index(input, [None, None, *index]).to(acc))
+        corners.append(torch.ops.aten._unsafe_index(wide, [None, None, *index]))
     for k in reversed(range(dims)):
         l1 = l1s[k]
         l0 = 1.0 - l1
