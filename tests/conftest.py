@@ -35,20 +35,43 @@ def _reset_dynamo():
 @contextlib.contextmanager
 def true_fp32():
     """TF32 off for cuBLAS and cuDNN inside the block (fp32 products compared with eager's in
-    true fp32), the settings restored after. The matrix-product precision goes through
-    ``torch.set_float32_matmul_precision`` alone, after cuDNN's flags are entered, so that the
-    process never holds settings of PyTorch's two precision APIs that disagree (torch 2.11
-    raises when code such as Lightning then reads the precision). cuDNN's flags go through
-    their context manager: PyTorch's test utilities, imported by the conformance tests in the
-    same process, forbid setting them directly."""
-    cudnn = torch.backends.cudnn
-    with cudnn.flags(enabled=cudnn.enabled, benchmark=cudnn.benchmark, deterministic=cudnn.deterministic,
-                     allow_tf32=False):
-        torch.set_float32_matmul_precision("highest")
-        try:
-            yield
-        finally:
-            torch.set_float32_matmul_precision("highest")
+    true fp32), the settings restored after.
+
+    PyTorch keeps two TF32 APIs: the legacy flags (``torch.backends.cudnn.allow_tf32``) and
+    per-backend, per-op precisions (``torch.backends.cudnn.conv.fp32_precision``), whose
+    ``"none"`` inherits from ``cuda`` then ``generic``. Reading the legacy cuDNN flag raises
+    when the two disagree (torch 2.11), and ``torch.backends.cudnn.flags`` reads it on exit: a
+    state that an earlier test left (``generic`` at ``tf32``, say) made every such exit raise.
+    So the block sets the legacy flag *and* pins the conv and RNN precisions to ``ieee``,
+    which agree whatever their parents say, and restores all of them through the setters
+    PyTorch's own flag context managers use (PyTorch's test utilities, imported by the
+    conformance tests, forbid setting the flags as attributes)."""
+    C = torch._C
+    ops = ("conv", "rnn", "matmul")
+    saved = {op: C._get_fp32_precision_getter("cuda", op) for op in ops}
+    legacy, matmul = _read_legacy(C._get_cudnn_allow_tf32), _read_legacy(torch.get_float32_matmul_precision)
+    C._set_cudnn_allow_tf32(False)
+    for op in ops:
+        C._set_fp32_precision_setter("cuda", op, "ieee")
+    torch.set_float32_matmul_precision("highest")
+    try:
+        yield
+    finally:
+        if legacy is not None:
+            C._set_cudnn_allow_tf32(legacy)
+        if matmul is not None:
+            torch.set_float32_matmul_precision(matmul)
+        for op, value in saved.items():  # last: the legacy setters above write them too
+            C._set_fp32_precision_setter("cuda", op, value)
+
+
+def _read_legacy(getter):
+    """A legacy TF32 flag's value, ``None`` when the two APIs already disagree (the getter
+    raises then): only the per-op precisions are restored."""
+    try:
+        return getter()
+    except RuntimeError:
+        return None
 
 
 @pytest.fixture

@@ -114,8 +114,10 @@ def first_call_main(argv: list[str]) -> int:
         import_modules((args.backend,))
         prepared = _prepare(backend_named(args.backend), workload, mode, args.device)
         stages = TritonStageClock() if args.backend.startswith("torchfuse") else contextlib.nullcontext()
-        synchronize(args.device)  # the device's context starts outside the window, as outside the timed call
-        with PhaseWindow() as phases, stages:
+        # the device's context starts, and the Triton stage clock installs itself, outside the
+        # window, as outside the timed call
+        synchronize(args.device)
+        with stages, PhaseWindow() as phases:
             seconds, _ = time_first_call(prepared.forward_backward, args.device)
     except Exception as e:  # noqa: BLE001
         print(json.dumps({"error": describe(e)}), flush=True)
