@@ -1,7 +1,8 @@
 """Recompilation in a training loop over varying sequence lengths: TorchDynamo marks a dim
 dynamic at its second size and compiles once more; torchfuse's kernels take the sizes as
 arguments (no new kernels for later sizes); ``TORCHFUSE_LOGS=recompile`` says why each time.
-CPU tensors, Triton's interpreter."""
+On the test device: CUDA tensors with compiled kernels where there is a GPU, else CPU tensors
+under Triton's interpreter."""
 from __future__ import annotations
 
 import logging
@@ -10,6 +11,7 @@ import pytest
 import torch
 
 import torchfuse
+from conftest import DEVICE
 from torchfuse import backend
 
 
@@ -44,20 +46,21 @@ def train(model, batches):
 @pytest.mark.slow
 def test_training_over_five_sequence_lengths_and_a_partial_batch_recompiles_once(caplog, topic_logs):
     g = torch.Generator().manual_seed(0)
-    batches = [torch.randn(4, s, 8, generator=g) for s in (4, 6, 8, 10, 12)] + [torch.randn(3, 12, 8, generator=g)]
+    batches = [torch.randn(4, s, 8, generator=g).to(DEVICE) for s in (4, 6, 8, 10, 12)]
+    batches.append(torch.randn(3, 12, 8, generator=g).to(DEVICE))
     # the batch dim varies only at the last, partial batch: marked dynamic as a data loader's
     # last batch is best handled (otherwise TorchDynamo compiles a third time there)
     torch._dynamo.mark_dynamic(batches[0], 0)
     torch.manual_seed(0)
-    eager = TinyBlock()
-    compiled_model = TinyBlock()
+    eager = TinyBlock().to(DEVICE)
+    compiled_model = TinyBlock().to(DEVICE)
     compiled_model.load_state_dict(eager.state_dict())
 
     torch._dynamo.reset()
     known = {id(c): c for c in backend.RECENT}  # held: an evicted graph's id could be reused
     topic_logs("recompile")
     with caplog.at_level(logging.INFO, logger="torchfuse.recompile"):
-        losses, weights = train(torchfuse.compile(compiled_model, interpret=True, cache_dir=None), batches)
+        losses, weights = train(torchfuse.compile(compiled_model, cache_dir=None), batches)
     expected_losses, expected_weights = train(eager, batches)
     torch.testing.assert_close(torch.stack(losses), torch.stack(expected_losses), rtol=1e-4, atol=1e-5)
     for got, want in zip(weights, expected_weights):
