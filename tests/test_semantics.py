@@ -1172,3 +1172,47 @@ def test_linear_interpolation_weighs_neighbours_as_eager(case, dtype):
         ref, = torch.autograd.grad(fn(exact), [exact], dy.double())
         err, eager_err = (got.double() - ref).abs().max().item(), (want.double() - ref).abs().max().item()
         assert err <= 1.25 * eager_err + 1e-6, (err, eager_err)
+
+
+@pytest.mark.parametrize("index, dim", [([-1, 0], 1), ([-5, 4, -5], 1), ([-3], 0), ([2, -1], -1)])
+def test_index_fill_counts_negative_indices_from_the_end_as_eager(index, dim):
+    """``index_fill`` (functional and in place, on a contiguous and a transposed input) takes
+    an index in ``[-size, 0)`` from the end, as eager's kernel does; PyTorch's decomposition
+    (through ``index_copy``) raised for it. The filled output keeps eager's strides."""
+    x = torch.arange(15, dtype=F32, device=DEVICE).reshape(3, 5)
+    idx = torch.tensor(index, device=DEVICE)
+
+    def functional(x, idx):
+        return x.index_fill(dim, idx, 1.5) * 2
+
+    def in_place(x, idx):
+        y = x * 1
+        y.index_fill_(dim, idx, torch.tensor(-2.0, device=x.device))
+        return y + 1
+
+    for fn in (functional, in_place):
+        for xs in (x, x.t().contiguous().t()):
+            got, _ = run_compiled(fn, xs, idx)
+            want = fn(xs, idx)
+            assert torch.equal(got, want), (got, want)
+            assert got.stride() == want.stride()
+
+
+@pytest.mark.parametrize("case", ["below -size", "at size", "int32 index", "0-dim at -2"])
+def test_index_fill_out_of_range_raises_eager_error(case):
+    """Indices eager rejects raise eager's ``IndexError`` (an int32 index too: eager's kernel
+    requires int64); a 0-dim input takes ``-1`` and ``0`` and rejects ``-2``."""
+    x = torch.arange(15, dtype=F32, device=DEVICE).reshape(3, 5)
+    fn = lambda x, idx: x.index_fill(1, idx, 1.5) * 2  # noqa: E731
+    idx = {"below -size": torch.tensor([-6]), "at size": torch.tensor([5]),
+           "int32 index": torch.tensor([-1], dtype=I32), "0-dim at -2": torch.tensor([-2])}[case].to(DEVICE)
+    if case == "0-dim at -2":
+        fn = lambda x, idx: (x.sum() * 1).index_fill(0, idx, 3.0) + 1  # noqa: E731
+        for ok in (-1, 0):
+            good = torch.tensor([ok], device=DEVICE)
+            assert torch.equal(run_compiled(fn, x, good)[0], fn(x, good))
+    with pytest.raises(IndexError) as eager:
+        fn(x, idx)
+    with pytest.raises(IndexError) as compiled:
+        run_compiled(fn, x, idx)
+    assert str(eager.value).split("(): ")[-1] == str(compiled.value).split("(): ")[-1]

@@ -524,6 +524,26 @@ def unsafe_masked_index(x: torch.Tensor, mask: torch.Tensor, indices: list, fill
     return _unsafe_masked_index(x, mask, wrapped, fill)
 
 
+def index_fill(self: torch.Tensor, dim: int, index: torch.Tensor, value) -> torch.Tensor:
+    """``aten.index_fill`` as eager computes it: ``self`` with the slices ``index`` along
+    ``dim`` set to ``value`` (a number or a 0-dim tensor), a negative index in ``[-size, 0)``
+    counted from the end. Same dtype, shape and strides as ``self``.
+
+    PyTorch's decomposition writes through ``index_copy``, whose kernel (kept on ATen, which
+    checks each index) rejects negative indices that eager's ``index_fill`` accepts; here those
+    are wrapped first. An index outside ``[-size, size)`` passes unchanged, so ``index_copy``
+    raises eager's ``IndexError`` with eager's message. An index that is not int64 is left to
+    eager's kernel (``NotImplemented``), which raises its ``IndexError``.
+    """
+    from torch._refs import index_fill as pytorch_index_fill
+
+    if index.dtype != torch.int64:
+        return NotImplemented
+    size = self.size(dim) if self.dim() > 0 else 1  # eager indexes a 0-dim tensor as a 1-element one
+    index = torch.where((index < 0) & (index >= -size), index + size, index)
+    return pytorch_index_fill(self, dim, index, value)
+
+
 #: Element alignment cuBLAS's fast half-precision kernels need on every dimension (16 bytes).
 MM_ALIGN = 8
 
@@ -662,6 +682,8 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
     table[aten.mm.default] = _bind(mm_padded, tuning=tuning)
     table[aten.addmm.default] = _bind(addmm_padded, tuning=tuning)
     table[aten._unsafe_masked_index.default] = unsafe_masked_index
+    table[aten.index_fill.int_Scalar] = index_fill
+    table[aten.index_fill.int_Tensor] = index_fill
     table[aten.native_dropout.default] = native_dropout
     table[aten.logit_backward.default] = logit_backward
     table[aten.hardsigmoid_backward.default] = hardsigmoid_backward
