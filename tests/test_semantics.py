@@ -1216,3 +1216,40 @@ def test_index_fill_out_of_range_raises_eager_error(case):
     with pytest.raises(IndexError) as compiled:
         run_compiled(fn, x, idx)
     assert str(eager.value).split("(): ")[-1] == str(compiled.value).split("(): ")[-1]
+
+
+def test_index_fill_casts_a_tensor_value_as_eager():
+    """A 0-dim tensor value of another dtype is cast to the input's dtype (float64 into
+    float32, a float into int64), where the decomposition's ``index_copy`` raised."""
+    idx = torch.tensor([0, -2], device=DEVICE)
+    for x, v in ((torch.ones(2, 5, device=DEVICE), torch.tensor(0.1, dtype=F64, device=DEVICE)),
+                 (torch.ones(2, 5, dtype=I64, device=DEVICE), torch.tensor(2.7, device=DEVICE))):
+        fn = lambda x, v: (x * 2).index_fill(1, idx, v)  # noqa: E731
+        got, _ = run_compiled(fn, x, v)
+        want = fn(x, v)
+        assert got.dtype == want.dtype and torch.equal(got, want), (got, want)
+
+
+def test_select_scatter_casts_src_and_raises_eager_errors():
+    """``select_scatter`` writes ``src`` cast to the input's dtype (PyTorch's decomposition
+    promoted the result), and raises eager's errors where that decomposition returned a value:
+    an index outside ``[-size, size)`` (the input came back unchanged) and a ``src`` whose shape
+    is not the slice's (it was broadcast)."""
+    x = torch.ones(4, 7, device=DEVICE)
+    for dtype, src in ((F32, torch.full((4,), 0.1, dtype=F64)), (I64, torch.full((4,), 2.5)),
+                       (F16, torch.full((4,), 0.1))):
+        for dim, index in ((1, 2), (-1, -1)):
+            fn = lambda x, s: torch.select_scatter(x * 2, s, dim, index)  # noqa: E731
+            xs, s = x.to(dtype), src.to(DEVICE)
+            got, _ = run_compiled(fn, xs, s)
+            want = fn(xs, s)
+            assert got.dtype == want.dtype and torch.equal(got, want), (got, want)
+    for index, src, error in ((7, torch.zeros(4), IndexError), (-8, torch.zeros(4), IndexError),
+                              (2, torch.zeros(1), RuntimeError)):
+        fn = lambda x, s: torch.select_scatter(x * 2, s, 1, index)  # noqa: E731
+        s = src.to(DEVICE)
+        with pytest.raises(error) as eager:
+            fn(x, s)
+        with pytest.raises(error) as compiled:
+            run_compiled(fn, x, s)
+        assert str(eager.value) == str(compiled.value)

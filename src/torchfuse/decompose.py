@@ -541,7 +541,33 @@ def index_fill(self: torch.Tensor, dim: int, index: torch.Tensor, value) -> torc
         return NotImplemented
     size = self.size(dim) if self.dim() > 0 else 1  # eager indexes a 0-dim tensor as a 1-element one
     index = torch.where((index < 0) & (index >= -size), index + size, index)
+    if isinstance(value, torch.Tensor):  # eager casts the value as it writes it
+        value = value.to(self.dtype)
     return pytorch_index_fill(self, dim, index, value)
+
+
+def select_scatter(self: torch.Tensor, src: torch.Tensor, dim: int, index: int) -> torch.Tensor:
+    """``aten.select_scatter`` as eager computes it: a copy of ``self`` whose slice ``index``
+    along ``dim`` is ``src`` cast to ``self``'s dtype. Same dtype and shape as ``self``.
+
+    Raises eager's errors where PyTorch's decomposition (a ``where`` over a mask) returned a
+    value: ``IndexError`` for an index outside ``[-size, size)`` (the mask matched nothing and
+    ``self`` came back unchanged), ``RuntimeError`` for a ``src`` whose shape is not the
+    slice's (it was broadcast); and it casts ``src`` where that decomposition promoted the
+    result to ``src``'s dtype.
+    """
+    from torch._prims_common import canonicalize_dim
+    from torch._refs import select_scatter as pytorch_select_scatter
+
+    d = canonicalize_dim(self.dim(), dim)
+    size = self.shape[d]
+    torch._check_index(-size <= index < size, lambda: (
+        f"select(): index {index} out of range for tensor of size {list(self.shape)} at dimension {dim}"))
+    slice_shape = [*self.shape[:d], *self.shape[d + 1:]]
+    torch._check(list(src.shape) == slice_shape, lambda: (
+        f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
+        f"slice size = {slice_shape}"))
+    return pytorch_select_scatter(self, src.to(self.dtype), d, index)
 
 
 #: Element alignment cuBLAS's fast half-precision kernels need on every dimension (16 bytes).
@@ -684,6 +710,7 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
     table[aten._unsafe_masked_index.default] = unsafe_masked_index
     table[aten.index_fill.int_Scalar] = index_fill
     table[aten.index_fill.int_Tensor] = index_fill
+    table[aten.select_scatter.default] = select_scatter
     table[aten.native_dropout.default] = native_dropout
     table[aten.logit_backward.default] = logit_backward
     table[aten.hardsigmoid_backward.default] = hardsigmoid_backward
