@@ -1253,3 +1253,28 @@ def test_select_scatter_casts_src_and_raises_eager_errors():
         with pytest.raises(error) as compiled:
             run_compiled(fn, x, s)
         assert str(eager.value) == str(compiled.value)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16, F64])
+@pytest.mark.parametrize("cols", [17, 300, 5000, 65536])
+def test_max_and_min_over_a_dim_return_the_element_at_their_index(dtype, cols):
+    """``torch.max(x, dim)`` and ``torch.min(x, dim)`` return the element at the index they
+    return: over a row of ``0.0`` and ``-0.0`` the value's sign is its (``1 / value`` tells
+    them apart), where a row max alone may return either zero. Rows with NaN, infinities and
+    a negative number alongside; persistent, looped and split rows (the last: chunks' partials
+    combined in a second kernel)."""
+    g = torch.Generator().manual_seed(cols)
+    x = torch.zeros(4, cols, dtype=dtype)  # (few rows: long ones split)
+    x[torch.rand(4, cols, generator=g) < 0.5] = -0.0
+    x[1, 4], x[2, :3], x[3, 2] = NAN, INF, -1
+    x = x.to(DEVICE)
+
+    def fn(x):
+        v, i = torch.max(x * 1, 1)
+        w, j = torch.min(x * 1, 1)
+        return v, i, 1 / v, w, j, 1 / w
+
+    got, _ = run_compiled(fn, x)
+    for a, b in zip(got, fn(x)):
+        assert a.dtype == b.dtype and torch.equal(a.isnan(), b.isnan()), (a, b)
+        assert torch.equal(torch.nan_to_num(a, 7.0), torch.nan_to_num(b, 7.0)), (a, b)

@@ -201,6 +201,20 @@ class Reductions:
                   f"{idxs}, 2147483647), 1)[:, None]")
         return res
 
+    def value_at(self, vals: str, idxs: str, first: str, dtype: torch.dtype, best: str) -> str:
+        """The value of the lane whose index is ``first``, where ``best`` may differ from it in
+        the sign of a zero: a row max over ``0.0`` and ``-0.0`` returns either, and eager's
+        ``max(dim)`` returns the element at its index. A row max whose other lanes are ``-inf``
+        picks it exactly (not a sum over ``-0.0``: NumPy's, under the interpreter, starts from
+        ``+0.0``); a NaN ``best`` is that lane's value as it is. Integer rows have no signed
+        zeros: ``best`` is that value."""
+        if not dtype.is_floating_point:
+            return best
+        res = self.fresh("at")
+        self.emit(f"{res} = tl.where({best} != {best}, {best}, "
+                  f"tl.max(tl.where({idxs} == {first}, {vals}, float('-inf')), 1)[:, None])")
+        return res
+
     def sum_batches(self) -> dict[Node, list[Node]]:
         """Persistent row sums reduced together (``Tuning.codegen.batch_row_sums``): per batch, its first node
         in graph order mapped to its members (two or three fp32-accumulated sums at one
@@ -292,8 +306,10 @@ class Reductions:
         elif c in ("argmax", "argmin"):
             self.emit(f"{res}_v = tl.where({mask}, {v}, {ident})")
             best = self.max_nan(f"{res}_v", c, acc)
-            idx = self.first_index(f"{res}_v", f"tl.where({mask}, rindex, 2147483647)", best)
-            self.finish_reduction(node, {"value": (best, acc), "index": (idx, torch.int32)})
+            idxs = f"tl.where({mask}, rindex, 2147483647)"
+            idx = self.first_index(f"{res}_v", idxs, best)
+            value = self.value_at(f"{res}_v", idxs, idx, acc, best) if "value" in REDUCTIONS[node.op].outputs else best
+            self.finish_reduction(node, {"value": (value, acc), "index": (idx, torch.int32)})
         else:
             raise AssertionError(c)
 
@@ -418,7 +434,8 @@ class Reductions:
         elif c in ("argmax", "argmin"):
             best = self.max_nan(f"{a}_v", c, acc)
             idx = self.first_index(f"{a}_v", f"{a}_i", best)
-            self.finish_reduction(node, {"value": (best, acc), "index": (idx, torch.int32)})
+            value = self.value_at(f"{a}_v", f"{a}_i", idx, acc, best) if "value" in REDUCTIONS[node.op].outputs else best
+            self.finish_reduction(node, {"value": (value, acc), "index": (idx, torch.int32)})
 
     def combine_welford_lanes(self, a: str, res: str) -> None:
         """Combine the lanes of Welford's accumulator ``a`` (``{a}_mean``, ``{a}_m2``,
