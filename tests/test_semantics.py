@@ -1198,7 +1198,13 @@ def test_index_fill_counts_negative_indices_from_the_end_as_eager(index, dim):
             assert got.stride() == want.stride()
 
 
-@pytest.mark.parametrize("case", ["below -size", "at size", "int32 index", "0-dim at -2"])
+_DEVICE_ASSERTS = pytest.mark.skipif(DEVICE != "cpu", reason="on CUDA eager's index check is a device-side "
+                                                               "assert, which leaves the context unusable")
+
+
+@pytest.mark.parametrize("case", [pytest.param("below -size", marks=_DEVICE_ASSERTS),
+                                  pytest.param("at size", marks=_DEVICE_ASSERTS), "int32 index",
+                                  pytest.param("0-dim at -2", marks=_DEVICE_ASSERTS)])
 def test_index_fill_out_of_range_raises_eager_error(case):
     """Indices eager rejects raise eager's ``IndexError`` (an int32 index too: eager's kernel
     requires int64); a 0-dim input takes ``-1`` and ``0`` and rejects ``-2``."""
@@ -1278,3 +1284,41 @@ def test_max_and_min_over_a_dim_return_the_element_at_their_index(dtype, cols):
     for a, b in zip(got, fn(x)):
         assert a.dtype == b.dtype and torch.equal(a.isnan(), b.isnan()), (a, b)
         assert torch.equal(torch.nan_to_num(a, 7.0), torch.nan_to_num(b, 7.0)), (a, b)
+
+
+def _unpool_case(dims: int):
+    """``(fn, x, indices, plane)``: a ``max_unpool{dims}d`` of a 2**dims-element input into a
+    4**dims-element plane, at valid indices."""
+    import torch.nn.functional as F
+
+    unpool = {1: F.max_unpool1d, 2: F.max_unpool2d, 3: F.max_unpool3d}[dims]
+    fn = lambda x, i: unpool(x * 2, i, 2)  # noqa: E731
+    x = torch.arange(1.0, 2 ** dims + 1, device=DEVICE).reshape(1, 1, *[2] * dims)
+    plane = 4 ** dims
+    idx = (torch.tensor([0, 3, 9, 15, 20, 33, 50, 63][: 2 ** dims], device=DEVICE) % plane).reshape(x.shape)
+    return fn, x, idx, plane
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_max_unpool_scatters_as_eager(dims):
+    """``F.max_unpool1d/2d/3d`` (PyTorch's decomposition behind torchfuse's index check)
+    write each value at its index, zeros elsewhere, as eager."""
+    fn, x, idx, _ = _unpool_case(dims)
+    got, _ = run_compiled(fn, x, idx)
+    assert torch.equal(got, fn(x, idx))
+
+
+@_DEVICE_ASSERTS
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_max_unpool_invalid_index_raises_eagers_error(dims):
+    """An index outside the output plane raises eager's ``RuntimeError``: a negative one, which
+    PyTorch's decomposition counted from the end and wrote, and one past the end, where it
+    raised ``IndexError``."""
+    fn, x, idx, plane = _unpool_case(dims)
+    for bad in (-1, plane):
+        wrong = idx.clone()
+        wrong.view(-1)[1] = bad
+        with pytest.raises(RuntimeError, match="Found an invalid max index"):
+            fn(x, wrong)
+        with pytest.raises(RuntimeError, match="Found an invalid max index"):
+            run_compiled(fn, x, wrong)

@@ -14,6 +14,7 @@ directly.
 from __future__ import annotations
 
 import functools
+import math
 import struct
 
 import torch
@@ -490,6 +491,34 @@ def binary_cross_entropy(self: torch.Tensor, target: torch.Tensor, weight: torch
     return pytorch_binary_cross_entropy(self, target, weight, reduction)
 
 
+def _check_unpool_indices(indices: torch.Tensor, output_size) -> None:
+    """Eager's check of ``max_unpool``'s indices: each in ``[0, prod(output_size))`` (ATen's
+    CPU kernel raises, its CUDA kernel asserts), as an asynchronous device-side check. PyTorch's
+    decomposition scatters through ``index_put``, which counts a negative index from the end
+    and raises ``IndexError`` past the end."""
+    if indices.dtype == torch.int64:  # else the decomposition raises eager's dtype error
+        aten._assert_async.msg(((indices >= 0) & (indices < math.prod(output_size))).all(),
+                               "Found an invalid max index")
+
+
+def max_unpool2d(self: torch.Tensor, indices: torch.Tensor, output_size) -> torch.Tensor:
+    """``aten.max_unpool2d``: PyTorch's decomposition after eager's index check
+    (:func:`_check_unpool_indices`): an invalid index raises ``RuntimeError``. Same dtype as
+    ``self``, shaped ``(*self.shape[:-2], *output_size)``."""
+    from torch._decomp.decompositions import max_unpool2d as pytorch_max_unpool2d
+
+    _check_unpool_indices(indices, output_size)
+    return pytorch_max_unpool2d(self, indices, output_size)
+
+
+def max_unpool3d(input: torch.Tensor, indices: torch.Tensor, output_size, stride, padding) -> torch.Tensor:
+    """``aten.max_unpool3d``: as :func:`max_unpool2d`, over three dims."""
+    from torch._decomp.decompositions import max_unpool3d as pytorch_max_unpool3d
+
+    _check_unpool_indices(indices, output_size)
+    return pytorch_max_unpool3d(input, indices, output_size, stride, padding)
+
+
 #: 1/6 rounded to fp32, as a Python float (ATen's kernels multiply by ``1.0f / 6.0f``)
 _FP32_ONE_SIXTH = _to_fp32(1.0 / 6.0)
 
@@ -711,6 +740,8 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
     table[aten.index_fill.int_Scalar] = index_fill
     table[aten.index_fill.int_Tensor] = index_fill
     table[aten.select_scatter.default] = select_scatter
+    table[aten.max_unpool2d.default] = max_unpool2d
+    table[aten.max_unpool3d.default] = max_unpool3d
     table[aten.native_dropout.default] = native_dropout
     table[aten.logit_backward.default] = logit_backward
     table[aten.hardsigmoid_backward.default] = hardsigmoid_backward
