@@ -974,3 +974,23 @@ def test_group_norm_gradients_are_as_accurate_as_eager(shape, groups, layout, of
     for name, g, e, r, slack in zip("xwb", got, eager, ref, (1, 1, 2)):
         err, eager_err = (g.double() - r).abs().max().item(), (e.double() - r).abs().max().item()
         assert err <= slack * eager_err + 4 * torch.finfo(F32).eps * r.abs().max().item(), (name, err, eager_err)
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16])
+@pytest.mark.parametrize("stats", ["none", "running"])
+def test_batch_norm_gradients_of_half_inputs_far_from_zero_are_as_accurate_as_eager(dtype, stats):
+    """Training BatchNorm of an fp16/bf16 input about 1000 from zero with fp32 weights (as
+    autocast leaves them): gradients within twice eager's error of float64. On CPU tensors
+    PyTorch's decomposition rounded the saved mean to the input's dtype (a quarter of a unit
+    at 1000 in fp16), and the input gradient came out a hundred times eager's error."""
+    torch.manual_seed(0)
+    x = (torch.randn(2, 6, 3, 4, device=DEVICE) + 1000).to(dtype).requires_grad_()
+    w = torch.randn(6, device=DEVICE, requires_grad=True)
+    b = torch.randn(6, device=DEVICE, requires_grad=True)
+
+    def fn(x, w, b):  # running statistics in the weights' dtype (float64 for the reference)
+        mean, var = (w.new_zeros(6), w.new_ones(6)) if stats == "running" else (None, None)
+        return torch.nn.functional.batch_norm(x, mean, var, w, b, training=True).float()
+
+    grads, dy, _ = _compiled_gradients(fn, [x, w, b])
+    _assert_as_close_as_eager(fn, [x, w, b], grads, dy)
