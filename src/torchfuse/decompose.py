@@ -532,8 +532,8 @@ def _batch_norm_with_fp32_stats(decomposition):
 
     That decomposition rounds the saved mean and inverse standard deviation of a CPU input to
     its dtype, which the backward then reads: for an fp16 input about 1000 from zero the mean
-    loses a quarter of a unit, and the weight gradient came out twice float64's (eager: 4e-4
-    relative). From an fp32 input it keeps them in fp32. CUDA inputs pass unchanged (the
+    is off by up to a quarter, and the input gradient came out a hundred times eager's error
+    against float64. From an fp32 input it keeps them in fp32. CUDA inputs pass unchanged (the
     decomposition keeps fp32 statistics there)."""
     def run(input, *args, **kwargs):
         if input.device.type != "cpu" or input.dtype not in (torch.float16, torch.bfloat16):

@@ -201,14 +201,15 @@ class Reductions:
                   f"{idxs}, 2147483647), 1)[:, None]")
         return res
 
-    def value_at(self, vals: str, idxs: str, first: str, dtype: torch.dtype, best: str) -> str:
-        """The value of the lane whose index is ``first``, where ``best`` may differ from it in
+    def value_at(self, node: Node, vals: str, idxs: str, first: str, dtype: torch.dtype, best: str) -> str:
+        """For a ``max``/``min`` over a dim (``node`` returns a value beside its index), the
+        value of the lane whose index is ``first``, where ``best`` may differ from it in
         the sign of a zero: a row max over ``0.0`` and ``-0.0`` returns either, and eager's
         ``max(dim)`` returns the element at its index. A row max whose other lanes are ``-inf``
         picks it exactly (not a sum over ``-0.0``: NumPy's, under the interpreter, starts from
         ``+0.0``); a NaN ``best`` is that lane's value as it is. Integer rows have no signed
-        zeros: ``best`` is that value."""
-        if not dtype.is_floating_point:
+        zeros, and ``argmax``/``argmin`` return no value: ``best`` is returned."""
+        if not dtype.is_floating_point or "value" not in REDUCTIONS[node.op].outputs:
             return best
         res = self.fresh("at")
         self.emit(f"{res} = tl.where({best} != {best}, {best}, "
@@ -308,7 +309,7 @@ class Reductions:
             best = self.max_nan(f"{res}_v", c, acc)
             idxs = f"tl.where({mask}, rindex, 2147483647)"
             idx = self.first_index(f"{res}_v", idxs, best)
-            value = self.value_at(f"{res}_v", idxs, idx, acc, best) if "value" in REDUCTIONS[node.op].outputs else best
+            value = self.value_at(node, f"{res}_v", idxs, idx, acc, best)
             self.finish_reduction(node, {"value": (value, acc), "index": (idx, torch.int32)})
         else:
             raise AssertionError(c)
@@ -434,7 +435,7 @@ class Reductions:
         elif c in ("argmax", "argmin"):
             best = self.max_nan(f"{a}_v", c, acc)
             idx = self.first_index(f"{a}_v", f"{a}_i", best)
-            value = self.value_at(f"{a}_v", f"{a}_i", idx, acc, best) if "value" in REDUCTIONS[node.op].outputs else best
+            value = self.value_at(node, f"{a}_v", f"{a}_i", idx, acc, best)
             self.finish_reduction(node, {"value": (value, acc), "index": (idx, torch.int32)})
 
     def combine_welford_lanes(self, a: str, res: str) -> None:

@@ -148,9 +148,8 @@ def _partial_components(w, node: Node, a: str) -> list[tuple[str, str]]:
         return [("mean", f"{res}_mean"), ("m2", f"{res}_m2"), ("w", f"{res}_w")]
     best = w.max_nan(f"{a}_v", c, acc)
     idx = w.first_index(f"{a}_v", f"{a}_i", best)
-    if "value" in REDUCTIONS[node.op].outputs:  # the chunk's element at its index (its zero's sign)
-        best = w.value_at(f"{a}_v", f"{a}_i", idx, acc, best)
-    return [("v", best), ("i", f"{idx}.to(tl.int64)")]
+    value = w.value_at(node, f"{a}_v", f"{a}_i", idx, acc, best)  # the chunk's element at its index
+    return [("v", value), ("i", f"{idx}.to(tl.int64)")]
 
 
 def _write_finish(w) -> None:
