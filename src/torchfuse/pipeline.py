@@ -3,7 +3,8 @@
 A program captured by ``torch.compile`` goes through, in order:
 
 1. **FX level** (:data:`FX_PASSES`, on TorchDynamo's graph of PyTorch-level calls, once per
-   capture): attention masks made dense (:mod:`torchfuse.passes.fx`); for frozen inference
+   capture): attention masks made dense, ``linear`` calls of one input made one matrix
+   product (:mod:`torchfuse.passes.fx`); for frozen inference
    graphs BatchNorm folding and convolution biases moved out; channels-last convolutions
    (:mod:`torchfuse.freezing`).
 2. **AOTAutograd** (PyTorch's): functionalization, decomposition with
@@ -99,6 +100,9 @@ FX_PASSES: tuple[GraphPass, ...] = (
     GraphPass("dense_attention_masks",
               lambda gm, o: fx.dense_attention_masks(gm, o.tuning.graph_passes.attention_mask_devices), _always),
     GraphPass("linear_interpolations", lambda gm, o: fx.linear_interpolations(gm), _always),
+    GraphPass("grouped_linears",
+              lambda gm, o: fx.grouped_linears(gm, o.tuning.graph_passes.linear_group_devices,
+                                               o.tuning.graph_passes.linear_group_max_members), _always),
     GraphPass("fold_conv_batchnorm", lambda gm, o: freezing.fold_conv_batchnorm(gm), lambda c: c.frozen),
     GraphPass("conv_bias_epilogues",
               lambda gm, o: freezing.conv_bias_epilogues(gm, o.tuning.graph_passes.conv_bias_epilogue_devices),

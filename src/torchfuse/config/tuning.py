@@ -294,6 +294,11 @@ class GraphPassTuning:
         cat_select_max_inputs: concatenations of at most this many tensors of one shape become
             fusible selects (:func:`~torchfuse.passes.aten.equal_cats_as_selects`); each input
             is one more select an element evaluates.
+        linear_group_devices: device types where ``linear`` calls that read one input become
+            one matrix product (:func:`~torchfuse.passes.fx.grouped_linears`): each product
+            saved is a library call's host time (about 20 us with cuBLAS on an H100's host);
+            on the CPU too, so that the tests' models go through the rewrite.
+        linear_group_max_members: at most this many calls in one such product.
     """
 
     one_hot_picks: bool = True
@@ -305,6 +310,8 @@ class GraphPassTuning:
     channels_last_devices: tuple[str, ...] = ("cuda",)
     conv_bias_epilogue_devices: tuple[str, ...] = ("cuda",)
     cat_select_max_inputs: int = 4
+    linear_group_devices: tuple[str, ...] = ("cuda", "cpu")
+    linear_group_max_members: int = 16
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,6 +18,9 @@ The freezing passes (:mod:`torchfuse.freezing`) work at this level too;
 """
 from __future__ import annotations
 
+import operator
+from typing import Callable
+
 import torch
 import torch.fx
 
@@ -398,3 +401,196 @@ def eager_raises(gm: torch.fx.GraphModule) -> list[str]:
             if value is not None and _overflows(value, out.dtype):
                 found.append(f"{name} with {value!r} for {str(out.dtype).replace('torch.', '')}")
     return found
+
+
+_LINEAR_TARGETS = (torch._C._nn.linear, torch.nn.functional.linear)
+_LINEAR_PARAMETERS = ("input", "weight", "bias")
+
+
+def _linear_operands(node: torch.fx.Node):
+    """``(input, weight, bias)`` of a ``linear`` call, or None when one is given in a form the
+    rewrite leaves alone (not a node, or a keyword it does not know)."""
+    if len(node.args) > 3 or set(node.kwargs) - set(_LINEAR_PARAMETERS):
+        return None
+    bound = {**dict(zip(_LINEAR_PARAMETERS, node.args)), **node.kwargs}
+    x, w, b = bound.get("input"), bound.get("weight"), bound.get("bias")
+    if not isinstance(x, torch.fx.Node) or not isinstance(w, torch.fx.Node):
+        return None
+    if b is not None and not isinstance(b, torch.fx.Node):
+        return None
+    return x, w, b
+
+
+def _writes_in_place(node: torch.fx.Node) -> bool:
+    """Whether a call is an in-place write by its name (``add_``, ``copy_``, ``setitem``)."""
+    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+    return (name.endswith("_") and not name.endswith("__")) or name in ("setitem", "__setitem__")
+
+
+def _tensor_value(node) -> torch.Tensor | None:
+    value = node.meta.get("example_value") if isinstance(node, torch.fx.Node) else None
+    return value if isinstance(value, torch.Tensor) else None
+
+
+def _storage(value: torch.Tensor):
+    """A key for ``value``'s storage (views of one tensor share it; the fake example values'
+    ``_base`` is not always the viewed value's own object)."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    return StorageWeakRef(value.untyped_storage())
+
+
+def _escaping_values(gm: torch.fx.GraphModule) -> set:
+    """The storages (:func:`_storage`) of the tensors the graph returns."""
+    out = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    return {_storage(v) for v in map(_tensor_value, _flat_nodes(out.args)) if v is not None}
+
+
+def _written_values(nodes: list[torch.fx.Node]) -> set:
+    """The storages (:func:`_storage`) an in-place call of ``nodes`` writes."""
+    found = set()
+    for n in nodes:
+        if n.op in ("call_function", "call_method") and _writes_in_place(n) and n.args:
+            v = _tensor_value(n.args[0])
+            if v is not None:
+                found.add(_storage(v))
+    return found
+
+
+def _flat_nodes(args) -> list[torch.fx.Node]:
+    found: list[torch.fx.Node] = []
+    torch.fx.node.map_arg(args, found.append)
+    return found
+
+
+def grouped_linears(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda", "cpu"), max_members: int = 16) -> int:
+    """Compute the ``linear`` calls that read one input with weights of one dtype as one
+    matrix product: ``linear(x, cat(w1, w2, ...), cat(b1, b2, ...))``, each call's result a
+    ``narrow`` of its columns (horizontal fusion of matrix products, as attention's query, key
+    and value projections, or a decoder's cross-attention keys and values of every layer).
+
+    AOTAutograd then derives one product for the input's gradient and one for the weights'
+    (their sum over the calls is the product's own reduction), where there were one of each per
+    call: T5's and BERT's attention layers make two of three products of each kind go away.
+    Each element is still one fp32-accumulated dot product of the same row and column, so the
+    values are those of the separate products up to the library's choice of kernel for the
+    wider matrix (its order of accumulation).
+
+    A group forms among calls with no call changing global state between them (autocast or
+    grad mode: TorchDynamo records those as calls with no tensor value), whose weights (2-D,
+    on ``devices``, one dtype, the input's inner size) and biases (all absent or all 1-D of the
+    weight's dtype) exist before the group's first call, where the product is put. A call whose
+    result the graph returns, or returns a view of, is given a contiguous copy of its columns,
+    so that what the caller holds has eager's strides.
+
+    Args:
+        gm: TorchDynamo's graph; nodes carry their fake example values in
+            ``meta["example_value"]``.
+        devices: device types where the rewrite applies.
+        max_members: at most this many calls in one product.
+
+    Returns:
+        How many ``linear`` calls were folded into another's product (the graph is recompiled
+        in place when any were).
+    """
+    nodes = list(gm.graph.nodes)
+    order = {n: i for i, n in enumerate(nodes)}
+    groups: dict[tuple, list[tuple[torch.fx.Node, torch.fx.Node, torch.fx.Node | None]]] = {}
+    region = 0
+    for n in nodes:
+        if n.op in ("call_function", "call_method", "call_module") and (
+                n.meta.get("example_value") is None or _writes_in_place(n)):
+            # a call with no value (a context's entry or exit: autocast, grad mode; a
+            # ``setitem``) or an in-place write: no product moves across it
+            region += 1
+            continue
+        if n.op != "call_function" or n.target not in _LINEAR_TARGETS:
+            continue
+        ops = _linear_operands(n)
+        if ops is None:
+            continue
+        x, w, b = ops
+        xv, wv, bv, yv = _tensor_value(x), _tensor_value(w), _tensor_value(b), _tensor_value(n)
+        if xv is None or wv is None or yv is None or wv.dim() != 2 or xv.dim() < 1:
+            continue
+        if wv.device.type not in devices or not wv.dtype.is_floating_point or wv.shape[1] != xv.shape[-1]:
+            continue
+        if type(wv.shape[0]) is not int or type(wv.shape[1]) is not int:
+            continue
+        if b is not None and (bv is None or bv.dim() != 1 or bv.dtype != wv.dtype or bv.shape[0] != wv.shape[0]):
+            continue
+        key = (x, region, b is None, wv.dtype, wv.device, yv.dtype)
+        groups.setdefault(key, []).append((n, w, b))
+    escaping, written = _escaping_values(gm), _written_values(nodes)
+    done = 0
+    for members in groups.values():
+        first = members[0][0]
+        members = [m for m in members if _storage(_tensor_value(m[0])) not in written
+                   and all(order[a] < order[first] for a in m[1:] if a is not None)]
+        members = members[:max_members]
+        if len(members) < 2:
+            continue
+        first = members[0][0]
+        x = _linear_operands(first)[0]
+        g = gm.graph
+        with g.inserting_before(first):
+            weights = [m[1] for m in members]
+            w = g.call_function(torch.cat, (weights,), {"dim": 0})
+            _set_value(w, torch.cat, ([_tensor_value(a) for a in weights],), {"dim": 0})
+            b = None
+            if members[0][2] is not None:
+                biases = [m[2] for m in members]
+                b = g.call_function(torch.cat, (biases,), {"dim": 0})
+                _set_value(b, torch.cat, ([_tensor_value(a) for a in biases],), {"dim": 0})
+            y = g.call_function(torch._C._nn.linear, (x, w, b))
+            y.meta.update({k: v for k, v in first.meta.items() if k != "example_value"})
+            yv = _tensor_value(first)
+            sizes = [_tensor_value(m[1]).shape[0] for m in members]
+            _set_value(y, torch.empty_strided, ((*yv.shape[:-1], sum(sizes)), (*_contiguous_strides(yv, sum(sizes)), 1)),
+                       {"dtype": yv.dtype, "device": yv.device}, yv)
+            # a split, whose gradient is one concatenation (a narrow's is a zero-filled
+            # scatter per part); its parts may not be written in place, hence ``written``
+            parts = g.call_function(torch.split, (y, sizes), {"dim": -1})
+            _set_value(parts, torch.split, (y.meta["example_value"], sizes), {"dim": -1})
+            for i, (node, _, _) in enumerate(members):
+                part = g.call_function(operator.getitem, (parts, i))
+                part.meta["example_value"] = parts.meta["example_value"][i]
+                if _storage(_tensor_value(node)) in escaping:
+                    part = g.call_method("contiguous", (part,))
+                    part.meta["example_value"] = _tensor_value(node)
+                node.replace_all_uses_with(part)
+        for node, _, _ in members:
+            g.erase_node(node)
+        done += len(members) - 1
+    return finish(gm, done, "linear call(s) computed in another's matrix product")
+
+
+def _contiguous_strides(like: torch.Tensor, width) -> list:
+    """The strides of the dims before the last of a contiguous tensor shaped as ``like`` with
+    ``width`` elements in its last dim."""
+    strides, step = [], width
+    for size in reversed(like.shape[:-1]):
+        strides.append(step)
+        step = step * size
+    return strides[::-1]
+
+
+def _set_value(node: torch.fx.Node, fn: Callable, args: tuple, kwargs: dict, like=None) -> None:
+    """``node.meta["example_value"] = fn(*args, **kwargs)`` on the fake tensors' own mode (that
+    of ``like`` or of the first fake tensor in ``args``).
+
+    Raises:
+        ValueError: there is no fake tensor to take the mode from.
+    """
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    mode = next((v.fake_mode for v in [like, *_flat_tensors(args)] if isinstance(v, FakeTensor)), None)
+    if mode is None:
+        raise ValueError(f"no fake tensor to give {node.name} an example value")
+    with mode:
+        node.meta["example_value"] = fn(*args, **kwargs)
+
+
+def _flat_tensors(args) -> list:
+    flat, _ = torch.utils._pytree.tree_flatten(args)
+    return [a for a in flat if isinstance(a, torch.Tensor)]

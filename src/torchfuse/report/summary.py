@@ -126,6 +126,7 @@ REWRITE_OPTIONS = {
     "channels_last_convolutions": "freeze / channels_last_training / channels_last_inference",
     "conv_relu_epilogues": "conv_epilogues",
     "log_softmax_sums": "cross_entropy_rewrites", "one_hot_picks": "cross_entropy_rewrites",
+    "grouped_linears": "tuning graph_passes.linear_group_devices",
 }
 
 

@@ -1,0 +1,207 @@
+"""``linear`` calls that read one input computed as one matrix product
+(:func:`torchfuse.passes.fx.grouped_linears`): values and gradients against eager, how many
+products the compiled graphs keep, and the calls the rewrite must leave alone."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+import torchfuse
+from test_ops import DEVICE
+from torchfuse.config import Tuning
+
+#: the rewrite on the device the tests run on (on a GPU only by default)
+HERE = Tuning().replace("graph_passes.linear_group_devices", (torch.device(DEVICE).type,))
+OFF = Tuning().replace("graph_passes.linear_group_devices", ())
+
+
+def _products(name: str) -> int:
+    """Matrix products (``mm``, ``addmm``, ``bmm``) the last compiled graph ``name`` calls."""
+    from torchfuse import backend
+
+    graph = [g for g in backend.RECENT if g.name == name][-1]
+    return sum(1 for c in graph.segmentation.calls if any(k in str(c.target) for k in ("mm.", "addmm.", "bmm.")))
+
+
+def _compile(model, tuning, **kw):
+    torch._dynamo.reset()
+    return torch.compile(model, backend="torchfuse", options={"tuning": tuning, **kw}, dynamic=False)
+
+
+class Attention(torch.nn.Module):
+    """Self-attention with separate query, key and value projections (BERT's, T5's), and an
+    MLP whose two input projections read one input (LLaMA's gate and up)."""
+
+    def __init__(self, d=32, heads=4, bias=True):
+        super().__init__()
+        self.heads = heads
+        self.q, self.k, self.v, self.o = (torch.nn.Linear(d, d, bias=bias) for _ in range(4))
+        self.gate, self.up = torch.nn.Linear(d, 48, bias=False), torch.nn.Linear(d, 48, bias=False)
+        self.down = torch.nn.Linear(48, d, bias=False)
+        self.norm = torch.nn.LayerNorm(d)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        h = self.norm(x)
+        q, k, v = (p(h).view(b, s, self.heads, -1).transpose(1, 2) for p in (self.q, self.k, self.v))
+        a = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.o(a.transpose(1, 2).reshape(b, s, d))
+        h = self.norm(x)
+        return x + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h))
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_projections_of_one_input_train_as_eager_with_fewer_products(bias):
+    """Two training steps (gradients accumulated over both, then an optimizer step): loss,
+    gradients and weights equal eager's; the forward calls 2 products where it called 7
+    (query, key and value in one, gate and up in one, the output and down projections), the
+    backward 4 where it called 14."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(Attention(bias=bias)).to(DEVICE)
+    mine = copy.deepcopy(model)
+    x = torch.randn(2, 8, 32, device=DEVICE)
+    compiled = _compile(mine, HERE)
+    for m, f in ((model, model), (mine, compiled)):
+        for _ in range(2):
+            f(x).square().mean().backward()
+    for p, q in zip(model.parameters(), mine.parameters()):
+        assert q.grad.shape == p.grad.shape and q.grad.is_contiguous()
+        torch.testing.assert_close(q.grad, p.grad)
+    assert _products("forward") == 4 and _products("backward") == 8
+    # the same model without the rewrite: one product per projection, two in its backward
+    _compile(copy.deepcopy(model), OFF)(x).sum().backward()
+    assert _products("forward") == 7 and _products("backward") == 14
+
+
+def test_rewrite_is_counted_in_explain():
+    """``explain`` counts the calls folded into another's product under the pass's name, with
+    the tuning field that turns it off: key and value into the query's product, up into gate's."""
+    torch.manual_seed(0)
+    result = torchfuse.explain(Attention().to(DEVICE), torch.randn(2, 8, 32, device=DEVICE),
+                               options={"tuning": HERE}, verbose=False)
+    assert result.captures[0].rewrites["grouped_linears"] == 3
+    assert "grouped_linears x3 (option tuning graph_passes.linear_group_devices)" in result.summary()
+
+
+def test_returned_projection_keeps_eager_strides():
+    """A projection the graph returns (a key cached for decoding, as HuggingFace's caches hold
+    them) is a tensor of its own with eager's strides, not a column block of the shared product;
+    values and gradients equal eager's."""
+    torch.manual_seed(0)
+    q, k = torch.nn.Linear(16, 16).to(DEVICE), torch.nn.Linear(16, 24).to(DEVICE)
+
+    def f(x):
+        key = k(x).view(2, 5, 4, 6).transpose(1, 2)
+        return (q(x).sum(-1, keepdim=True) * k(x)[..., :16]).sum(), key
+
+    x = torch.randn(2, 5, 16, device=DEVICE, requires_grad=True)
+    got_loss, got_key = _compile(f, HERE)(x)
+    loss, key = f(x)
+    assert got_key.shape == key.shape and got_key.stride() == key.stride()
+    torch.testing.assert_close(got_key, key)
+    torch.testing.assert_close(got_loss, loss)
+    torch.testing.assert_close(torch.autograd.grad(got_loss + got_key.sum(), x)[0],
+                               torch.autograd.grad(loss + key.sum(), x)[0])
+
+
+def test_projection_written_in_place_is_left_alone():
+    """A projection written in place (a split's parts may not be, under autograd) keeps its own
+    product; the others are grouped; values and gradients equal eager's, with no fallback."""
+    torch.manual_seed(0)
+    lin = [torch.nn.Linear(16, 16).to(DEVICE) for _ in range(3)]
+
+    def f(x):
+        a, b, c = (m(x) for m in lin)
+        a.mul_(0.5)
+        return (a * b + c).sum()
+
+    x = torch.randn(4, 16, device=DEVICE, requires_grad=True)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = _compile(f, HERE)(x)
+    want = f(x)
+    torch.testing.assert_close(got, want)
+    assert _products("forward") == 2
+    torch.testing.assert_close(torch.autograd.grad(got, x)[0], torch.autograd.grad(want, x)[0])
+
+
+def test_grad_mode_between_projections_keeps_them_apart():
+    """Projections on either side of a ``torch.no_grad()`` block are not one product (one of
+    them has no gradient); values and the gradient equal eager's."""
+    torch.manual_seed(0)
+    a, b = torch.nn.Linear(16, 16).to(DEVICE), torch.nn.Linear(16, 16).to(DEVICE)
+
+    def f(x):
+        y = a(x)
+        with torch.no_grad():
+            z = b(x)
+        return (y * z).sum()
+
+    x = torch.randn(4, 16, device=DEVICE)
+    got = _compile(f, HERE)(x)
+    want = f(x)
+    torch.testing.assert_close(got, want)
+    got.backward()
+    ga = a.weight.grad.clone()
+    a.weight.grad = None
+    want.backward()
+    torch.testing.assert_close(ga, a.weight.grad)
+    assert b.weight.grad is None
+
+
+def test_bias_and_no_bias_are_separate_products():
+    """Calls with and without a bias, or with weights of another dtype, are not grouped
+    together; calls of one kind are."""
+    torch.manual_seed(0)
+    w = [torch.randn(8, 16, device=DEVICE) for _ in range(4)]
+    bias = torch.randn(8, device=DEVICE)
+    w64 = torch.randn(8, 16, device=DEVICE, dtype=torch.float64)
+    F = torch.nn.functional
+
+    def f(x):
+        return (F.linear(x, w[0]) + F.linear(x, w[1]) + F.linear(x, w[2], bias) + F.linear(x, w[3], bias),
+                F.linear(x.double(), w64))
+
+    x = torch.randn(4, 16, device=DEVICE)
+    for g, e in zip(_compile(f, HERE)(x), f(x)):
+        torch.testing.assert_close(g, e)
+    assert _products("inference") == 3
+
+
+def test_autocast_projections_and_dynamic_batch():
+    """Under autocast (fp16 on CUDA, bf16 on the CPU) and with a batch size marked dynamic:
+    the projections are grouped and values and gradients equal eager's within half precision."""
+    torch.manual_seed(0)
+    model = Attention().to(DEVICE)
+    mine = copy.deepcopy(model)
+    dtype = torch.float16 if DEVICE == "cuda" else torch.bfloat16
+    torch._dynamo.reset()
+    compiled = torch.compile(mine, backend="torchfuse", options={"tuning": HERE})
+    for batch in (2, 3):
+        x = torch.randn(batch, 8, 32, device=DEVICE)
+        torch._dynamo.mark_dynamic(x, 0)
+        with torch.autocast(DEVICE, dtype=dtype):
+            want, got = model(x), compiled(x)
+        torch.testing.assert_close(got, want, atol=2e-2, rtol=2e-2)
+        want.float().square().mean().backward()
+        got.float().square().mean().backward()
+        for p, q in zip(model.parameters(), mine.parameters()):
+            torch.testing.assert_close(q.grad, p.grad, atol=2e-2, rtol=2e-2)
+        assert _products("forward") == 4
+
+
+def test_frozen_inference_groups_the_weights_once():
+    """With ``freeze=True`` under ``torch.no_grad()``: the concatenated weights are computed
+    with the frozen weights, outputs equal eager's."""
+    torch.manual_seed(0)
+    model = Attention().to(DEVICE).eval()
+    x = torch.randn(2, 8, 32, device=DEVICE)
+    with torch.no_grad():
+        want = model(x)
+        got = _compile(model, HERE, freeze=True)(x)
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(_compile(model, HERE, freeze=True)(x), want)
+    assert _products("inference") == 4
