@@ -515,7 +515,8 @@ def test_fx_passes_that_apply(options, grad, names):
 
 
 def test_aten_passes_that_apply():
-    """cuDNN's epilogues before freezing on inference graphs only; the cross-entropy rewrites
+    """cuDNN's epilogues before freezing on inference graphs only; gradient views given their
+    own storage in backward graphs only; the cross-entropy rewrites
     after merging pads, log-softmax sums first, both off with ``cross_entropy_rewrites=False``."""
     from torchfuse import Options
     from torchfuse.pipeline import ATEN_PASSES, ATEN_PASSES_BEFORE_FREEZING, PassContext, describe
@@ -527,8 +528,8 @@ def test_aten_passes_that_apply():
     assert names(ATEN_PASSES_BEFORE_FREEZING, "forward") == []
     assert names(ATEN_PASSES_BEFORE_FREEZING, "inference", conv_epilogues=False) == []
     assert names(ATEN_PASSES, "backward") == ["merge_duplicate_pads", "cat_of_one", "equal_cats_as_selects",
-                                              "scalar_copies_from_device", "lifted_scalar_constants",
-                                              "log_softmax_sums", "one_hot_picks"]
+                                              "scalar_copies_from_device", "separate_gradient_views",
+                                              "lifted_scalar_constants", "log_softmax_sums", "one_hot_picks"]
     assert names(ATEN_PASSES, "forward", cross_entropy_rewrites=False) == [
         "merge_duplicate_pads", "cat_of_one", "equal_cats_as_selects", "scalar_copies_from_device",
         "lifted_scalar_constants"]

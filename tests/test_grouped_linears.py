@@ -11,6 +11,7 @@ import torch
 import torchfuse
 from test_ops import DEVICE
 from torchfuse.config import Tuning
+from test_training_graphs import pool  # noqa: F401  (the stand-in CUDA graph pool)
 
 #: the rewrite on the device the tests run on (on a GPU only by default)
 HERE = Tuning().replace("graph_passes.linear_group_devices", (torch.device(DEVICE).type,))
@@ -69,6 +70,9 @@ def test_projections_of_one_input_train_as_eager_with_fewer_products(bias):
     for p, q in zip(model.parameters(), mine.parameters()):
         assert q.grad.shape == p.grad.shape and q.grad.is_contiguous()
         torch.testing.assert_close(q.grad, p.grad)
+    # each parameter's gradient has a storage of its own, as eager's
+    storages = {q.grad.untyped_storage().data_ptr() for q in mine.parameters()}
+    assert len(storages) == len(list(mine.parameters()))
     assert _products("forward") == 4 and _products("backward") == 8
     # the same model without the rewrite: one product per projection, two in its backward
     _compile(copy.deepcopy(model), OFF)(x).sum().backward()
@@ -205,3 +209,65 @@ def test_frozen_inference_groups_the_weights_once():
         torch.testing.assert_close(got, want)
         torch.testing.assert_close(_compile(model, HERE, freeze=True)(x), want)
     assert _products("inference") == 4
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the stand-in pool of CPU tests; CUDA runs the real one below")
+def test_reduce_overhead_gradients_stay_in_the_pool(pool):
+    """Under ``mode="reduce-overhead"`` (the stand-in pool on a CPU): gradients accumulated over
+    two micro-batches a step equal eager's, and the backward's gradients stay returned in the
+    pool (none is found held at the next step, which would copy them from then on: views of one
+    storage were)."""
+    from torchfuse import backend
+
+    torch.manual_seed(0)
+    eager = Attention()
+    model = copy.deepcopy(eager)
+    torch._dynamo.reset()
+    compiled = torchfuse.compile(model, mode="reduce-overhead", tuning=HERE, interpret=True)
+    xs = [torch.randn(2, 8, 32) for _ in range(6)]
+    for step in range(3):
+        for f in (eager, compiled):
+            for x in xs[2 * step: 2 * step + 2]:
+                f(x).square().mean().backward()
+        for p, q in zip(eager.parameters(), model.parameters()):
+            torch.testing.assert_close(q.grad, p.grad)
+        eager.zero_grad()
+        model.zero_grad()
+    bw = [g for g in backend.RECENT if g.name == "backward"][-1]
+    assert "gradients returned in the pool" in bw.stats["cudagraph"], bw.stats["cudagraph"]
+    assert _products("backward") == 8
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_reduce_overhead_training_replays_on_cuda():
+    """Under ``mode="reduce-overhead"`` on a GPU, fp16 autocast with a GradScaler: five steps'
+    losses and weights equal eager's within half precision, and the graphs stay captured with
+    their gradients in the pool."""
+    from torchfuse import backend
+
+    torch.manual_seed(0)
+    eager = Attention().cuda()
+    model = copy.deepcopy(eager)
+    torch._dynamo.reset()
+    compiled = torchfuse.compile(model, mode="reduce-overhead", tuning=HERE)
+    runs = []
+    for m, f in ((eager, eager), (model, compiled)):
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+        scaler = torch.amp.GradScaler("cuda")
+        torch.manual_seed(1)
+        losses = []
+        for _ in range(5):
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = f(torch.randn(4, 16, 32, device="cuda")).float().square().mean()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad(set_to_none=True)
+            losses.append(loss.item())
+        runs.append(losses)
+    torch.testing.assert_close(runs[1], runs[0], atol=2e-3, rtol=2e-3)
+    for p, q in zip(eager.parameters(), model.parameters()):
+        torch.testing.assert_close(q, p, atol=2e-3, rtol=2e-3)
+    fw, bw = [g for g in backend.RECENT if g.name == "forward"][-1], [g for g in backend.RECENT if g.name == "backward"][-1]
+    assert "captured" in fw.stats["cudagraph"] and "not captured" not in fw.stats["cudagraph"], fw.stats["cudagraph"]
+    assert "gradients returned in the pool" in bw.stats["cudagraph"], bw.stats["cudagraph"]

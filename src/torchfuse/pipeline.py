@@ -16,7 +16,8 @@ A program captured by ``torch.compile`` goes through, in order:
    convolution epilogues, before the frozen weights' subgraph is split off,
    :func:`torchfuse.freezing.split_weight_subgraph`), then :data:`ATEN_PASSES` (duplicate pads
    merged, concatenations of one non-empty tensor as copies, CPU constants copied into device
-   tensors read from device fills, cross-entropy's row sums;
+   tensors read from device fills, a backward's gradients that view one tensor given their
+   own, cross-entropy's row sums;
    :mod:`torchfuse.passes.aten`,
    :mod:`torchfuse.passes.cross_entropy`).
 4. **IR level** (:data:`IR_PASSES`): the IR built from the ATen graph
@@ -124,6 +125,9 @@ ATEN_PASSES: tuple[GraphPass, ...] = (
     GraphPass("equal_cats_as_selects",
               lambda gm, o: aten.equal_cats_as_selects(gm, o.tuning.graph_passes.cat_select_max_inputs), _always),
     GraphPass("scalar_copies_from_device", lambda gm, o: aten.scalar_copies_from_device(gm), _always),
+    # unguarded: a gradient left a view of another's storage would be wrong for CUDA graphs
+    GraphPass("separate_gradient_views", lambda gm, o: aten.separate_gradient_views(gm),
+              lambda c: c.graph == "backward", guarded=False),
     GraphPass("lifted_scalar_constants", lambda gm, o: aten.lifted_scalar_constants(gm), _always),
     # log_softmax_sums first: a log-softmax it no longer reads lets one_hot_picks reach x - max
     GraphPass("log_softmax_sums",

@@ -16,6 +16,9 @@ before the IR is built from them.
   from a device fill instead, which a CUDA graph can capture.
 * :func:`lifted_scalar_constants`: a 0-dim tensor constant made in the model's code
   (``torch.tensor(0.0, device=...)``) as a fill the segmenter fuses.
+* :func:`separate_gradient_views`: gradients a backward graph returns as views of one tensor
+  (the weights of a product of :func:`~torchfuse.passes.fx.grouped_linears`) as tensors of
+  their own, as eager's are.
 
 Also the helpers the ATen-level passes share (a node's fake value, its arguments, inserting
 a call with its value). Cross-entropy's rewrites are in :mod:`.cross_entropy`.
@@ -29,7 +32,7 @@ import torch
 import torch.fx
 
 from ..config import GraphPassTuning
-from . import calls_to, finish
+from . import calls_to, finish, view_root
 
 aten = torch.ops.aten
 
@@ -539,3 +542,72 @@ def conv_relu_epilogues(gm: torch.fx.GraphModule, tuning: GraphPassTuning = Grap
         _erase_unused([relu])
         done += 1
     return finish(gm, done, "convolution(s) with bias and ReLU given to cuDNN's fused epilogue")
+
+
+def separate_gradient_views(gm: torch.fx.GraphModule) -> int:
+    """Give each gradient a backward graph returns as a view of a tensor that another returned
+    gradient also views (or is) a tensor of its own: ``clone`` of the view, contiguous.
+
+    Why: the weights concatenated into one product (:func:`~torchfuse.passes.fx.grouped_linears`)
+    get their gradients as row blocks of the product's weight gradient. Eager gives each
+    parameter a ``.grad`` of its own storage; views of one storage would keep the whole
+    product's gradient alive while any is held, save it whole with ``torch.save``, and make
+    CUDA graph replays see gradients held across steps (each view holds the storage the others
+    were moved out of). The copy is a pointwise kernel the segmenter fuses with the gradient's
+    producer where that is pointwise (autocast's cast of a half-precision gradient to the
+    parameter's dtype).
+
+    Args:
+        gm: a backward graph whose nodes carry fake values (``meta["val"]``).
+
+    Returns:
+        How many returned views were replaced by copies.
+    """
+    from torch._guards import detect_fake_mode
+
+    out = gm.graph.output_node()
+    flat = _flat_args(out.args)
+    roots: dict = {}
+    for a in flat:
+        if isinstance(_val(a), torch.Tensor):
+            roots.setdefault(view_root(a), []).append(a)
+    replace = {a: None for views in roots.values() if len(views) > 1 for a in views
+               if a is not view_root(a)}
+    if not replace:
+        return 0
+    fake = detect_fake_mode([_val(a) for a in replace])
+    with gm.graph.inserting_before(out):
+        for a in replace:
+            replace[a] = _own_copy(gm.graph, fake, a)
+    out.args = torch.fx.node.map_arg(out.args, lambda n: replace.get(n, n))
+    _erase_unused(list(replace))
+    return finish(gm, len(replace), "returned gradient view(s) of a shared tensor copied into their own")
+
+
+def _own_copy(graph: torch.fx.Graph, fake, view: torch.fx.Node) -> torch.fx.Node:
+    """A contiguous copy of ``view`` (a chain of views). Where the chain views a dtype
+    conversion (autocast's cast of a half-precision gradient to fp32), the copy converts the
+    same view of the conversion's input instead: one kernel per gradient, as without the
+    shared tensor, where a copy after the conversion would be one more."""
+    chain, v = [], view
+    while v is not view_root(v):
+        chain.append(v)
+        v = v.args[0]
+    root = v
+    src_val = _val(root.args[0]) if _call_of(root, aten._to_copy.default) and len(root.args) == 1 else None
+    if (isinstance(src_val, torch.Tensor) and set(root.kwargs) <= {"dtype", "layout", "device"}
+            and root.kwargs.get("layout", torch.strided) == torch.strided
+            and torch.device(root.kwargs.get("device", src_val.device)) == src_val.device
+            and "dtype" in root.kwargs and src_val.shape == _val(root).shape):
+        src = root.args[0]
+        for step in reversed(chain):
+            src = _call_with_val(graph, fake, step.target, src, *step.args[1:], **step.kwargs)
+        return _call_with_val(graph, fake, aten._to_copy.default, src, dtype=root.kwargs["dtype"],
+                              memory_format=torch.contiguous_format)
+    return _call_with_val(graph, fake, aten.clone.default, view, memory_format=torch.contiguous_format)
+
+
+def _flat_args(args) -> list[torch.fx.Node]:
+    found: list[torch.fx.Node] = []
+    torch.fx.node.map_arg(args, found.append)
+    return found
