@@ -463,11 +463,12 @@ def _flat_nodes(args) -> list[torch.fx.Node]:
     return found
 
 
-def grouped_linears(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda", "cpu"), max_members: int = 16) -> int:
+def grouped_linears(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda", "cpu"),
+                    max_members: int = 16) -> int:
     """Compute the ``linear`` calls that read one input with weights of one dtype as one
-    matrix product: ``linear(x, cat(w1, w2, ...), cat(b1, b2, ...))``, each call's result a
-    ``narrow`` of its columns (horizontal fusion of matrix products, as attention's query, key
-    and value projections, or a decoder's cross-attention keys and values of every layer).
+    matrix product: ``linear(x, cat(w1, w2, ...), cat(b1, b2, ...))`` split by columns into
+    the calls' results (horizontal fusion of matrix products, as attention's query, key and
+    value projections, or a decoder's cross-attention keys and values of every layer).
 
     AOTAutograd then derives one product for the input's gradient and one for the weights'
     (their sum over the calls is the product's own reduction), where there were one of each per
@@ -480,8 +481,11 @@ def grouped_linears(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda"
     grad mode: TorchDynamo records those as calls with no tensor value), whose weights (2-D,
     on ``devices``, one dtype, the input's inner size) and biases (all absent or all 1-D of the
     weight's dtype) exist before the group's first call, where the product is put. A call whose
-    result the graph returns, or returns a view of, is given a contiguous copy of its columns,
-    so that what the caller holds has eager's strides.
+    result is written in place (or through a view) keeps its own product: autograd forbids
+    writing a split's parts. A call whose result the graph returns, or returns a view of, is
+    given a contiguous copy of its columns, so that what the caller holds has eager's strides.
+    The gradients of the grouped weights come back as blocks of one tensor;
+    :func:`~torchfuse.passes.aten.separate_gradient_views` gives each its own.
 
     Args:
         gm: TorchDynamo's graph; nodes carry their fake example values in
