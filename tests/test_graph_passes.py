@@ -498,15 +498,17 @@ def test_run_passes_runs_in_order_counts_and_guards():
 @pytest.mark.parametrize("options, grad, names", [
     ({}, True, ["dense_attention_masks", "linear_interpolations", "grouped_linears", "channels_last_convolutions"]),
     ({"channels_last_training": False}, True, ["dense_attention_masks", "linear_interpolations", "grouped_linears"]),
-    ({}, False, ["dense_attention_masks", "linear_interpolations", "grouped_linears"]),
-    ({"cudagraphs": True}, False, ["dense_attention_masks", "linear_interpolations", "grouped_linears", "channels_last_convolutions"]),
-    ({"freeze": True}, False, ["dense_attention_masks", "linear_interpolations", "grouped_linears", "fold_conv_batchnorm",
-                               "conv_bias_epilogues", "channels_last_convolutions"]),
-    ({"freeze": True, "channels_last_training": False}, True, ["dense_attention_masks", "linear_interpolations", "grouped_linears"]),
+    ({}, False, ["dense_attention_masks", "linear_interpolations"]),
+    ({"cudagraphs": True}, False, ["dense_attention_masks", "linear_interpolations", "channels_last_convolutions"]),
+    ({"freeze": True}, False, ["dense_attention_masks", "linear_interpolations", "grouped_linears",
+                               "fold_conv_batchnorm", "conv_bias_epilogues", "channels_last_convolutions"]),
+    ({"freeze": True, "channels_last_training": False}, True, ["dense_attention_masks", "linear_interpolations",
+                                                               "grouped_linears"]),
 ])
 def test_fx_passes_that_apply(options, grad, names):
     """Which FX-level passes run on a captured graph: freezing's only under ``freeze`` with
-    gradients off, channels-last for training graphs, frozen graphs and CUDA-graph inference."""
+    gradients off, channels-last for training graphs, frozen graphs and CUDA-graph inference,
+    grouped linear products for training and frozen graphs."""
     from torchfuse import Options
     from torchfuse.pipeline import FX_PASSES, PassContext
 

@@ -198,17 +198,29 @@ def test_autocast_projections_and_dynamic_batch():
 
 
 def test_frozen_inference_groups_the_weights_once():
-    """With ``freeze=True`` under ``torch.no_grad()``: the concatenated weights are computed
-    with the frozen weights, outputs equal eager's."""
+    """With ``freeze=True`` under ``torch.no_grad()``: the weights are concatenated once, with
+    the frozen weights (no concatenation runs per call), and outputs equal eager's. Unfrozen
+    inference keeps one product per call: each call would copy every grouped weight, which a
+    call with few rows (a decoder's step) pays for in full."""
+    from torchfuse import backend
+
     torch.manual_seed(0)
     model = Attention().to(DEVICE).eval()
     x = torch.randn(2, 8, 32, device=DEVICE)
     with torch.no_grad():
         want = model(x)
-        got = _compile(model, HERE, freeze=True)(x)
-        torch.testing.assert_close(got, want)
-        torch.testing.assert_close(_compile(model, HERE, freeze=True)(x), want)
-    assert _products("inference") == 4
+        calls = {}
+        for tuning in (OFF, HERE):
+            compiled = _compile(model, tuning, freeze=True)
+            torch.testing.assert_close(compiled(x), want)
+            torch.testing.assert_close(compiled(x), want)
+            graph = [g for g in backend.RECENT if g.name == "inference"][-1]
+            calls[tuning] = (_products("inference"), len(graph.segmentation.groups),
+                             sum("cat" in str(c.target) for c in graph.segmentation.calls))
+        # the same fusion groups with and without the rewrite, no concatenation left per call
+        assert calls[HERE] == (4, calls[OFF][1], 0) and calls[OFF][0] == 7
+        torch.testing.assert_close(_compile(model, HERE)(x), want)
+        assert _products("inference") == 7
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the stand-in pool of CPU tests; CUDA runs the real one below")

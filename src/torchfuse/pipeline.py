@@ -97,13 +97,21 @@ def _channels_last(context: PassContext) -> bool:
             or (o.channels_last_inference and o.cudagraphs and not context.grad_enabled))
 
 
+def _weights_cost_nothing_to_concatenate(context: PassContext) -> bool:
+    """Training graphs (the weights' concatenation fuses with autocast's cast of them, and the
+    step's activations outweigh it) and frozen graphs (it is computed once): not unfrozen
+    inference, where a call with few rows (a decoder's step) would copy every grouped weight."""
+    return context.grad_enabled or context.frozen
+
+
 FX_PASSES: tuple[GraphPass, ...] = (
     GraphPass("dense_attention_masks",
               lambda gm, o: fx.dense_attention_masks(gm, o.tuning.graph_passes.attention_mask_devices), _always),
     GraphPass("linear_interpolations", lambda gm, o: fx.linear_interpolations(gm), _always),
     GraphPass("grouped_linears",
               lambda gm, o: fx.grouped_linears(gm, o.tuning.graph_passes.linear_group_devices,
-                                               o.tuning.graph_passes.linear_group_max_members), _always),
+                                               o.tuning.graph_passes.linear_group_max_members),
+              _weights_cost_nothing_to_concatenate),
     GraphPass("fold_conv_batchnorm", lambda gm, o: freezing.fold_conv_batchnorm(gm), lambda c: c.frozen),
     GraphPass("conv_bias_epilogues",
               lambda gm, o: freezing.conv_bias_epilogues(gm, o.tuning.graph_passes.conv_bias_epilogue_devices),

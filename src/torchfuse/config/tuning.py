@@ -295,9 +295,10 @@ class GraphPassTuning:
             fusible selects (:func:`~torchfuse.passes.aten.equal_cats_as_selects`); each input
             is one more select an element evaluates.
         linear_group_devices: device types where ``linear`` calls that read one input become
-            one matrix product (:func:`~torchfuse.passes.fx.grouped_linears`): each product
-            saved is a library call's host time (about 20 us with cuBLAS on an H100's host);
-            on the CPU too, so that the tests' models go through the rewrite.
+            one matrix product in training and frozen graphs
+            (:func:`~torchfuse.passes.fx.grouped_linears`): each product saved is a library
+            call's host time (about 20 us with cuBLAS on an H100's host); on the CPU too, so
+            that the tests' models go through the rewrite.
         linear_group_max_members: at most this many calls in one such product.
     """
 
