@@ -285,3 +285,128 @@ def test_reduce_overhead_training_replays_on_cuda():
     fw, bw = [g for g in backend.RECENT if g.name == "forward"][-1], [g for g in backend.RECENT if g.name == "backward"][-1]
     assert "captured" in fw.stats["cudagraph"] and "not captured" not in fw.stats["cudagraph"], fw.stats["cudagraph"]
     assert "gradients returned in the pool" in bw.stats["cudagraph"], bw.stats["cudagraph"]
+
+
+# ------------------------------------------------------------------ what the rewrite must keep
+
+D = 16
+_LIN = {}
+
+
+def _lins(n=3):
+    torch.manual_seed(0)
+    return [torch.nn.Linear(D, D).to(DEVICE) for _ in range(n)]
+
+
+def _written_between(kind):
+    q, k = (m.requires_grad_(False) for m in _lins(2))  # (the write would fail eager's backward)
+
+    def f(x):
+        x = x * 1.0
+        a = q(x)
+        if kind == "relu_inplace":
+            torch.nn.functional.relu(x, inplace=True)
+        elif kind == "add_out":
+            torch.add(x, 1, out=x)
+        else:
+            x.mul_(-1)
+        return a * k(x)
+    return f, (torch.randn(2, 5, D, device=DEVICE),)
+
+
+def _written_output(kind):
+    q, k = _lins(2)
+
+    def f(x):
+        a, b = q(x), k(x)
+        if kind == "imul":
+            a *= 2
+        elif kind == "iadd":
+            a += 1
+        else:
+            a = torch.nn.functional.relu(a, inplace=True)
+        return a * b
+    return f, (torch.randn(3, D, device=DEVICE, requires_grad=True),)
+
+
+def _layouts(kind):
+    q, k = _lins(2)
+
+    def f(x):
+        a, b = q(x), k(x)
+        if kind == "as_strided":
+            return a.as_strided((2, 5, 4), (5 * D, D, 1)) * 1.0 + b[..., :4]
+        return (a.view(-1) * b.view(-1)).sum()  # merges dims a column block cannot merge
+    return f, (torch.randn(2, 5, D, device=DEVICE, requires_grad=True),)
+
+
+def _empty_batch(_):
+    q, k = _lins(2)
+    k2 = torch.nn.Linear(D, 8).to(DEVICE)
+    return (lambda x: (q(x), k2(x))), (torch.randn(0, 5, D, device=DEVICE),)
+
+
+CASES = {"relu_inplace": _written_between, "add_out": _written_between, "mul_": _written_between,
+         "imul": _written_output, "iadd": _written_output, "relu_of_output": _written_output,
+         "as_strided": _layouts, "view_merging_dims": _layouts, "empty_batch": _empty_batch}
+
+
+@pytest.mark.parametrize("kind", list(CASES))
+def test_writes_strides_and_empty_results_as_eager(kind):
+    """The input written in place between the calls (by ``F.relu(..., inplace=True)`` or an
+    ``out=`` argument as well as a method), a result written in place through an operator, a
+    result read by ``as_strided`` or viewed with its dims merged, an empty batch: values,
+    strides of what is returned and input gradients equal eager's, with no fallback."""
+    import warnings
+
+    f, inputs = CASES[kind](kind)
+    want = f(*[t.detach().clone().requires_grad_(t.requires_grad) for t in inputs])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = _compile(f, HERE)(*inputs)
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        assert g.shape == w.shape and g.stride() == w.stride()
+        torch.testing.assert_close(g, w)
+    x = inputs[0]
+    if x.requires_grad:
+        gx = torch.autograd.grad(got.sum(), x)[0]
+        xe = x.detach().clone().requires_grad_()
+        torch.testing.assert_close(gx, torch.autograd.grad(f(xe).sum(), xe)[0])
+
+
+def test_gradients_are_none_or_of_their_own_as_eager():
+    """A projection read only through ``detach`` gives its weight no gradient (``None``, as
+    eager), not a zero block; with two of three projections frozen, the third's gradient is a
+    storage of its own size (``torch.save`` writes it alone)."""
+    q, k, v = _lins(3)
+    x = torch.randn(4, D, device=DEVICE)
+    _compile(lambda x: (k(x) * q(x).detach()).sum(), HERE)(x).backward()
+    assert q.weight.grad is None and q.bias.grad is None and k.weight.grad is not None
+    for m in (q, k):
+        m.requires_grad_(False)
+    _compile(lambda x: (q(x) * k(x) * v(x)).sum(), HERE)(x).backward()
+    want = torch.autograd.grad((q(x) * k(x) * v(x)).sum(), v.weight)[0]
+    torch.testing.assert_close(v.weight.grad, want)
+    assert v.weight.grad.untyped_storage().nbytes() == v.weight.numel() * v.weight.element_size()
+    assert v.bias.grad.untyped_storage().nbytes() == v.bias.numel() * v.bias.element_size()
+
+
+def test_functorch_transforms_compile_without_a_warning():
+    """``torch.func.grad`` over ``functional_call``: its wrapped values have no storage; the
+    graph compiles without the rewrite and without a warning, values equal eager's."""
+    import warnings
+
+    model = Attention().to(DEVICE)
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    x = torch.randn(2, 8, 32, device=DEVICE)
+
+    def loss(p, x):
+        return torch.func.functional_call(model, p, (x,)).square().mean()
+
+    want = torch.func.grad(loss)(params, x)
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = torch.compile(torch.func.grad(loss), backend="torchfuse", options={"tuning": HERE})(params, x)
+    for name in want:
+        torch.testing.assert_close(got[name], want[name])

@@ -546,12 +546,14 @@ def conv_relu_epilogues(gm: torch.fx.GraphModule, tuning: GraphPassTuning = Grap
 
 def separate_gradient_views(gm: torch.fx.GraphModule) -> int:
     """Give each gradient a backward graph returns as a view of a tensor that another returned
-    gradient also views (or is) a tensor of its own: ``clone`` of the view, contiguous.
+    gradient also views (or is), or as a view of a part of a tensor the graph computes, a
+    tensor of its own: ``clone`` of the view, contiguous.
 
     Why: the weights concatenated into one product (:func:`~torchfuse.passes.fx.grouped_linears`)
     get their gradients as row blocks of the product's weight gradient. Eager gives each
     parameter a ``.grad`` of its own storage; views of one storage would keep the whole
-    product's gradient alive while any is held, save it whole with ``torch.save``, and make
+    product's gradient alive while any is held (also where the other weights need no
+    gradient), save it whole with ``torch.save``, and make
     CUDA graph replays see gradients held across steps (each view holds the storage the others
     were moved out of). The copy is a pointwise kernel the segmenter fuses with the gradient's
     producer where that is pointwise (autocast's cast of a half-precision gradient to the
@@ -571,8 +573,8 @@ def separate_gradient_views(gm: torch.fx.GraphModule) -> int:
     for a in flat:
         if isinstance(_val(a), torch.Tensor):
             roots.setdefault(view_root(a), []).append(a)
-    replace = {a: None for views in roots.values() if len(views) > 1 for a in views
-               if a is not view_root(a)}
+    replace = {a: None for root, views in roots.items() for a in views if a is not root
+               and (len(views) > 1 or (root.op == "call_function" and _smaller(a, root)))}
     if not replace:
         return 0
     fake = detect_fake_mode([_val(a) for a in replace])
@@ -582,6 +584,12 @@ def separate_gradient_views(gm: torch.fx.GraphModule) -> int:
     out.args = torch.fx.node.map_arg(out.args, lambda n: replace.get(n, n))
     _erase_unused(list(replace))
     return finish(gm, len(replace), "returned gradient view(s) of a shared tensor copied into their own")
+
+
+def _smaller(view: torch.fx.Node, root: torch.fx.Node) -> bool:
+    """Whether ``view`` covers fewer elements than ``root`` (a block of it), or may."""
+    a, b = _val(view).numel(), _val(root).numel()
+    return not (type(a) is int and type(b) is int) or a < b
 
 
 def _own_copy(graph: torch.fx.Graph, fake, view: torch.fx.Node) -> torch.fx.Node:

@@ -18,6 +18,7 @@ The freezing passes (:mod:`torchfuse.freezing`) work at this level too;
 """
 from __future__ import annotations
 
+import inspect
 import operator
 from typing import Callable
 
@@ -421,10 +422,46 @@ def _linear_operands(node: torch.fx.Node):
     return x, w, b
 
 
-def _writes_in_place(node: torch.fx.Node) -> bool:
-    """Whether a call is an in-place write by its name (``add_``, ``copy_``, ``setitem``)."""
+#: calls that return their input itself when there is nothing to change (``x.contiguous()`` of a
+#: contiguous ``x``, ``x.to(x.dtype)``), writing nothing
+_RETURN_THEIR_INPUT = frozenset({"contiguous", "to", "type", "type_as", "float", "double", "half", "bfloat16",
+                                 "int", "long", "short", "bool", "byte", "char", "cpu", "cuda"})
+
+
+def _inplace_argument(node: torch.fx.Node) -> bool | None:
+    """The value of a call's ``inplace`` parameter (``F.relu``, ``F.dropout``), None for a call
+    that has none."""
+    if "inplace" in node.kwargs:
+        return bool(node.kwargs["inplace"])
+    if node.op != "call_function":
+        return None
+    try:
+        names = list(inspect.signature(node.target).parameters)
+    except (TypeError, ValueError):  # a builtin without a signature
+        return None
+    if "inplace" not in names:
+        return None
+    i = names.index("inplace")
+    return bool(node.args[i]) if len(node.args) > i else False
+
+
+def _written_input(node: torch.fx.Node) -> torch.fx.Node | None:
+    """The input a call writes in place, or None. TorchDynamo's example value of an in-place
+    call is its written input's own object (``x.add_(1)``, ``x *= 2``, ``F.relu(x,
+    inplace=True)``, ``torch.add(x, 1, out=x)``); a ``setitem`` has no value and writes its
+    first argument."""
+    flag = _inplace_argument(node)
+    if flag is not None:  # ``F.dropout(x, training=False)`` returns ``x`` and writes nothing
+        return node.args[0] if flag and node.args and isinstance(node.args[0], torch.fx.Node) else None
+    value = node.meta.get("example_value")
     name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-    return (name.endswith("_") and not name.endswith("__")) or name in ("setitem", "__setitem__")
+    if value is not None and name not in _RETURN_THEIR_INPUT:
+        for a in node.all_input_nodes:
+            if a.meta.get("example_value") is value:
+                return a
+    if ((name.endswith("_") and not name.endswith("__")) or name in ("setitem", "__setitem__")) and node.args:
+        return node.args[0] if isinstance(node.args[0], torch.fx.Node) else None
+    return None
 
 
 def _tensor_value(node) -> torch.Tensor | None:
@@ -447,14 +484,57 @@ def _escaping_values(gm: torch.fx.GraphModule) -> set:
 
 
 def _written_values(nodes: list[torch.fx.Node]) -> set:
-    """The storages (:func:`_storage`) an in-place call of ``nodes`` writes."""
+    """The storages (:func:`_storage`) the calls of ``nodes`` write in place."""
     found = set()
     for n in nodes:
-        if n.op in ("call_function", "call_method") and _writes_in_place(n) and n.args:
-            v = _tensor_value(n.args[0])
+        if n.op in ("call_function", "call_method"):
+            v = _tensor_value(_written_input(n))
             if v is not None:
                 found.add(_storage(v))
     return found
+
+
+def _views_of(node: torch.fx.Node) -> tuple[list[torch.fx.Node], bool]:
+    """The calls that view ``node``'s value (their value shares its storage, and writes none),
+    through views of views; and whether one of them reads the storage by offsets and strides
+    (``as_strided``), which a column block of a wider product does not keep."""
+    value = _tensor_value(node)
+    if value is None:
+        return [], False
+    key, found, work, strided = _storage(value), [], [node], False
+    while work:
+        for u in work.pop().users:
+            v = _tensor_value(u)
+            if u in found or v is None or _written_input(u) is not None or _storage(v) != key:
+                continue
+            name = u.target if isinstance(u.target, str) else getattr(u.target, "__name__", "")
+            strided = strided or name.startswith("as_strided")
+            found.append(u)
+            work.append(u)
+    return found, strided
+
+
+def _is_dtype_view(node: torch.fx.Node) -> bool:
+    """``x.view(dtype)``: a reinterpretation of the bytes, not of the shape."""
+    return any(isinstance(a, torch.dtype) for a in node.args[1:]) or "dtype" in node.kwargs
+
+
+def _grad_live(nodes: list[torch.fx.Node]) -> set:
+    """The nodes whose value reaches the graph's outputs through values that require
+    gradients (not through ``detach``, comparisons or integer results): a weight read only by
+    the others is given no gradient by autograd, where one concatenated with theirs would get
+    a zero block."""
+    live: set = set()
+    for n in reversed(nodes):
+        if n.op == "output":
+            live.update(a for a in _flat_nodes(n.args) if getattr(_tensor_value(a), "requires_grad", False))
+            continue
+        v = _tensor_value(n)
+        if n in live or v is None or not v.requires_grad:
+            continue
+        if any(u in live for u in n.users):
+            live.add(n)
+    return live
 
 
 def _flat_nodes(args) -> list[torch.fx.Node]:
@@ -503,7 +583,7 @@ def grouped_linears(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda"
     region = 0
     for n in nodes:
         if n.op in ("call_function", "call_method", "call_module") and (
-                n.meta.get("example_value") is None or _writes_in_place(n)):
+                n.meta.get("example_value") is None or _written_input(n) is not None):
             # a call with no value (a context's entry or exit: autocast, grad mode; a
             # ``setitem``) or an in-place write: no product moves across it
             region += 1
@@ -525,11 +605,17 @@ def grouped_linears(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda"
             continue
         key = (x, region, b is None, wv.dtype, wv.device, yv.dtype)
         groups.setdefault(key, []).append((n, w, b))
-    escaping, written = _escaping_values(gm), _written_values(nodes)
+    try:
+        escaping, written = _escaping_values(gm), _written_values(nodes)
+        storages = {m[0]: _storage(_tensor_value(m[0])) for members in groups.values() for m in members}
+    except (NotImplementedError, RuntimeError):  # functorch's wrapped values have no storage
+        return 0
+    live = _grad_live(nodes)
     done = 0
     for members in groups.values():
         first = members[0][0]
-        members = [m for m in members if _storage(_tensor_value(m[0])) not in written
+        members = [m for m in members if storages[m[0]] not in written
+                   and (m[0] in live or not _tensor_value(m[0]).requires_grad)
                    and all(order[a] < order[first] for a in m[1:] if a is not None)]
         members = members[:max_members]
         if len(members) < 2:
@@ -559,9 +645,16 @@ def grouped_linears(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda"
             for i, (node, _, _) in enumerate(members):
                 part = g.call_function(operator.getitem, (parts, i))
                 part.meta["example_value"] = parts.meta["example_value"][i]
-                if _storage(_tensor_value(node)) in escaping:
-                    part = g.call_method("contiguous", (part,))
+                views, strided = _views_of(node)
+                if storages[node] in escaping or strided:
+                    # eager's strides for the caller (an empty part is "contiguous" with the
+                    # product's strides, hence a clone), and for ``as_strided``'s offsets
+                    part = g.call_method("clone", (part,), {"memory_format": torch.contiguous_format})
                     part.meta["example_value"] = _tensor_value(node)
+                else:
+                    for v in views:  # dims of a column block may not merge: a view may need a copy
+                        if v.op == "call_method" and v.target == "view" and not _is_dtype_view(v):
+                            v.target = "reshape"
                 node.replace_all_uses_with(part)
         for node, _, _ in members:
             g.erase_node(node)
