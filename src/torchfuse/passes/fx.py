@@ -560,10 +560,14 @@ def grouped_linears(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda"
     A group forms among calls with no call changing global state between them (autocast or
     grad mode: TorchDynamo records those as calls with no tensor value), whose weights (2-D,
     on ``devices``, one dtype, the input's inner size) and biases (all absent or all 1-D of the
-    weight's dtype) exist before the group's first call, where the product is put. A call whose
-    result is written in place (or through a view) keeps its own product: autograd forbids
-    writing a split's parts. A call whose result the graph returns, or returns a view of, is
-    given a contiguous copy of its columns, so that what the caller holds has eager's strides.
+    weight's dtype) exist before the group's first call, where the product is put. A call keeps
+    its own product where its result is written in place, or through a view (autograd forbids
+    writing a split's parts), and where its result reaches the outputs only through values
+    that need no gradient (``detach``): eager gives its weight no gradient, a concatenation
+    would give it a zero block. A call whose result the graph returns, or returns a view of, or
+    reads with ``as_strided``, is given a contiguous copy of its columns, so that what the
+    caller holds has eager's strides; its other views that reshape (``view``) become
+    ``reshape``, since a column block's dims do not always merge.
     The gradients of the grouped weights come back as blocks of one tensor;
     :func:`~torchfuse.passes.aten.separate_gradient_views` gives each its own.
 
