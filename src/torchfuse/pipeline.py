@@ -194,7 +194,7 @@ def run_aten_passes(gm: torch.fx.GraphModule, options: Options, name: str, count
 
 
 def describe() -> str:
-    """The passes in the order they run, one line each (``torchfuse explain --passes``)."""
+    """The passes in the order they run, one line each."""
     lines = ["FX level (TorchDynamo's graph):"]
     lines += [f"  {p.name}" for p in FX_PASSES]
     lines += ["AOTAutograd: functionalize, decompose, trace the joint graph, partition (min-cut)",
