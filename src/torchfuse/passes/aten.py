@@ -553,9 +553,8 @@ def separate_gradient_views(gm: torch.fx.GraphModule) -> int:
     get their gradients as row blocks of the product's weight gradient. Eager gives each
     parameter a ``.grad`` of its own storage; views of one storage would keep the whole
     product's gradient alive while any is held (also where the other weights need no
-    gradient), save it whole with ``torch.save``, and make
-    CUDA graph replays see gradients held across steps (each view holds the storage the others
-    were moved out of). The copy is a pointwise kernel the segmenter fuses with the gradient's
+    gradient), save it whole with ``torch.save``, and make CUDA graph replays see gradients
+    held across steps (each view holds the storage the others were moved out of). The copy is a pointwise kernel the segmenter fuses with the gradient's
     producer where that is pointwise (autocast's cast of a half-precision gradient to the
     parameter's dtype).
 
@@ -592,6 +591,13 @@ def _smaller(view: torch.fx.Node, root: torch.fx.Node) -> bool:
     return not (type(a) is int and type(b) is int) or a < b
 
 
+#: views whose result does not depend on their input's strides (``view`` may need a layout the
+#: conversion's input does not have)
+_LAYOUT_FREE_VIEWS = frozenset({aten.slice.Tensor, aten.select.int, aten.narrow.default, aten.permute.default,
+                                aten.t.default, aten.transpose.int, aten.unsqueeze.default, aten.squeeze.dim,
+                                aten.expand.default})
+
+
 def _own_copy(graph: torch.fx.Graph, fake, view: torch.fx.Node) -> torch.fx.Node:
     """A contiguous copy of ``view`` (a chain of views). Where the chain views a dtype
     conversion (autocast's cast of a half-precision gradient to fp32), the copy converts the
@@ -606,7 +612,8 @@ def _own_copy(graph: torch.fx.Graph, fake, view: torch.fx.Node) -> torch.fx.Node
     if (isinstance(src_val, torch.Tensor) and set(root.kwargs) <= {"dtype", "layout", "device"}
             and root.kwargs.get("layout", torch.strided) == torch.strided
             and torch.device(root.kwargs.get("device", src_val.device)) == src_val.device
-            and "dtype" in root.kwargs and src_val.shape == _val(root).shape):
+            and "dtype" in root.kwargs and src_val.shape == _val(root).shape
+            and all(step.target in _LAYOUT_FREE_VIEWS for step in chain)):
         src = root.args[0]
         for step in reversed(chain):
             src = _call_with_val(graph, fake, step.target, src, *step.args[1:], **step.kwargs)
