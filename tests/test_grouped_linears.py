@@ -290,7 +290,6 @@ def test_reduce_overhead_training_replays_on_cuda():
 # ------------------------------------------------------------------ what the rewrite must keep
 
 D = 16
-_LIN = {}
 
 
 def _lins(n=3):
