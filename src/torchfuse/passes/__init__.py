@@ -50,3 +50,10 @@ def view_root(value):
            and value.args and isinstance(value.args[0], torch.fx.Node)):
         value = value.args[0]
     return value
+
+
+def flat_nodes(args) -> list[torch.fx.Node]:
+    """The nodes in a node's (nested) arguments, in order (an ``output`` node's results)."""
+    found: list[torch.fx.Node] = []
+    torch.fx.node.map_arg(args, found.append)
+    return found

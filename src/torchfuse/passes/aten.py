@@ -32,7 +32,7 @@ import torch
 import torch.fx
 
 from ..config import GraphPassTuning
-from . import calls_to, finish, view_root
+from . import calls_to, finish, flat_nodes, view_root
 
 aten = torch.ops.aten
 
@@ -567,7 +567,7 @@ def separate_gradient_views(gm: torch.fx.GraphModule) -> int:
     from torch._guards import detect_fake_mode
 
     out = gm.graph.output_node()
-    flat = _flat_args(out.args)
+    flat = flat_nodes(out.args)
     roots: dict = {}
     for a in flat:
         if isinstance(_val(a), torch.Tensor):
@@ -620,9 +620,3 @@ def _own_copy(graph: torch.fx.Graph, fake, view: torch.fx.Node) -> torch.fx.Node
         return _call_with_val(graph, fake, aten._to_copy.default, src, dtype=root.kwargs["dtype"],
                               memory_format=torch.contiguous_format)
     return _call_with_val(graph, fake, aten.clone.default, view, memory_format=torch.contiguous_format)
-
-
-def _flat_args(args) -> list[torch.fx.Node]:
-    found: list[torch.fx.Node] = []
-    torch.fx.node.map_arg(args, found.append)
-    return found

@@ -18,14 +18,14 @@ The freezing passes (:mod:`torchfuse.freezing`) work at this level too;
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import operator
-from typing import Callable
 
 import torch
 import torch.fx
 
-from . import calls_to, finish
+from . import calls_to, finish, flat_nodes
 
 _SDPA_TARGETS = (torch._C._nn.scaled_dot_product_attention, torch.nn.functional.scaled_dot_product_attention)
 
@@ -433,16 +433,20 @@ def _inplace_argument(node: torch.fx.Node) -> bool | None:
     that has none."""
     if "inplace" in node.kwargs:
         return bool(node.kwargs["inplace"])
-    if node.op != "call_function":
+    i = _inplace_position(node.target) if node.op == "call_function" else None
+    if i is None:
         return None
+    return bool(node.args[i]) if len(node.args) > i else False
+
+
+@functools.lru_cache(maxsize=None)
+def _inplace_position(target) -> int | None:
+    """The position of ``target``'s ``inplace`` parameter, None where it has none."""
     try:
-        names = list(inspect.signature(node.target).parameters)
+        names = list(inspect.signature(target).parameters)
     except (TypeError, ValueError):  # a builtin without a signature
         return None
-    if "inplace" not in names:
-        return None
-    i = names.index("inplace")
-    return bool(node.args[i]) if len(node.args) > i else False
+    return names.index("inplace") if "inplace" in names else None
 
 
 def _written_input(node: torch.fx.Node) -> torch.fx.Node | None:
@@ -480,18 +484,7 @@ def _storage(value: torch.Tensor):
 def _escaping_values(gm: torch.fx.GraphModule) -> set:
     """The storages (:func:`_storage`) of the tensors the graph returns."""
     out = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
-    return {_storage(v) for v in map(_tensor_value, _flat_nodes(out.args)) if v is not None}
-
-
-def _written_values(nodes: list[torch.fx.Node]) -> set:
-    """The storages (:func:`_storage`) the calls of ``nodes`` write in place."""
-    found = set()
-    for n in nodes:
-        if n.op in ("call_function", "call_method"):
-            v = _tensor_value(_written_input(n))
-            if v is not None:
-                found.add(_storage(v))
-    return found
+    return {_storage(v) for v in map(_tensor_value, flat_nodes(out.args)) if v is not None}
 
 
 def _views_of(node: torch.fx.Node) -> tuple[list[torch.fx.Node], bool]:
@@ -527,7 +520,7 @@ def _grad_live(nodes: list[torch.fx.Node]) -> set:
     live: set = set()
     for n in reversed(nodes):
         if n.op == "output":
-            live.update(a for a in _flat_nodes(n.args) if getattr(_tensor_value(a), "requires_grad", False))
+            live.update(a for a in flat_nodes(n.args) if getattr(_tensor_value(a), "requires_grad", False))
             continue
         v = _tensor_value(n)
         if n in live or v is None or not v.requires_grad:
@@ -535,12 +528,6 @@ def _grad_live(nodes: list[torch.fx.Node]) -> set:
         if any(u in live for u in n.users):
             live.add(n)
     return live
-
-
-def _flat_nodes(args) -> list[torch.fx.Node]:
-    found: list[torch.fx.Node] = []
-    torch.fx.node.map_arg(args, found.append)
-    return found
 
 
 def grouped_linears(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda", "cpu"),
@@ -584,10 +571,13 @@ def grouped_linears(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda"
     nodes = list(gm.graph.nodes)
     order = {n: i for i, n in enumerate(nodes)}
     groups: dict[tuple, list[tuple[torch.fx.Node, torch.fx.Node, torch.fx.Node | None]]] = {}
-    region = 0
+    region, written_inputs = 0, []
     for n in nodes:
+        target = _written_input(n) if n.op in ("call_function", "call_method") else None
+        if target is not None:
+            written_inputs.append(target)
         if n.op in ("call_function", "call_method", "call_module") and (
-                n.meta.get("example_value") is None or _written_input(n) is not None):
+                n.meta.get("example_value") is None or target is not None):
             # a call with no value (a context's entry or exit: autocast, grad mode; a
             # ``setitem``) or an in-place write: no product moves across it
             region += 1
@@ -610,7 +600,8 @@ def grouped_linears(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda"
         key = (x, region, b is None, wv.dtype, wv.device, yv.dtype)
         groups.setdefault(key, []).append((n, w, b))
     try:
-        escaping, written = _escaping_values(gm), _written_values(nodes)
+        escaping = _escaping_values(gm)
+        written = {_storage(v) for v in map(_tensor_value, written_inputs) if v is not None}
         storages = {m[0]: _storage(_tensor_value(m[0])) for members in groups.values() for m in members}
     except (NotImplementedError, RuntimeError):  # functorch's wrapped values have no storage
         return 0
@@ -626,29 +617,32 @@ def grouped_linears(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda"
             continue
         first = members[0][0]
         x = _linear_operands(first)[0]
+        weights, biases = [m[1] for m in members], [m[2] for m in members if m[2] is not None]
+        yv = _tensor_value(first)
+        sizes = [_tensor_value(w).shape[0] for w in weights]
+        with yv.fake_mode:  # the values later passes read, made before the graph changes
+            w_val = torch.cat([_tensor_value(w) for w in weights])
+            b_val = torch.cat([_tensor_value(b) for b in biases]) if biases else None
+            y_val = torch.empty((*yv.shape[:-1], sum(sizes)), dtype=yv.dtype, device=yv.device)
+            part_vals = torch.split(y_val, sizes, dim=-1)
         g = gm.graph
         with g.inserting_before(first):
-            weights = [m[1] for m in members]
             w = g.call_function(torch.cat, (weights,), {"dim": 0})
-            _set_value(w, torch.cat, ([_tensor_value(a) for a in weights],), {"dim": 0})
+            w.meta["example_value"] = w_val
             b = None
-            if members[0][2] is not None:
-                biases = [m[2] for m in members]
+            if biases:
                 b = g.call_function(torch.cat, (biases,), {"dim": 0})
-                _set_value(b, torch.cat, ([_tensor_value(a) for a in biases],), {"dim": 0})
+                b.meta["example_value"] = b_val
             y = g.call_function(torch._C._nn.linear, (x, w, b))
             y.meta.update({k: v for k, v in first.meta.items() if k != "example_value"})
-            yv = _tensor_value(first)
-            sizes = [_tensor_value(m[1]).shape[0] for m in members]
-            _set_value(y, torch.empty_strided, ((*yv.shape[:-1], sum(sizes)), (*_contiguous_strides(yv, sum(sizes)), 1)),
-                       {"dtype": yv.dtype, "device": yv.device}, yv)
+            y.meta["example_value"] = y_val
             # a split, whose gradient is one concatenation (a narrow's is a zero-filled
             # scatter per part); its parts may not be written in place, hence ``written``
             parts = g.call_function(torch.split, (y, sizes), {"dim": -1})
-            _set_value(parts, torch.split, (y.meta["example_value"], sizes), {"dim": -1})
+            parts.meta["example_value"] = part_vals
             for i, (node, _, _) in enumerate(members):
                 part = g.call_function(operator.getitem, (parts, i))
-                part.meta["example_value"] = parts.meta["example_value"][i]
+                part.meta["example_value"] = part_vals[i]
                 views, strided = _views_of(node)
                 if storages[node] in escaping or strided:
                     # eager's strides for the caller (an empty part is "contiguous" with the
@@ -664,34 +658,3 @@ def grouped_linears(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda"
             g.erase_node(node)
         done += len(members) - 1
     return finish(gm, done, "linear call(s) computed in another's matrix product")
-
-
-def _contiguous_strides(like: torch.Tensor, width) -> list:
-    """The strides of the dims before the last of a contiguous tensor shaped as ``like`` with
-    ``width`` elements in its last dim."""
-    strides, step = [], width
-    for size in reversed(like.shape[:-1]):
-        strides.append(step)
-        step = step * size
-    return strides[::-1]
-
-
-def _set_value(node: torch.fx.Node, fn: Callable, args: tuple, kwargs: dict, like=None) -> None:
-    """``node.meta["example_value"] = fn(*args, **kwargs)`` on the fake tensors' own mode (that
-    of ``like`` or of the first fake tensor in ``args``).
-
-    Raises:
-        ValueError: there is no fake tensor to take the mode from.
-    """
-    from torch._subclasses.fake_tensor import FakeTensor
-
-    mode = next((v.fake_mode for v in [like, *_flat_tensors(args)] if isinstance(v, FakeTensor)), None)
-    if mode is None:
-        raise ValueError(f"no fake tensor to give {node.name} an example value")
-    with mode:
-        node.meta["example_value"] = fn(*args, **kwargs)
-
-
-def _flat_tensors(args) -> list:
-    flat, _ = torch.utils._pytree.tree_flatten(args)
-    return [a for a in flat if isinstance(a, torch.Tensor)]
