@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,30 @@ def test_a_suite_run_appends_one_row_per_result(tmp_path):
     assert rows[1].speedup_vs_eager == pytest.approx(rows[0].median_ms / rows[1].median_ms, rel=1e-4)
     assert main(args + ["--out", str(tmp_path / "b")]) == 0
     assert len(load_rows(rows_file)) == 2 and not list(tmp_path.glob("b/*.jsonl"))
+
+
+def test_a_variant_backend_becomes_its_base_with_a_variant():
+    """A bracketed backend (``torchfuse[SETTING;...]``, a run's A/B variant) is recorded as its
+    base with the settings as the variant, so the step table of the backends as shipped leaves
+    it out."""
+    from torchfuse.bench.results import Result
+    from torchfuse.bench.tables import steps_table
+
+    def result(backend, ms):
+        return Result(run_id="r", suite="hf", model="t5", case="hf/t5/8x512x128", size="8x512x128",
+                      mode="train-amp-fp16", precision="fp16", training=True, channels_last=False, device="cuda",
+                      device_name="NVIDIA H100 80GB HBM3", backend=backend, median_ms=ms)
+
+    meta = {"run_id": "r", "started": "2026-12-06T10:00:00", "device_name": "NVIDIA H100 80GB HBM3",
+            "versions": {"torchfuse_commit": "abc1234"}}
+    rows = rows_mod.rows_from_results([result("eager", 40.0), result("torchfuse", 20.0),
+                                       result("torchfuse[graph_passes.linear_group_devices=;runtime.pad_kernel=false]",
+                                              30.0)], meta)
+    assert [(r.backend, r.variant) for r in rows] == [
+        ("eager", ""), ("torchfuse", ""), ("torchfuse", "graph_passes.linear_group_devices=;runtime.pad_kernel=false")]
+    table = steps_table(rows, device="NVIDIA H100 80GB HBM3")
+    assert table.splitlines()[0] == "| ms a step | eager | torchfuse |"
+    assert "| t5 8x512x128 | 40.0 | **20.0** |" in table
 
 
 def test_rows_add_appends_only_rows_not_there(tmp_path, capsys):
@@ -251,7 +276,7 @@ def test_readme_results_table_is_the_steps_table_of_the_committed_rows():
     from ``benchmarks/results/rows.jsonl`` (after new rows, paste its output there again)."""
     from torchfuse.bench.tables import steps_table
 
-    table = steps_table(load_rows(ROOT / "benchmarks" / "results" / "rows.jsonl"))
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    device = re.search(r'rows show --table steps --device "([^"]+)"', readme).group(1)
+    table = steps_table(load_rows(ROOT / "benchmarks" / "results" / "rows.jsonl"), device=device)
     assert table in readme
-    assert "python -m torchfuse.bench rows show --table steps" in readme

@@ -240,8 +240,14 @@ def rows_from_results(results: list, meta: dict, run: str | None = None) -> list
     prov = Provenance(run=run or meta["run_id"], date=meta.get("started", ""),
                       commit=versions.get("torchfuse_commit"), device=meta.get("device_name", ""),
                       torch=versions.get("torch"), triton=versions.get("triton"), command=meta.get("command"))
+    from .backends import split_variant  # here: the backends module imports torch, rows are read without it
+
     out = []
     for r in results:
+        # a variant backend (``torchfuse[SETTING;...]``) is its base with a variant, so that
+        # tables and charts of the backends as shipped leave it out
+        variant = split_variant(r.backend)
+        backend, settings = (r.backend, "") if variant is None else (variant[0], ";".join(variant[1]))
         extra = {k: v for k, v in (("steps_timed", r.steps_timed), ("min_ms", r.min_ms), ("max_ms", r.max_ms),
                                    ("first_call_cold_s", r.first_call_cold_s),
                                    ("first_call_warm_s", r.first_call_warm_s),
@@ -256,7 +262,7 @@ def rows_from_results(results: list, meta: dict, run: str | None = None) -> list
                                    ("warnings", r.warnings or None)) if v is not None}
         out.append(prov.row(
             r.suite, r.case, mode=r.mode, precision=r.precision, layout="channels-last" if r.channels_last else "",
-            backend=r.backend, status=r.status, error=r.error, median_ms=r.median_ms, device_ms=r.device_ms,
+            backend=backend, variant=settings, status=r.status, error=r.error, median_ms=r.median_ms, device_ms=r.device_ms,
             idle_ms=r.idle_ms, peak_mib=r.peak_memory_mib, kernels=r.kernels_per_step, launches=r.launches_per_step,
             speedup_vs_eager=r.speedup_vs_eager, speedup_vs_torch_compile=r.speedup_vs_torch_compile,
             accuracy=r.accuracy, first_call_s=r.first_call_s, bandwidth_gbps=r.bandwidth_gbps,
