@@ -912,6 +912,51 @@ def test_statistics_of_constant_columns_split_across_programs_are_exact():
     torch.testing.assert_close(got[:, 0], want[:, 0], rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("rows,width", CONSTANT_ROWS, ids=["persistent", "looped"])
+def test_variance_whose_squared_deviations_overflow_is_infinite(rows, width):
+    """A finite fp32 row with one value of 1e30: its squared deviations overflow, so eager's
+    (and float64's, rounded to fp32) variance is inf. The corrected two-pass form's
+    Q - S*S/N was inf - inf there, which the clamp at 0 turned into a variance of 0, and a
+    normalization of the row into values of 1e31 (found by the fuzzer, seed 449). Persistent
+    and looped rows, and a split column statistic; the ordinary row as eager's."""
+    import torch.nn.functional as F
+
+    import torchfuse
+
+    x = torch.linspace(-1, 1, rows * width, device=DEVICE).reshape(rows, width)
+    x[1:, -1] = 1e30
+    f = lambda t: torch.var_mean(t, -1, correction=0)
+    (var, mean), (evar, emean) = torchfuse.compile(f, dynamic=False)(x), f(x)
+    assert torch.isinf(evar[1:]).all() and torch.isinf(var[1:]).all(), (var, evar)
+    torch.testing.assert_close(var[0], evar[0])
+    torch.testing.assert_close(mean, emean)
+    norm = lambda t: (t - t.mean(-1, keepdim=True)) * torch.rsqrt(t.var(-1, keepdim=True, correction=0) + 1e-5)
+    torch.testing.assert_close(torchfuse.compile(norm, dynamic=False)(x), norm(x), equal_nan=True)
+    c = torch.randn(16, 4, 48, 48, device=DEVICE).to(memory_format=torch.channels_last)
+    c[0, 1:, 0, 0] = 1e30
+    bn = lambda t: F.batch_norm(t, None, None, training=True)
+    torch.testing.assert_close(torchfuse.compile(bn, dynamic=False, launch_configs_for_sm_count=132)(c), bn(c),
+                               equal_nan=True, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])
+@pytest.mark.parametrize("rows,width", CONSTANT_ROWS, ids=["persistent", "looped"])
+def test_narrow_integer_max_then_integer_division(rows, width, dtype):
+    """``amax``/``amin`` of 8- and 16-bit integers, then a floor and a truncating division by a
+    constant of the same type: Triton's row max returns int32, and int32 divided by a uint8
+    constant does not compile (mixed signedness; the group ran through ATen with a warning,
+    which the suite makes an error; found by the fuzzer, seed 485). Values as eager's."""
+    import torchfuse
+
+    g = torch.Generator().manual_seed(0)
+    lo = 0 if dtype == torch.uint8 else torch.iinfo(dtype).min
+    x = torch.randint(lo, torch.iinfo(dtype).max + 1, (rows, width), generator=g, dtype=dtype).to(DEVICE)
+    f = lambda t: (t.amax(-1) // 3, torch.div(t.amin(-1), 3, rounding_mode="trunc"))
+    got = torchfuse.compile(f, dynamic=False, interpret_integer_division=True)(x)
+    for a, e in zip(got, f(x)):
+        assert a.dtype == e.dtype and torch.equal(a, e), (a, e)
+
+
 def test_variance_of_data_far_from_zero_is_as_accurate_as_eager():
     """Persistent rows of 1e4 plus unit noise (a large mean, small spread: where a sum of
     squares loses everything): the variance and mean as close to float64 as eager's (twice

@@ -191,7 +191,11 @@ class Reductions:
         if dtype.is_floating_point:
             self.emit(f"{res} = {'tf_row_max' if top else 'tf_row_min'}({src})")
         else:
-            self.emit(f"{res} = {'tl.max' if top else 'tl.min'}({src}, 1)[:, None]")
+            # Triton's max and min return integers narrower than 32 bits as int32: back to the
+            # row's type, as the ops after it expect (uint8 and int32 cannot meet in a division)
+            narrow = dtype.itemsize < 4 and dtype != torch.bool
+            cast = f".to({triton_dtype(dtype)})" if narrow else ""
+            self.emit(f"{res} = {'tl.max' if top else 'tl.min'}({src}, 1)[:, None]{cast}")
         return res
 
     def first_index(self, vals: str, idxs: str, best: str) -> str:
@@ -299,10 +303,13 @@ class Reductions:
                 self.emit(f"{res}_s = tl.sum({res}_d, 1)[:, None]")
                 self.emit(f"{res}_q = tl.sum({res}_d * {res}_d, 1)[:, None]")
             self.emit(f"{res}_c = {res}_s / {n}")
-            # (a row with an infinity or NaN keeps the plain two-pass values, eager's there)
+            # (a row with an infinity or NaN keeps the plain two-pass values, eager's there; so
+            # does a row whose squared deviations overflow: its M2 is infinite, as eager's, where
+            # Q - S*C would be inf - inf)
             self.emit(f"{res}_fin = tl.abs({res}_m0) < float('inf')")
             self.emit(f"{res}_mean = tl.where({res}_fin, {res}_m0 + {res}_c, {res}_m0)")
-            self.emit(f"{res}_m2 = tl.where({res}_fin, tl.maximum({res}_q - {res}_s * {res}_c, 0.0), {res}_q)")
+            self.emit(f"{res}_m2 = tl.where({res}_fin & ({res}_q < float('inf')), "
+                      f"tl.maximum({res}_q - {res}_s * {res}_c, 0.0), {res}_q)")
             self.finish_welford(node, f"{res}_mean", f"{res}_m2", n, acc)
         elif c in ("argmax", "argmin"):
             self.emit(f"{res}_v = tl.where({mask}, {v}, {ident})")
@@ -462,9 +469,10 @@ class Reductions:
         self.emit(f"{res}_q = tl.sum({a}_m2 + {a}_w * {res}_d * {res}_d, 1)[:, None]")
         self.emit(f"{res}_c = {res}_s / tl.where({res}_w == 0.0, 1.0, {res}_w)")
         self.emit(f"{res}_mean = {res}_m0 + {res}_c")
-        # (rounding can leave Q - S^2/N a little below 0; a NaN stays NaN)
+        # (rounding can leave Q - S^2/N a little below 0; a NaN stays NaN; an overflowed Q
+        # stays infinite, as eager's M2, where Q - S^2/N would be inf - inf)
         self.emit(f"{res}_m2 = {res}_q - {res}_s * {res}_c")
-        self.emit(f"{res}_m2 = tl.where({res}_m2 < 0.0, 0.0, {res}_m2)")
+        self.emit(f"{res}_m2 = tl.where({res}_q < float('inf'), tl.where({res}_m2 < 0.0, 0.0, {res}_m2), {res}_q)")
 
     def emit_r_loop(self, reds: list[Node], outs: list[Value], start: str, end: str) -> dict:
         """One loop over the reduced extent, offsets ``start`` to ``end`` (expressions):
