@@ -113,3 +113,13 @@ def test_documentation_snippets_run_on_cpu(tmp_path):
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-6000:]
     assert proc.stdout.count("--- ") == len(blocks)
+
+
+def test_readme_links_to_its_own_sections():
+    """Every ``(#anchor)`` link of the README names one of its headings, slugged as GitHub
+    slugs them (lower case, spaces to hyphens, punctuation other than hyphens dropped)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    slugs = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+             for h in re.findall(r"^#+ (.+)$", text, flags=re.M)}
+    links = re.findall(r"\]\(#([^)]+)\)", text)
+    assert links and not [a for a in links if a not in slugs], sorted(set(links) - slugs)
