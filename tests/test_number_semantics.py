@@ -113,6 +113,21 @@ def test_remainder_and_fmod_read_a_number_in_the_tensors_dtype(dtype):
 
 
 @pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=dtype_id)
+def test_a_number_beyond_the_dtypes_range_is_read_as_infinite(dtype):
+    """``xlogy(x, 1e40)``, ``xlogy(1e40, x)`` and ``xlog1py(x, 1e40)`` of fp32 tensors (1e300
+    for fp16/bf16, whose computation is fp32): eager reads the number as inf, and PyTorch's
+    references wrap it in a checked ``prims.scalar_tensor``, which raised "value cannot be
+    converted to type float without overflow". A number that rounds to fp32's largest finite
+    value stays finite."""
+    x = torch.tensor([-2.0, 0.0, 0.5, 3.0, float("nan")], device=DEVICE).to(dtype)
+    big = 1e40 if dtype == F32 else 1e300
+    fn = lambda x: (torch.xlogy(x, big), torch.xlogy(big, x.abs()), torch.special.xlog1py(x, big))
+    check_bits(fn, x)
+    if dtype == F32:
+        check_bits(lambda x: torch.xlogy(x, 3.4028235e38 * (1 + 1e-10)), x)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=dtype_id)
 def test_pow_reads_its_exponent_in_the_tensors_dtype(dtype):
     """``x ** 2.7``: eager rounds an exponent it does not special-case to fp16/bf16 first
     (``exp_scalar.to<scalar_t>()``); 2.7 in bf16 is 2.703125. fp16/bf16 results, rounded from

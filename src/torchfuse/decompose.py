@@ -289,6 +289,26 @@ def _to_fp32(value: float) -> float:
     return struct.unpack("f", struct.pack("f", value))[0]
 
 
+def scalar_tensor(s, *, dtype: torch.dtype | None = None, device=None):
+    """``prims.scalar_tensor`` of a Python float beyond ``dtype``'s finite range, as eager's
+    kernels read such a number: converted unchecked, to inf (or to the largest finite value,
+    by rounding to nearest). PyTorch's references wrap a binary op's number operand this way
+    (``xlogy(x, 1e40)``, ``copysign``, ``floor_divide``), and the op converts it checked
+    ("value cannot be converted to type float without overflow") where eager's
+    ``xlogy.Scalar_Other`` returns a value: the number is made a float64 scalar and cast.
+
+    Args:
+        s: the number; ``dtype``, ``device``: the tensor's.
+
+    Returns:
+        A 0-dim tensor of ``dtype``, or ``NotImplemented`` (the op as traced) for every other
+        number and dtype."""
+    if (isinstance(s, float) and dtype is not None and dtype.is_floating_point and dtype != torch.float64
+            and math.isfinite(s) and abs(s) > torch.finfo(dtype).max):
+        return aten.scalar_tensor.default(s, dtype=torch.float64, device=device).to(dtype)
+    return NotImplemented
+
+
 def hardsigmoid_backward(grad_output: torch.Tensor, self: torch.Tensor) -> torch.Tensor:
     """``aten.hardsigmoid_backward`` as ATen's kernels compute it: ``grad`` times fp32's 1/6
     inside (-3, 3), else 0, in every dtype (``one_sixth(1.0f / 6.0f)`` in
@@ -769,6 +789,7 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
     table[aten.native_dropout.default] = native_dropout
     table[aten.logit_backward.default] = logit_backward
     table[aten.hardsigmoid_backward.default] = hardsigmoid_backward
+    table[torch.ops.prims.scalar_tensor.default] = scalar_tensor
     table[aten.soft_margin_loss.default] = soft_margin_loss
     table[aten.soft_margin_loss_backward.default] = soft_margin_loss_backward
     table[aten.native_group_norm_backward.default] = native_group_norm_backward
