@@ -622,9 +622,60 @@ def test_an_input_made_in_inference_mode_is_copied_where_the_forward_saves_it():
     assert_matches(grads[1], grads[0])
 
 
+@pytest.mark.parametrize("written", ["data", "weight"])
+def test_an_input_written_between_forward_and_backward_raises_as_in_eager(written):
+    """``relu(x @ w)`` saves a view of ``x`` (its transpose) for ``w``'s gradient; an in-place
+    write to ``x`` before the backward (the next batch copied into the same buffer) makes
+    eager's backward raise. The runtime's views were tensors of their own, so the write went
+    unseen and the gradient was computed from the written values. The same for a weight
+    changed under ``no_grad`` (saved as itself); a backward with nothing written between is
+    eager's."""
+    def fn(x, w):
+        return (x @ w).relu()
+
+    for f in (fn, torchfuse.compile(fn, dynamic=False)):
+        x = make_sample(F32, 40, shape=(4, 8), specials=False)
+        w = make_sample(F32, 41, shape=(8, 8), specials=False).requires_grad_()
+        if written == "weight":
+            x.requires_grad_()
+        y = f(x, w)
+        with torch.no_grad():
+            (x if written == "data" else w).mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+    grads = []
+    for f in (fn, torchfuse.compile(fn, dynamic=False)):
+        w = make_sample(F32, 41, shape=(8, 8), specials=False).requires_grad_()
+        f(make_sample(F32, 40, shape=(4, 8), specials=False), w).sum().backward()
+        grads.append(w.grad)
+    assert_matches(grads[1], grads[0])
+
+
+def test_a_backward_that_retains_the_graph_after_a_plain_one():
+    """A step whose backward keeps the graph (``retain_graph=True``, or ``autograd.grad`` with
+    ``create_graph=True``) after steps whose backward did not: AOTAutograd compiles the
+    backward at the first one with donated buffers and then refused the later one ("compiled
+    with non-empty donated buffers"), where eager runs it. Gradients as eager's, twice."""
+    import torch.nn.functional as F
+
+    def fn(x, w):
+        return F.gelu(x @ w).sum(-1)
+
+    grads = []
+    for f in (fn, torchfuse.compile(fn, dynamic=False)):
+        x = make_sample(F32, 42, shape=(4, 8), specials=False)
+        w = make_sample(F32, 43, shape=(8, 8), specials=False).requires_grad_()
+        f(x, w).sum().backward()
+        y = f(x, w).square().sum()
+        first = torch.autograd.grad(y, [w], retain_graph=True)[0]
+        second = torch.autograd.grad(y, [w], create_graph=True)[0]
+        grads.append((w.grad, first, second))
+    assert_matches(grads[1], grads[0])
+
+
 def test_a_forward_saving_no_input_that_needs_no_gradient_is_not_wrapped(monkeypatch):
     """The inference-tensor check costs nothing where the forward saves no such input."""
-    wrapped = _wrapped_by(monkeypatch, "_copying_saved_inference_inputs")
+    wrapped = _wrapped_by(monkeypatch, "_saving_inputs_as_eager")
     w = torch.randn(8, device=DEVICE, requires_grad=True)
     torchfuse.compile(lambda x, w: (x.exp() * w).sum(), dynamic=False)(torch.randn(8, device=DEVICE), w).backward()
     torchfuse.compile(lambda w: (w.exp() * 2).sum(), dynamic=False)(w).backward()

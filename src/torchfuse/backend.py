@@ -73,7 +73,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     compiled = _compile_graph(gm, example_inputs, options, name, static_inputs, input_names)
     record = _report_record(compiled, gm)
     if name == "forward":
-        compiled = _copying_saved_inference_inputs(compiled, gm)
+        compiled = _saving_inputs_as_eager(compiled, gm)
     if capture is not None and record is not None:
         if isinstance(record, dict):
             record["program"] = capture
@@ -92,9 +92,10 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
                                   input_names=input_names)
 
 
-def _saved_inputs(gm: torch.fx.GraphModule) -> list[int]:
-    """Positions among a forward graph's outputs of the activations it saves for the backward
-    that are its inputs, or views of them, needing no gradient (data, not parameters)."""
+def _saved_inputs(gm: torch.fx.GraphModule) -> list[tuple[int, int, bool]]:
+    """``(output position, input position, needs no gradient)`` of each activation a forward
+    graph saves for the backward that is a view of one of its inputs, or an input that needs
+    no gradient (data, not parameters)."""
     from .passes import view_root
     from .runtime.training_graphs import user_output_count
 
@@ -112,34 +113,60 @@ def _saved_inputs(gm: torch.fx.GraphModule) -> list[int]:
     for k, v in enumerate(out.args[0]):
         if k < returned or not isinstance(v, torch.fx.Node):
             continue
-        v = view_root(v)
-        if v in placeholders and (info is None or not info[placeholders[v]].requires_grad):
-            found.append(k)
+        root = view_root(v)
+        if root in placeholders:
+            i = placeholders[root]
+            no_grad = info is None or not info[i].requires_grad
+            if no_grad or root is not v:
+                found.append((k, i, no_grad))
     return found
 
 
-def _copying_saved_inference_inputs(compiled: Callable, gm: torch.fx.GraphModule) -> Callable:
-    """The forward graph ``compiled``, saving a copy of an input made under
-    ``torch.inference_mode()`` where it saves the input (or a view of it) for the backward.
+def _saving_inputs_as_eager(compiled: Callable, gm: torch.fx.GraphModule) -> Callable:
+    """The forward graph ``compiled``, whose activations saved for the backward that are its
+    inputs, or views of them, are saved as eager saves them:
 
-    Autograd refuses to save inference tensors. Eager saves what each op's derivative reads
-    (``layer_norm(x) * w`` saves the normalized values for ``w``'s gradient), while the
-    partitioner may save the input and recompute from it; PyTorch's min-cut partitioner, and
-    so Inductor, then raise "Inference tensors cannot be saved for backward" where eager
-    runs. The check costs one ``is_inference()`` a saved input that needs no gradient a
-    call; a graph saving none is returned as it is."""
+    * a view of an input is returned as a view of that input (``as_strided`` of it), sharing
+      its version counter. The graph's runtime makes views as tensors of their own on the
+      input's memory (``runtime.calls._no_view``, the generated function's reinterpretations),
+      so an in-place write to the input between the forward and the backward (the next batch
+      copied into the same buffer) went unseen, and the backward computed a gradient from the
+      written values where eager raises "one of the variables needed for gradient computation
+      has been modified by an inplace operation" (``aot_eager`` keeps eager's views; Inductor
+      has the same gap). A saved input itself is the input, and always was checked so.
+    * an input made under ``torch.inference_mode()`` is copied where the forward saves it (or
+      a view of it) and it needs no gradient. Autograd refuses to save inference tensors.
+      Eager saves what each op's derivative reads (``layer_norm(x) * w`` saves the normalized
+      values for ``w``'s gradient), while the partitioner may save the input and recompute
+      from it; PyTorch's min-cut partitioner, and so Inductor, then raise "Inference tensors
+      cannot be saved for backward" where eager runs.
+
+    Costs a few microseconds of host time per such activation a call (an ``is_inference()``,
+    a storage comparison, an ``as_strided``); a graph saving none is returned as it is."""
     saved = _saved_inputs(gm)
     if not saved:
         return compiled
+    roots = [i for _, i, _ in saved]
 
     def run(args: list):
+        inputs = [args[i] for i in roots]  # before the call clears ``args`` (boxed convention)
         outs = compiled(args)
-        for k in saved:
+        changed = None
+        for (k, _, no_grad), x in zip(saved, inputs):
             t = outs[k]
-            if isinstance(t, torch.Tensor) and t.is_inference():
-                outs = list(outs)
-                outs[k] = t.clone()
-        return outs
+            if not isinstance(t, torch.Tensor):
+                continue
+            if no_grad and t.is_inference():
+                new = t.clone()
+            elif (t is not x and t._base is not x and isinstance(x, torch.Tensor) and t.device == x.device
+                  and t.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()):
+                new = x.as_strided(t.size(), t.stride(), t.storage_offset())
+            else:
+                continue
+            if changed is None:
+                changed = list(outs)
+            changed[k] = new
+        return outs if changed is None else changed
 
     run._boxed_call = True
     return run
@@ -486,6 +513,11 @@ def _trace_and_compile(gm: torch.fx.GraphModule, example_inputs: list, opts: Opt
         _record_unfused("captured", gm, None, f"AOTAutograd: {type(e).__name__}: {first}", None, 0.0, 0.0)
         return gm
     meta = getattr(torch._guards.TracingContext.try_get(), "fw_metadata", None)
+    if getattr(meta, "bw_donated_idxs", None):
+        # AOTAutograd lists saved activations a backward may write over (donated buffers, which
+        # Inductor reuses) and then refuses ``retain_graph``/``create_graph`` at any backward
+        # after the first, where eager allows them; torchfuse's backward never writes them
+        meta.bw_donated_idxs = []
     compiled = _with_alias_check(compiled, gm, example_inputs, meta)
     compiled = _with_overlap_check(compiled, gm, example_inputs, meta)
     return _with_shared_version_counters(compiled, gm, meta)
