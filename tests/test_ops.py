@@ -125,9 +125,12 @@ def fused_ops(graphs) -> list[list[str]]:
 
 
 def aten_calls(graphs) -> list:
-    """Call nodes of ``graphs`` that run a registry op through ATen (views excluded)."""
+    """Call nodes of ``graphs`` that run a registry op through ATen (views, and ops with empty
+    results, which have nothing to compute, excluded)."""
+    from torchfuse.ir.from_fx import ZERO_SIZE_REASON
+
     return [c for cg in graphs for c in cg.segmentation.calls
-            if ops.lookup(c.target) is not None and not c.reason.startswith("view")]
+            if ops.lookup(c.target) is not None and not c.reason.startswith("view") and c.reason != ZERO_SIZE_REASON]
 
 
 def assert_all_fused(graphs, *, groups: int | None = None) -> None:

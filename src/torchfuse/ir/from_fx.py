@@ -32,6 +32,9 @@ FUSE_OFF_REASON = "fuse=False"
 #: The reason given for ATen calls that return a view of their input (``select``, ``slice``,
 #: ``view``...): they run as calls, and kernels read the view through its strides.
 VIEW_REASON = "view (no data moves)"
+#: why an op with an empty result stays on ATen: there is nothing to compute, and ATen gives
+#: the result eager's strides
+ZERO_SIZE_REASON = "empty result (no elements)"
 
 
 def is_view_op(target) -> bool:
@@ -147,6 +150,10 @@ class _Builder:
         vals = list(val) if isinstance(val, (list, tuple)) else [val]
         if not vals or not all(isinstance(v, torch.Tensor) for v in vals):
             return "output is not a tensor"
+        if any(0 in v.shape for v in vals):  # (a size of 0 is never symbolic: TorchDynamo specializes it)
+            # nothing to compute, and fake tensors' strides of empty results are not eager's
+            # (a channels-last (2, 3, 0, 5) times 2 is (15, 1, 15, 3) there, (0, 1, 15, 3) in eager)
+            return ZERO_SIZE_REASON
         args = self.lookup(fx_node.args)
         kwargs = self.lookup(fx_node.kwargs)
         tensors = [a for a in _flatten((args, kwargs)) if isinstance(a, Value) and a.meta is not None]
