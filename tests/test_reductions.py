@@ -935,8 +935,10 @@ def test_variance_whose_squared_deviations_overflow_is_infinite(rows, width):
     c = torch.randn(16, 4, 48, 48, device=DEVICE).to(memory_format=torch.channels_last)
     c[0, 1:, 0, 0] = 1e30
     bn = lambda t: F.batch_norm(t, None, None, training=True)
-    torch.testing.assert_close(torchfuse.compile(bn, dynamic=False, launch_configs_for_sm_count=132)(c), bn(c),
-                               equal_nan=True, rtol=1e-4, atol=1e-4)
+    # against CPU eager: 0 where the variance overflows (its reciprocal square root is 0);
+    # CUDA eager's BatchNorm gives NaN there (measured on an H100)
+    torch.testing.assert_close(torchfuse.compile(bn, dynamic=False, launch_configs_for_sm_count=132)(c).cpu(),
+                               bn(c.cpu()), equal_nan=True, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])
