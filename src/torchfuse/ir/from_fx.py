@@ -150,7 +150,7 @@ class _Builder:
         vals = list(val) if isinstance(val, (list, tuple)) else [val]
         if not vals or not all(isinstance(v, torch.Tensor) for v in vals):
             return "output is not a tensor"
-        if any(0 in v.shape for v in vals):  # (a size of 0 is never symbolic: TorchDynamo specializes it)
+        if any(type(d) is int and d == 0 for v in vals for d in v.shape):  # (TorchDynamo specializes 0)
             # nothing to compute, and fake tensors' strides of empty results are not eager's
             # (a channels-last (2, 3, 0, 5) times 2 is (15, 1, 15, 3) there, (0, 1, 15, 3) in eager)
             return ZERO_SIZE_REASON
