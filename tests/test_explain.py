@@ -878,3 +878,13 @@ def test_ops_from_pytorchs_own_python_are_credited_to_the_users_line():
     locations = [loc for g in result.graphs for grp in g.groups for loc in grp.locations]
     locations += [c.location for g in result.graphs for c in g.aten_calls if c.location is not None]
     assert locations and all(loc.file == __file__ for loc in locations), locations
+
+
+def test_a_capture_of_a_library_module_names_no_empty_place():
+    # torch.nn.Sequential's forward is torch's own code and the capture is the whole module:
+    # neither a user's line nor an enclosing submodule is known
+    torch._dynamo.reset()
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU())
+    result = torchfuse.explain(model, torch.randn(4, 8), verbose=False)
+    assert "(capture 0, TorchDynamo compile" in result.summary()
+    assert " at ," not in result.summary() and " at )" not in result.summary()

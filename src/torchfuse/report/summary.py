@@ -152,8 +152,8 @@ def graph_origin(g: GraphReport, result: ExplainResult) -> str:
     if g.capture < 0:
         return "compiled at the first backward"
     capture = result.captures[g.capture] if g.capture < len(result.captures) else None
-    location = capture.location if capture is not None else None
-    return (f"capture {g.capture}" + (f" at {where(location)}" if location else "")
+    place = where(capture.location) if capture is not None else ""  # empty: no file or module known
+    return (f"capture {g.capture}" + (f" at {place}" if place else "")
             + (f", TorchDynamo compile {capture.dynamo_id}" if capture is not None and capture.dynamo_id else "")
             + (f", a recompilation of capture {capture.recompiles}"
                if capture is not None and capture.recompiles is not None else "")
