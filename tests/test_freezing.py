@@ -85,6 +85,67 @@ def test_weights_changed_in_place_are_seen():
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
 
 
+def test_replacing_a_parameter_leaves_the_old_one_unchanged():
+    """A hoisted value that views a parameter (``linear``'s transposed weight) is that
+    parameter's memory: when a new parameter replaces it, or ``functional_call`` passes another
+    set, the new values are not written into the old tensor, and calls with either set give
+    eager's values."""
+    from torch.func import functional_call
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(), torch.nn.Linear(8, 4)).to(DEVICE).eval()
+    compiled = torchfuse.compile(model, freeze=True, dynamic=False)
+    x = torch.randn(2, 8, device=DEVICE)
+    with torch.no_grad():
+        compiled(x)
+        old = model[0].weight
+        kept = old.detach().clone()
+        model[0].weight = torch.nn.Parameter(torch.randn_like(old))
+        torch.testing.assert_close(compiled(x), model(x))
+        assert torch.equal(old, kept)
+        sets = [{k: torch.randn_like(v) for k, v in model.state_dict().items()} for _ in range(2)]
+        copies = [{k: v.clone() for k, v in p.items()} for p in sets]
+        for p in (*sets, sets[0]):
+            torch.testing.assert_close(functional_call(compiled, p, (x,)), functional_call(model, p, (x,)))
+        for p, c in zip(sets, copies):
+            for k in p:
+                assert torch.equal(p[k], c[k]), k
+
+
+def test_weights_made_under_inference_mode_are_read_every_call():
+    """Inference tensors keep no version counter, and ``inference_mode`` lets them be written in
+    place unseen: parameters made under it (a model loaded for inference) work, and a frozen
+    graph reading them recomputes its weight-only part on every call."""
+    torch.manual_seed(0)
+    with torch.inference_mode():
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8)).to(DEVICE).eval()
+        _randomize_bn(model)
+    compiled = torchfuse.compile(model, freeze=True, dynamic=False)
+    x = torch.randn(4, 8, device=DEVICE)
+    with torch.inference_mode():
+        torch.testing.assert_close(compiled(x), model(x))
+        model[0].weight.mul_(-2.0)
+        model[1].running_var.mul_(3.0)
+        torch.testing.assert_close(compiled(x), model(x))
+
+
+def test_batchnorm_after_an_unbatched_convolution_is_not_folded():
+    """An unbatched ``Conv1d`` ((C_in, L) in) gives (C_out, L), which ``BatchNorm1d`` reads as
+    a batch of C_out rows of L channels: its statistics are per position, not per output
+    channel, so folding them into the convolution's weight would scale the wrong axis (here
+    C_out == L, so no shape error would show it)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv1d(3, 5, 3, padding=1), torch.nn.BatchNorm1d(5)).to(DEVICE).eval()
+    _randomize_bn(model)
+    x = torch.randn(3, 5, device=DEVICE)
+    with torch.no_grad():
+        torch.testing.assert_close(torchfuse.compile(model, freeze=True, dynamic=False)(x), model(x),
+                                   rtol=1e-4, atol=1e-4)
+        batched = torch.randn(2, 3, 5, device=DEVICE)  # the batched form still folds, and agrees
+        torch.testing.assert_close(torchfuse.compile(model, freeze=True, dynamic=False)(batched), model(batched),
+                                   rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
 def test_running_statistics_eager_training_updates_are_seen(grad):
     """Eager BatchNorm in training writes its running statistics without raising their

@@ -18,6 +18,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+import torchfuse
+from torchfuse import backend
 from test_ops import (BF16, DEVICE, F16, F32, F64, assert_all_fused, assert_matches, dtype_id, make_sample,
                       run_compiled, tensor)
 
@@ -110,6 +112,30 @@ def test_remainder_and_fmod_read_a_number_in_the_tensors_dtype(dtype):
     fn = lambda x: (x % 1.7, torch.remainder(x, -2.3), torch.fmod(x, 0.1), torch.fmod(x, -1e-3), x % 3,
                     torch.copysign(x, -1e-30))
     check_bits(fn, x)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=dtype_id)
+def test_a_symbolic_number_is_read_as_a_constant_one_is(dtype):
+    """A Python int that TorchDynamo makes symbolic (``dynamic=True``, or a second call with
+    another value) reaches the kernel as an argument: it is read by the op's rule as a
+    constant is (rounded to fp16/bf16 for ``%``, ``fmod`` and floor division; by the device
+    for ``+`` and ``-``), and divided by as a number (its reciprocal on a GPU). 2049 and 4097
+    are not fp16 numbers (fp16 holds 2048 and 4096)."""
+    x = wide(dtype, 5, 3000.0)
+    x[0, :4] = torch.tensor([4097.0, -2049.0, 6e4, -5000.0], dtype=dtype)
+
+    def fn(x, k):
+        return (x % k, torch.fmod(x, k), x // k, torch.div(x, k, rounding_mode="trunc"), x / k, x + k, x - k,
+                k - x, x * k, torch.remainder(x, -k), x // -k)
+
+    compiled = torchfuse.compile(fn, dynamic=None, interpret_integer_division=True)
+    assert_same_bits(compiled(x, 5), fn(x, 5))
+    before = list(backend.RECENT)
+    for k in (2049, 3, 4097, 7):  # the first recompiles with k symbolic (x's sizes stay static)
+        assert_same_bits(compiled(x, k), fn(x, k))
+    graphs = [g for g in backend.RECENT if all(g is not b for b in before)]
+    assert_all_fused(graphs)
+    assert len(graphs) == 1 and len(graphs[0].symbols) == 1, "k was not one symbolic number"
 
 
 @pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=dtype_id)

@@ -937,6 +937,20 @@ STORED_NUMBERS = {
     "threshold_half_fits": lambda x, m: torch.nn.functional.threshold(x.half(), 0.0, 6e4) * 2,
     "threshold_half_inplace": lambda x, m: torch.nn.functional.threshold(x.half() * 2, 1e6, 0.0, inplace=True) + 1,
     "hardtanh_half": lambda x, m: torch.nn.functional.hardtanh(x.half(), -1e6, 1e6) * 2,
+    # where's number becomes a one-element tensor of the result's dtype (a checked fill)
+    "where_int8": lambda x, m: torch.where(m, (x * 10).to(torch.int8), 200) + 1,
+    "where_int32": lambda x, m: torch.where(m, (x * 10).to(torch.int32), 2**40) * 2,
+    "where_float": lambda x, m: torch.where(m, 1e39, 0.0) + x,
+    "where_half": lambda x, m: torch.where(m, x.half(), 1e6) * 2,
+    "where_uint8_wraps": lambda x, m: torch.where(m, (x * 10).to(torch.uint8), -1) + 1,
+    # alpha and addcmul's value are converted checked (addcmul's to fp32 for fp16/bf16)
+    "add_alpha_int8": lambda x, m: torch.add((x * 10).to(torch.int8), m.to(torch.int8), alpha=1000) + 1,
+    "sub_alpha_float": lambda x, m: torch.sub(x, x * 2, alpha=1e39) * 2,
+    "add_alpha_half": lambda x, m: torch.add(x.half(), x.half(), alpha=1e6) * 2,
+    "addcmul_value_int32": lambda x, m: torch.addcmul((x * 10).int(), m.int(), m.int(), value=2**31) + 1,
+    "addcmul_value_half_fits_fp32": lambda x, m: torch.addcmul(x.half(), x.half(), x.half(), value=1e6) * 2,
+    # a one-element fp32 fill is checked on the CPU too (only fp16/bf16's are not)
+    "full_like_one_element_float": lambda x, m: torch.full_like(x[:1, :1], 1e39) + x[:1, :1],
 }
 
 

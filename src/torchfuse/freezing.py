@@ -160,6 +160,10 @@ def fold_conv_batchnorm(gm: torch.fx.GraphModule) -> int:
         rm, rv = b.arguments["running_mean"], b.arguments["running_var"]
         if c is None or not isinstance(rm, torch.fx.Node) or not isinstance(rv, torch.fx.Node):
             continue
+        # an unbatched convolution's result ((C_out, L)) is a batch of C_out rows to BatchNorm,
+        # whose channels are then L, not the convolution's output channels
+        if not _batched(c):
+            continue
         eps = b.arguments["eps"]
         if not isinstance(eps, (int, float)):
             continue
@@ -184,6 +188,18 @@ def fold_conv_batchnorm(gm: torch.fx.GraphModule) -> int:
     return finish(gm, done, "BatchNorm(s) folded into convolutions (freeze)")
 
 
+def _example(a: Any) -> Any:
+    """The traced value of a graph argument (``None`` for a constant or an untraced node)."""
+    return a.meta.get("example_value") if isinstance(a, torch.fx.Node) else None
+
+
+def _batched(conv_args: inspect.BoundArguments) -> bool:
+    """Whether a convolution's input has a batch dimension (as many dims as its weight); an
+    unbatched input ((C_in, L), (C_in, H, W)) has its channels in dim 0."""
+    x, w = _example(conv_args.arguments["input"]), _example(conv_args.arguments["weight"])
+    return isinstance(x, torch.Tensor) and isinstance(w, torch.Tensor) and x.dim() == w.dim()
+
+
 def conv_bias_epilogues(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda",)) -> int:
     """Move each convolution's bias out of the convolution into an add after it (TorchDynamo's
     graph), on the devices named.
@@ -201,11 +217,10 @@ def conv_bias_epilogues(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("c
         c = _bind(_conv_signature, conv)
         if c is None or not isinstance(c.arguments["bias"], torch.fx.Node):
             continue
-        w = c.arguments["weight"].meta.get("example_value") if isinstance(c.arguments["weight"], torch.fx.Node) else None
-        x = c.arguments["input"].meta.get("example_value") if isinstance(c.arguments["input"], torch.fx.Node) else None
+        w = _example(c.arguments["weight"])
         if not isinstance(w, torch.Tensor) or w.device.type not in devices:
             continue
-        if not isinstance(x, torch.Tensor) or x.dim() != w.dim():  # unbatched input: channels are dim 0
+        if not _batched(c):  # unbatched input: channels are dim 0
             continue
         bias = c.arguments["bias"]
         c.arguments["bias"] = None
@@ -433,9 +448,13 @@ class FrozenGraph:
     (``torch.optim.optimizer.register_optimizer_step_post_hook``), and any such step recomputes.
     Eager BatchNorm in training writes its running statistics without raising their counters
     either, but raises its ``num_batches_tracked``'s: those of the modules owning the checked
-    statistics are watched too (:func:`norm_counters`). Not seen: writes through ``.data`` (no
-    version counter), PyTorch's fused optimizer kernels called outside an optimizer, and
-    ``F.batch_norm(..., training=True)`` called on statistics outside a module.
+    statistics are watched too (:func:`norm_counters`). Inference tensors (parameters made under
+    ``torch.inference_mode()``) have no counter: a call reading one recomputes the weight part.
+    A cached value that views a parameter of the last call is replaced, never written into,
+    when a new tensor takes that parameter's place. Not seen: writes through ``.data`` (no
+    version counter; ``torch.nn.utils.vector_to_parameters`` assigns ``.data`` views of its
+    vector, so later writes into the vector), PyTorch's fused optimizer kernels called outside
+    an optimizer, and ``F.batch_norm(..., training=True)`` called on statistics outside a module.
 
     Calling convention: boxed (one list of inputs), as AOTAutograd's compiled graphs.
     """
@@ -479,11 +498,15 @@ class FrozenGraph:
     def _refresh(self, params: list) -> None:
         with torch.no_grad():
             new = list(self.split.weights(*params))
+        # a value that views a parameter or buffer of the last call (``w.t()``) is that tensor's
+        # memory, not this wrapper's: a copy into it would overwrite a weight the user still holds
+        held = {p.untyped_storage().data_ptr() for p in self.held}
         if len(self.values) == len(new):
             for k, (old, cur) in enumerate(zip(self.values, new)):
                 if not isinstance(cur, torch.Tensor) or cur.data_ptr() == old.data_ptr():
                     self.values[k] = cur
-                elif cur.shape == old.shape and cur.stride() == old.stride() and cur.dtype == old.dtype:
+                elif (cur.shape == old.shape and cur.stride() == old.stride() and cur.dtype == old.dtype
+                      and old.untyped_storage().data_ptr() not in held):
                     old.copy_(cur)
                 else:
                     self.values[k] = cur
@@ -507,14 +530,17 @@ class FrozenGraph:
 
     def __call__(self, args: list) -> Any:
         checked = [args[i] for i in self.checked]
-        key = [(p.data_ptr(), p._version) for p in checked]
+        # inference tensors (made under torch.inference_mode()) keep no version counter and may
+        # be written in place there: a call that reads one recomputes the weight-only part
+        untracked = any(p.is_inference() for p in checked)
+        key = [(p.data_ptr(), None if untracked else p._version) for p in checked]
         key.append(_FUSED_STEPS[0])
-        key.append(sum(c._version for c in self.counters))
-        unchanged = key == self.key
+        key.append(sum(c._version for c in self.counters if not c.is_inference()))
+        unchanged = key == self.key and not untracked
         if not unchanged:
             if not self.held or any(a is not b for a, b in zip(checked, self.held)):
                 self.counters = norm_counters(checked)  # other tensors: find their modules' counters
-                key[-1] = sum(c._version for c in self.counters)
+                key[-1] = sum(c._version for c in self.counters if not c.is_inference())
             self._refresh([args[i] for i in self.split.weight_inputs])
             self.key, self.held = key, checked
             if self.escaping:  # values that view a parameter or buffer: returned as they are

@@ -24,7 +24,7 @@ from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as PROMOTE
 
 from ..config import Tuning
 from ..domain import Domain
-from ..ir.emit import HALF_DTYPES, convert, literal, number_operand, one_element, triton_dtype
+from ..ir.emit import HALF_DTYPES, convert, literal, number_operand, one_element, runtime_number_operand, triton_dtype
 from ..ir.graph import Node, Value
 from ..ir.ops import REGISTRY
 from ..schedulers.layout import KernelLayout, TensorAccess
@@ -280,8 +280,8 @@ class KernelWriter(Reductions):
         if x is None:
             return None
         if isinstance(x, Value):
-            if x.meta is None:
-                return f"tl.full([], {self.pname[x]}, {triton_dtype(dtype)})" if dtype != torch.bool else f"({self.pname[x]} != 0)"
+            if x.meta is None:  # a number known at run time (a symbolic int): the rule of a constant
+                return runtime_number_operand(self.pname[x], dtype, common, numbers)
             return self.cast_operand(*self.value(x), x.meta.dtype, dtype, common)
         return number_operand(x, dtype, common, numbers)
 

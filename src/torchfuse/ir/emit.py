@@ -134,6 +134,19 @@ def number_operand(value: Any, compute: torch.dtype, common: torch.dtype | None,
     return high if high == low else f"tf_by_device({high}, {low})"
 
 
+def runtime_number_operand(name: str, compute: torch.dtype, common: torch.dtype | None, rule: str) -> str:
+    """A number known at run time (kernel argument ``name``: a symbolic int) as an operand, read
+    by ``rule`` as :func:`number_operand` reads a constant: in ``compute``, rounded to ``common``
+    first, or either by the device (``tf_by_device``)."""
+    if compute == torch.bool:
+        return f"({name} != 0)"
+    high = f"tl.full([], {name}, {triton_dtype(compute)})"
+    if common is None or rule == "compute" or not compute.is_floating_point or not common.is_floating_point:
+        return high
+    low = f"tl.full([], {name}, {triton_dtype(common)}).to({triton_dtype(compute)})"
+    return low if rule == "common" else f"tf_by_device({high}, {low})"
+
+
 def _float_text(v: float) -> str:
     """A Python float as Triton source (``float('inf')`` for infinities, ``float('nan')``)."""
     return f"float('{v}')" if not math.isfinite(v) else repr(v)
@@ -211,6 +224,8 @@ def parse_div(args, kwargs):
         if isinstance(x, complex):
             raise Unsupported("complex scalar")
     attrs = {}
+    if isinstance(inputs[1], Value) and inputs[1].meta is None:
+        attrs["divisor"] = "runtime_number"  # a symbolic int: a number, known at run time
     if mode is not None:
         attrs["rounding_mode"] = mode
         if not isinstance(inputs[1], Value):
@@ -238,14 +253,16 @@ def emit_div(a, dt, at):
     """
     mode = at.get("rounding_mode")
     x, y = a
+    divisor = at.get("divisor")
+    if mode not in (None, "trunc", "floor"):
+        raise Unsupported(f"rounding_mode {mode}")
+    if divisor == "runtime_number" and dt in (torch.float32, torch.float64):
+        return _div_by_runtime_number(x, y, dt, mode, at.get("common_dtype", dt))
     if mode is None:
         return fdiv(x, y, dt, number=True)  # a literal divisor here is a Python number
-    if mode not in ("trunc", "floor"):
-        raise Unsupported(f"rounding_mode {mode}")
     if not is_float(dt):
         return f"tf_div_{mode}_int({x}, {y})"
     st = at.get("common_dtype", dt)  # the dtype eager's kernel computes on (scalar_t)
-    divisor = at.get("divisor")
     f32 = dt != torch.float64
     if divisor == "number":
         if mode == "trunc":
@@ -266,6 +283,21 @@ def emit_div(a, dt, at):
         q = f"tf_quotient{one}({q}, {triton_dtype(st)})" if one else f"{q}.to({triton_dtype(st)}).to(tl.float32)"
         return f"libdevice.trunc({q})"
     return f"tf_div_floor_half{one}({x}, {y}, {triton_dtype(st)})"
+
+
+def _div_by_runtime_number(x: str, y: str, dt: torch.dtype, mode: str | None, st: torch.dtype) -> str:
+    """``div`` by a number known at run time (a symbolic int, read in ``dt``), as by a constant
+    (:func:`emit_div`): its reciprocal, rounded to ``dt``, computed in the kernel once per
+    program, where the constant's is computed when the kernel is written; a floor division by
+    zero is a true division, as PyTorch's CUDA kernel makes it."""
+    inv = f"(1.0 / {y})" if dt == torch.float64 else f"tl.math.div_rn(tl.full([], 1.0, tl.float32), {y})"
+    true = f"tf_div_by_number({x}, {y}, {inv})"
+    if mode is None:
+        return true
+    if mode == "trunc":
+        return f"libdevice.trunc({true})"
+    floor = f"tf_div_floor_by_number({x}, {y}, {inv}, {triton_dtype(st)}, {dt != torch.float64})"
+    return f"tl.where({y} == 0, {true}, {floor})"
 
 
 def div_promotion(attrs):

@@ -205,7 +205,19 @@ _CHECKED_NUMBERS: dict[str, tuple[tuple[int, str], ...]] = {
     # hardtanh is ATen's clamp of its bounds; threshold converts both numbers, on every device
     "hardtanh": ((1, "min_val"), (2, "max_val")), "hardtanh_": ((1, "min_val"), (2, "max_val")),
     "threshold": ((1, "threshold"), (2, "value")), "threshold_": ((1, "threshold"), (2, "value")),
+    # torch.where(c, x, number): ATen makes the number a one-element tensor of the result's
+    # dtype (at::scalar_tensor, a fill): checked as a one-element fill is
+    "where": ((1, "input"), (2, "other")),
+    # alpha converted checked to the result's dtype (alpha.to<scalar_t>()), on every dtype
+    "add": ((3, "alpha"),), "add_": ((3, "alpha"),), "sub": ((3, "alpha"),), "sub_": ((3, "alpha"),),
+    "rsub": ((3, "alpha"),),
+    # addcmul/addcdiv's value converted checked to the op's opmath dtype (fp32 for fp16/bf16)
+    "addcmul": ((4, "value"),), "addcmul_": ((4, "value"),), "addcdiv": ((4, "value"),),
+    "addcdiv_": ((4, "value"),),
 }
+
+#: of those, the calls whose number eager converts to the opmath dtype of the result's
+_OPMATH_CHECKED = frozenset({"addcmul", "addcmul_", "addcdiv", "addcdiv_"})
 
 
 #: of those, the fills: eager converts unchecked when the tensor is floating, has one element
@@ -222,7 +234,11 @@ def _eager_checks(name: str, dtype: torch.dtype, numel, device: torch.device | N
     on_cpu = device is None or torch.device(device).type == "cpu"
     if name in _CLAMPS:
         return on_cpu
-    if name in _FILLS and dtype.is_floating_point and on_cpu:
+    if name == "where":  # a one-element fill (at::scalar_tensor)
+        name, numel = "fill", 1
+    # CPU eager's one-element fill (scalar_fill) converts through the opmath type: unchecked
+    # for fp16/bf16 only; fp32 (torch.full((1,), 1e39)) raises as a larger fill does
+    if name in _FILLS and dtype in (torch.float16, torch.bfloat16) and on_cpu:
         return bool(numel > 1)
     return True
 
@@ -397,10 +413,13 @@ def eager_raises(gm: torch.fx.GraphModule) -> list[str]:
             continue
         if not _eager_checks(name, out.dtype, out.numel() if type(out.numel()) is int else 1, out.device):
             continue  # (a symbolic count of a CPU fill is taken for one element: the graph fuses)
+        dtype = out.dtype
+        if name in _OPMATH_CHECKED and dtype in (torch.float16, torch.bfloat16):
+            dtype = torch.float32
         for i, key in spots:
             value = _number_of(n.args[i] if len(n.args) > i else n.kwargs.get(key))
-            if value is not None and _overflows(value, out.dtype):
-                found.append(f"{name} with {value!r} for {str(out.dtype).replace('torch.', '')}")
+            if value is not None and _overflows(value, dtype):
+                found.append(f"{name} with {value!r} for {str(dtype).replace('torch.', '')}")
     return found
 
 
