@@ -119,17 +119,19 @@ def test_a_symbolic_number_is_read_as_a_constant_one_is(dtype):
     """A Python int that TorchDynamo makes symbolic (``dynamic=True``, or a second call with
     another value) reaches the kernel as an argument: it is read by the op's rule as a
     constant is (rounded to fp16/bf16 for ``%``, ``fmod`` and floor division; by the device
-    for ``+`` and ``-``), and divided by as a number (its reciprocal on a GPU). 2049 and 4097
-    are not fp16 numbers (fp16 holds 2048 and 4096)."""
+    for ``+`` and ``-``), and divided by as a number (its reciprocal on a GPU); a ``pow``
+    exponent takes eager's special cases (2: ``x * x``). 2049 and 4097 are not fp16 numbers
+    (fp16 holds 2048 and 4096)."""
     x = wide(dtype, 5, 3000.0)
     x[0, :4] = torch.tensor([4097.0, -2049.0, 6e4, -5000.0], dtype=dtype)
 
     def fn(x, k):
         return (x % k, torch.fmod(x, k), x // k, torch.div(x, k, rounding_mode="trunc"), x / k, x + k, x - k,
-                k - x, x * k, torch.remainder(x, -k), x // -k)
+                k - x, x * k, torch.remainder(x, -k), x // -k,
+                (x.abs() + 1) ** ((k % 5) - 2))  # exponents 2, 1, 0, 0 (1 at the first call)
 
     compiled = torchfuse.compile(fn, dynamic=None, interpret_integer_division=True)
-    assert_same_bits(compiled(x, 5), fn(x, 5))
+    assert_same_bits(compiled(x, 8), fn(x, 8))
     before = list(backend.RECENT)
     for k in (2049, 3, 4097, 7):  # the first recompiles with k symbolic (x's sizes stay static)
         assert_same_bits(compiled(x, k), fn(x, k))

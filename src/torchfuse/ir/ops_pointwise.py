@@ -94,20 +94,23 @@ def _emit_mul(a, dt, at):
 
 def _emit_pow(a, dt, at):
     x, y = a
-    exponent = at.get("exponent_value")
-    if exponent is not None and is_float(dt):
-        # PyTorch's CUDA pow special-cases these exponents (pow_tensor_scalar_kernel), in the
-        # tensor's own dtype: for fp16/bf16 x * x is rounded to that dtype before it is used
-        # again (tf_square_* on CUDA; CPU's kernels compute in fp32: the host variants).
-        sq = f"tf_square_{at['half_base']}({x})" if "half_base" in at else f"({x} * {x})"
-        special = {2.0: f"({x} * {x})", 3.0: f"({sq} * {x})", 0.5: f"libdevice.sqrt({x})",
-                   -0.5: f"libdevice.rsqrt({x})", -1.0: fdiv("1.0", x, dt), -2.0: fdiv("1.0", sq, dt),
-                   1.0: x}
-        if float(exponent) in special:
-            return special[float(exponent)]
     if not is_float(dt):
         raise Unsupported("integer pow")
-    return f"libdevice.pow({x}, {y})"
+    # PyTorch's CUDA pow special-cases these exponents (pow_tensor_scalar_kernel), in the
+    # tensor's own dtype: for fp16/bf16 x * x is rounded to that dtype before it is used
+    # again (tf_square_* on CUDA; CPU's kernels compute in fp32: the host variants).
+    sq = f"tf_square_{at['half_base']}({x})" if "half_base" in at else f"({x} * {x})"
+    special = {2.0: f"({x} * {x})", 3.0: f"({sq} * {x})", 0.5: f"libdevice.sqrt({x})",
+               -0.5: f"libdevice.rsqrt({x})", -1.0: fdiv("1.0", x, dt), -2.0: fdiv("1.0", sq, dt),
+               1.0: x}
+    exponent = at.get("exponent_value")
+    if exponent is not None and float(exponent) in special:
+        return special[float(exponent)]
+    general = f"libdevice.pow({x}, {y})"
+    if at.get("runtime_exponent"):  # a number known at run time: the same cases, chosen then
+        for value, text in special.items():
+            general = f"tl.where({y} == {value!r}, {text}, {general})"
+    return general
 
 
 def _emit_maximum(a, dt, at):
@@ -354,6 +357,8 @@ def _parse_pow(args, kwargs):
     attrs = {}
     if not isinstance(inputs[1], Value):
         attrs["exponent_value"] = inputs[1]
+    elif inputs[1].meta is None:  # a symbolic number
+        attrs["runtime_exponent"] = True
     if not isinstance(inputs[0], Value):
         raise Unsupported("pow with a scalar base")
     base = getattr(inputs[0].meta, "dtype", None)
