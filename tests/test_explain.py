@@ -889,3 +889,33 @@ def test_a_capture_of_a_library_module_names_no_empty_place():
     result = torchfuse.explain(model, torch.randn(4, 8), verbose=False)
     assert "(capture 0, TorchDynamo compile" in result.summary()
     assert " at ," not in result.summary() and " at )" not in result.summary()
+
+
+class _KeywordModel(torch.nn.Module):
+    """Called with keyword arguments, as HuggingFace models are (``input_ids=...``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(50, 8)
+        self.norm = torch.nn.LayerNorm(8)
+
+    def forward(self, input_ids, attention_mask=None):
+        h = self.norm(self.embed(input_ids))
+        return h * attention_mask[..., None] if attention_mask is not None else h
+
+
+def test_explain_takes_keyword_inputs():
+    """``example_kwargs`` are the first call's keyword arguments, and a dict in ``more_inputs``
+    is a later call's (here of other sizes: a second capture)."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = _KeywordModel().to(DEVICE)
+    first = {"input_ids": torch.randint(0, 50, (2, 5), device=DEVICE),
+             "attention_mask": torch.ones(2, 5, device=DEVICE)}
+    later = {"input_ids": torch.randint(0, 50, (3, 7), device=DEVICE),
+             "attention_mask": torch.zeros(3, 7, device=DEVICE)}
+    result = torchfuse.explain(model, example_kwargs=first, more_inputs=[later], verbose=False)
+    assert result.calls == 2 and len(result.captures) == 2, str(result)
+    assert all(g.groups for g in result.graphs), str(result)
+    with pytest.raises(TypeError, match="keyword dicts"):
+        torchfuse.explain(model, example_kwargs=first, more_inputs=[later["input_ids"]], verbose=False)

@@ -50,17 +50,20 @@ class _Recorder:
         return fn
 
 
-def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequence[Any]] = (),
-            backward: bool = False, measure: bool = False, html: str | None = None, verbose: bool = True,
-            mode: str | None = None, options: Any = None, **option_overrides: Any) -> ExplainResult:
-    """Compile and run ``model_or_fn(*example_inputs)`` with torchfuse; describe what it did.
+def explain(model_or_fn: Any, *example_inputs: Any, example_kwargs: dict | None = None,
+            more_inputs: Sequence[Sequence[Any] | dict] = (), backward: bool = False, measure: bool = False,
+            html: str | None = None, verbose: bool = True, mode: str | None = None, options: Any = None,
+            **option_overrides: Any) -> ExplainResult:
+    """Compile and run ``model_or_fn(*example_inputs, **example_kwargs)`` with torchfuse;
+    describe what it did.
 
     Args:
         model_or_fn: an ``nn.Module`` or a function (not already compiled).
         example_inputs: its positional arguments.
-        more_inputs: further argument tuples to call it with afterwards (other sizes), to see
-            recompilations and their reasons; with ``backward``, each of these calls runs its
-            backward pass too.
+        example_kwargs: its keyword arguments (a HuggingFace model's ``input_ids=...``).
+        more_inputs: further calls to make afterwards (other sizes), to see recompilations and
+            their reasons: each an argument tuple, or a dict of keyword arguments; with
+            ``backward``, each of these calls runs its backward pass too.
         backward: also run a backward pass after each call (the first and each of
             ``more_inputs``) from its tensor outputs that require grad, so that every backward
             graph is compiled, run and described (``.grad`` fields change, accumulating over
@@ -93,13 +96,17 @@ def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequen
     from . import collect  # here, not at import time: it loads the IR (and sympy)
 
     if any(isinstance(args, torch.Tensor) for args in more_inputs):  # it would be split into rows
-        raise TypeError("explain(more_inputs=...) takes argument tuples, one per call: more_inputs=[(x,)], "
-                        "not [x]")
+        raise TypeError("explain(more_inputs=...) takes argument tuples (or keyword dicts), one per call: "
+                        "more_inputs=[(x,)], not [x]")
+    example_kwargs = dict(example_kwargs or {})
+    calls = [(tuple(example_inputs), example_kwargs)]
+    calls += [((), dict(a)) if isinstance(a, dict) else (tuple(a), {}) for a in more_inputs]
+    everything = (tuple(example_inputs), example_kwargs)  # what the device and environment are read from
 
     for k, v in backend.mode_overrides(mode).items():
         option_overrides.setdefault(k, v)
     opts = backend.resolve_options(options, **option_overrides)
-    device = _device(example_inputs, model_or_fn)
+    device = _device(everything, model_or_fn)
     notes = []
     if device is not None and device.type != "cuda" and not opts.interpret and opts.fuse \
             and not _interpret_given(options, option_overrides):
@@ -120,19 +127,16 @@ def explain(model_or_fn: Any, *example_inputs: Any, more_inputs: Sequence[Sequen
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught, PhaseWindow() as phases:
         warnings.simplefilter("always")
-        out = fn(*example_inputs)
-        if backward:
-            _run_backward(out)
-        for args in more_inputs:
-            more = fn(*args)
+        for args, kwargs in calls:
+            out = fn(*args, **kwargs)
             if backward:  # a new capture's backward graph is listed only if it ran
-                _run_backward(more)
+                _run_backward(out)
     seconds = time.perf_counter() - t0
     for w in caught:  # let the caller's filters see them, as if not intercepted
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
-    result = ExplainResult(environment=_environment(example_inputs, model_or_fn, opts), seconds=seconds, notes=notes,
-                           compile_phases=phases.seconds, calls=1 + len(more_inputs))
+    result = ExplainResult(environment=_environment(everything, model_or_fn, opts), seconds=seconds, notes=notes,
+                           compile_phases=phases.seconds, calls=len(calls))
     result.graph_breaks = collect.graph_breaks(dynamo_explain.output().break_reasons)
     compiled_objects = _add_graphs(result, recorder, compiled_before | unfused_before)
     result.kernels = _kernels(compiled_objects)
