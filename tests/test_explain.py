@@ -919,3 +919,32 @@ def test_explain_takes_keyword_inputs():
     assert all(g.groups for g in result.graphs), str(result)
     with pytest.raises(TypeError, match="keyword dicts"):
         torchfuse.explain(model, example_kwargs=first, more_inputs=[later["input_ids"]], verbose=False)
+
+
+def test_a_fused_function_run_outside_the_graph_is_a_listed_break():
+    """A ``@fused`` function whose traces are chosen on sizes runs outside the compiled graph.
+    TorchDynamo lists no break when the call is its frame's first op, and names torchfuse's own
+    code when it is not; explain lists the break at the user's line either way, with why."""
+    from torchfuse.fusion import fused
+
+    @fused(interpret=DEVICE == "cpu")
+    def scaled_gelu(x, b):
+        y = torch.nn.functional.gelu(x + b)
+        if x.shape[-1] > 32:
+            y = y * 2
+        return y
+
+    x, b = torch.randn(4, 64, device=DEVICE), torch.randn(64, device=DEVICE)
+    scaled_gelu(x, b)
+    first = lambda x, b: scaled_gelu(x, b).mean(-1).exp()  # the break the tests look for (first)
+    later = lambda x, b: scaled_gelu(x.cos(), b).sum(-1)  # the break the tests look for (later)
+    for fn, marker in ((first, "(first)"), (later, "(later)")):
+        torch._dynamo.reset()
+        result = torchfuse.explain(fn, x, b, verbose=False)
+        breaks = [g for g in result.graph_breaks if "scaled_gelu" in g.reason]
+        assert len(breaks) == 1, result.graph_breaks
+        assert breaks[0].location.file == __file__, breaks[0].location
+        assert breaks[0].location.line == _line_of(f"the break the tests look for {marker}"), breaks[0].location
+        assert "decided on sizes" in breaks[0].reason
+        assert not any(g.location is not None and g.location.file.endswith("trace.py") for g in result.graph_breaks)
+        torch.testing.assert_close(torchfuse.compile(fn)(x, b), fn(x, b))

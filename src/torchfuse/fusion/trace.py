@@ -190,6 +190,32 @@ def _value_kind(a) -> str:
     return "other"
 
 
+
+#: why a call of a ``@fused`` function inside a compiled region ran outside the graph
+_BY_SIZES = "which of its traces serves a call is decided on sizes (an if on sizes in its body)"
+_NOT_TRACED = "it had no trace for these argument dtypes and sizes yet (traced now; later compilations fuse it)"
+
+#: while :func:`torchfuse.explain` runs, a list of ``(function name, why, (file, line, function))``
+#: of each call that ran outside a compiled graph (a graph break TorchDynamo may not list), else None
+OUTSIDE_GRAPH_CALLS: list | None = None
+
+
+def _user_frame() -> tuple[str, int, str]:
+    """``(file, line, function)`` of the innermost frame outside torchfuse and torch: the
+    user's call of a fused function."""
+    import sys
+    from pathlib import Path
+
+    own = (str(Path(__file__).resolve().parents[1]), str(Path(torch.__file__).resolve().parent))
+    frame = sys._getframe(1)
+    while frame is not None:
+        file = str(Path(frame.f_code.co_filename).resolve()) if not frame.f_code.co_filename.startswith("<") else ""
+        if file and not file.startswith(own):
+            return file, frame.f_lineno, frame.f_code.co_name
+        frame = frame.f_back
+    return "", 0, ""
+
+
 class Traced:
     """One trace of a :class:`FusedFunction`: its fusion, whether the function returned one
     tensor, and the conditions on sizes its Python decisions assumed.
@@ -326,11 +352,11 @@ class FusedFunction:
             if any(t.guards or t.exact is not None for t in traces):
                 # which trace serves these sizes is decided on sizes, which TorchDynamo cannot
                 # trace: the call runs outside the graph (a graph break)
-                return self._outside_graph(*args)
+                return self._outside_graph(_BY_SIZES, *args)
             key, traced = self._find(args)
             op = self._ops.get(key)
             if op is None:
-                return self._outside_graph(*args)
+                return self._outside_graph(_NOT_TRACED, *args)
             return self._call_op(op, traced.single, args)
         traced, key = self._entry(args)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
@@ -365,7 +391,9 @@ class FusedFunction:
         return outs[0] if single else outs
 
     @torch.compiler.disable
-    def _outside_graph(self, *args):
+    def _outside_graph(self, why: str, *args):
+        if OUTSIDE_GRAPH_CALLS is not None:
+            OUTSIDE_GRAPH_CALLS.append((getattr(self.fn, "__name__", "fused function"), why, _user_frame()))
         traced, key = self._entry(args)
         self._op_for(key, traced.fusion)  # what later compilations put in their graphs
         return self(*args)

@@ -14,16 +14,19 @@ kernel sources, stats) by :mod:`.collect`. TorchDynamo's cache is reset first, a
 from __future__ import annotations
 
 import dataclasses
+import linecache
 import platform
 import time
 import warnings
+from pathlib import Path
 from typing import Any, Sequence
 
 import torch
 
+from ..fusion import trace
 from ..runtime.phases import PhaseWindow
 from ..runtime.recompiles import compile_id_text, compiling_id
-from .result import Capture, ExplainResult, GraphReport, Recompilation, Timing
+from .result import Capture, ExplainResult, GraphBreak, GraphReport, Recompilation, SourceLocation, Timing
 
 
 class _Recorder:
@@ -125,12 +128,16 @@ def explain(model_or_fn: Any, *example_inputs: Any, example_kwargs: dict | None 
     dynamo_explain = ExplainWithBackend(recorder)
     fn = torch.compile(model_or_fn, backend=dynamo_explain)
     t0 = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught, PhaseWindow() as phases:
-        warnings.simplefilter("always")
-        for args, kwargs in calls:
-            out = fn(*args, **kwargs)
-            if backward:  # a new capture's backward graph is listed only if it ran
-                _run_backward(out)
+    trace.OUTSIDE_GRAPH_CALLS = outside = []
+    try:
+        with warnings.catch_warnings(record=True) as caught, PhaseWindow() as phases:
+            warnings.simplefilter("always")
+            for args, kwargs in calls:
+                out = fn(*args, **kwargs)
+                if backward:  # a new capture's backward graph is listed only if it ran
+                    _run_backward(out)
+    finally:
+        trace.OUTSIDE_GRAPH_CALLS = None
     seconds = time.perf_counter() - t0
     for w in caught:  # let the caller's filters see them, as if not intercepted
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -138,6 +145,7 @@ def explain(model_or_fn: Any, *example_inputs: Any, example_kwargs: dict | None 
     result = ExplainResult(environment=_environment(everything, model_or_fn, opts), seconds=seconds, notes=notes,
                            compile_phases=phases.seconds, calls=len(calls))
     result.graph_breaks = collect.graph_breaks(dynamo_explain.output().break_reasons)
+    _fused_calls_outside_graphs(result, outside)
     compiled_objects = _add_graphs(result, recorder, compiled_before | unfused_before)
     result.kernels = _kernels(compiled_objects)
     result.recompilations = _dynamo_recompilations(guards_before)
@@ -220,6 +228,33 @@ def _flatten(obj: Any) -> list:
     if isinstance(obj, dict):
         return [x for o in obj.values() for x in _flatten(o)]
     return [obj]
+
+
+def _fused_calls_outside_graphs(result: ExplainResult, outside: list) -> None:
+    """List each ``@fused`` call that ran outside a compiled graph as a graph break at the
+    user's line, with torchfuse's reason. TorchDynamo names such a break at torchfuse's own
+    code ("Skip inlining ... disable()d function"), which is replaced, or, when the call is the
+    first thing its frame does, does not list it at all."""
+    from . import collect
+
+    if not outside:
+        return
+    own = str(Path(trace.__file__).resolve())
+    result.graph_breaks = [b for b in result.graph_breaks
+                           if not (b.location is not None and b.location.file
+                                   and collect._inside(b.location.file, str(Path(own).parent)))]
+    seen = set()
+    for name, why, (file, line, function) in outside:
+        if (name, file, line) in seen:
+            continue
+        seen.add((name, file, line))
+        code = linecache.getline(file, line).strip() if file else ""
+        loc = SourceLocation(file=file, line=line, function=function, code=code)
+        result.graph_breaks.append(GraphBreak(
+            reason=f"the fused function {name} ran outside the compiled graph: {why}",
+            detail="A @fused function called inside a compiled region is one node of the graph once it has a "
+                   "trace for its arguments' dtypes and sizes and no branch on sizes; otherwise each call runs "
+                   "outside the graph (the README's section on defining fused operations).", location=loc, stack=[loc]))
 
 
 def _device(example_inputs: tuple, model: Any) -> torch.device | None:
