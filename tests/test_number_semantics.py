@@ -114,6 +114,18 @@ def test_remainder_and_fmod_read_a_number_in_the_tensors_dtype(dtype):
     check_bits(fn, x)
 
 
+@pytest.mark.parametrize("dtype", [F32, F64], ids=dtype_id)
+def test_lerp_by_a_number_is_one_fused_multiply_add(dtype):
+    """``lerp(a, b, w)``: ``fma(w, b - a, a)``, or ``fma(w - 1, b - a, b)`` for ``|w| >= 0.5``,
+    as PyTorch's kernels round it (the reference decomposition rounds the product first: 6% of
+    elements an ulp or more apart at w = 0.1); Adam's moving averages are such calls."""
+    a = wide(dtype, 6, 10.0)
+    b = a + make_sample(dtype, 7, shape=SHAPE).nan_to_num(0.0, 1.0, -1.0)
+    fn = lambda a, b: (torch.lerp(a, b, 0.1), torch.lerp(a, b, 0.5002), torch.lerp(a, b, 0.9),
+                       torch.lerp(a, b, 1.7), a.clone().lerp_(b, -0.3), torch.lerp(a, b, 1e-3))
+    check_bits(fn, a, b)
+
+
 @pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=dtype_id)
 def test_a_symbolic_number_is_read_as_a_constant_one_is(dtype):
     """A Python int that TorchDynamo makes symbolic (``dynamic=True``, or a second call with

@@ -731,6 +731,23 @@ def addmm_padded(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor, *, beta=1
     return _unpad(aten.addmm.default(bias, a, b, beta=beta, alpha=alpha), m, n, pads)
 
 
+def lerp_scalar(start, end, weight, *, reference):
+    """``aten.lerp.Scalar`` of fp32/fp64 tensors as PyTorch's kernels round it: one fused
+    multiply-add, ``weight * (end - start) + start``, or for ``|weight| >= 0.5``
+    ``(weight - 1) * (end - start) + end`` (``ATen/native/Lerp.h``; the CPU kernel's
+    ``vec::fmadd``, which it uses for a row's last elements too). The reference decomposition
+    (``reference``), which other dtypes, tensor and symbolic weights take, rounds the product
+    first. Written as ``add`` with an ``alpha``, which the kernels compute as one fused
+    multiply-add; the weight is read in the tensors' dtype, as the kernels read it (opmath)."""
+    if (start.dtype in (torch.float32, torch.float64) and end.dtype == start.dtype
+            and type(weight) is float and abs(weight) < 1e38):  # (fp32's range; not NaN)
+        w = weight if start.dtype == torch.float64 else _to_fp32(weight)
+        small = abs(w) < 0.5
+        alpha = w if small else (w - 1.0 if start.dtype == torch.float64 else _to_fp32(w - 1.0))
+        return aten.add.Tensor(start if small else end, aten.sub.Tensor(end, start), alpha=alpha)
+    return reference(start, end, weight)
+
+
 #: composite pointwise ops whose PyTorch kernels (CPU and CUDA) cast every tensor operand to the
 #: result dtype before computing, where their reference decompositions compute in fp32 from the
 #: operands as given: a 0-dim fp32 weight of a bf16 ``lerp`` is rounded to bf16 by eager
@@ -797,6 +814,7 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
     table[aten.smooth_l1_loss_backward.default] = smooth_l1_loss_backward
     table[aten.huber_loss_backward.default] = huber_loss_backward
     table[aten.binary_cross_entropy.default] = binary_cross_entropy
+    table[aten.lerp.Scalar] = _bind(lerp_scalar, reference=table[aten.lerp.Scalar])
     for op in _BATCH_NORMS:
         if op in table:
             table[op] = _batch_norm_with_fp32_stats(table[op])
