@@ -122,7 +122,8 @@ def test_lerp_by_a_number_is_one_fused_multiply_add(dtype):
     a = wide(dtype, 6, 10.0)
     b = a + make_sample(dtype, 7, shape=SHAPE).nan_to_num(0.0, 1.0, -1.0)
     fn = lambda a, b: (torch.lerp(a, b, 0.1), torch.lerp(a, b, 0.5002), torch.lerp(a, b, 0.9),
-                       torch.lerp(a, b, 1.7), a.clone().lerp_(b, -0.3), torch.lerp(a, b, 1e-3))
+                       torch.lerp(a, b, 1.7), a.clone().lerp_(b, -0.3), torch.lerp(a, b, 1e-3),
+                       torch.lerp(a, b, 4), torch.lerp(a, b, -5))  # (int weights too)
     check_bits(fn, a, b)
 
 

@@ -949,11 +949,16 @@ STORED_NUMBERS = {
     "add_alpha_half": lambda x, m: torch.add(x.half(), x.half(), alpha=1e6) * 2,
     "addcmul_value_int32": lambda x, m: torch.addcmul((x * 10).int(), m.int(), m.int(), value=2**31) + 1,
     "addcmul_value_half_fits_fp32": lambda x, m: torch.addcmul(x.half(), x.half(), x.half(), value=1e6) * 2,
+    # the deprecated overloads take the number second
+    "add_deprecated_alpha_int8": lambda x, m: torch.add((x * 10).to(torch.int8), 1000, m.to(torch.int8)) + 1,
+    "addcmul_deprecated_value_int8": lambda x, m: torch.addcmul((x * 10).to(torch.int8), 1000, m.to(torch.int8),
+                                                                m.to(torch.int8)) + 1,
     # a one-element fp32 fill is checked on the CPU too (only fp16/bf16's are not)
     "full_like_one_element_float": lambda x, m: torch.full_like(x[:1, :1], 1e39) + x[:1, :1],
 }
 
 
+@pytest.mark.filterwarnings("ignore:This overload of .* is deprecated")
 @pytest.mark.parametrize("case", list(STORED_NUMBERS))
 def test_a_number_that_does_not_fit_raises_as_in_eager(case):
     """A number stored into a tensor whose dtype cannot hold it (``half.masked_fill(m, -1e30)``):

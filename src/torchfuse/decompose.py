@@ -736,12 +736,12 @@ def lerp_scalar(start, end, weight, *, reference):
     multiply-add, ``weight * (end - start) + start``, or for ``|weight| >= 0.5``
     ``(weight - 1) * (end - start) + end`` (``ATen/native/Lerp.h``; the CPU kernel's
     ``vec::fmadd``, which it uses for a row's last elements too). The reference decomposition
-    (``reference``), which other dtypes, tensor and symbolic weights take, rounds the product
+    (``reference``), which other dtypes, tensor and symbolic (run-time) weights take, rounds the product
     first. Written as ``add`` with an ``alpha``, which the kernels compute as one fused
     multiply-add; the weight is read in the tensors' dtype, as the kernels read it (opmath)."""
     if (start.dtype in (torch.float32, torch.float64) and end.dtype == start.dtype
-            and type(weight) is float and abs(weight) < 1e38):  # (fp32's range; not NaN)
-        w = weight if start.dtype == torch.float64 else _to_fp32(weight)
+            and type(weight) in (int, float) and abs(weight) < 1e38):  # (fp32's range; not NaN)
+        w = float(weight) if start.dtype == torch.float64 else _to_fp32(float(weight))
         small = abs(w) < 0.5
         alpha = w if small else (w - 1.0 if start.dtype == torch.float64 else _to_fp32(w - 1.0))
         return aten.add.Tensor(start if small else end, aten.sub.Tensor(end, start), alpha=alpha)

@@ -203,10 +203,11 @@ OUTSIDE_GRAPH_CALLS: list | None = None
 def _user_frame() -> tuple[str, int, str]:
     """``(file, line, function)`` of the innermost frame outside torchfuse and torch: the
     user's call of a fused function."""
+    import os
     import sys
     from pathlib import Path
 
-    own = (str(Path(__file__).resolve().parents[1]), str(Path(torch.__file__).resolve().parent))
+    own = tuple(str(d) + os.sep for d in (Path(__file__).resolve().parents[1], Path(torch.__file__).resolve().parent))
     frame = sys._getframe(1)
     while frame is not None:
         file = str(Path(frame.f_code.co_filename).resolve()) if not frame.f_code.co_filename.startswith("<") else ""

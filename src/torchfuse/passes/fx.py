@@ -195,7 +195,7 @@ def dense_attention_masks(gm: torch.fx.GraphModule, devices: tuple[str, ...] = (
 #: overflow"), by target name, with the positions and keywords of their number arguments.
 #: AOTAutograd's decompositions drop the check (``masked_fill`` becomes a ``where`` of a
 #: ``scalar_tensor``, which converts unchecked), and a fused kernel would write infinities.
-_CHECKED_NUMBERS: dict[str, tuple[tuple[int, str], ...]] = {
+_CHECKED_NUMBERS: dict[str, tuple[tuple[int | None, str], ...]] = {
     "masked_fill": ((2, "value"),), "masked_fill_": ((2, "value"),),
     "fill": ((1, "value"),), "fill_": ((1, "value"),),
     "full": ((1, "fill_value"),), "full_like": ((1, "fill_value"),), "new_full": ((2, "fill_value"),),
@@ -208,13 +208,20 @@ _CHECKED_NUMBERS: dict[str, tuple[tuple[int, str], ...]] = {
     # torch.where(c, x, number): ATen makes the number a one-element tensor of the result's
     # dtype (at::scalar_tensor, a fill): checked as a one-element fill is
     "where": ((1, "input"), (2, "other")),
-    # alpha converted checked to the result's dtype (alpha.to<scalar_t>()), on every dtype
-    "add": ((3, "alpha"),), "add_": ((3, "alpha"),), "sub": ((3, "alpha"),), "sub_": ((3, "alpha"),),
-    "rsub": ((3, "alpha"),),
+    # alpha converted checked to the result's dtype (alpha.to<scalar_t>()), on every dtype; a
+    # keyword (None: no position), or the second of three arguments in the deprecated
+    # add(x, alpha, y) (_DEPRECATED_NUMBER_FIRST)
+    "add": ((None, "alpha"),), "add_": ((None, "alpha"),), "sub": ((None, "alpha"),),
+    "sub_": ((None, "alpha"),), "rsub": ((None, "alpha"),),
     # addcmul/addcdiv's value converted checked to the op's opmath dtype (fp32 for fp16/bf16)
-    "addcmul": ((4, "value"),), "addcmul_": ((4, "value"),), "addcdiv": ((4, "value"),),
-    "addcdiv_": ((4, "value"),),
+    "addcmul": ((None, "value"),), "addcmul_": ((None, "value"),), "addcdiv": ((None, "value"),),
+    "addcdiv_": ((None, "value"),),
 }
+
+#: calls whose deprecated overload takes the checked number second (``torch.add(x, 2, y)``,
+#: ``torch.addcmul(x, 2, a, b)``), by the argument count of that overload
+_DEPRECATED_NUMBER_FIRST = {"add": 3, "add_": 3, "sub": 3, "sub_": 3,
+                            "addcmul": 4, "addcmul_": 4, "addcdiv": 4, "addcdiv_": 4}
 
 #: of those, the calls whose number eager converts to the opmath dtype of the result's
 _OPMATH_CHECKED = frozenset({"addcmul", "addcmul_", "addcdiv", "addcdiv_"})
@@ -416,8 +423,11 @@ def eager_raises(gm: torch.fx.GraphModule) -> list[str]:
         dtype = out.dtype
         if name in _OPMATH_CHECKED and dtype in (torch.float16, torch.bfloat16):
             dtype = torch.float32
+        if (len(n.args) == _DEPRECATED_NUMBER_FIRST.get(name) and _number_of(n.args[1]) is not None
+                and isinstance(n.args[2], torch.fx.Node)):
+            spots = ((1, ""), *spots)
         for i, key in spots:
-            value = _number_of(n.args[i] if len(n.args) > i else n.kwargs.get(key))
+            value = _number_of(n.args[i] if i is not None and len(n.args) > i else n.kwargs.get(key))
             if value is not None and _overflows(value, dtype):
                 found.append(f"{name} with {value!r} for {str(dtype).replace('torch.', '')}")
     return found
