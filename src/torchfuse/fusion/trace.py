@@ -30,6 +30,7 @@ import inspect
 import logging
 import math
 import operator
+import traceback
 from typing import Any, Callable
 
 import sympy
@@ -195,26 +196,9 @@ def _value_kind(a) -> str:
 _BY_SIZES = "which of its traces serves a call is decided on sizes (an if on sizes in its body)"
 _NOT_TRACED = "it had no trace for these argument dtypes and sizes yet (traced now; later compilations fuse it)"
 
-#: while :func:`torchfuse.explain` runs, a list of ``(function name, why, (file, line, function))``
-#: of each call that ran outside a compiled graph (a graph break TorchDynamo may not list), else None
+#: while :func:`torchfuse.explain` runs, a list of ``(function name, why, stack text)`` of each
+#: call that ran outside a compiled graph (a graph break TorchDynamo may not list), else None
 OUTSIDE_GRAPH_CALLS: list | None = None
-
-
-def _user_frame() -> tuple[str, int, str]:
-    """``(file, line, function)`` of the innermost frame outside torchfuse and torch: the
-    user's call of a fused function."""
-    import os
-    import sys
-    from pathlib import Path
-
-    own = tuple(str(d) + os.sep for d in (Path(__file__).resolve().parents[1], Path(torch.__file__).resolve().parent))
-    frame = sys._getframe(1)
-    while frame is not None:
-        file = str(Path(frame.f_code.co_filename).resolve()) if not frame.f_code.co_filename.startswith("<") else ""
-        if file and not file.startswith(own):
-            return file, frame.f_lineno, frame.f_code.co_name
-        frame = frame.f_back
-    return "", 0, ""
 
 
 class Traced:
@@ -394,7 +378,9 @@ class FusedFunction:
     @torch.compiler.disable
     def _outside_graph(self, why: str, *args):
         if OUTSIDE_GRAPH_CALLS is not None:
-            OUTSIDE_GRAPH_CALLS.append((getattr(self.fn, "__name__", "fused function"), why, _user_frame()))
+            # the stack as FX's stack traces hold it: explain finds the user's line as for an op
+            OUTSIDE_GRAPH_CALLS.append((getattr(self.fn, "__name__", "fused function"), why,
+                                        "".join(traceback.format_stack())))
         traced, key = self._entry(args)
         self._op_for(key, traced.fusion)  # what later compilations put in their graphs
         return self(*args)

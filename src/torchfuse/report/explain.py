@@ -14,11 +14,9 @@ kernel sources, stats) by :mod:`.collect`. TorchDynamo's cache is reset first, a
 from __future__ import annotations
 
 import dataclasses
-import linecache
 import platform
 import time
 import warnings
-from pathlib import Path
 from typing import Any, Sequence
 
 import torch
@@ -26,7 +24,7 @@ import torch
 from ..fusion import trace
 from ..runtime.phases import PhaseWindow
 from ..runtime.recompiles import compile_id_text, compiling_id
-from .result import Capture, ExplainResult, GraphBreak, GraphReport, Recompilation, SourceLocation, Timing
+from .result import Capture, ExplainResult, GraphBreak, GraphReport, Recompilation, Timing
 
 
 class _Recorder:
@@ -239,17 +237,14 @@ def _fused_calls_outside_graphs(result: ExplainResult, outside: list) -> None:
 
     if not outside:
         return
-    own = str(Path(trace.__file__).resolve())
     result.graph_breaks = [b for b in result.graph_breaks
-                           if not (b.location is not None and b.location.file
-                                   and collect._inside(b.location.file, str(Path(own).parent)))]
+                           if not (b.location is not None and collect._inside(b.location.file, collect._FUSION_DIR))]
     seen = set()
-    for name, why, (file, line, function) in outside:
-        if (name, file, line) in seen:
+    for name, why, stack in outside:
+        loc = collect.location_from_stack(stack)
+        if loc is None or (name, loc.file, loc.line) in seen:
             continue
-        seen.add((name, file, line))
-        code = linecache.getline(file, line).strip() if file else ""
-        loc = SourceLocation(file=file, line=line, function=function, code=code)
+        seen.add((name, loc.file, loc.line))
         result.graph_breaks.append(GraphBreak(
             reason=f"the fused function {name} ran outside the compiled graph: {why}",
             detail="A @fused function called inside a compiled region is one node of the graph once it has a "
