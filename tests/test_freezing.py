@@ -2,6 +2,8 @@
 work (:mod:`torchfuse.freezing`), checked against eager PyTorch."""
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -144,6 +146,43 @@ def test_batchnorm_after_an_unbatched_convolution_is_not_folded():
         batched = torch.randn(2, 3, 5, device=DEVICE)  # the batched form still folds, and agrees
         torch.testing.assert_close(torchfuse.compile(model, freeze=True, dynamic=False)(batched), model(batched),
                                    rtol=1e-4, atol=1e-4)
+
+
+class _WriteAfterConv(torch.nn.Module):
+    def __init__(self, write: str):
+        super().__init__()
+        self.write = write
+        self.conv, self.bn = torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        y = self.conv(x)
+        if self.write == "add_":
+            self.bn.running_mean.add_(1.0)
+        elif self.write == "foreach":
+            torch._foreach_mul_([self.bn.weight], 0.5)
+        else:  # a training-mode batch norm of another input updates the same statistics
+            torch.nn.functional.batch_norm(x[:, :1].expand(-1, 4, -1, -1), self.bn.running_mean,
+                                           self.bn.running_var, training=True)
+        return self.bn(y)
+
+
+@pytest.mark.parametrize("write", ["add_", "foreach", "training_batch_norm"])
+def test_batchnorm_not_folded_across_a_write_of_its_tensors(write):
+    """A BatchNorm whose statistics or weight are written between its convolution and itself
+    reads them after the write in eager; the folded weight would be made before the
+    convolution, from the old values, so it is not folded. Outputs and statistics equal
+    eager's over two calls."""
+    torch.manual_seed(0)
+    ref = _WriteAfterConv(write).to(DEVICE).eval()
+    _randomize_bn(ref)
+    model = copy.deepcopy(ref)
+    compiled = torchfuse.compile(model, freeze=True, dynamic=False)
+    with torch.no_grad():
+        for _ in range(2):
+            x = torch.randn(2, 3, 5, 5, device=DEVICE)
+            torch.testing.assert_close(compiled(x), ref(x), rtol=1e-4, atol=1e-4)
+            torch.testing.assert_close(model.bn.running_mean, ref.bn.running_mean)
+            torch.testing.assert_close(model.bn.weight, ref.bn.weight)
 
 
 @pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])

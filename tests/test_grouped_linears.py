@@ -132,6 +132,68 @@ def test_projection_written_in_place_is_left_alone():
     torch.testing.assert_close(torch.autograd.grad(got, x)[0], torch.autograd.grad(want, x)[0])
 
 
+@torch.library.custom_op("torchfuse_test::halve_in_place", mutates_args=("w",))
+def _halve_in_place(w: torch.Tensor) -> torch.Tensor:
+    w.mul_(0.5)
+    return w.sum()
+
+
+@_halve_in_place.register_fake
+def _(w):
+    return w.new_empty(())
+
+
+IN_PLACE_FORMS = {
+    "foreach": lambda w, x: torch._foreach_mul_([w], 0.5),
+    "foreach_input": lambda w, x: torch._foreach_add_([x], 1.0),
+    "custom_op": lambda w, x: _halve_in_place(w),
+    "method": lambda w, x: w.mul_(0.5),
+}
+
+
+class _WriteBetween(torch.nn.Module):
+    def __init__(self, write: str):
+        super().__init__()
+        self.write = write
+        self.lin = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(3))
+        for m in self.lin:  # the weights as buffers, so that a training graph may write them
+            w = m.weight.detach().clone()
+            del m.weight
+            m.register_buffer("weight", w)
+
+    def forward(self, x):
+        a = self.lin[0](x)
+        IN_PLACE_FORMS[self.write](self.lin[1].weight, x)
+        return a + self.lin[1](x) + self.lin[2](x)
+
+
+@pytest.mark.parametrize("write", list(IN_PLACE_FORMS))
+@pytest.mark.parametrize("grad", [False, True], ids=["frozen", "training"])
+def test_a_write_between_projections_keeps_them_apart(write, grad):
+    """A projection after an in-place write of its weight or its input reads the written
+    values, whatever form the write takes: an in-place foreach op (a list of tensors), a
+    custom op whose schema marks its argument written (it returns another tensor), a method.
+    Outputs, the written tensors and gradients equal eager's over three calls, in training
+    and in frozen inference (the graphs that group projections)."""
+    torch.manual_seed(0)
+    ref = _WriteBetween(write).to(DEVICE)
+    model = copy.deepcopy(ref)
+    compiled = _compile(model, HERE, freeze=not grad)
+    for _ in range(3):
+        x = torch.randn(4, 8, device=DEVICE)
+        x_ref = x.clone()
+        with torch.set_grad_enabled(grad):
+            got, want = compiled(x), ref(x_ref)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(x, x_ref)
+        torch.testing.assert_close(model.lin[1].weight, ref.lin[1].weight)
+        if grad:
+            got.square().sum().backward()
+            want.square().sum().backward()
+            for m, r in zip(model.lin, ref.lin):
+                torch.testing.assert_close(m.bias.grad, r.bias.grad, rtol=1e-5, atol=1e-5)
+
+
 def test_grad_mode_between_projections_keeps_them_apart():
     """Projections on either side of a ``torch.no_grad()`` block are not one product (one of
     them has no gradient); values and the gradient equal eager's."""

@@ -132,16 +132,14 @@ def test_a_symbolic_number_is_read_as_a_constant_one_is(dtype):
     """A Python int that TorchDynamo makes symbolic (``dynamic=True``, or a second call with
     another value) reaches the kernel as an argument: it is read by the op's rule as a
     constant is (rounded to fp16/bf16 for ``%``, ``fmod`` and floor division; by the device
-    for ``+`` and ``-``), and divided by as a number (its reciprocal on a GPU); a ``pow``
-    exponent takes eager's special cases (2: ``x * x``). 2049 and 4097 are not fp16 numbers
-    (fp16 holds 2048 and 4096)."""
+    for ``+`` and ``-``), and divided by as a number (its reciprocal on a GPU). 2049 and 4097
+    are not fp16 numbers (fp16 holds 2048 and 4096)."""
     x = wide(dtype, 5, 3000.0)
     x[0, :4] = torch.tensor([4097.0, -2049.0, 6e4, -5000.0], dtype=dtype)
 
     def fn(x, k):
         return (x % k, torch.fmod(x, k), x // k, torch.div(x, k, rounding_mode="trunc"), x / k, x + k, x - k,
-                k - x, x * k, torch.remainder(x, -k), x // -k,
-                (x.abs() + 1) ** ((k % 5) - 2))  # exponents 2, 1, 0, 0 (1 at the first call)
+                k - x, x * k, torch.remainder(x, -k), x // -k)
 
     compiled = torchfuse.compile(fn, dynamic=None, interpret_integer_division=True)
     assert_same_bits(compiled(x, 8), fn(x, 8))
@@ -151,6 +149,28 @@ def test_a_symbolic_number_is_read_as_a_constant_one_is(dtype):
     graphs = [g for g in backend.RECENT if all(g is not b for b in before)]
     assert_all_fused(graphs)
     assert len(graphs) == 1 and len(graphs[0].symbols) == 1, "k was not one symbolic number"
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=dtype_id)
+def test_a_symbolic_pow_exponent_takes_eagers_special_cases(dtype):
+    """``x ** (k - 2)`` with ``k`` an int TorchDynamo makes symbolic: the exponent reaches the
+    kernel as an argument and takes eager's special cases at run time (2: ``x * x``, 1, 0).
+    On CUDA tensors PyTorch's reference of ``pow`` guards on the exponent's special values
+    instead, so each of them is a graph of its own there; the values must match either way."""
+    x = wide(dtype, 5, 3000.0).abs() + 1
+
+    def fn(x, k):
+        return x ** ((k % 5) - 2)  # exponents 2, 1, 0, 0 (1 at the first call)
+
+    compiled = torchfuse.compile(fn, dynamic=None)
+    assert_same_bits(compiled(x, 8), fn(x, 8))
+    before = list(backend.RECENT)
+    for k in (2049, 3, 4097, 7):
+        assert_same_bits(compiled(x, k), fn(x, k))
+    graphs = [g for g in backend.RECENT if all(g is not b for b in before)]
+    assert_all_fused(graphs)
+    if DEVICE == "cpu":
+        assert len(graphs) == 1 and len(graphs[0].symbols) == 1, "k was not one symbolic number"
 
 
 @pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=dtype_id)
@@ -550,3 +570,23 @@ def test_binary_cross_entropy_raises_eagers_errors(bad):
         fn(p.clamp(0, 1).nan_to_num(), target)
     with pytest.raises(RuntimeError, match="expected Float"):
         run_compiled(fn, p.clamp(0, 1).nan_to_num(), target)
+
+
+def test_casts_to_half_dtypes_round_through_fp32():
+    """fp64 and 32/64-bit integers to fp16/bf16: eager rounds through fp32 (``c10::Half`` and
+    ``c10::BFloat16`` are made from a ``float``), twice; a direct conversion rounds once and
+    differs just above a tie (fp64 ``2049 + 2**-30`` is fp16 2048 in eager, 2050 directly) and
+    just below fp16's overflow threshold (65520 - 2**-20: inf in eager). In a cast, in a copy
+    into an fp16 buffer, after a reduction, and for a symbolic int added to a bf16 tensor."""
+    x = torch.tensor([2.0 ** -25 * (1 + 2 ** -40), 1 + 2 ** -11 + 2 ** -40, 2049 + 2 ** -30, 65520 - 2 ** -20,
+                      1 + 2 ** -8 + 2 ** -40, -(1 + 2 ** -8 + 2 ** -40), 3e38 * 1.0000001], dtype=F64, device=DEVICE)
+    i = torch.tensor([2 ** 24 + 2 ** 16 + 1, -(2 ** 24 + 2 ** 16 + 1), 2 ** 40 + 2 ** 32 + 1, 65519, 65520,
+                      2 ** 31 - 1, 7], dtype=torch.int64, device=DEVICE)
+    check_bits(lambda x, i: ((x * 1.0).half(), (x * 1.0).bfloat16(), (i + 0).bfloat16(), (i + 0).half(),
+                             (i.int() + 0).bfloat16(), torch.zeros(7, dtype=F16, device=x.device).copy_(x * 1.0),
+                             x.reshape(7, 1).sum(-1).half()), x, i)
+    b = torch.zeros(4, dtype=BF16, device=DEVICE)
+    fn = lambda b, k: b + k
+    compiled = torchfuse.compile(fn, dynamic=None)
+    for k in (3, 2 ** 24 + 2 ** 16 + 1, 2 ** 24 + 2 ** 16 + 3):  # symbolic from the second call on
+        assert_same_bits(compiled(b, k), fn(b, k))

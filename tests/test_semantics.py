@@ -980,6 +980,38 @@ def test_a_number_that_does_not_fit_raises_as_in_eager(case):
         assert got.dtype == want.dtype and torch.equal(got, want), (got, want)
 
 
+#: calls storing an int argument ``k`` that TorchDynamo makes symbolic; (inputs, k values)
+SYMBOLIC_STORED_NUMBERS = {
+    "clamp_int8": (lambda x, k: torch.clamp(x * 1, -k, k), torch.int8, (100, 50, 300, 90)),
+    "clamp_min_int8": (lambda x, k: torch.clamp(x * 1, min=-k), torch.int8, (100, 50, 300, 90)),
+    "masked_fill_half": (lambda x, k: (x * 1).masked_fill(x > 1, k), torch.float16, (100, 50, 100000, 60000)),
+    "hardtanh_half": (lambda x, k: torch.nn.functional.hardtanh(x * 1, -k, k), torch.float16, (3, 5, 100000, 7)),
+    "threshold_half": (lambda x, k: torch.nn.functional.threshold(x * 1, 1, k), torch.float16, (3, 5, 100000, 7)),
+    "fill_uint8_negative": (lambda x, k: (x * 1).masked_fill(x > 1, -k), torch.uint8, (3, 5, 300, 7)),
+}
+
+
+@pytest.mark.parametrize("case", list(SYMBOLIC_STORED_NUMBERS))
+def test_a_symbolic_number_that_does_not_fit_raises_as_in_eager(case):
+    """The same for a Python int that TorchDynamo makes symbolic (it varies between calls: a
+    quantizer's bounds): the graph is guarded on the number's side of the dtype's bounds, so a
+    value that does not fit compiles again and raises eager's error, where the kernel would
+    have wrapped it (int8 ``clamp(x, -300, 300)`` clamping to 44) or stored infinity; values
+    that fit afterwards give eager's values again (CUDA's clamp converts its bounds unchecked:
+    there, eager's values)."""
+    fn, dtype, values = SYMBOLIC_STORED_NUMBERS[case]
+    x = torch.tensor([-128, -100, -5, 0, 7, 100, 127] * 3, dtype=torch.float32).to(dtype)
+    compiled = torchfuse.compile(fn, dynamic=None)
+    for k in values:
+        want, error = eager_outcome(fn, x, k)
+        if error is not None:
+            with pytest.raises(RuntimeError, match="without overflow"):
+                compiled(x, k)
+        else:
+            got = compiled(x, k)
+            assert got.dtype == want.dtype and torch.equal(got, want), (k, got, want)
+
+
 #: the cases a ``@fused`` function takes (a tensor made inside one is a constant of its trace;
 #: it takes no slices or in-place writes), and a one-element fill of its own
 FUSED_STORED_NUMBERS = {**{c: STORED_NUMBERS[c] for c in ("masked_fill_half", "masked_fill_fits", "masked_fill_inf",

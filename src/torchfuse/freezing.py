@@ -40,6 +40,7 @@ import torch
 import torch.fx
 
 from .passes import calls_to, finish, view_root
+from .passes.fx import written_inputs
 from .runtime.calls import copies_sharing_memory
 
 log = logging.getLogger("torchfuse.fusion")
@@ -141,7 +142,9 @@ def fold_conv_batchnorm(gm: torch.fx.GraphModule) -> int:
     """Fold eval-mode BatchNorms into the convolutions that feed them (TorchDynamo's graph).
 
     A BatchNorm is folded when it has running statistics, ``training`` is the constant
-    ``False``, and its input is a convolution whose result nothing else reads.
+    ``False``, its input is a convolution whose result nothing else reads, and nothing between
+    the two calls writes a tensor in place (the folded weight is made before the convolution,
+    where eager's BatchNorm reads its statistics and affine parameters after it).
 
     Returns:
         The number of BatchNorms folded (the graph is recompiled in place when any were).
@@ -154,7 +157,7 @@ def fold_conv_batchnorm(gm: torch.fx.GraphModule) -> int:
         conv = b.arguments["input"]
         if not isinstance(conv, torch.fx.Node) or conv.op != "call_function" or conv.target not in _CONVS:
             continue
-        if len(conv.users) != 1:
+        if len(conv.users) != 1 or _writes_between(conv, bn):
             continue
         c = _bind(_conv_signature, conv)
         rm, rv = b.arguments["running_mean"], b.arguments["running_var"]
@@ -186,6 +189,25 @@ def fold_conv_batchnorm(gm: torch.fx.GraphModule) -> int:
         gm.graph.erase_node(bn)
         done += 1
     return finish(gm, done, "BatchNorm(s) folded into convolutions (freeze)")
+
+
+def _writes_between(first: torch.fx.Node, last: torch.fx.Node) -> bool:
+    """Whether a call after ``first`` and before ``last`` writes a tensor in place: an in-place
+    op in any form (:func:`~torchfuse.passes.fx.written_inputs`), or a BatchNorm that is not
+    the constant eval form (in training it updates its running statistics)."""
+    node = first.next
+    while node is not last and node.op != "output":
+        if node.op == "call_module":
+            return True
+        if node.op in ("call_function", "call_method"):
+            if written_inputs(node):
+                return True
+            if node.target in _BATCH_NORMS:
+                b = _bind(_bn_signature, node)
+                if b is None or b.arguments["training"] is not False:
+                    return True
+        node = node.next
+    return False
 
 
 def _example(a: Any) -> Any:

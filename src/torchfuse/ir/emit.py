@@ -60,12 +60,22 @@ def triton_dtype(dtype: torch.dtype) -> str:
 
 
 def convert(expr: str, src: torch.dtype, dst: torch.dtype) -> str:
-    """Triton expression converting ``expr`` from ``src`` to ``dst`` as PyTorch casts."""
+    """Triton expression converting ``expr`` from ``src`` to ``dst`` as PyTorch casts. To
+    fp16/bf16 from fp64 or a 32/64-bit integer, through fp32: ``c10::Half`` and
+    ``c10::BFloat16`` are made from a ``float`` only, so eager rounds twice (fp64
+    ``2049 + 2**-30`` is fp16 2048, not 2050; just below 65520 is inf), where Triton's
+    conversion rounds once."""
     if src == dst:
         return expr
     if dst == torch.bool:
         return f"({expr} != 0)"
+    if dst in HALF_DTYPES and src in _WIDER_THAN_FP32_SIGNIFICAND:
+        expr = f"{expr}.to(tl.float32)"
     return f"{expr}.to({triton_dtype(dst)})"
+
+
+#: dtypes whose values fp32 does not hold exactly (its significand has 24 bits)
+_WIDER_THAN_FP32_SIGNIFICAND = frozenset({torch.float64, torch.int32, torch.int64, torch.uint32, torch.uint64})
 
 
 #: -0.0 of each float dtype as the integer with only its sign bit set (bitcast): Triton makes
@@ -143,7 +153,9 @@ def runtime_number_operand(name: str, compute: torch.dtype, common: torch.dtype 
     high = f"tl.full([], {name}, {triton_dtype(compute)})"
     if common is None or rule == "compute" or not compute.is_floating_point or not common.is_floating_point:
         return high
-    low = f"tl.full([], {name}, {triton_dtype(common)}).to({triton_dtype(compute)})"
+    low = convert(f"tl.full([], {name}, tl.float32)", torch.float32, common) if common in HALF_DTYPES \
+        else f"tl.full([], {name}, {triton_dtype(common)})"  # (an int reaches fp16/bf16 through fp32, as c10's)
+    low = f"{low}.to({triton_dtype(compute)})"
     return low if rule == "common" else f"tf_by_device({high}, {low})"
 
 

@@ -251,10 +251,13 @@ def _eager_checks(name: str, dtype: torch.dtype, numel, device: torch.device | N
 
 
 def _number_of(x):
-    """``x`` as a Python number: a number, or a ``torch.tensor(number)`` made in the graph
-    (a 0-dim constant the model's code builds); else None."""
+    """``x`` as a Python number: a number, a ``torch.tensor(number)`` made in the graph (a 0-dim
+    constant the model's code builds), or a symbolic int (a ``torch.SymInt``, whose comparisons
+    guard the graph on its side of the dtype's bounds); else None."""
     if isinstance(x, (int, float)) and not isinstance(x, bool):
         return x
+    if isinstance(x, torch.fx.Node) and isinstance(x.meta.get("example_value"), torch.SymInt):
+        return x.meta["example_value"]
     if (isinstance(x, torch.fx.Node) and x.op == "call_function" and x.target is torch.tensor and x.args
             and isinstance(x.args[0], (int, float)) and not isinstance(x.args[0], bool)
             and x.kwargs.get("dtype") in (None, torch.float32, torch.float64, torch.int64)):
@@ -272,13 +275,13 @@ def _overflows(value, dtype: torch.dtype) -> bool:
     if dtype.is_floating_point:
         if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
             return False
-        return abs(value) > torch.finfo(dtype).max
+        return bool(value > torch.finfo(dtype).max) or bool(value < -torch.finfo(dtype).max)
     info = torch.iinfo(dtype)
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         return True
-    if info.min == 0 and isinstance(value, int) and value < 0:
-        return -value > info.max
-    return not info.min <= value <= info.max
+    if info.min == 0 and isinstance(value, (int, torch.SymInt)) and bool(value < 0):
+        return bool(-value > info.max)
+    return bool(value < info.min) or bool(value > info.max)
 
 
 def _checked_overloads() -> dict:
@@ -397,7 +400,9 @@ def eager_raises(gm: torch.fx.GraphModule) -> list[str]:
     size 0 or of an empty tensor (``IndexError``, where a kernel would return -inf and an index);
     each described as ``"<call> with <number> for <dtype>"``, ``"<call> for <dtype>"`` or
     ``"<call> over a dim of size 0"``; empty when there are none. The
-    backend runs such a graph as traced, so that it raises eager's error at the call."""
+    backend runs such a graph as traced, so that it raises eager's error at the call. A number
+    that is a symbolic int is compared through the shape environment, which guards the graph
+    on the outcome: a later value on the other side of the dtype's bounds compiles again."""
     found = []
     for n in gm.graph.nodes:
         if n.op not in ("call_function", "call_method"):
@@ -478,23 +483,47 @@ def _inplace_position(target) -> int | None:
     return names.index("inplace") if "inplace" in names else None
 
 
-def _written_input(node: torch.fx.Node) -> torch.fx.Node | None:
-    """The input a call writes in place, or None. TorchDynamo's example value of an in-place
-    call is its written input's own object (``x.add_(1)``, ``x *= 2``, ``F.relu(x,
+def written_inputs(node: torch.fx.Node) -> list[torch.fx.Node]:
+    """The inputs a call writes in place (empty when none). TorchDynamo's example value of an
+    in-place call is its written input's own object (``x.add_(1)``, ``x *= 2``, ``F.relu(x,
     inplace=True)``, ``torch.add(x, 1, out=x)``); a ``setitem`` has no value and writes its
-    first argument."""
+    first argument; an in-place foreach op (``torch._foreach_mul_([w1, w2], 0.5)``) writes
+    every tensor of its first list; an operator whose schema marks an argument written
+    (``Tensor(a!)``: a custom op's ``mutates_args``) writes that argument, whatever it returns."""
     flag = _inplace_argument(node)
     if flag is not None:  # ``F.dropout(x, training=False)`` returns ``x`` and writes nothing
-        return node.args[0] if flag and node.args and isinstance(node.args[0], torch.fx.Node) else None
+        return [node.args[0]] if flag and node.args and isinstance(node.args[0], torch.fx.Node) else []
+    written = _schema_written(node)
     value = node.meta.get("example_value")
     name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
     if value is not None and name not in _RETURN_THEIR_INPUT:
-        for a in node.all_input_nodes:
-            if a.meta.get("example_value") is value:
-                return a
+        written += [a for a in node.all_input_nodes if a.meta.get("example_value") is value]
     if ((name.endswith("_") and not name.endswith("__")) or name in ("setitem", "__setitem__")) and node.args:
-        return node.args[0] if isinstance(node.args[0], torch.fx.Node) else None
-    return None
+        first = node.args[0]
+        written += [a for a in (first if isinstance(first, (list, tuple)) else [first]) if isinstance(a, torch.fx.Node)]
+    return list(dict.fromkeys(written))
+
+
+def _schema_written(node: torch.fx.Node) -> list[torch.fx.Node]:
+    """The arguments of a call of an ATen or custom operator that its schema marks written
+    (``alias_info.is_write``); for an overload packet, those any of its overloads writes."""
+    target = node.target
+    if isinstance(target, torch._ops.OpOverloadPacket):
+        schemas = [getattr(target, o)._schema for o in target.overloads()]
+    elif isinstance(target, torch._ops.OpOverload):
+        schemas = [target._schema]
+    else:
+        return []
+    found = []
+    for schema in schemas:
+        for i, arg in enumerate(schema.arguments):
+            if arg.alias_info is None or not arg.alias_info.is_write:
+                continue
+            value = node.args[i] if i < len(node.args) and not arg.kwarg_only else node.kwargs.get(arg.name)
+            for a in (value if isinstance(value, (list, tuple)) else [value]):
+                if isinstance(a, torch.fx.Node):
+                    found.append(a)
+    return found
 
 
 def _tensor_value(node) -> torch.Tensor | None:
@@ -527,7 +556,7 @@ def _views_of(node: torch.fx.Node) -> tuple[list[torch.fx.Node], bool]:
     while work:
         for u in work.pop().users:
             v = _tensor_value(u)
-            if u in found or v is None or _written_input(u) is not None or _storage(v) != key:
+            if u in found or v is None or written_inputs(u) or _storage(v) != key:
                 continue
             name = u.target if isinstance(u.target, str) else getattr(u.target, "__name__", "")
             strided = strided or name.startswith("as_strided")
@@ -600,13 +629,12 @@ def grouped_linears(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda"
     nodes = list(gm.graph.nodes)
     order = {n: i for i, n in enumerate(nodes)}
     groups: dict[tuple, list[tuple[torch.fx.Node, torch.fx.Node, torch.fx.Node | None]]] = {}
-    region, written_inputs = 0, []
+    region, written_tensors = 0, []
     for n in nodes:
-        target = _written_input(n) if n.op in ("call_function", "call_method") else None
-        if target is not None:
-            written_inputs.append(target)
+        targets = written_inputs(n) if n.op in ("call_function", "call_method") else []
+        written_tensors += targets
         if n.op in ("call_function", "call_method", "call_module") and (
-                n.meta.get("example_value") is None or target is not None):
+                n.meta.get("example_value") is None or targets):
             # a call with no value (a context's entry or exit: autocast, grad mode; a
             # ``setitem``) or an in-place write: no product moves across it
             region += 1
@@ -630,7 +658,7 @@ def grouped_linears(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda"
         groups.setdefault(key, []).append((n, w, b))
     try:
         escaping = _escaping_values(gm)
-        written = {_storage(v) for v in map(_tensor_value, written_inputs) if v is not None}
+        written = {_storage(v) for v in map(_tensor_value, written_tensors) if v is not None}
         storages = {m[0]: _storage(_tensor_value(m[0])) for members in groups.values() for m in members}
     except (NotImplementedError, RuntimeError):  # functorch's wrapped values have no storage
         return 0
