@@ -272,6 +272,8 @@ def _overflows(value, dtype: torch.dtype) -> bool:
     unsigned one while its magnitude does (it wraps, as two's complement arithmetic would)."""
     if dtype == torch.bool or dtype.is_complex or dtype == torch.float64:
         return False
+    if isinstance(value, torch.SymInt) and dtype in (torch.int64, torch.float32, torch.bfloat16):
+        return False  # (holds any int64: no guard needed)
     if dtype.is_floating_point:
         if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
             return False
