@@ -948,3 +948,48 @@ def test_a_fused_function_run_outside_the_graph_is_a_listed_break():
         assert "decided on sizes" in breaks[0].reason
         assert not any(g.location is not None and g.location.file.endswith("trace.py") for g in result.graph_breaks)
         torch.testing.assert_close(torchfuse.compile(fn)(x, b), fn(x, b))
+
+
+def test_random_draws_of_a_checkpointed_region_are_aten_calls_that_move_data(tmp_path):
+    """Under non-reentrant checkpointing, AOTAutograd wraps dropout's draw in higher-order ops
+    (``run_and_save_rng_state`` in the forward and ``run_with_rng_state`` in the backward, or
+    ``graphsafe_run_with_rng_state`` in both on CUDA) that run on ATen with PyTorch's generator.
+    Explain lists each as an ATen call that writes its numbers, by design; the elements of the
+    forward's ``(state, numbers)`` result are not listed; the mask ``rand > p`` fuses (no
+    "operand is not a tensor"), and the draw's stand-in operand moves no data."""
+    import torch.utils.checkpoint
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l1, self.l2 = torch.nn.Linear(32, 64), torch.nn.Linear(64, 32)
+
+        def inner(self, x):
+            return self.l2(torch.nn.functional.dropout(torch.nn.functional.gelu(self.l1(x)), 0.1, training=True))
+
+        def forward(self, x):
+            return torch.utils.checkpoint.checkpoint(self.inner, x, use_reentrant=False)
+
+    torch.manual_seed(0)
+    result = torchfuse.explain(Block().to(DEVICE), torch.randn(4, 16, 32, device=DEVICE), backward=True,
+                               verbose=False)
+    assert [g.name for g in result.graphs] == ["forward", "backward"], str(result)
+    text = result.summary()
+    for g in result.graphs:
+        draws = [c for c in g.aten_calls if c.op.endswith("rng_state")]
+        assert [c.category for c in draws] == ["rng_state"], [(c.op, c.category) for c in g.aten_calls]
+        assert draws[0] in g.aten_work and draws[0] not in g.idle_calls
+        assert not [c for c in g.aten_calls if "getitem" in c.op or "gt" in c.op or c.category == "unsupported"], \
+            [(c.op, c.category, c.reason) for c in g.aten_calls]
+        assert [c.category for c in g.aten_calls if "empty_strided" in c.op] == ["allocation"]
+        assert any("gt" in grp.ops for grp in g.groups), [grp.ops for grp in g.groups]
+        line = next(l for l in text.splitlines() if l.strip().startswith(draws[0].op + "  ["))
+        assert "random draw of a checkpointed region, by design" in line, line
+        # the draws and the matrix products are the graph's ATen calls; the rest moves no data
+        products = [c for c in g.aten_calls if c.category == "library"]
+        assert len(g.aten_work) == len(products) + 1, [(c.op, c.category) for c in g.aten_work]
+        assert f"{len(g.aten_work)} ATen calls (and {len(g.idle_calls)} that move no data)" in text
+    assert "not a tensor" not in text and "not in the op registry" not in text, text
+    assert len(result.graphs[0].groups) == 1, text  # the GELU, the mask and its scale
+    loaded = ExplainResult.load(result.save(str(tmp_path / "r.json")))
+    assert loaded.summary() == text

@@ -7,6 +7,7 @@ import pytest
 import triton
 import triton.language as tl
 import torch
+import torch.utils.checkpoint
 
 import torchfuse
 import torchfuse.backend as backend
@@ -231,3 +232,87 @@ def test_dropout_with_four_numbers_per_call_is_reproducible_and_unbiased():
     rate = kept.float().mean().item()
     assert abs(rate - 0.7) < 5 * math.sqrt(0.7 * 0.3 / kept.numel())
     torch.testing.assert_close(a[kept], ((x + r) / 0.7)[kept])
+
+
+# ---- dropout in a checkpointed region (torch.utils.checkpoint, non-reentrant) ---------------
+
+class CheckpointedMLP(torch.nn.Module):
+    """Linear -> GELU -> dropout -> Linear, recomputed in the backward: AOTAutograd wraps the
+    dropout's ``rand_like`` in ``run_and_save_rng_state`` (forward) and ``run_with_rng_state``
+    (backward), or ``graphsafe_run_with_rng_state`` on CUDA (:mod:`torchfuse.ir.random_state`)."""
+
+    def __init__(self, checkpointed: bool = True):
+        super().__init__()
+        self.l1, self.l2, self.checkpointed = torch.nn.Linear(32, 64), torch.nn.Linear(64, 32), checkpointed
+
+    def block(self, x):
+        return self.l2(torch.nn.functional.dropout(torch.nn.functional.gelu(self.l1(x)), 0.1, training=True))
+
+    def forward(self, x):
+        if self.checkpointed:
+            return torch.utils.checkpoint.checkpoint(self.block, x, use_reentrant=False)
+        return self.block(x)
+
+
+#: PyTorch's wrappers of such a draw (torch._prims.rng_prims)
+RNG_STATE_OP_NAMES = ("run_and_save_rng_state", "run_with_rng_state", "graphsafe_run_with_rng_state")
+
+
+def test_checkpointed_dropout_backward_repeats_the_forward_mask():
+    """The backward recomputes the draw from the forward's saved generator state: the gradient
+    of ``dropout(2 x)`` is ``2 mask / (1 - p)`` with the forward's mask, and the forward is
+    ``2 x mask / (1 - p)`` (x is positive, so a zero output means dropped)."""
+    def f(x):
+        return torch.utils.checkpoint.checkpoint(
+            lambda t: torch.nn.functional.dropout(t * 2, p=0.4, training=True), x, use_reentrant=False)
+
+    x = (torch.randn(64, 50, device=DEVICE).abs() + 0.1).requires_grad_(True)
+    g = torchfuse.compile(f)
+    for seed in (1, 2):  # the second call: later calls' generated function
+        torch.manual_seed(seed)
+        x.grad = None
+        out = g(x)
+        out.sum().backward()
+        kept = (out != 0).float()
+        assert 0.4 < kept.mean().item() < 0.8
+        assert torch.equal(x.grad, kept * (2 / 0.6))
+        torch.testing.assert_close(out, kept * x.detach() * 2 / 0.6)
+
+
+def test_checkpointed_dropout_block_matches_its_unfused_graph():
+    """Fused and with fusion off, the same seed draws the same numbers (PyTorch's generator in
+    both), so the output and every gradient agree."""
+    x = torch.randn(4, 16, 32, device=DEVICE)
+    results = []
+    for fuse in (True, False):
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        model = CheckpointedMLP().to(DEVICE)
+        out = torchfuse.compile(model, fuse=fuse)(x)
+        out.square().sum().backward()
+        results.append([out.detach()] + [p.grad for p in model.parameters()])
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b)
+
+
+def test_checkpointed_dropout_fuses_around_the_draw():
+    """The draw stays on ATen and the ops around it fuse as without checkpointing: the GELU,
+    the mask (``rand > p``) and its scale are one kernel in the forward, and in the backward
+    the recomputed GELU, the mask and the gradient's pointwise ops are one (the draw reads a
+    stand-in of its operand's layout, so it runs before that group)."""
+    x = torch.randn(4, 16, 32, device=DEVICE)
+    counts = {}
+    for checkpointed in (False, True):
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        before = {id(c) for c in backend.RECENT}
+        torchfuse.compile(CheckpointedMLP(checkpointed).to(DEVICE))(x).sum().backward()
+        graphs = {c.name: c.segmentation for c in backend.RECENT if id(c) not in before}
+        counts[checkpointed] = {name: len(seg.groups) for name, seg in graphs.items()}
+        if checkpointed:
+            for name, seg in graphs.items():
+                draws = [n for n in seg.calls if getattr(n.target, "__name__", "") in RNG_STATE_OP_NAMES]
+                assert len(draws) == 1, (name, seg)
+                assert not any("gt" in str(n.target) for n in seg.calls), (name, seg)
+                assert sum(n.op == "gt" for g in seg.groups for n in g.nodes) == 1, (name, seg)
+    assert counts[True] == counts[False] and counts[True]["forward"] == 1, counts

@@ -19,6 +19,7 @@ import torch.fx
 from ..config import Options
 from . import ops
 from .graph import Graph, Node, TensorMeta, Value, map_values
+from .random_state import RNG_STATE_OPS, RNG_STATE_REASON, result_example
 
 log = logging.getLogger("torchfuse.fusion")
 
@@ -107,6 +108,8 @@ class _Builder:
         args = self.lookup(fx_node.args)
         kwargs = self.lookup(fx_node.kwargs)
         val = fx_node.meta.get("val")
+        if val is None and fx_node.target in RNG_STATE_OPS:  # made by the partitioner without one
+            val = result_example(fx_node)
         out = self.value_for(val)
         outputs = [out] if isinstance(out, Value) else [x for x in _flatten(out) if isinstance(x, Value)]
         if isinstance(out, Value):
@@ -145,6 +148,8 @@ class _Builder:
                 return KEPT_REASONS[fx_node.target]
             if is_view_op(fx_node.target):
                 return VIEW_REASON
+            if fx_node.target in RNG_STATE_OPS:
+                return RNG_STATE_REASON
             return "not in the op registry"
         val = fx_node.meta.get("val")
         vals = list(val) if isinstance(val, (list, tuple)) else [val]

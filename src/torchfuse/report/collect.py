@@ -21,7 +21,9 @@ import torch
 
 from ..ir.from_fx import CPU_REASON, FUSE_OFF_REASON
 from ..ir.graph import Node, Value
+from ..ir.random_state import RNG_STATE_OPS
 from ..segment import FusionGroup
+from ..segment.rewrites import LAYOUT_STAND_IN
 from .result import (NO_WORK, OWN_KERNELS, AtenCall, GraphBreak, GraphReport, GroupReport, KernelReport, LaunchStage,
                      PlanReport, Recompilation, SourceLocation, Step)
 
@@ -31,7 +33,7 @@ from ..ir.ops import LIBRARY_OPS, is_library_op  # noqa: F401  (re-exported for 
 _HIDDEN_REASONS = ("tuple element",)
 _VIEW = "view (no data moves)"
 #: calls listed in the tables but not drawn (they move no data): the drawing looks through them
-_UNDRAWN_REASONS = (_VIEW, "module constant")
+_UNDRAWN_REASONS = (_VIEW, "module constant", LAYOUT_STAND_IN)
 
 _DYNAMO_ROOT = re.compile(r"^L\['[^']*'\]\.?")  # Dynamo's name of the compiled module: L['self'], L['fn']
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in ([^\n]+)\n(?:[ \t]*([^\n]*)\n?)?')
@@ -117,9 +119,11 @@ def _returns_tensors(target: Any) -> bool:
 
 def call_category(node: Node) -> str:
     """``library``, ``unsupported``, ``view``, ``shape`` (arithmetic on sizes, no tensor),
-    ``constant``, ``disabled``, ``state`` (a write
-    back to a graph input: BatchNorm's running statistics), ``pad`` (a zero pad that
-    torchfuse's pad kernel writes, :mod:`torchfuse.runtime.pad`), ``pool`` (a max pooling
+    ``constant``, ``allocation`` (an uninitialized tensor: a random draw's stand-in operand,
+    :func:`torchfuse.segment.rewrites.draw_from_layout_stand_ins`), ``rng_state`` (a random
+    draw of a checkpointed region, :mod:`torchfuse.ir.random_state`), ``disabled``,
+    ``state`` (a write back to a graph input: BatchNorm's running statistics), ``pad`` (a zero
+    pad that torchfuse's pad kernel writes, :mod:`torchfuse.runtime.pad`), ``pool`` (a max pooling
     that torchfuse's kernels write, :mod:`torchfuse.runtime.pool`), ``fusion`` (an op the
     user defined with :mod:`torchfuse.fusion`) or ``fusion_aten`` (such an op run op by op
     through ATen: CPU tensors without its ``interpret`` option) for a call node."""
@@ -131,6 +135,10 @@ def call_category(node: Node) -> str:
     # a view moves no data whatever kept it out of a group (fusion off, CPU tensors)
     if node.reason == _VIEW or node.target in VIEW_OPS:
         return "view"
+    if node.reason == LAYOUT_STAND_IN:
+        return "allocation"
+    if node.target in RNG_STATE_OPS:  # its result is a tuple (state, tensor) in the forward: not sizes
+        return "rng_state"
     if node.outputs and all(o.meta is None for o in node.outputs) and not _returns_tensors(node.target):
         return "shape"  # arithmetic on sizes (a symbolic size's quotient): host work, no tensor
     if node.reason == INPUT_WRITE:

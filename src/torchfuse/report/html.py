@@ -52,7 +52,7 @@ svg .axis, svg .bar-value { font-size: 11px; fill: #4b5563; } svg .bar-label { f
 svg .roof-label { font-size: 11px; fill: #1d4ed8; font-weight: 600; }
 .failed { color: #b91c1c; font-weight: 600; }
 .tag { display: inline-block; border-radius: 4px; padding: 0 6px; font-size: 12px; background: #f3f4f6; }
-.tag.library { background: #dbeafe; } .tag.unsupported { background: #fef3c7; } .tag.fallback { background: #fee2e2; }
+.tag.library, .tag.rng_state { background: #dbeafe; } .tag.unsupported { background: #fef3c7; } .tag.fallback { background: #fee2e2; }
 details { margin: 6px 0; } summary { cursor: pointer; }
 tr:target { background: #fef9c3; }
 button { font: inherit; font-size: 12px; padding: 2px 10px; margin-right: 6px; }

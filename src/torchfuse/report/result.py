@@ -180,9 +180,11 @@ class AtenCall:
         category: ``library`` (matrix products, convolutions, attention: vendor libraries),
             ``unsupported`` (no fusion rule), ``fallback`` (its group or graph failed to
             compile), ``view`` (no data moves), ``shape`` (arithmetic on sizes), ``constant``
-            (a module tensor), ``disabled``, ``state`` (a write back to an input buffer, such
-            as BatchNorm's running statistics), ``pad`` and ``pool`` (torchfuse's fixed
-            kernels for zero pads and max pooling), ``fusion`` (an op defined with
+            (a module tensor), ``allocation`` (an uninitialized tensor: the stand-in operand
+            of a random draw, no data moves), ``rng_state`` (a random draw of a checkpointed
+            region, kept on PyTorch's generator), ``disabled``, ``state`` (a write back to an
+            input buffer, such as BatchNorm's running statistics), ``pad`` and ``pool``
+            (torchfuse's fixed kernels for zero pads and max pooling), ``fusion`` (an op defined with
             :mod:`torchfuse.fusion`) or ``fusion_aten`` (such an op run op by op through
             ATen: CPU tensors without its ``interpret`` option).
         reason: the compiler's reason, as logged.
@@ -197,14 +199,15 @@ class AtenCall:
     location: SourceLocation | None = None
 
 
-#: ATen-call categories that move no data (listed, not drawn, not counted as ATen calls): views, module constants, arithmetic on sizes
-NO_WORK = ("view", "constant", "shape")
+#: ATen-call categories that move no data (listed, not drawn, not counted as ATen calls): views,
+#: module constants, arithmetic on sizes, uninitialized tensors
+NO_WORK = ("view", "constant", "shape", "allocation")
 #: call categories that torchfuse's own fixed kernels run (zero pads, max pooling) or an op the
 #: user defined with torchfuse.fusion: kernels outside fusion groups, counted apart from ATen's
 OWN_KERNELS = ("pad", "pool", "fusion")
 #: call categories whose text says why the call is where it is (reports leave the compiler's
 #: reason out)
-SELF_EXPLAINED = ("library", "fusion_aten", *NO_WORK, *OWN_KERNELS)
+SELF_EXPLAINED = ("library", "fusion_aten", "rng_state", *NO_WORK, *OWN_KERNELS)
 
 
 @dataclasses.dataclass

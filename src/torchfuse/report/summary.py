@@ -20,6 +20,9 @@ CATEGORY_TEXT = {
     "view": "view (no data moves)",
     "shape": "arithmetic on sizes (no tensor)",
     "constant": "module constant",
+    "allocation": "uninitialized tensor (no data moves)",
+    "rng_state": ("random draw of a checkpointed region, by design: PyTorch's generator, so that the "
+                  "backward's recomputation repeats the forward's numbers"),
     "disabled": "fusion disabled",
     "state": "state update (by design)",
     "pad": "torchfuse's pad kernel (runtime.pad), not ATen",

@@ -60,7 +60,8 @@ def _box_text(graph: GraphReport, step: Step) -> tuple[str, list[str]]:
         return title, [kernel] + _wrap(compress_ops(g.ops, skip=("unsqueeze", "expand", "squeeze", "alias")) or "-")
     c = graph.aten_calls[step.index]
     short = c.op.replace("aten.", "").replace(".default", "")
-    return short, _wrap({"library": "vendor library", "fallback": "fallback"}.get(c.category, c.category), most=1)
+    label = {"library": "vendor library", "fallback": "fallback", "rng_state": "random draw"}.get(c.category, c.category)
+    return short, _wrap(label, most=1)
 
 
 def layout(steps: list[Step]) -> tuple[list[int], list[int]]:

@@ -6,7 +6,8 @@ Takes a :class:`~torchfuse.ir.graph.Graph` and :class:`~torchfuse.config.Options
 passes, in order:
 
 1. :mod:`.rewrites`: constants and one-element results copied into each reader, casts moved
-   across reshapes, so that they fuse;
+   across reshapes, a checkpointed region's random draw made to read a stand-in of its
+   operand's layout (the draw stays on ATen), so that they fuse;
 2. :mod:`.fuse`: nodes merged into their producers' groups, then siblings over one
    domain (every merge keeps a :class:`~torchfuse.domain.Domain` and an acyclic order);
 3. :mod:`.remat`: pointwise chains a group would read across a reduction recomputed by the
@@ -33,7 +34,8 @@ from .groups import FusionGroup, Segmentation, is_fusible  # noqa: F401
 from .inner_outer import pair_inner_outer  # noqa: F401
 from .remat import rematerialize
 from .replay import PartitionData, describe, replay
-from .rewrites import cast_inputs_after_reshapes, duplicate_constants, duplicate_scalars, sink_casts_below_reshapes
+from .rewrites import (cast_inputs_after_reshapes, draw_from_layout_stand_ins, duplicate_constants, duplicate_scalars,
+                       sink_casts_below_reshapes)
 from .steps import BATCHED_CAST, BATCHED_CAST_LATE, finalize  # noqa: F401
 
 
@@ -51,6 +53,7 @@ def segment(graph: Graph, options: Options, stored: Sequence[PartitionData] | No
     duplicate_scalars(graph)
     sink_casts_below_reshapes(graph)
     cast_inputs_after_reshapes(graph)
+    draw_from_layout_stand_ins(graph)
     pending = list(stored or ())
     made: list[PartitionData] = []
     units = _partition(graph, options, pending, made)

@@ -4,7 +4,9 @@ Takes a :class:`~torchfuse.ir.graph.Graph`; each pass rewrites ``graph.nodes`` i
 returns what it did: constants and one-element results copied into each reader
 (:func:`duplicate_constants`, :func:`duplicate_scalars`), casts moved across the reshapes
 next to them so that they join the group that computes or reads their value
-(:func:`sink_casts_below_reshapes`, :func:`cast_inputs_after_reshapes`). Invariants: the
+(:func:`sink_casts_below_reshapes`, :func:`cast_inputs_after_reshapes`), a checkpointed
+region's random draw made to read a stand-in of its operand's layout, so that the ops on both
+sides of it fuse (:func:`draw_from_layout_stand_ins`). Invariants: the
 graph computes the same values, its outputs are the same :class:`~torchfuse.ir.graph.Value`
 objects, and its nodes stay in a topological order.
 """
@@ -16,6 +18,7 @@ import logging
 from ..ir.from_fx import eliminate_dead_code
 from ..ir.graph import Graph, Node, Value, map_values
 from ..ir.ops import REGISTRY
+from ..ir.random_state import RNG_STATE_OPS, layout_operand
 from .groups import one_element
 
 log = logging.getLogger("torchfuse.fusion")
@@ -189,3 +192,50 @@ def cast_inputs_after_reshapes(graph: Graph) -> int:
         eliminate_dead_code(graph)
         log.info("moved %d casts of inputs below the reshapes that read them", moved)
     return moved
+
+
+#: the reason a random draw's stand-in operand carries (an ATen call that moves no data)
+LAYOUT_STAND_IN = "uninitialized stand-in for a random draw's operand, whose layout alone it reads"
+
+
+def draw_from_layout_stand_ins(graph: Graph) -> int:
+    """Make each random draw of a checkpointed region (:mod:`torchfuse.ir.random_state`) whose
+    op reads its operand for its layout only (``rand_like(x)``) read an uninitialized tensor of
+    ``x``'s sizes, strides, dtype and device, when a fusible op computes ``x``.
+
+    The draw stays on ATen; reading ``x`` itself, it would run between the group that computes
+    ``x`` and the group that reads the numbers drawn, which then could not be one kernel:
+    dropout's ``x`` (the activation before it) would be written by one kernel and read back by
+    the next, which compares the numbers with ``p`` and scales ``x`` by the mask; in the
+    backward, which recomputes ``x``, again. With the stand-in the draw runs before both,
+    and they fuse. ``rand_like`` makes its result from the operand's layout and the generator
+    alone, so the numbers are the ones the draw makes from ``x`` (the other graph, which draws
+    them again from the saved generator state, may read ``x`` itself). The stand-in costs an
+    allocation of ``x``'s size, freed after the draw, and no memory traffic.
+
+    Returns:
+        The number of draws rewritten; ``graph.nodes`` is rewritten in place.
+    """
+    import torch
+
+    count = 0
+    new_nodes: list[Node] = []
+    for node in graph.nodes:
+        i = layout_operand(node.target, node.args) if node.is_call and node.target in RNG_STATE_OPS else None
+        x = node.args[i] if i is not None else None
+        if isinstance(x, Value) and x.meta is not None and x.producer is not None and not x.producer.is_call:
+            m = x.meta
+            count += 1
+            out = Value(name=f"{x.name}_layout{count}", meta=m)
+            stand_in = Node(op=None, inputs=[], attrs={}, outputs=[out], target=torch.ops.aten.empty_strided.default,
+                            args=(list(m.shape), list(m.stride)), kwargs={"dtype": m.dtype, "device": m.device},
+                            reason=LAYOUT_STAND_IN, source=node.source)
+            out.producer = stand_in
+            node.args = (*node.args[:i], out, *node.args[i + 1:])
+            new_nodes.append(stand_in)
+        new_nodes.append(node)
+    if count:
+        graph.nodes = new_nodes
+        eliminate_dead_code(graph)  # an operand only the draw read is not computed at all
+        log.info("%d random draws read a stand-in of their operand's layout", count)
+    return count
