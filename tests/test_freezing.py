@@ -160,13 +160,18 @@ class _WriteAfterConv(torch.nn.Module):
             self.bn.running_mean.add_(1.0)
         elif self.write == "foreach":
             torch._foreach_mul_([self.bn.weight], 0.5)
+        elif self.write == "foreach_keyword":
+            torch._foreach_mul_(self=[self.bn.running_var], scalar=0.5)
+        elif self.write == "out_tuple":
+            torch.sort(self.bn.running_mean * 2, out=(self.bn.running_mean, torch.empty(4, dtype=torch.long,
+                                                                                          device=x.device)))
         else:  # a training-mode batch norm of another input updates the same statistics
             torch.nn.functional.batch_norm(x[:, :1].expand(-1, 4, -1, -1), self.bn.running_mean,
                                            self.bn.running_var, training=True)
         return self.bn(y)
 
 
-@pytest.mark.parametrize("write", ["add_", "foreach", "training_batch_norm"])
+@pytest.mark.parametrize("write", ["add_", "foreach", "foreach_keyword", "out_tuple", "training_batch_norm"])
 def test_batchnorm_not_folded_across_a_write_of_its_tensors(write):
     """A BatchNorm whose statistics or weight are written between its convolution and itself
     reads them after the write in eager; the folded weight would be made before the
@@ -182,6 +187,7 @@ def test_batchnorm_not_folded_across_a_write_of_its_tensors(write):
             x = torch.randn(2, 3, 5, 5, device=DEVICE)
             torch.testing.assert_close(compiled(x), ref(x), rtol=1e-4, atol=1e-4)
             torch.testing.assert_close(model.bn.running_mean, ref.bn.running_mean)
+            torch.testing.assert_close(model.bn.running_var, ref.bn.running_var)
             torch.testing.assert_close(model.bn.weight, ref.bn.weight)
 
 

@@ -148,6 +148,8 @@ IN_PLACE_FORMS = {
     "foreach_input": lambda w, x: torch._foreach_add_([x], 1.0),
     "custom_op": lambda w, x: _halve_in_place(w),
     "method": lambda w, x: w.mul_(0.5),
+    "foreach_keyword": lambda w, x: torch._foreach_mul_(self=[w], scalar=0.5),
+    "out_tuple": lambda w, x: torch.sort(w * 0.5, out=(w, torch.empty(w.shape, dtype=torch.long, device=w.device))),
 }
 
 
@@ -171,8 +173,9 @@ class _WriteBetween(torch.nn.Module):
 @pytest.mark.parametrize("grad", [False, True], ids=["frozen", "training"])
 def test_a_write_between_projections_keeps_them_apart(write, grad):
     """A projection after an in-place write of its weight or its input reads the written
-    values, whatever form the write takes: an in-place foreach op (a list of tensors), a
-    custom op whose schema marks its argument written (it returns another tensor), a method.
+    values, whatever form the write takes: an in-place foreach op (a list of tensors, by
+    position or keyword), a custom op whose schema marks its argument written (it returns
+    another tensor), ``out=`` a tuple (``torch.sort``), a method.
     Outputs, the written tensors and gradients equal eager's over three calls, in training
     and in frozen inference (the graphs that group projections)."""
     torch.manual_seed(0)

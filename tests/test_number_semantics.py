@@ -577,7 +577,7 @@ def test_casts_to_half_dtypes_round_through_fp32():
     ``c10::BFloat16`` are made from a ``float``), twice; a direct conversion rounds once and
     differs just above a tie (fp64 ``2049 + 2**-30`` is fp16 2048 in eager, 2050 directly) and
     just below fp16's overflow threshold (65520 - 2**-20: inf in eager). In a cast, in a copy
-    into an fp16 buffer, after a reduction, and for a symbolic int added to a bf16 tensor."""
+    into an fp16 buffer, after a reduction, and for a symbolic int read as a bf16 number."""
     x = torch.tensor([2.0 ** -25 * (1 + 2 ** -40), 1 + 2 ** -11 + 2 ** -40, 2049 + 2 ** -30, 65520 - 2 ** -20,
                       1 + 2 ** -8 + 2 ** -40, -(1 + 2 ** -8 + 2 ** -40), 3e38 * 1.0000001], dtype=F64, device=DEVICE)
     i = torch.tensor([2 ** 24 + 2 ** 16 + 1, -(2 ** 24 + 2 ** 16 + 1), 2 ** 40 + 2 ** 32 + 1, 65519, 65520,
@@ -585,8 +585,10 @@ def test_casts_to_half_dtypes_round_through_fp32():
     check_bits(lambda x, i: ((x * 1.0).half(), (x * 1.0).bfloat16(), (i + 0).bfloat16(), (i + 0).half(),
                              (i.int() + 0).bfloat16(), torch.zeros(7, dtype=F16, device=x.device).copy_(x * 1.0),
                              x.reshape(7, 1).sum(-1).half()), x, i)
-    b = torch.zeros(4, dtype=BF16, device=DEVICE)
-    fn = lambda b, k: b + k
+    # fmod reads its number in the tensors' dtype: an int fp32 does not hold, rounded twice (on
+    # CPU tensors Triton's interpreter converts ints to bf16 through fp32 whatever the kernel says)
+    b = torch.tensor([3e7, -5e8, 1.5e9, 7.0], dtype=BF16, device=DEVICE)
+    fn = lambda b, k: torch.fmod(b, k)
     compiled = torchfuse.compile(fn, dynamic=None)
     for k in (3, 2 ** 24 + 2 ** 16 + 1, 2 ** 24 + 2 ** 16 + 3):  # symbolic from the second call on
         assert_same_bits(compiled(b, k), fn(b, k))

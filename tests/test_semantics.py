@@ -1012,6 +1012,22 @@ def test_a_symbolic_number_that_does_not_fit_raises_as_in_eager(case):
             assert got.dtype == want.dtype and torch.equal(got, want), (k, got, want)
 
 
+def test_a_stored_number_from_item_compiles_and_is_not_checked():
+    """An int read from a tensor (``.item()`` under ``capture_scalar_outputs``) is an unbacked
+    symbol, with no value to guard on: it is stored unchecked (as PyTorch's decompositions
+    store it), and the graph compiles and gives eager's values where they fit."""
+    def fn(x, t):
+        k = (t * 2).item()
+        return torch.clamp(x * 1, -k, k)
+
+    x = torch.tensor([-128, -60, 5, 60, 127], dtype=torch.int8, device=DEVICE)
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        compiled = torchfuse.compile(fn)
+        for v in (25, 30, 45):
+            t = torch.tensor(v, device=DEVICE)
+            assert torch.equal(compiled(x, t), fn(x, t))
+
+
 #: the cases a ``@fused`` function takes (a tensor made inside one is a constant of its trace;
 #: it takes no slices or in-place writes), and a one-element fill of its own
 FUSED_STORED_NUMBERS = {**{c: STORED_NUMBERS[c] for c in ("masked_fill_half", "masked_fill_fits", "masked_fill_inf",

@@ -24,6 +24,7 @@ import operator
 
 import torch
 import torch.fx
+from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
 from . import calls_to, finish, flat_nodes
 
@@ -252,12 +253,13 @@ def _eager_checks(name: str, dtype: torch.dtype, numel, device: torch.device | N
 
 def _number_of(x):
     """``x`` as a Python number: a number, a ``torch.tensor(number)`` made in the graph (a 0-dim
-    constant the model's code builds), or a symbolic int (a ``torch.SymInt``, whose comparisons
-    guard the graph on its side of the dtype's bounds); else None."""
+    constant the model's code builds), or a symbolic int with a value (a backed ``torch.SymInt``,
+    whose comparisons guard the graph on its side of the dtype's bounds); else None."""
     if isinstance(x, (int, float)) and not isinstance(x, bool):
         return x
-    if isinstance(x, torch.fx.Node) and isinstance(x.meta.get("example_value"), torch.SymInt):
-        return x.meta["example_value"]
+    value = x.meta.get("example_value") if isinstance(x, torch.fx.Node) else None
+    if isinstance(value, torch.SymInt) and not free_unbacked_symbols(value):
+        return value  # (an unbacked one, from ``.item()``, has no value to guard on: unchecked)
     if (isinstance(x, torch.fx.Node) and x.op == "call_function" and x.target is torch.tensor and x.args
             and isinstance(x.args[0], (int, float)) and not isinstance(x.args[0], bool)
             and x.kwargs.get("dtype") in (None, torch.float32, torch.float64, torch.int64)):
@@ -272,8 +274,8 @@ def _overflows(value, dtype: torch.dtype) -> bool:
     unsigned one while its magnitude does (it wraps, as two's complement arithmetic would)."""
     if dtype == torch.bool or dtype.is_complex or dtype == torch.float64:
         return False
-    if isinstance(value, torch.SymInt) and dtype in (torch.int64, torch.float32, torch.bfloat16):
-        return False  # (holds any int64: no guard needed)
+    if isinstance(value, torch.SymInt) and dtype in (torch.int64, torch.uint64, torch.float32, torch.bfloat16):
+        return False  # (holds any int64, a negative one wrapping in uint64: no guard needed)
     if dtype.is_floating_point:
         if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
             return False
@@ -490,7 +492,8 @@ def written_inputs(node: torch.fx.Node) -> list[torch.fx.Node]:
     in-place call is its written input's own object (``x.add_(1)``, ``x *= 2``, ``F.relu(x,
     inplace=True)``, ``torch.add(x, 1, out=x)``); a ``setitem`` has no value and writes its
     first argument; an in-place foreach op (``torch._foreach_mul_([w1, w2], 0.5)``) writes
-    every tensor of its first list; an operator whose schema marks an argument written
+    every tensor of its first list (given by position or as ``self``); ``out=`` writes its
+    tensor or each of its tuple's; an operator whose schema marks an argument written
     (``Tensor(a!)``: a custom op's ``mutates_args``) writes that argument, whatever it returns."""
     flag = _inplace_argument(node)
     if flag is not None:  # ``F.dropout(x, training=False)`` returns ``x`` and writes nothing
@@ -500,9 +503,12 @@ def written_inputs(node: torch.fx.Node) -> list[torch.fx.Node]:
     name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
     if value is not None and name not in _RETURN_THEIR_INPUT:
         written += [a for a in node.all_input_nodes if a.meta.get("example_value") is value]
-    if ((name.endswith("_") and not name.endswith("__")) or name in ("setitem", "__setitem__")) and node.args:
-        first = node.args[0]
-        written += [a for a in (first if isinstance(first, (list, tuple)) else [first]) if isinstance(a, torch.fx.Node)]
+    places = []
+    if (name.endswith("_") and not name.endswith("__")) or name in ("setitem", "__setitem__"):
+        places.append(node.args[0] if node.args else node.kwargs.get("self", node.kwargs.get("input")))
+    places.append(node.kwargs.get("out"))  # ``out=`` a tensor, or a tuple of them (``torch.sort``)
+    for place in places:
+        written += [a for a in (place if isinstance(place, (list, tuple)) else [place]) if isinstance(a, torch.fx.Node)]
     return list(dict.fromkeys(written))
 
 
