@@ -197,6 +197,37 @@ def test_a_write_between_projections_keeps_them_apart(write, grad):
                 torch.testing.assert_close(m.bias.grad, r.bias.grad, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="TorchDynamo traces a user's Triton kernel on CUDA only")
+def test_a_user_triton_kernel_writing_a_projection_keeps_it_apart():
+    """Frozen inference: a user's Triton kernel that halves a projection's result in place (a
+    kernel may write any tensor it takes) leaves that projection its own product; values equal
+    eager's."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def halve(p, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(p + offsets, tl.load(p + offsets, mask=offsets < n) * 0.5, mask=offsets < n)
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(2))
+
+        def forward(self, x):
+            a, b = self.lin[0](x), self.lin[1](x)
+            halve[(1,)](b, b.numel(), BLOCK=64)
+            return a * 2 + b
+
+    torch.manual_seed(0)
+    ref = Model().to(DEVICE)
+    compiled = _compile(copy.deepcopy(ref), HERE, freeze=True)
+    x = torch.randn(4, 8, device=DEVICE)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), ref(x))
+
+
 def test_grad_mode_between_projections_keeps_them_apart():
     """Projections on either side of a ``torch.no_grad()`` block are not one product (one of
     them has no gradient); values and the gradient equal eager's."""

@@ -493,7 +493,8 @@ def written_inputs(node: torch.fx.Node) -> list[torch.fx.Node]:
     inplace=True)``, ``torch.add(x, 1, out=x)``); a ``setitem`` has no value and writes its
     first argument; an in-place foreach op (``torch._foreach_mul_([w1, w2], 0.5)``) writes
     every tensor of its first list (given by position or as ``self``); ``out=`` writes its
-    tensor or each of its tuple's; an operator whose schema marks an argument written
+    tensor or each of its tuple's; a user's Triton kernel is taken to write every tensor it
+    takes; an operator whose schema marks an argument written
     (``Tensor(a!)``: a custom op's ``mutates_args``) writes that argument, whatever it returns."""
     flag = _inplace_argument(node)
     if flag is not None:  # ``F.dropout(x, training=False)`` returns ``x`` and writes nothing
@@ -507,6 +508,8 @@ def written_inputs(node: torch.fx.Node) -> list[torch.fx.Node]:
     if (name.endswith("_") and not name.endswith("__")) or name in ("setitem", "__setitem__"):
         places.append(node.args[0] if node.args else node.kwargs.get("self", node.kwargs.get("input")))
     places.append(node.kwargs.get("out"))  # ``out=`` a tensor, or a tuple of them (``torch.sort``)
+    if name == "triton_kernel_wrapper_mutation":  # a user's Triton kernel may write any tensor it takes
+        places.append(list((node.kwargs.get("kwargs") or {}).values()))
     for place in places:
         written += [a for a in (place if isinstance(place, (list, tuple)) else [place]) if isinstance(a, torch.fx.Node)]
     return list(dict.fromkeys(written))
