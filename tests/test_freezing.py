@@ -148,6 +148,45 @@ def test_batchnorm_after_an_unbatched_convolution_is_not_folded():
                                    rtol=1e-4, atol=1e-4)
 
 
+class _ClassToken(torch.nn.Module):
+    """A ViT-style class token plus its position, broadcast over the batch: a weights-only value
+    with a stride-0 dim; ``zero_row`` also zeroes a row of a weight in the forward."""
+
+    def __init__(self, zero_row: bool):
+        super().__init__()
+        self.zero_row = zero_row
+        self.cls, self.pos = torch.nn.Parameter(torch.randn(1, 1, 4)), torch.nn.Parameter(torch.randn(1, 4, 4))
+        self.proj, self.head = torch.nn.Linear(4, 4), torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        if self.zero_row:
+            with torch.no_grad():
+                self.proj.weight[0].zero_()
+        cls = (self.cls + self.pos[:, :1]).expand(x.shape[0], -1, -1)
+        return self.head(torch.cat([cls, self.proj(x) + self.pos[:, 1:]], 1).mean(1))
+
+
+@pytest.mark.parametrize("zero_row", [False, True], ids=["optimizer_step", "zeroed_in_forward"])
+def test_an_expanded_weights_only_value_is_refreshed(zero_row):
+    """A weights-only value that is a broadcast (stride 0) is refreshed when a weight changes,
+    by an optimizer step between calls or by the forward's own write: copying the new values
+    into it raised ("more than one element of the written-to tensor refers to a single memory
+    location"). Outputs equal eager's at every call."""
+    torch.manual_seed(0)
+    ref = _ClassToken(zero_row).to(DEVICE)
+    model = copy.deepcopy(ref)
+    compiled = torchfuse.compile(model, freeze=True, dynamic=False)
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (model, ref)]
+    x = torch.randn(2, 3, 4, device=DEVICE)
+    for _ in range(3):
+        with torch.no_grad():
+            torch.testing.assert_close(compiled(x), ref(x), rtol=1e-5, atol=1e-5)
+        for m, opt in zip((model, ref), opts):
+            m(x).square().mean().backward()
+            opt.step()
+            opt.zero_grad()
+
+
 class _WriteAfterConv(torch.nn.Module):
     def __init__(self, write: str):
         super().__init__()

@@ -191,6 +191,20 @@ def fold_conv_batchnorm(gm: torch.fx.GraphModule) -> int:
     return finish(gm, done, "BatchNorm(s) folded into convolutions (freeze)")
 
 
+def _copy_into(old: torch.Tensor, cur: torch.Tensor) -> bool:
+    """Copy ``cur`` into ``old``'s memory (same sizes and strides), keeping ``old``'s address:
+    of an expanded value (a broadcast constant, ``cls.expand(B, -1, -1)``: stride 0) one copy
+    of its elements. False, copying nothing, where ``old``'s elements overlap otherwise."""
+    if any(stride == 0 and size > 1 for size, stride in zip(old.shape, old.stride())):
+        sizes = [1 if stride == 0 else size for size, stride in zip(old.shape, old.stride())]
+        old = old.as_strided(sizes, old.stride(), old.storage_offset())
+        cur = cur.as_strided(sizes, cur.stride(), cur.storage_offset())
+    if torch._debug_has_internal_overlap(old) == 1:  # (1: overlaps; 2: too hard to tell, copy_ allows)
+        return False
+    old.copy_(cur)
+    return True
+
+
 def _writes_between(first: torch.fx.Node, last: torch.fx.Node) -> bool:
     """Whether a call after ``first`` and before ``last`` writes a tensor in place: an in-place
     op in any form (:func:`~torchfuse.passes.fx.written_inputs`), or a BatchNorm that is not
@@ -528,8 +542,8 @@ class FrozenGraph:
                 if not isinstance(cur, torch.Tensor) or cur.data_ptr() == old.data_ptr():
                     self.values[k] = cur
                 elif (cur.shape == old.shape and cur.stride() == old.stride() and cur.dtype == old.dtype
-                      and old.untyped_storage().data_ptr() not in held):
-                    old.copy_(cur)
+                      and old.untyped_storage().data_ptr() not in held and _copy_into(old, cur)):
+                    pass
                 else:
                     self.values[k] = cur
         else:
