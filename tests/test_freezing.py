@@ -187,6 +187,66 @@ def test_an_expanded_weights_only_value_is_refreshed(zero_row):
             opt.zero_grad()
 
 
+def test_weights_swapped_through_data_are_neither_overwritten_nor_stale():
+    """Evaluating EMA weights by ``p.data = ema`` and back: the refresh must not write the new
+    values into the memory the last call read (the user's saved training weights, which a
+    cached ``w.t()`` views: ``.data =`` keeps the parameter object, and so hid the old memory),
+    and a new tensor must not take the last call's address with the same counter (``.data =``
+    keeps the counter) and so reuse stale values."""
+    torch.manual_seed(0)
+    m = torch.nn.Linear(4, 3).to(DEVICE)
+    compiled = torchfuse.compile(m, freeze=True, dynamic=False)
+    x = torch.randn(2, 4, device=DEVICE)
+    with torch.no_grad():
+        compiled(x)
+        saved = m.weight.data
+        kept = saved.clone()
+        for _ in range(4):
+            m.weight.data = torch.randn(3, 4, device=DEVICE)
+            m.weight.data = torch.randn(3, 4, device=DEVICE)  # (may land where the last call's was)
+            torch.testing.assert_close(compiled(x), m(x))
+        assert torch.equal(saved, kept)
+        m.weight.data = saved
+        torch.testing.assert_close(compiled(x), m(x))
+
+
+class _BatchNormOfLaterArguments(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+        self.register_buffer("rm", torch.randn(4))
+        self.register_buffer("rv", torch.rand(4) + 0.5)
+        self.weight, self.bias = torch.nn.Parameter(torch.randn(4)), torch.nn.Parameter(torch.randn(4))
+
+    def forward(self, x):
+        return torch.nn.functional.batch_norm(self.conv(x), self.rm, self.rv.clamp(min=1e-3), self.weight.abs(),
+                                              self.bias)
+
+
+def test_batchnorm_whose_arguments_are_computed_after_the_convolution():
+    """``F.batch_norm(conv(x), rm, rv.clamp(min=1e-3), w.abs(), b)``: the clamped variance and
+    the scale are computed after the convolution, where the folded weight (made before it)
+    cannot read them; such a BatchNorm is not folded (folding it raised at every call)."""
+    torch.manual_seed(0)
+    model = _BatchNormOfLaterArguments().to(DEVICE).eval()
+    x = torch.randn(2, 3, 8, 8, device=DEVICE)
+    with torch.no_grad():
+        torch.testing.assert_close(torchfuse.compile(model, freeze=True, dynamic=False)(x), model(x),
+                                   rtol=1e-5, atol=1e-5)
+
+
+def test_an_fp64_fold_is_computed_in_fp64():
+    """Folding a float64 model's BatchNorm computes in float64 (in fp32 it was 6e-8 from
+    eager, an fp32 rounding of every folded weight)."""
+    torch.manual_seed(0)
+    model = _conv_bn_net().to(DEVICE).double().eval()
+    _randomize_bn(model)
+    x = torch.randn(2, 3, 16, 16, device=DEVICE, dtype=torch.float64)
+    with torch.no_grad():
+        torch.testing.assert_close(torchfuse.compile(model, freeze=True, dynamic=False)(x), model(x),
+                                   rtol=1e-12, atol=1e-12)
+
+
 class _WriteAfterConv(torch.nn.Module):
     def __init__(self, write: str):
         super().__init__()

@@ -68,9 +68,15 @@ def _bind(sig_fn, node: torch.fx.Node) -> inspect.BoundArguments | None:
     return bound
 
 
-def _bn_scale(running_var: torch.Tensor, bn_weight: torch.Tensor | None, eps: float) -> torch.Tensor:
-    scale = torch.rsqrt(running_var.float() + eps)
-    return scale if bn_weight is None else scale * bn_weight.float()
+def _fold_dtype(*tensors: torch.Tensor | None) -> torch.dtype:
+    """The dtype a fold computes in: fp32, or fp64 where one of ``tensors`` is fp64."""
+    return torch.float64 if any(t is not None and t.dtype == torch.float64 for t in tensors) else torch.float32
+
+
+def _bn_scale(running_var: torch.Tensor, bn_weight: torch.Tensor | None, eps: float,
+              dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    scale = torch.rsqrt(running_var.to(dtype) + eps)
+    return scale if bn_weight is None else scale * bn_weight.to(dtype)
 
 
 def folded_conv_weight(weight: torch.Tensor, running_var: torch.Tensor, bn_weight: torch.Tensor | None,
@@ -84,10 +90,11 @@ def folded_conv_weight(weight: torch.Tensor, running_var: torch.Tensor, bn_weigh
 
     Returns:
         ``weight * bn_weight / sqrt(running_var + eps)`` per output channel, computed in fp32
-        and returned in ``weight``'s dtype.
+        (fp64 where a tensor is fp64) and returned in ``weight``'s dtype.
     """
-    scale = _bn_scale(running_var, bn_weight, eps)
-    return (weight.float() * scale.reshape((-1,) + (1,) * (weight.dim() - 1))).to(weight.dtype)
+    dtype = _fold_dtype(weight, running_var, bn_weight)
+    scale = _bn_scale(running_var, bn_weight, eps, dtype)
+    return (weight.to(dtype) * scale.reshape((-1,) + (1,) * (weight.dim() - 1))).to(weight.dtype)
 
 
 def folded_conv_bias(weight: torch.Tensor, bias: torch.Tensor | None, running_mean: torch.Tensor,
@@ -102,13 +109,14 @@ def folded_conv_bias(weight: torch.Tensor, bias: torch.Tensor | None, running_me
         eps: BatchNorm's epsilon.
 
     Returns:
-        ``(C_out,)`` in ``weight``'s dtype, computed in fp32.
+        ``(C_out,)`` in ``weight``'s dtype, computed in fp32 (fp64 where a tensor is fp64).
     """
-    scale = _bn_scale(running_var, bn_weight, eps)
-    b = -running_mean.float() if bias is None else bias.float() - running_mean.float()
+    dtype = _fold_dtype(weight, bias, running_mean, running_var, bn_weight, bn_bias)
+    scale = _bn_scale(running_var, bn_weight, eps, dtype)
+    b = -running_mean.to(dtype) if bias is None else bias.to(dtype) - running_mean.to(dtype)
     b = b * scale
     if bn_bias is not None:
-        b = b + bn_bias.float()
+        b = b + bn_bias.to(dtype)
     return b.to(weight.dtype)
 
 
@@ -157,7 +165,7 @@ def fold_conv_batchnorm(gm: torch.fx.GraphModule) -> int:
         conv = b.arguments["input"]
         if not isinstance(conv, torch.fx.Node) or conv.op != "call_function" or conv.target not in _CONVS:
             continue
-        if len(conv.users) != 1 or _writes_between(conv, bn):
+        if len(conv.users) != 1 or _writes_between(conv, bn) or _made_after(conv, bn):
             continue
         c = _bind(_conv_signature, conv)
         rm, rv = b.arguments["running_mean"], b.arguments["running_var"]
@@ -203,6 +211,17 @@ def _copy_into(old: torch.Tensor, cur: torch.Tensor) -> bool:
         return False
     old.copy_(cur)
     return True
+
+
+def _made_after(conv: torch.fx.Node, bn: torch.fx.Node) -> bool:
+    """Whether an argument of the BatchNorm ``bn`` is computed after the convolution ``conv``
+    (``rv.clamp(min=1e-3)`` written as ``F.batch_norm(conv(x), rm, rv.clamp(min=1e-3), ...)``):
+    the folded weight, made before ``conv``, could not read it."""
+    later, node = set(), conv.next
+    while node is not bn and node.op != "output":
+        later.add(node)
+        node = node.next
+    return any(a in later for a in bn.all_input_nodes)
 
 
 def _writes_between(first: torch.fx.Node, last: torch.fx.Node) -> bool:
@@ -477,8 +496,9 @@ class FrozenGraph:
 
     Never stale: every in-place write to a parameter or buffer raises its version counter (an
     optimizer step, ``load_state_dict``, a write of the graph itself to a buffer, which
-    AOTAutograd counts twice), and the tensors of the last call are held, so that a tensor
-    replacing one of them cannot take its address with an equal counter. A counter that rose by
+    AOTAutograd counts twice), and the memory of the last call's tensors is held (a detached
+    tensor on it: ``p.data = new`` keeps the object, with its counter, and not the memory), so
+    that a tensor replacing one of them cannot take its address with an equal counter. A counter that rose by
     more than one only recomputes. A step of an optimizer with ``fused=True``, whose kernels
     write without raising the counters, is counted by a process-wide post-step hook
     (``torch.optim.optimizer.register_optimizer_step_post_hook``), and any such step recomputes.
@@ -514,8 +534,10 @@ class FrozenGraph:
         self.checked = sorted(set(static_inputs if static_inputs is not None else split.weight_inputs)
                               | set(split.weight_inputs))
         self.key: list | None = None
-        #: the parameters and buffers the key was read from, held (see the class doc)
+        #: the parameters and buffers the key was read from (see the class doc), and detached
+        #: tensors on their memory at that call: a ``p.data = new`` keeps the object, not the memory
         self.held: list = []
+        self.held_memory: list = []
         self.values: list[torch.Tensor] = []
         self.refreshes = 0
         #: ``num_batches_tracked`` of the normalization modules whose running statistics are
@@ -536,7 +558,7 @@ class FrozenGraph:
             new = list(self.split.weights(*params))
         # a value that views a parameter or buffer of the last call (``w.t()``) is that tensor's
         # memory, not this wrapper's: a copy into it would overwrite a weight the user still holds
-        held = {p.untyped_storage().data_ptr() for p in self.held}
+        held = {p.untyped_storage().data_ptr() for p in self.held_memory}
         if len(self.values) == len(new):
             for k, (old, cur) in enumerate(zip(self.values, new)):
                 if not isinstance(cur, torch.Tensor) or cur.data_ptr() == old.data_ptr():
@@ -579,6 +601,7 @@ class FrozenGraph:
                 key[-1] = sum(c._version for c in self.counters if not c.is_inference())
             self._refresh([args[i] for i in self.split.weight_inputs])
             self.key, self.held = key, checked
+            self.held_memory = [p.detach() for p in checked]
             if self.escaping:  # values that view a parameter or buffer: returned as they are
                 held = {p.untyped_storage().data_ptr() for p in checked}
                 self.weight_views = {k for k in self.escaping.values()
