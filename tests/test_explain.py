@@ -993,3 +993,29 @@ def test_random_draws_of_a_checkpointed_region_are_aten_calls_that_move_data(tmp
     assert len(result.graphs[0].groups) == 1, text  # the GELU, the mask and its scale
     loaded = ExplainResult.load(result.save(str(tmp_path / "r.json")))
     assert loaded.summary() == text
+
+
+def test_an_already_compiled_model_is_explained_unwrapped_with_a_warning():
+    """``explain(torch.compile(model, ...), x)`` would describe explain's own compile of the
+    wrapper, not the wrapper's: the model inside is explained, with a warning and a note, and
+    its locations name the model's modules."""
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(), torch.nn.LayerNorm(8)).to(DEVICE)
+    x = torch.randn(4, 8, device=DEVICE)
+    compiled = torchfuse.compile(model, fuse=False)
+    with torch.no_grad(), pytest.warns(RuntimeWarning, match="already compiled with torch.compile"):
+        result = torchfuse.explain(compiled, x, verbose=False)
+    assert any("already compiled" in n for n in result.notes)
+    assert result.groups and not any("__self__" in str(g) for g in result.groups)
+
+
+def test_a_dump_dir_that_cannot_be_written_warns_and_the_graph_still_fuses(tmp_path):
+    """``dump_dir`` naming a file: the dump is skipped with a warning naming it, and the graph
+    compiles and fuses as without it (it ran unfused, blamed on AOTAutograd)."""
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("")
+    fn = lambda x: (x.sin() + 1).softmax(-1)
+    x = torch.randn(4, 8, device=DEVICE)
+    with pytest.warns(RuntimeWarning, match="dump_dir .* cannot be written"):
+        result = torchfuse.explain(fn, x, dump_dir=str(not_a_dir), verbose=False)
+    assert len(result.groups) == 1 and result.graphs[0].status == "fused", result.graphs
+    torch.testing.assert_close(torchfuse.compile(fn, dump_dir=str(not_a_dir))(x), fn(x))

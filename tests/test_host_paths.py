@@ -346,3 +346,35 @@ def test_matrix_products_call_their_python_binding_only_with_tensor_arguments():
         env = [x, w, c, None]
         call_runner(node, slots)(env)
         torch.testing.assert_close(env[3], expected, rtol=0, atol=0)
+
+
+def test_two_threads_calling_one_compiled_model_fall_back_nowhere():
+    """Two threads calling one compiled model at once: every call gives eager's values and no
+    fusion group falls back to ATen. (Under Triton's interpreter, whose launches share
+    process-wide state, two at once failed and turned a group off for good.)"""
+    import threading
+    import warnings
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.LayerNorm(16)).to(DEVICE)
+    compiled = torchfuse.compile(model)
+    x = torch.randn(8, 16, device=DEVICE)
+    with torch.no_grad():
+        want = model(x)
+        compiled(x), compiled(x)  # compiled, and the generated function made, in one thread
+        errors = []
+
+        def calls():
+            for _ in range(40):
+                if not torch.allclose(compiled(x), want, rtol=1e-5, atol=1e-5):
+                    errors.append("values")
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            threads = [threading.Thread(target=calls) for _ in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    assert not errors
+    assert not [w for w in caught if "runs through ATen" in str(w.message)], [str(w.message) for w in caught]

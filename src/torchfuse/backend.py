@@ -373,20 +373,27 @@ def _record_unfused(name: str, gm, seg, error: str | None, reproducer: str | Non
 _dump_counter = [0]
 
 
-def _dump_stage(options: Options, name: str, gm, graph, seg) -> str:
+def _dump_stage(options: Options, name: str, gm, graph, seg) -> str | None:
     """Write the graph's stages under ``options.dump_dir``; returns their common stem
-    (``<dump_dir>/<nnn>_<name>``), beside which the graph's generated functions go."""
+    (``<dump_dir>/<nnn>_<name>``), beside which the graph's generated functions go, or None
+    (with a warning) where the directory cannot be written: a debugging aid, the graph
+    compiles without it."""
     import os
 
     _dump_counter[0] += 1
     stem = os.path.join(options.dump_dir, f"{_dump_counter[0]:03d}_{name}")
-    os.makedirs(options.dump_dir, exist_ok=True)
-    with open(stem + ".fx.py", "w") as f:
-        f.write(gm.print_readable(print_output=False))
-    with open(stem + ".ir.txt", "w") as f:
-        f.write(str(graph))
-    with open(stem + ".groups.txt", "w") as f:
-        f.write(str(seg))
+    try:
+        os.makedirs(options.dump_dir, exist_ok=True)
+        with open(stem + ".fx.py", "w") as f:
+            f.write(gm.print_readable(print_output=False))
+        with open(stem + ".ir.txt", "w") as f:
+            f.write(str(graph))
+        with open(stem + ".groups.txt", "w") as f:
+            f.write(str(seg))
+    except OSError as e:
+        warnings.warn(f"torchfuse: dump_dir {options.dump_dir!r} cannot be written ({type(e).__name__}: {e}); "
+                      "the graph compiles without its dump", RuntimeWarning, stacklevel=user_stacklevel())
+        return None
     return stem
 
 

@@ -51,6 +51,15 @@ class _Recorder:
         return fn
 
 
+def _uncompiled(model_or_fn: Any) -> Any:
+    """The module or function inside a ``torch.compile`` wrapper (``_orig_mod`` of a compiled
+    module, ``_torchdynamo_orig_callable`` of a compiled function), or the argument itself."""
+    inner = getattr(model_or_fn, "_orig_mod", None) if isinstance(model_or_fn, torch.nn.Module) else None
+    if inner is None:
+        inner = getattr(model_or_fn, "_torchdynamo_orig_callable", None)
+    return model_or_fn if inner is None else inner
+
+
 def explain(model_or_fn: Any, *example_inputs: Any, example_kwargs: dict | None = None,
             more_inputs: Sequence[Sequence[Any] | dict] = (), backward: bool = False, measure: bool = False,
             html: str | None = None, verbose: bool = True, mode: str | None = None, options: Any = None,
@@ -59,7 +68,8 @@ def explain(model_or_fn: Any, *example_inputs: Any, example_kwargs: dict | None 
     describe what it did.
 
     Args:
-        model_or_fn: an ``nn.Module`` or a function (not already compiled).
+        model_or_fn: an ``nn.Module`` or a function; one already compiled by ``torch.compile``
+            is unwrapped, with a warning (explain compiles it with its own options).
         example_inputs: its positional arguments.
         example_kwargs: its keyword arguments (a HuggingFace model's ``input_ids=...``).
         more_inputs: further calls to make afterwards (other sizes), to see recompilations and
@@ -107,8 +117,15 @@ def explain(model_or_fn: Any, *example_inputs: Any, example_kwargs: dict | None 
     for k, v in backend.mode_overrides(mode).items():
         option_overrides.setdefault(k, v)
     opts = backend.resolve_options(options, **option_overrides)
-    device = _device(everything, model_or_fn)
     notes = []
+    inner = _uncompiled(model_or_fn)
+    if inner is not model_or_fn:  # its own compile (backend, options) would not be the one described
+        note = ("the model was already compiled with torch.compile: explain compiled the model inside "
+                "the wrapper itself, with explain's options (options=... for others), not the wrapper's")
+        warnings.warn(f"torchfuse.explain: {note}", RuntimeWarning, stacklevel=2)
+        notes.append(note)
+        model_or_fn = inner
+    device = _device(everything, model_or_fn)
     if device is not None and device.type != "cuda" and not opts.interpret and opts.fuse \
             and not _interpret_given(options, option_overrides):
         opts = dataclasses.replace(opts, interpret=True)

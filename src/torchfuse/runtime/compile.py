@@ -65,7 +65,9 @@ class Kernel:
 
             # lanes outside the mask compute on the loads' fill values (0 / 0 and the like), as
             # on a GPU, where nothing warns; NumPy would print a RuntimeWarning for each
-            with interpreter_stdlib(), np.errstate(all="ignore"):
+            # one launch at a time: the interpreter, and the patching of ``triton.language`` around
+            # it, keep process-wide state (two threads' launches failed as a missing @triton.jit)
+            with _INTERPRETER_LOCK, interpreter_stdlib(), np.errstate(all="ignore"):
                 fn[grid](*args, XBLOCK=XBLOCK, RBLOCK=RBLOCK)
             return
         if binaries is not None and _FAST_LAUNCH and not launch_hooks_set():
@@ -178,6 +180,8 @@ def _triton_version() -> tuple[int, int]:
 #: packed_metadata, launch_metadata, enter_hook, exit_hook, *all_params)``; the fast path
 #: calls exactly that, and older versions go through the JIT every time.
 _FAST_LAUNCH = _triton_version() >= (3, 3)
+#: one interpreted launch at a time (see :meth:`Kernel.launch`)
+_INTERPRETER_LOCK = threading.RLock()
 
 
 class TritonBinary:

@@ -389,8 +389,13 @@ def _domain_strides(dims, strides, n: int) -> list[int]:
 
 
 def _dump(root: str, name: str, text: str) -> None:
+    """Write a kernel's source under ``dump_dir``; a directory that cannot be written is
+    logged, not raised (the graph's compile has warned of it: a debugging aid)."""
     import os
 
-    os.makedirs(root, exist_ok=True)
-    with open(os.path.join(root, name), "w") as f:
-        f.write(text)
+    try:
+        os.makedirs(root, exist_ok=True)
+        with open(os.path.join(root, name), "w") as f:
+            f.write(text)
+    except OSError as e:
+        log.info("kernel %s not dumped: %s: %s", name, type(e).__name__, e)

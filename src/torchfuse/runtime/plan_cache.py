@@ -280,8 +280,8 @@ class PlanCache:
         try:
             sources, partitions = _verified_payload(json.loads(raw.decode()), key)
         except Exception as e:  # noqa: BLE001 - a bad entry is a miss, never an error
-            log.debug("graph cache entry %s ignored (%s: %s); generating its kernels again", path,
-                      type(e).__name__, e)
+            log.info("graph cache entry %s ignored (%s: %s); generating its kernels again", path,
+                     type(e).__name__, e)
             return cls(key, path, {}, f"ignored: {e}", described=described, index_path=index_path)
         log.info("graph cache hit %s: %d stored partition(s) (one per segmentation pass), %d kernel source(s)",
                  key[:12], len(partitions), len(sources))
