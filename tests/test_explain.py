@@ -1019,3 +1019,14 @@ def test_a_dump_dir_that_cannot_be_written_warns_and_the_graph_still_fuses(tmp_p
         result = torchfuse.explain(fn, x, dump_dir=str(not_a_dir), verbose=False)
     assert len(result.groups) == 1 and result.graphs[0].status == "fused", result.graphs
     torch.testing.assert_close(torchfuse.compile(fn, dump_dir=str(not_a_dir))(x), fn(x))
+
+
+def test_a_folded_batchnorms_shift_is_attributed_to_the_batchnorm():
+    """With ``freeze=True`` a BatchNorm folded into its convolution leaves a per-channel add
+    (a fusion group of its own where nothing follows): it carries the BatchNorm's source, so
+    explain names where it comes from."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)).to(DEVICE).eval()
+    with torch.no_grad():
+        result = torchfuse.explain(model, torch.randn(1, 3, 8, 8, device=DEVICE), freeze=True, verbose=False)
+    (group,) = result.groups
+    assert any("BatchNorm2d" in (loc.module or "") for loc in group.locations), group.locations

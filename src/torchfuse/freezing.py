@@ -193,6 +193,9 @@ def fold_conv_batchnorm(gm: torch.fx.GraphModule) -> int:
         with gm.graph.inserting_after(conv):
             shifted = gm.graph.call_function(add_channel_bias, (conv, new_b))
         _set_example(shifted, add_channel_bias, (conv, new_b))
+        for new in (new_w, new_b, shifted):  # the BatchNorm's source line, for explain and logs
+            new.meta.update({k: bn.meta[k] for k in ("stack_trace", "nn_module_stack", "source_fn_stack")
+                             if k in bn.meta})
         bn.replace_all_uses_with(shifted)
         gm.graph.erase_node(bn)
         done += 1
