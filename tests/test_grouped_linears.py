@@ -197,6 +197,21 @@ def test_a_write_between_projections_keeps_them_apart(write, grad):
                 torch.testing.assert_close(m.bias.grad, r.bias.grad, rtol=1e-5, atol=1e-5)
 
 
+def test_a_user_triton_kernel_is_taken_to_write_every_tensor_it_takes():
+    """The write detection on TorchDynamo's node of a user's Triton kernel (which it traces on
+    CUDA only; built by hand here): every tensor among the kernel's arguments."""
+    from torch._higher_order_ops.triton_kernel_wrap import triton_kernel_wrapper_mutation
+
+    from torchfuse.passes.fx import written_inputs
+
+    graph = torch.fx.Graph()
+    a, b = graph.placeholder("a"), graph.placeholder("b")
+    call = graph.call_function(triton_kernel_wrapper_mutation, (), {
+        "kernel_idx": 0, "constant_args_idx": 0, "grid": [(1, 1, 1)], "tma_descriptor_metadata": {},
+        "kwargs": {"p": a, "q": b, "n": 8}})
+    assert written_inputs(call) == [a, b]
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="TorchDynamo traces a user's Triton kernel on CUDA only")
 def test_a_user_triton_kernel_writing_a_projection_keeps_it_apart():
     """Frozen inference: a user's Triton kernel that halves a projection's result in place (a

@@ -202,18 +202,17 @@ def fold_conv_batchnorm(gm: torch.fx.GraphModule) -> int:
     return finish(gm, done, "BatchNorm(s) folded into convolutions (freeze)")
 
 
-def _copy_into(old: torch.Tensor, cur: torch.Tensor) -> bool:
+def _copy_into(old: torch.Tensor, cur: torch.Tensor) -> None:
     """Copy ``cur`` into ``old``'s memory (same sizes and strides), keeping ``old``'s address:
     of an expanded value (a broadcast constant, ``cls.expand(B, -1, -1)``: stride 0) one copy
-    of its elements. False, copying nothing, where ``old``'s elements overlap otherwise."""
+    of its elements, which ``copy_`` would refuse to write through the broadcast. Any other
+    overlap (an ``unfold`` view) gets from ``cur``, of the same strides, one value per
+    location, and ``copy_`` writes it."""
     if any(stride == 0 and size > 1 for size, stride in zip(old.shape, old.stride())):
         sizes = [1 if stride == 0 else size for size, stride in zip(old.shape, old.stride())]
         old = old.as_strided(sizes, old.stride(), old.storage_offset())
         cur = cur.as_strided(sizes, cur.stride(), cur.storage_offset())
-    if torch._debug_has_internal_overlap(old) == 1:  # (1: overlaps; 2: too hard to tell, copy_ allows)
-        return False
     old.copy_(cur)
-    return True
 
 
 def _made_after(conv: torch.fx.Node, bn: torch.fx.Node) -> bool:
@@ -501,7 +500,9 @@ class FrozenGraph:
     optimizer step, ``load_state_dict``, a write of the graph itself to a buffer, which
     AOTAutograd counts twice), and the memory of the last call's tensors is held (a detached
     tensor on it: ``p.data = new`` keeps the object, with its counter, and not the memory), so
-    that a tensor replacing one of them cannot take its address with an equal counter. A counter that rose by
+    that a tensor replacing one of them cannot take its address with an equal counter. (So
+    after ``model.half()``, ``.cpu()`` or a ``.data`` swap, which assign ``.data``, the old
+    weights are freed at the next call, or with the compiled model.) A counter that rose by
     more than one only recomputes. A step of an optimizer with ``fused=True``, whose kernels
     write without raising the counters, is counted by a process-wide post-step hook
     (``torch.optim.optimizer.register_optimizer_step_post_hook``), and any such step recomputes.
@@ -567,8 +568,8 @@ class FrozenGraph:
                 if not isinstance(cur, torch.Tensor) or cur.data_ptr() == old.data_ptr():
                     self.values[k] = cur
                 elif (cur.shape == old.shape and cur.stride() == old.stride() and cur.dtype == old.dtype
-                      and old.untyped_storage().data_ptr() not in held and _copy_into(old, cur)):
-                    pass
+                      and old.untyped_storage().data_ptr() not in held):
+                    _copy_into(old, cur)
                 else:
                     self.values[k] = cur
         else:
