@@ -151,8 +151,9 @@ def fold_conv_batchnorm(gm: torch.fx.GraphModule) -> int:
 
     A BatchNorm is folded when it has running statistics, ``training`` is the constant
     ``False``, its input is a convolution whose result nothing else reads, and nothing between
-    the two calls writes a tensor in place (the folded weight is made before the convolution,
-    where eager's BatchNorm reads its statistics and affine parameters after it).
+    the two calls writes a tensor in place or computes the BatchNorm's arguments (the folded
+    weight is made before the convolution, where eager's BatchNorm reads its statistics and
+    affine parameters after it).
 
     Returns:
         The number of BatchNorms folded (the graph is recompiled in place when any were).
@@ -165,7 +166,7 @@ def fold_conv_batchnorm(gm: torch.fx.GraphModule) -> int:
         conv = b.arguments["input"]
         if not isinstance(conv, torch.fx.Node) or conv.op != "call_function" or conv.target not in _CONVS:
             continue
-        if len(conv.users) != 1 or _writes_between(conv, bn) or _made_after(conv, bn):
+        if len(conv.users) != 1 or _unfoldable_between(conv, bn):
             continue
         c = _bind(_conv_signature, conv)
         rm, rv = b.arguments["running_mean"], b.arguments["running_var"]
@@ -215,24 +216,17 @@ def _copy_into(old: torch.Tensor, cur: torch.Tensor) -> None:
     old.copy_(cur)
 
 
-def _made_after(conv: torch.fx.Node, bn: torch.fx.Node) -> bool:
-    """Whether an argument of the BatchNorm ``bn`` is computed after the convolution ``conv``
-    (``rv.clamp(min=1e-3)`` written as ``F.batch_norm(conv(x), rm, rv.clamp(min=1e-3), ...)``):
-    the folded weight, made before ``conv``, could not read it."""
-    later, node = set(), conv.next
+def _unfoldable_between(conv: torch.fx.Node, bn: torch.fx.Node) -> bool:
+    """Whether a call after the convolution ``conv`` and before its BatchNorm ``bn`` keeps the
+    fold from seeing what ``bn`` reads, the folded weight being made before ``conv``: it
+    computes one of ``bn``'s arguments (``F.batch_norm(conv(x), rm, rv.clamp(min=1e-3))``), or
+    writes a tensor in place (an in-place op in any form,
+    :func:`~torchfuse.passes.fx.written_inputs`; a BatchNorm that is not the constant eval
+    form, which updates its running statistics; a module call)."""
+    reads = set(bn.all_input_nodes)
+    node = conv.next
     while node is not bn and node.op != "output":
-        later.add(node)
-        node = node.next
-    return any(a in later for a in bn.all_input_nodes)
-
-
-def _writes_between(first: torch.fx.Node, last: torch.fx.Node) -> bool:
-    """Whether a call after ``first`` and before ``last`` writes a tensor in place: an in-place
-    op in any form (:func:`~torchfuse.passes.fx.written_inputs`), or a BatchNorm that is not
-    the constant eval form (in training it updates its running statistics)."""
-    node = first.next
-    while node is not last and node.op != "output":
-        if node.op == "call_module":
+        if node in reads or node.op == "call_module":
             return True
         if node.op in ("call_function", "call_method"):
             if written_inputs(node):

@@ -34,6 +34,20 @@ def finish(gm: torch.fx.GraphModule, done: int, what: str) -> int:
     return done
 
 
+def written_arguments(schema: torch._C.FunctionSchema, args: tuple, kwargs: dict) -> list:
+    """The arguments of a call ``(args, kwargs)`` that ``schema`` marks written in place
+    (``Tensor(a!)``: ``copy_``'s destination, a custom op's ``mutates_args``), as given (a
+    tensor, a node, or a list of them), whether passed by position or by keyword."""
+    found = []
+    for i, arg in enumerate(schema.arguments):
+        if arg.alias_info is None or not arg.alias_info.is_write:
+            continue
+        value = args[i] if i < len(args) and not arg.kwarg_only else kwargs.get(arg.name)
+        if value is not None:
+            found.append(value)
+    return found
+
+
 def aliases_first_argument(target) -> bool:
     """Whether an ATen op's result aliases its first argument (a view: ``view``, ``t``,
     ``permute``, ``slice``...), by the schema's alias annotation; in-place ops are not views."""

@@ -26,7 +26,7 @@ import torch
 import torch.fx
 from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
-from . import calls_to, finish, flat_nodes
+from . import calls_to, finish, flat_nodes, written_arguments
 
 _SDPA_TARGETS = (torch._C._nn.scaled_dot_product_attention, torch.nn.functional.scaled_dot_product_attention)
 
@@ -517,7 +517,8 @@ def written_inputs(node: torch.fx.Node) -> list[torch.fx.Node]:
 
 def _schema_written(node: torch.fx.Node) -> list[torch.fx.Node]:
     """The arguments of a call of an ATen or custom operator that its schema marks written
-    (``alias_info.is_write``); for an overload packet, those any of its overloads writes."""
+    (:func:`~torchfuse.passes.written_arguments`); for an overload packet, those any of its
+    overloads writes."""
     target = node.target
     if isinstance(target, torch._ops.OpOverloadPacket):
         schemas = [getattr(target, o)._schema for o in target.overloads()]
@@ -525,16 +526,8 @@ def _schema_written(node: torch.fx.Node) -> list[torch.fx.Node]:
         schemas = [target._schema]
     else:
         return []
-    found = []
-    for schema in schemas:
-        for i, arg in enumerate(schema.arguments):
-            if arg.alias_info is None or not arg.alias_info.is_write:
-                continue
-            value = node.args[i] if i < len(node.args) and not arg.kwarg_only else node.kwargs.get(arg.name)
-            for a in (value if isinstance(value, (list, tuple)) else [value]):
-                if isinstance(a, torch.fx.Node):
-                    found.append(a)
-    return found
+    return [a for schema in schemas for value in written_arguments(schema, node.args, node.kwargs)
+            for a in (value if isinstance(value, (list, tuple)) else [value]) if isinstance(a, torch.fx.Node)]
 
 
 def _tensor_value(node) -> torch.Tensor | None:

@@ -24,6 +24,7 @@ import warnings
 from typing import Any
 
 from ..ir.graph import Node, values_in
+from ..passes import written_arguments
 from .phases import record_first_call
 from .warn import user_stacklevel
 
@@ -81,12 +82,7 @@ def writes_input(step, graph_inputs: set) -> bool:
     schema = getattr(step.target, "_schema", None)
     if schema is None:
         return False
-    for k, arg in enumerate(schema.arguments):
-        if arg.alias_info is None or not arg.alias_info.is_write:
-            continue
-        value = step.args[k] if k < len(step.args) else step.kwargs.get(arg.name)
-        if any(v in graph_inputs for v in values_in(value)):
-            return True
-    return False
+    return any(v in graph_inputs for value in written_arguments(schema, step.args, step.kwargs)
+               for v in values_in(value))
 
 
