@@ -391,7 +391,8 @@ def _dump_stage(options: Options, name: str, gm, graph, seg) -> str | None:
         with open(stem + ".groups.txt", "w") as f:
             f.write(str(seg))
     except OSError as e:
-        warnings.warn(f"torchfuse: dump_dir {options.dump_dir!r} cannot be written ({type(e).__name__}: {e}); "
+        why = "it is a file, not a directory" if os.path.isfile(options.dump_dir) else f"{type(e).__name__}: {e}"
+        warnings.warn(f"torchfuse: dump_dir {options.dump_dir!r} cannot be written ({why}); "
                       "the graph compiles without its dump", RuntimeWarning, stacklevel=user_stacklevel())
         return None
     return stem
