@@ -27,6 +27,7 @@ import torchfuse
 from conftest import DEVICE
 from torchfuse import backend
 from torchfuse.ir import ops
+from torchfuse.ir.graph_ops import FMA
 
 aten = torch.ops.aten
 
@@ -317,6 +318,7 @@ SPECS: dict[str, Spec] = {
     "bitwise_xor": Spec("bitwise_xor", torch.bitwise_xor, 2, grad=False),
     "where": Spec("where", torch.where, 3, condition=True),
     "clamp": Spec("clamp", torch.clamp, 3),
+    "fma": Spec("fma", FMA, 3, grad=False),  # (no autograd formula: decompositions write it)
     "clamp_scalar": Spec("clamp", lambda x: torch.clamp(x, -1, 2), scalars=(-1, 2)),
     "cast": Spec("cast", _cast), "clone": Spec("clone", torch.clone), "copy": Spec("copy", _copy, 2),
 }

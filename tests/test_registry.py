@@ -98,7 +98,7 @@ def test_pointwise_rules(name):
     else:
         assert callable(opdef.promotion) or isinstance(opdef.promotion, PROMOTE), opdef.promotion
     assert callable(opdef.emit)
-    nargs = {"where": 3, "clamp": 3}.get(name, 2)
+    nargs = {"where": 3, "clamp": 3, "fma": 3}.get(name, 2)
     from triton.language.extra import libdevice
 
     for dtype in sorted(opdef.dtypes, key=str):

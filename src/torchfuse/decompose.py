@@ -22,6 +22,7 @@ from torch._decomp import core_aten_decompositions, get_decompositions
 from torch._decomp.decompositions import pw_cast_for_opmath
 
 from .config import DecomposeTuning
+from .ir.graph_ops import FMA
 
 aten = torch.ops.aten
 
@@ -731,21 +732,87 @@ def addmm_padded(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor, *, beta=1
     return _unpad(aten.addmm.default(bias, a, b, beta=beta, alpha=alpha), m, n, pads)
 
 
+def _opmath(dtype: torch.dtype) -> torch.dtype:
+    """PyTorch's opmath dtype: fp32 for fp16/bf16, the dtype itself otherwise."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def _plain_number(value) -> bool:
+    """``value`` is a Python int or float known at trace time (not symbolic, not NaN) within fp32's
+    range, so that the kernels' formula can be written with it as a constant."""
+    return type(value) in (int, float) and abs(value) < 1e38
+
+
 def lerp_scalar(start, end, weight, *, reference):
-    """``aten.lerp.Scalar`` of fp32/fp64 tensors as PyTorch's kernels round it: one fused
-    multiply-add, ``weight * (end - start) + start``, or for ``|weight| >= 0.5``
-    ``(weight - 1) * (end - start) + end`` (``ATen/native/Lerp.h``; the CPU kernel's
-    ``vec::fmadd``, which it uses for a row's last elements too). The reference decomposition
-    (``reference``), which other dtypes, tensor and symbolic (run-time) weights take, rounds the product
+    """``aten.lerp.Scalar`` of floating-point tensors as PyTorch's kernels round it (CPU and CUDA):
+    in the opmath dtype, one fused multiply-add, ``weight * (end - start) + start``, or for
+    ``|weight| >= 0.5`` ``(weight - 1) * (end - start) + end`` (``ATen/native/Lerp.h``; the CPU
+    kernel's ``vec::fmadd``, nvcc's contraction on CUDA), rounded once to fp16/bf16. The reference
+    decomposition (``reference``), which symbolic (run-time) weights take, rounds the product
     first. Written as ``add`` with an ``alpha``, which the kernels compute as one fused
-    multiply-add; the weight is read in the tensors' dtype, as the kernels read it (opmath)."""
-    if (start.dtype in (torch.float32, torch.float64) and end.dtype == start.dtype
-            and type(weight) in (int, float) and abs(weight) < 1e38):  # (fp32's range; not NaN)
-        w = float(weight) if start.dtype == torch.float64 else _to_fp32(float(weight))
+    multiply-add, with the weight converted to the opmath dtype, as the kernels convert it."""
+    if start.dtype.is_floating_point and end.dtype == start.dtype and _plain_number(weight):
+        op = _opmath(start.dtype)
+        start_, end_ = start.to(op), end.to(op)
+        w = float(weight) if op == torch.float64 else _to_fp32(float(weight))
         small = abs(w) < 0.5
-        alpha = w if small else (w - 1.0 if start.dtype == torch.float64 else _to_fp32(w - 1.0))
-        return aten.add.Tensor(start if small else end, aten.sub.Tensor(end, start), alpha=alpha)
+        alpha = w if small else (w - 1.0 if op == torch.float64 else _to_fp32(w - 1.0))
+        out = aten.add.Tensor(start_ if small else end_, aten.sub.Tensor(end_, start_), alpha=alpha)
+        return out.to(start.dtype)
     return reference(start, end, weight)
+
+
+def lerp_tensor(start, end, weight, *, reference):
+    """``aten.lerp.Tensor`` of floating-point tensors as PyTorch's kernels round it: per element
+    the fused multiply-add of :func:`lerp_scalar`, chosen by ``|weight| < 0.5``, in the opmath
+    dtype and rounded once. Other dtypes take ``reference``."""
+    dtype = start.dtype
+    if not (dtype.is_floating_point and end.dtype == dtype and weight.dtype == dtype):
+        return reference(start, end, weight)
+    op = _opmath(dtype)
+    start_, end_, w = start.to(op), end.to(op), weight.to(op)
+    diff = aten.sub.Tensor(end_, start_)
+    small = aten.lt.Scalar(aten.abs.default(w), 0.5)
+    out = aten.where.self(small, FMA(w, diff, start_), FMA(aten.sub.Tensor(w, 1), diff, end_))
+    return out.to(dtype)
+
+
+def addcmul(self, tensor1, tensor2, *, value=1, reference):
+    """``aten.addcmul`` of floating-point tensors as PyTorch's kernels round it: in the opmath
+    dtype, ``fma(value * tensor1, tensor2, self)`` (the CPU kernel's ``vec::fmadd``; CUDA's
+    ``pointwise_op_impl`` in ``ATen/native/cuda/DeviceAddCmulCdiv.cuh`` computes
+    ``fma(tensor1, tensor2, self)`` for ``value == 1`` and ``fma(value, tensor1 * tensor2, self)``
+    otherwise), rounded once to fp16/bf16. Integer tensors and symbolic values take
+    ``reference``, which rounds the product."""
+    dtype = self.dtype
+    if not (dtype.is_floating_point and tensor1.dtype == dtype and tensor2.dtype == dtype
+            and _plain_number(value)):
+        return reference(self, tensor1, tensor2, value=value)
+    op = _opmath(dtype)
+    s, t1, t2 = self.to(op), tensor1.to(op), tensor2.to(op)
+    if value == 1:
+        out = FMA(t1, t2, s)
+    elif self.device.type == "cuda":
+        out = aten.add.Tensor(s, aten.mul.Tensor(t1, t2), alpha=value)
+    else:
+        out = FMA(aten.mul.Tensor(t1, value), t2, s)
+    return out.to(dtype)
+
+
+def addcdiv(self, tensor1, tensor2, *, value=1, reference):
+    """``aten.addcdiv`` of floating-point tensors as PyTorch's kernels round it: in the opmath
+    dtype, rounded once to fp16/bf16. The CPU kernel computes ``self + value * tensor1 /
+    tensor2`` step by step, as ``reference`` does; CUDA's ``pointwise_op_impl`` computes
+    ``self + tensor1 / tensor2`` for ``value == 1`` and ``fma(value, tensor1 / tensor2, self)``
+    otherwise."""
+    dtype = self.dtype
+    if not (self.device.type == "cuda" and dtype.is_floating_point and tensor1.dtype == dtype
+            and tensor2.dtype == dtype and _plain_number(value)):
+        return reference(self, tensor1, tensor2, value=value)
+    op = _opmath(dtype)
+    s, t1, t2 = self.to(op), tensor1.to(op), tensor2.to(op)
+    out = aten.add.Tensor(s, aten.div.Tensor(t1, t2), alpha=value)
+    return out.to(dtype)
 
 
 #: composite pointwise ops whose PyTorch kernels (CPU and CUDA) cast every tensor operand to the
@@ -815,6 +882,9 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
     table[aten.huber_loss_backward.default] = huber_loss_backward
     table[aten.binary_cross_entropy.default] = binary_cross_entropy
     table[aten.lerp.Scalar] = _bind(lerp_scalar, reference=table[aten.lerp.Scalar])
+    table[aten.lerp.Tensor] = _bind(lerp_tensor, reference=table[aten.lerp.Tensor])
+    table[aten.addcmul.default] = _bind(addcmul, reference=table[aten.addcmul.default])
+    table[aten.addcdiv.default] = _bind(addcdiv, reference=table[aten.addcdiv.default])
     for op in _BATCH_NORMS:
         if op in table:
             table[op] = _batch_norm_with_fp32_stats(table[op])

@@ -126,9 +126,18 @@ def is_library_op(target: Any) -> bool:
     return name in LIBRARY_OPS or any(part in name for part in _LIBRARY_PARTS)
 
 
+#: overloads looked up by name, for ops that exist only once a PyTorch module defines them:
+#: ``prims.fma`` is made by ``torch._inductor.inductor_prims``, which TorchDynamo imports when
+#: it writes the op (for ``Tensor.add_`` with a tensor ``alpha``, ``Tensor.addcdiv_``)
+BY_NAME: dict[str, str] = {"prims.fma.default": "fma"}
+
+
 def lookup(target: Any) -> OpDef | None:
     """The registry entry for an ATen overload, or ``None`` when it is not fusible."""
-    return ATEN_TO_OP.get(target)
+    opdef = ATEN_TO_OP.get(target)
+    if opdef is None and isinstance(target, torch._ops.OpOverload) and str(target) in BY_NAME:
+        return REGISTRY[BY_NAME[str(target)]]
+    return opdef
 
 
 # ----------------------------------------------------------------------------- parsing helpers

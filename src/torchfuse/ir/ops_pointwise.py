@@ -15,6 +15,7 @@ from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as PROMOTE
 from .emit import (Unsupported, div_numbers, div_promotion, emit_div, emit_fmod, emit_remainder, fdiv, is_float,
                    literal, number_operand, parse_div)
 from .graph import Value
+from .graph_ops import FMA
 from .ops import (ALL_DTYPES, FLOAT, I2F, INT_DTYPES, NUMERIC, OpDef, parse_operands, register,
                   _parse_alpha, _scalar_ok)
 
@@ -397,6 +398,7 @@ def _parse_where(args, kwargs):
     return [cond, a, b], {}
 
 
+pointwise("fma", [FMA], lambda a, dt, at: f"libdevice.fma({a[0]}, {a[1]}, {a[2]})", nargs=3, dtypes=FLOAT)
 pointwise("where", [aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar],
           _emit_where, parse=_parse_where, nargs=3, promoted=(1, 2))
 pointwise("clamp", [aten.clamp.default, aten.clamp.Tensor], _emit_clamp, parse=_parse_clamp, nargs=3,
