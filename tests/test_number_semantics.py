@@ -27,6 +27,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning"
 
 NAN, INF = float("nan"), float("inf")
 SHAPE = (4, 64)
+LONG = (64, 512)  # for differences too rare to show in SHAPE's elements
 _INT = {2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
@@ -63,9 +64,9 @@ def check_bits(fn, *args, nan_signs: bool = False, ulps: int = 0, **options):
     assert_all_fused(graphs)
 
 
-def wide(dtype, seed, scale, **kw):
+def wide(dtype, seed, scale, shape=SHAPE, **kw):
     """Samples of ``dtype`` spread over +-``scale`` (quotients far from zero), with specials."""
-    x = make_sample(F64, seed, shape=SHAPE, **kw).cpu()
+    x = make_sample(F64, seed, shape=shape, **kw).cpu()
     special = x.isnan() | x.isinf() | (x == 0)
     return torch.where(special, x, x * scale).to(dtype).to(DEVICE)
 
@@ -114,17 +115,56 @@ def test_remainder_and_fmod_read_a_number_in_the_tensors_dtype(dtype):
     check_bits(fn, x)
 
 
-@pytest.mark.parametrize("dtype", [F32, F64], ids=dtype_id)
+@pytest.mark.parametrize("dtype", [F32, F64, F16, BF16], ids=dtype_id)
 def test_lerp_by_a_number_is_one_fused_multiply_add(dtype):
     """``lerp(a, b, w)``: ``fma(w, b - a, a)``, or ``fma(w - 1, b - a, b)`` for ``|w| >= 0.5``,
-    as PyTorch's kernels round it (the reference decomposition rounds the product first: 6% of
-    elements an ulp or more apart at w = 0.1); Adam's moving averages are such calls."""
-    a = wide(dtype, 6, 10.0)
-    b = a + make_sample(dtype, 7, shape=SHAPE).nan_to_num(0.0, 1.0, -1.0)
+    in fp32 for fp16/bf16, as PyTorch's kernels round it (the reference decomposition rounds the
+    product first: 6% of fp32 elements an ulp or more apart at w = 0.1, 2% of fp16 ones);
+    Adam's moving averages are such calls."""
+    shape = SHAPE if dtype in (F32, F64) else LONG  # (fp16/bf16 differ in 1 element of 800)
+    a = wide(dtype, 6, 10.0, shape)
+    b = a + make_sample(dtype, 7, shape=shape).nan_to_num(0.0, 1.0, -1.0)
     fn = lambda a, b: (torch.lerp(a, b, 0.1), torch.lerp(a, b, 0.5002), torch.lerp(a, b, 0.9),
                        torch.lerp(a, b, 1.7), a.clone().lerp_(b, -0.3), torch.lerp(a, b, 1e-3),
                        torch.lerp(a, b, 4), torch.lerp(a, b, -5))  # (int weights too)
     check_bits(fn, a, b)
+
+
+@pytest.mark.parametrize("dtype", [F32, F64, F16, BF16], ids=dtype_id)
+def test_addcmul_addcdiv_and_lerp_by_a_tensor_round_as_eagers_kernels(dtype):
+    """``addcmul``, ``addcdiv`` and a tensor-weighted ``lerp`` as PyTorch's kernels compute them
+    (in fp32 for fp16/bf16, rounded once): ``addcmul`` and ``lerp`` with one fused multiply-add
+    each (their reference decompositions round the product first: a quarter of fp32 ``addcmul``
+    elements an ulp apart); ``addcdiv`` as each device's kernel orders it. ``torch.addcdiv`` with
+    ``value=`` is not among them: TorchDynamo rewrites it for every backend (docs/semantics.md)."""
+    shape = SHAPE if dtype in (F32, F64) else LONG  # (fp16/bf16 addcmul: 1 element of 2000)
+    a, b = wide(dtype, 11, 10.0, shape), wide(dtype, 12, 10.0, shape)
+    c = wide(dtype, 13, 10.0, shape).nan_to_num(1.0, 3.0, -3.0)
+    c = torch.where(c.abs() < 0.25, torch.ones_like(c), c)
+    w = make_sample(F64, 14, shape=shape).nan_to_num(0.5, 1.5, -0.5).to(dtype).to(DEVICE)
+
+    def fn(a, b, c, w):
+        return (torch.addcmul(a, b, c), torch.addcmul(a, b, c, value=0.3), torch.addcmul(a, b, c, value=-3),
+                a.addcmul(b, c, value=1.7), torch.addcdiv(a, b, c), a.addcdiv(b, c, value=0.3),
+                a.addcdiv(b, c, value=-3), torch.lerp(a, b, w), a.clone().lerp_(b, w), torch.lerp(a, b, w * 3))
+
+    check_bits(fn, a, b, c, w)
+
+
+@pytest.mark.parametrize("dtype", [F32, F64, F16], ids=dtype_id)
+def test_pytorchs_fma_prim_is_one_fused_multiply_add(dtype):
+    """PyTorch's ``prims.fma``, which TorchDynamo (torch 2.14) writes for ``x.add_(y, alpha=t)``
+    with a 0-dim tensor ``t`` and for ``addcdiv_``/``addcmul_`` with a ``value``, is fused as one
+    fused multiply-add, which is what eager's ``add`` computes (the prim's own ATen
+    implementation rounds the product). The reference is ``addcmul`` with ``value`` 1, a fused
+    multiply-add on both devices."""
+    from torch._inductor import inductor_prims  # noqa: F401  (defines torch.ops.prims.fma)
+
+    x, y = wide(dtype, 15, 10.0), wide(dtype, 16, 10.0)
+    t = torch.tensor(0.3711, dtype=dtype, device=DEVICE)
+    actual, graphs = run_compiled(lambda x, y, t: torch.ops.prims.fma(y, t, x), x, y, t)
+    assert_same_bits(actual, torch.addcmul(x, y, t))
+    assert_all_fused(graphs)
 
 
 @pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=dtype_id)

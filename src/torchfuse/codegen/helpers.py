@@ -377,6 +377,19 @@ def tf_by_device(gpu, host):
 @triton.jit
 def tf_by_device_host(gpu, host):
     return host
+
+
+# An fp32 value that the compiler cannot fold into the conversion after it: on a GPU, Triton
+# turns an integer converted to fp32 and then to fp16/bf16 into one conversion, which rounds
+# once where eager rounds twice (c10's Half and BFloat16 are made from a float).
+@triton.jit
+def tf_fp32_opaque(x):
+    return tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1)
+
+
+@triton.jit
+def tf_fp32_opaque_host(x):
+    return x
 # <<< helpers on demand
 
 
@@ -456,6 +469,7 @@ HOST_VARIANTS = {"tf_maximum": "tf_maximum_host",
                  "tf_row_sum2": "tf_row_sum2_host",
                  "tf_row_sum3": "tf_row_sum3_host",
                  "tf_exp_ftz": "tf_exp_ftz_host",
+                 "tf_fp32_opaque": "tf_fp32_opaque_host",
                  "tf_div_by_number": "tf_div_by_number_host",
                  "tf_div_floor_half": "tf_div_floor_half_host",
                  "tf_div_floor_half_by_one_element": "tf_div_floor_half_by_one_element_host",

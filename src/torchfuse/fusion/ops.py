@@ -307,9 +307,12 @@ def _registry_method(opdef: registry.OpDef, nargs: int):
     elif name in ("add", "sub"):
         def method(self, x, y, alpha=1):
             return self._apply(name, overloads, (x, y), {"alpha": alpha} if alpha != 1 else {})[0]
-    else:
+    elif nargs == 2:
         def method(self, x, y):
             return self._apply(name, overloads, (x, y))[0]
+    else:
+        def method(self, x, y, z):
+            return self._apply(name, overloads, (x, y, z))[0]
     promotion = opdef.promotion.name.lower() if opdef.promotion is not None and not callable(opdef.promotion) else "default"
     method.__name__ = name
     method.__doc__ = (f"Pointwise ``{name}`` ({', '.join(str(o) for o in overloads)}); type promotion: "
@@ -327,6 +330,6 @@ for _opdef in registry.REGISTRY.values():
     if _opdef.kind != "pointwise" or _opdef.name in _WRITTEN_BY_HAND or hasattr(Ops, _opdef.name):
         continue
     _n = max(_tensor_operands(o) for o in _opdef.aten)
-    if _n in (1, 2):
+    if _n in (1, 2, 3):
         setattr(Ops, _opdef.name, _registry_method(_opdef, _n))
         FROM_REGISTRY[_opdef.name] = _n

@@ -64,13 +64,16 @@ def convert(expr: str, src: torch.dtype, dst: torch.dtype) -> str:
     fp16/bf16 from fp64 or a 32/64-bit integer, through fp32: ``c10::Half`` and
     ``c10::BFloat16`` are made from a ``float`` only, so eager rounds twice (fp64
     ``2049 + 2**-30`` is fp16 2048, not 2050; just below 65520 is inf), where Triton's
-    conversion rounds once."""
+    conversion rounds once. From an integer the fp32 value passes through ``tf_fp32_opaque``:
+    on a GPU Triton folds the two integer conversions into one."""
     if src == dst:
         return expr
     if dst == torch.bool:
         return f"({expr} != 0)"
     if dst in HALF_DTYPES and src in _WIDER_THAN_FP32_SIGNIFICAND:
         expr = f"{expr}.to(tl.float32)"
+        if not src.is_floating_point:
+            expr = f"tf_fp32_opaque({expr})"
     return f"{expr}.to({triton_dtype(dst)})"
 
 
