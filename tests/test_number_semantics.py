@@ -632,3 +632,54 @@ def test_casts_to_half_dtypes_round_through_fp32():
     compiled = torchfuse.compile(fn, dynamic=None)
     for k in (3, 2 ** 24 + 2 ** 16 + 1, 2 ** 24 + 2 ** 16 + 3):  # symbolic from the second call on
         assert_same_bits(compiled(b, k), fn(b, k))
+
+
+_CAST_KERNEL = r'''
+import json, sys, tempfile, importlib.util
+import torch, triton
+from triton.backends.compiler import GPUTarget
+from torchfuse.codegen import helpers
+from torchfuse.ir.emit import convert
+
+ptr = {torch.int64: "*i64", torch.int32: "*i32", torch.bfloat16: "*bf16", torch.float16: "*fp16"}
+found = {}
+for src in (torch.int64, torch.int32):
+    for dst in (torch.bfloat16, torch.float16):
+        text = helpers.kernel_header() + helpers.helpers_on_demand() + (
+            "\n@triton.jit\ndef k(inp, out, XBLOCK: tl.constexpr):\n"
+            "    i = tl.arange(0, XBLOCK)\n"
+            f"    tl.store(out + i, {convert('tl.load(inp + i)', src, dst)})\n")
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
+            fh.write(text)
+        spec = importlib.util.spec_from_file_location("cast_kernel", fh.name)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        source = triton.compiler.ASTSource(fn=mod.k, signature={"inp": ptr[src], "out": ptr[dst], "XBLOCK": "constexpr"},
+                                           constexprs={"XBLOCK": 128})
+        ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+        found[f"{src}->{dst}"] = sorted({line.split()[0] for line in ptx.splitlines() if line.strip().startswith("cvt")})
+json.dump(found, sys.stdout)
+'''
+
+
+def test_an_integer_cast_to_half_keeps_its_fp32_step_on_a_gpu():
+    """On a GPU, Triton folds an integer's conversion to fp32 and then to fp16/bf16 into one
+    conversion (``cvt.rn.bf16.s64``), which rounds once where eager rounds twice (int64
+    ``2**24 + 2**16 + 1`` is bf16 16908288 that way, 16777216 in eager, on an H200); the
+    emitted cast keeps both. Compiled for sm_90 by Triton's ahead-of-time compiler, which needs
+    no GPU, in a child process (Triton's interpreter, which the suite runs on a CPU, patches
+    ``triton.language``)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "TORCHFUSE_INTERPRET")}
+    out = subprocess.run([sys.executable, "-c", _CAST_KERNEL], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert len(found) == 4, found
+    for cast, conversions in found.items():
+        source = "s64" if "int64" in cast else "s32"
+        half = "bf16" if "bfloat16" in cast else "f16"
+        assert conversions == sorted([f"cvt.rn.f32.{source}", f"cvt.rn.{half}.f32"]), (cast, conversions)
