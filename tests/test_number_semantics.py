@@ -151,6 +151,26 @@ def test_addcmul_addcdiv_and_lerp_by_a_tensor_round_as_eagers_kernels(dtype):
     check_bits(fn, a, b, c, w)
 
 
+def test_addcmul_addcdiv_and_lerp_keep_eagers_output_strides():
+    """Their results have eager's strides whatever their operands' layouts (channels-last,
+    permuted, broadcast), which the formulas' last ops (``where``, the fused multiply-add) do not
+    give by themselves: a broadcast ``self`` with a channels-last operand, for one."""
+    base = make_sample(F32, 17, shape=(2, 3, 4, 5)).nan_to_num(0.0, 1.0, -1.0)
+    layouts = [base, base.to(memory_format=torch.channels_last), base.permute(3, 2, 1, 0).contiguous().permute(3, 2, 1, 0),
+               base[:1, :, :1].expand(2, 3, 4, 5)]
+    fn = lambda a, b, c: (torch.lerp(a, b, c), torch.addcmul(a, b, c), torch.addcmul(a, b, c, value=0.5),
+                          torch.lerp(a, b, 0.3), torch.addcdiv(a, b, c.abs() + 1), a.addcdiv(b, c.abs() + 1, value=0.5))
+    contiguous, channels_last, permuted, broadcast = layouts
+    for a in (contiguous, channels_last, broadcast):
+        for b in (channels_last, broadcast):
+            for c in (channels_last, permuted):
+                torch._dynamo.reset()
+                actual, _ = run_compiled(fn, a, b, c)
+                for got, want in zip(actual, fn(a, b, c)):
+                    assert got.stride() == want.stride(), (a.stride(), b.stride(), c.stride(), got.stride(), want.stride())
+                    torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("dtype", [F32, F64, F16], ids=dtype_id)
 def test_pytorchs_fma_prim_is_one_fused_multiply_add(dtype):
     """PyTorch's ``prims.fma``, which TorchDynamo (torch 2.14) writes for ``x.add_(y, alpha=t)``

@@ -743,6 +743,17 @@ def _plain_number(value) -> bool:
     return type(value) in (int, float) and abs(value) < 1e38
 
 
+def _eager_strides(out: torch.Tensor, *inputs: torch.Tensor) -> torch.Tensor:
+    """``out`` with the strides ATen's TensorIterator gives the result of a pointwise op of
+    ``inputs`` (PyTorch's ``compute_elementwise_output_strides``, as its reference ``lerp`` keeps
+    them), copied to them when the formula's last op laid it out otherwise."""
+    from torch._prims_common import compute_elementwise_output_strides
+    from torch._refs import _maybe_broadcast
+
+    strides = compute_elementwise_output_strides(*_maybe_broadcast(*inputs))
+    return out if out.stride() == strides else torch.ops.prims.copy_strided(out, strides)
+
+
 def lerp_scalar(start, end, weight, *, reference):
     """``aten.lerp.Scalar`` of floating-point tensors as PyTorch's kernels round it (CPU and CUDA):
     in the opmath dtype, one fused multiply-add, ``weight * (end - start) + start``, or for
@@ -750,7 +761,8 @@ def lerp_scalar(start, end, weight, *, reference):
     kernel's ``vec::fmadd``, nvcc's contraction on CUDA), rounded once to fp16/bf16. The reference
     decomposition (``reference``), which symbolic (run-time) weights take, rounds the product
     first. Written as ``add`` with an ``alpha``, which the kernels compute as one fused
-    multiply-add, with the weight converted to the opmath dtype, as the kernels convert it."""
+    multiply-add, with the weight converted to the opmath dtype, as the kernels convert it.
+    Every decomposition here returns eager's output strides (:func:`_eager_strides`)."""
     if start.dtype.is_floating_point and end.dtype == start.dtype and _plain_number(weight):
         op = _opmath(start.dtype)
         start_, end_ = start.to(op), end.to(op)
@@ -758,7 +770,7 @@ def lerp_scalar(start, end, weight, *, reference):
         small = abs(w) < 0.5
         alpha = w if small else (w - 1.0 if op == torch.float64 else _to_fp32(w - 1.0))
         out = aten.add.Tensor(start_ if small else end_, aten.sub.Tensor(end_, start_), alpha=alpha)
-        return out.to(start.dtype)
+        return _eager_strides(out.to(start.dtype), start, end)
     return reference(start, end, weight)
 
 
@@ -774,7 +786,7 @@ def lerp_tensor(start, end, weight, *, reference):
     diff = aten.sub.Tensor(end_, start_)
     small = aten.lt.Scalar(aten.abs.default(w), 0.5)
     out = aten.where.self(small, FMA(w, diff, start_), FMA(aten.sub.Tensor(w, 1), diff, end_))
-    return out.to(dtype)
+    return _eager_strides(out.to(dtype), start, end, weight)
 
 
 def addcmul(self, tensor1, tensor2, *, value=1, reference):
@@ -787,7 +799,7 @@ def addcmul(self, tensor1, tensor2, *, value=1, reference):
     dtype = self.dtype
     if not (dtype.is_floating_point and tensor1.dtype == dtype and tensor2.dtype == dtype
             and _plain_number(value)):
-        return reference(self, tensor1, tensor2, value=value)
+        return _eager_strides(reference(self, tensor1, tensor2, value=value), self, tensor1, tensor2)
     op = _opmath(dtype)
     s, t1, t2 = self.to(op), tensor1.to(op), tensor2.to(op)
     if value == 1:
@@ -796,7 +808,7 @@ def addcmul(self, tensor1, tensor2, *, value=1, reference):
         out = aten.add.Tensor(s, aten.mul.Tensor(t1, t2), alpha=value)
     else:
         out = FMA(aten.mul.Tensor(t1, value), t2, s)
-    return out.to(dtype)
+    return _eager_strides(out.to(dtype), self, tensor1, tensor2)
 
 
 def addcdiv(self, tensor1, tensor2, *, value=1, reference):
@@ -808,11 +820,11 @@ def addcdiv(self, tensor1, tensor2, *, value=1, reference):
     dtype = self.dtype
     if not (self.device.type == "cuda" and dtype.is_floating_point and tensor1.dtype == dtype
             and tensor2.dtype == dtype and _plain_number(value)):
-        return reference(self, tensor1, tensor2, value=value)
+        return _eager_strides(reference(self, tensor1, tensor2, value=value), self, tensor1, tensor2)
     op = _opmath(dtype)
     s, t1, t2 = self.to(op), tensor1.to(op), tensor2.to(op)
     out = aten.add.Tensor(s, aten.div.Tensor(t1, t2), alpha=value)
-    return out.to(dtype)
+    return _eager_strides(out.to(dtype), self, tensor1, tensor2)
 
 
 #: composite pointwise ops whose PyTorch kernels (CPU and CUDA) cast every tensor operand to the
