@@ -443,6 +443,23 @@ def _same_floating_dtype(*tensors) -> bool:
     return all(t.dtype == tensors[0].dtype for t in tensors) and tensors[0].dtype.is_floating_point
 
 
+def mse_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1) -> torch.Tensor:
+    """``aten.mse_loss`` as ATen's kernels compute it (``mse_kernel_cuda`` in
+    aten/src/ATen/native/cuda/BinaryMiscOpsKernels.cu, the CPU kernel on ``Vectorized<scalar_t>``):
+    the difference and its square each rounded to the inputs' dtype, then reduced (``reduction``:
+    0 none, 1 mean, 2 sum). Returns a 0-dim tensor, or ``self``'s shape for none.
+
+    PyTorch's decomposition squares in fp32 for fp16/bf16 and rounds once: a third of fp16
+    elements an ulp from eager's. Mixed dtypes go to it (``NotImplemented``)."""
+    if not _same_floating_dtype(self, target) or self.shape != target.shape:
+        return NotImplemented
+    diff = aten.sub.Tensor(self, target)
+    loss = aten.mul.Tensor(diff, diff)
+    if reduction == 1:
+        return aten.mean.default(loss)
+    return aten.sum.default(loss) if reduction == 2 else loss
+
+
 def mse_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
                       reduction: int) -> torch.Tensor:
     """``aten.mse_loss_backward`` as ATen's kernels compute it (``mse_backward`` in
@@ -889,6 +906,7 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
     table[aten.soft_margin_loss.default] = soft_margin_loss
     table[aten.soft_margin_loss_backward.default] = soft_margin_loss_backward
     table[aten.native_group_norm_backward.default] = native_group_norm_backward
+    table[aten.mse_loss.default] = mse_loss
     table[aten.mse_loss_backward.default] = mse_loss_backward
     table[aten.smooth_l1_loss_backward.default] = smooth_l1_loss_backward
     table[aten.huber_loss_backward.default] = huber_loss_backward
