@@ -185,6 +185,12 @@ def test_pytorchs_fma_prim_is_one_fused_multiply_add(dtype):
     actual, graphs = run_compiled(lambda x, y, t: torch.ops.prims.fma(y, t, x), x, y, t)
     assert_same_bits(actual, torch.addcmul(x, y, t))
     assert_all_fused(graphs)
+    if dtype == F16:  # a 0-dim fp32 multiplier (a tensor lr): read unrounded, as a Scalar value
+        t = torch.tensor(-0.0103, device=DEVICE)  # not an fp16 value
+        torch._dynamo.reset()
+        actual, graphs = run_compiled(lambda x, y, t: torch.ops.prims.fma(y, t, x), x, y, t)
+        assert_same_bits(actual, torch.addcmul(x.float(), y.float(), t).half())
+        assert_all_fused(graphs)
 
 
 @pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=dtype_id)
