@@ -948,3 +948,21 @@ def test_a_fused_function_may_divide_by_its_inputs_numel():
         gx, gy = torch.autograd.grad(got, (x, y))
         torch.testing.assert_close(gx, torch.full_like(x, 1 / x.numel()))
         torch.testing.assert_close(gy, 2 * y.detach() / y.numel())
+
+
+def test_fma_has_a_gradient():
+    """``fd.ops.fma`` in an op made with ``as_op``: forward bit for bit as ``addcmul`` (one
+    rounding), gradients ``grad * b``, ``grad * a`` and ``grad``, as eager's ``addcmul``'s."""
+    with Fusion("fma_grad") as fd:
+        x = fd.define_tensor([-1, -1], F32, name="x")
+        y = fd.define_tensor([-1, -1], F32, name="y")
+        z = fd.define_tensor([-1, -1], F32, name="z")
+        fd.add_output(fd.ops.fma(x, y, z))
+    op = fd.as_op()
+    data = [sample((4, 8), F32).requires_grad_() for _ in range(3)]
+    out = op(*data)
+    torch.testing.assert_close(out, torch.addcmul(data[2], data[0], data[1]), rtol=0, atol=0)
+    got = torch.autograd.grad(out.sum(), data)
+    want = torch.autograd.grad(torch.addcmul(data[2], data[0], data[1]).sum(), data)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)

@@ -546,8 +546,9 @@ def test_mse_loss_rounds_each_step_as_aten(dtype, reduction):
     import torch.nn.functional as F
 
     x, y = _loss_operands(dtype, 27, 10.0)
-    fn = lambda x, y: (F.mse_loss(x, y, reduction=reduction), F.mse_loss(x, y.float(), reduction=reduction))
-    check_bits(fn, x, y, ulps=4 if reduction != "none" and dtype == F32 else 0)
+    summed = reduction != "none"
+    check_bits(lambda x, y: F.mse_loss(x, y, reduction=reduction), x, y, ulps=4 if summed and dtype == F32 else 0)
+    check_bits(lambda x, y: F.mse_loss(x, y.float(), reduction=reduction), x, y, ulps=4 if summed else 0)
 
 
 @pytest.mark.parametrize("reduction", list(_REDUCTIONS))
@@ -679,7 +680,7 @@ import json, sys, tempfile, importlib.util
 import torch, triton
 from triton.backends.compiler import GPUTarget
 from torchfuse.codegen import helpers
-from torchfuse.ir.emit import convert
+from torchfuse.ir.emit import convert, runtime_number_operand
 
 ptr = {torch.int64: "*i64", torch.int32: "*i32", torch.bfloat16: "*bf16", torch.float16: "*fp16"}
 found = {}
@@ -698,6 +699,22 @@ for src in (torch.int64, torch.int32):
                                            constexprs={"XBLOCK": 128})
         ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
         found[f"{src}->{dst}"] = sorted({line.split()[0] for line in ptx.splitlines() if line.strip().startswith("cvt")})
+# a symbolic int read as a bf16 number (fmod's rule), from an int64 kernel argument
+number = runtime_number_operand("k", torch.float32, torch.bfloat16, "common")
+text = helpers.kernel_header() + helpers.helpers_on_demand() + (
+    "\n@triton.jit\ndef k(out, k, XBLOCK: tl.constexpr):\n"
+    "    i = tl.arange(0, XBLOCK)\n"
+    f"    tl.store(out + i, (i * {number}).to(tl.bfloat16))\n")
+with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
+    fh.write(text)
+spec = importlib.util.spec_from_file_location("number_kernel", fh.name)
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+source = triton.compiler.ASTSource(fn=mod.k, signature={"out": "*bf16", "k": "i64", "XBLOCK": "constexpr"},
+                                   constexprs={"XBLOCK": 128})
+ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+found["int64 number->torch.bfloat16"] = sorted({line.split()[0] for line in ptx.splitlines()
+                                               if line.strip().startswith("cvt") and "s64" in line})
 json.dump(found, sys.stdout)
 '''
 
@@ -706,7 +723,7 @@ def test_an_integer_cast_to_half_keeps_its_fp32_step_on_a_gpu():
     """On a GPU, Triton folds an integer's conversion to fp32 and then to fp16/bf16 into one
     conversion (``cvt.rn.bf16.s64``), which rounds once where eager rounds twice (int64
     ``2**24 + 2**16 + 1`` is bf16 16908288 that way, 16777216 in eager, on an H200); the
-    emitted cast keeps both. Compiled for sm_90 by Triton's ahead-of-time compiler, which needs
+    emitted cast keeps both, and so does a symbolic int read as a bf16 number. Compiled for sm_90 by Triton's ahead-of-time compiler, which needs
     no GPU, in a child process (Triton's interpreter, which the suite runs on a CPU, patches
     ``triton.language``)."""
     import json
@@ -718,7 +735,8 @@ def test_an_integer_cast_to_half_keeps_its_fp32_step_on_a_gpu():
     out = subprocess.run([sys.executable, "-c", _CAST_KERNEL], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     found = json.loads(out.stdout.strip().splitlines()[-1])
-    assert len(found) == 4, found
+    assert len(found) == 5, found
+    assert found.pop("int64 number->torch.bfloat16") == ["cvt.rn.f32.s64"]  # not cvt.rn.bf16.s64
     for cast, conversions in found.items():
         source = "s64" if "int64" in cast else "s32"
         half = "bf16" if "bfloat16" in cast else "f16"

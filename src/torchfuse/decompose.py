@@ -20,6 +20,7 @@ import struct
 import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
 from torch._decomp.decompositions import pw_cast_for_opmath
+from torch._prims_common import get_computation_dtype
 
 from .config import DecomposeTuning
 from .ir.graph_ops import FMA
@@ -443,16 +444,16 @@ def _same_floating_dtype(*tensors) -> bool:
     return all(t.dtype == tensors[0].dtype for t in tensors) and tensors[0].dtype.is_floating_point
 
 
-def mse_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1) -> torch.Tensor:
+def mse_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1, *, reference) -> torch.Tensor:
     """``aten.mse_loss`` as ATen's kernels compute it (``mse_kernel_cuda`` in
     aten/src/ATen/native/cuda/BinaryMiscOpsKernels.cu, the CPU kernel on ``Vectorized<scalar_t>``):
     the difference and its square each rounded to the inputs' dtype, then reduced (``reduction``:
     0 none, 1 mean, 2 sum). Returns a 0-dim tensor, or ``self``'s shape for none.
 
-    PyTorch's decomposition squares in fp32 for fp16/bf16 and rounds once: a third of fp16
-    elements an ulp from eager's. Mixed dtypes go to it (``NotImplemented``)."""
+    PyTorch's decomposition (``reference``) squares in fp32 for fp16/bf16 and rounds once: a
+    third of fp16 elements an ulp from eager's. Mixed dtypes and broadcast shapes go to it."""
     if not _same_floating_dtype(self, target) or self.shape != target.shape:
-        return NotImplemented
+        return reference(self, target, reduction)
     diff = aten.sub.Tensor(self, target)
     loss = aten.mul.Tensor(diff, diff)
     if reduction == 1:
@@ -749,11 +750,6 @@ def addmm_padded(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor, *, beta=1
     return _unpad(aten.addmm.default(bias, a, b, beta=beta, alpha=alpha), m, n, pads)
 
 
-def _opmath(dtype: torch.dtype) -> torch.dtype:
-    """PyTorch's opmath dtype: fp32 for fp16/bf16, the dtype itself otherwise."""
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
-
-
 def _plain_number(value) -> bool:
     """``value`` is a Python int or float known at trace time (not symbolic, not NaN) within fp32's
     range, so that the kernels' formula can be written with it as a constant."""
@@ -781,7 +777,7 @@ def lerp_scalar(start, end, weight, *, reference):
     multiply-add, with the weight converted to the opmath dtype, as the kernels convert it.
     Every decomposition here returns eager's output strides (:func:`_eager_strides`)."""
     if start.dtype.is_floating_point and end.dtype == start.dtype and _plain_number(weight):
-        op = _opmath(start.dtype)
+        op = get_computation_dtype(start.dtype)
         start_, end_ = start.to(op), end.to(op)
         w = float(weight) if op == torch.float64 else _to_fp32(float(weight))
         small = abs(w) < 0.5
@@ -798,7 +794,7 @@ def lerp_tensor(start, end, weight, *, reference):
     dtype = start.dtype
     if not (dtype.is_floating_point and end.dtype == dtype and weight.dtype == dtype):
         return reference(start, end, weight)
-    op = _opmath(dtype)
+    op = get_computation_dtype(dtype)
     start_, end_, w = start.to(op), end.to(op), weight.to(op)
     diff = aten.sub.Tensor(end_, start_)
     small = aten.lt.Scalar(aten.abs.default(w), 0.5)
@@ -817,9 +813,9 @@ def addcmul(self, tensor1, tensor2, *, value=1, reference):
     if not (dtype.is_floating_point and tensor1.dtype == dtype and tensor2.dtype == dtype
             and _plain_number(value)):
         return _eager_strides(reference(self, tensor1, tensor2, value=value), self, tensor1, tensor2)
-    op = _opmath(dtype)
+    op = get_computation_dtype(dtype)
     s, t1, t2 = self.to(op), tensor1.to(op), tensor2.to(op)
-    if value == 1:
+    if (value if op == torch.float64 else _to_fp32(float(value))) == 1:  # (CUDA compares its opmath value)
         out = FMA(t1, t2, s)
     elif self.device.type == "cuda":
         out = aten.add.Tensor(s, aten.mul.Tensor(t1, t2), alpha=value)
@@ -838,7 +834,7 @@ def addcdiv(self, tensor1, tensor2, *, value=1, reference):
     if not (self.device.type == "cuda" and dtype.is_floating_point and tensor1.dtype == dtype
             and tensor2.dtype == dtype and _plain_number(value)):
         return _eager_strides(reference(self, tensor1, tensor2, value=value), self, tensor1, tensor2)
-    op = _opmath(dtype)
+    op = get_computation_dtype(dtype)
     s, t1, t2 = self.to(op), tensor1.to(op), tensor2.to(op)
     out = aten.add.Tensor(s, aten.div.Tensor(t1, t2), alpha=value)
     return _eager_strides(out.to(dtype), self, tensor1, tensor2)
@@ -906,7 +902,7 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
     table[aten.soft_margin_loss.default] = soft_margin_loss
     table[aten.soft_margin_loss_backward.default] = soft_margin_loss_backward
     table[aten.native_group_norm_backward.default] = native_group_norm_backward
-    table[aten.mse_loss.default] = mse_loss
+    table[aten.mse_loss.default] = _bind(mse_loss, reference=table[aten.mse_loss.default])
     table[aten.mse_loss_backward.default] = mse_loss_backward
     table[aten.smooth_l1_loss_backward.default] = smooth_l1_loss_backward
     table[aten.huber_loss_backward.default] = huber_loss_backward

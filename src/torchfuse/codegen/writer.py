@@ -313,8 +313,8 @@ class KernelWriter(Reductions):
                 # each device's kernels read it their way (OpDef.host_scalar); the kernel picks
                 gpu = self.cast_operand(var, dt, x.meta.dtype, compute, common)
                 args.append(f"tf_by_device({gpu}, {convert(var, dt, compute)})")
-            elif opdef.unrounded_scalars and common in HALF_DTYPES and x.meta.dtype != common and one_element(x):
-                args.append(convert(var, dt, compute))  # a Scalar argument's value (OpDef.unrounded_scalars)
+            elif i == opdef.unrounded_scalar and common in HALF_DTYPES and x.meta.dtype != common and one_element(x):
+                args.append(convert(var, dt, compute))  # a Scalar argument's value (OpDef.unrounded_scalar)
             elif opdef.promoted is None or i in opdef.promoted:
                 args.append(self.cast_operand(var, dt, x.meta.dtype, compute, common))
             else:

@@ -15,6 +15,7 @@ import sympy
 import torch
 
 from ..ir.graph import Value
+from ..ir.graph_ops import FMA, fma_reference
 from .program import SizeOf
 from .sizes import evaluate
 
@@ -33,10 +34,12 @@ def _broadcast_in_dim(x, shape, broadcast_dims):
     return x.expand(shape)
 
 
-#: differentiable ATen spellings of the prims the definition records (prims have no autograd)
+#: differentiable ATen spellings of the prims and graph ops the definition records (which have
+#: no autograd formula functorch can use)
 _EAGER = {
     prims.broadcast_in_dim.default: _broadcast_in_dim,
     prims.convert_element_type.default: lambda x, dtype: x.to(dtype),
+    FMA: fma_reference,
 }
 
 

@@ -156,8 +156,9 @@ def runtime_number_operand(name: str, compute: torch.dtype, common: torch.dtype 
     high = f"tl.full([], {name}, {triton_dtype(compute)})"
     if common is None or rule == "compute" or not compute.is_floating_point or not common.is_floating_point:
         return high
-    low = convert(f"tl.full([], {name}, tl.float32)", torch.float32, common) if common in HALF_DTYPES \
-        else f"tl.full([], {name}, {triton_dtype(common)})"  # (an int reaches fp16/bf16 through fp32, as c10's)
+    # an int reaches fp16/bf16 through fp32, as c10's (opaque: a GPU compiler folds the two steps)
+    low = convert(f"tf_fp32_opaque(tl.full([], {name}, tl.float32))", torch.float32, common) \
+        if common in HALF_DTYPES else f"tl.full([], {name}, {triton_dtype(common)})"
     low = f"{low}.to({triton_dtype(compute)})"
     return low if rule == "common" else f"tf_by_device({high}, {low})"
 

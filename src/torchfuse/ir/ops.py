@@ -79,11 +79,12 @@ class OpDef:
             ``original_scalar_value<opmath_t>(2)`` in ``ATen/native/cpu/BinaryOpsKernel.cpp``;
             its CUDA kernels load it as the tensors' dtype, ``BinaryFunctor`` in
             ``ATen/native/cuda/Loops.cuh``), or ``None``.
-        unrounded_scalars: a one-element operand of another dtype than the fp16/bf16 tensors' is
-            read unrounded in the compute dtype, as ATen's kernels read a ``Scalar`` argument
-            (``prims.fma``, which TorchDynamo writes for ``addcmul_``/``addcdiv_`` with a tensor
-            ``value`` and ``add_`` with a tensor ``alpha``: each read in fp32 by the CUDA
-            kernels, and by the CPU ones but ``add_``'s, which rounds it).
+        unrounded_scalar: the input read unrounded in the compute dtype when it holds one
+            element of another dtype than the fp16/bf16 tensors', as ATen's kernels read a
+            ``Scalar`` argument, or ``None``: the multiplier of ``prims.fma``, which TorchDynamo
+            writes for ``addcmul_``/``addcdiv_`` with a tensor ``value`` and ``add_`` with a
+            tensor ``alpha`` (each read in fp32 by the CUDA kernels, and by the CPU ones but
+            ``add_``'s, which rounds it).
     """
 
     name: str
@@ -99,7 +100,7 @@ class OpDef:
     opmath: bool = True
     numbers: Any = "compute"
     host_scalar: int | None = None
-    unrounded_scalars: bool = False
+    unrounded_scalar: int | None = None
 
 
 REGISTRY: dict[str, OpDef] = {}

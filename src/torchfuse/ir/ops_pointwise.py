@@ -281,12 +281,12 @@ def _emit_trunc_like(name: str):
 
 def pointwise(name, overloads, emit, *, promotion=PROMOTE.DEFAULT, parse=None, nargs=1,
               dtypes=ALL_DTYPES, domain=None, promoted=None, integer_division=False, opmath=True,
-              numbers="compute", host_scalar=None, unrounded_scalars=False):
+              numbers="compute", host_scalar=None, unrounded_scalar=None):
     names = ("self", "other", "third")[:nargs]
     register(OpDef(name=name, kind="pointwise", aten=tuple(overloads), parse=parse or parse_operands(*names),
                    emit=emit, promotion=promotion, promoted=promoted, dtypes=frozenset(dtypes),
                    domain=domain, integer_division=integer_division, opmath=opmath, numbers=numbers,
-                   host_scalar=host_scalar, unrounded_scalars=unrounded_scalars))
+                   host_scalar=host_scalar, unrounded_scalar=unrounded_scalar))
 
 
 
@@ -399,7 +399,7 @@ def _parse_where(args, kwargs):
 
 
 pointwise("fma", [FMA], lambda a, dt, at: f"libdevice.fma({a[0]}, {a[1]}, {a[2]})", nargs=3, dtypes=FLOAT,
-          unrounded_scalars=True)
+          unrounded_scalar=1)
 pointwise("where", [aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar],
           _emit_where, parse=_parse_where, nargs=3, promoted=(1, 2))
 pointwise("clamp", [aten.clamp.default, aten.clamp.Tensor], _emit_clamp, parse=_parse_clamp, nargs=3,

@@ -44,16 +44,17 @@ def fma(a, b, c) -> torch.Tensor:
     rounded to odd (nudged one fp64 ulp toward the error when it was inexact and even) then
     rounds to fp32 as the exact value would (Boldo and Melquiond, "Emulation of FMA and
     correctly rounded sums: proved algorithms using rounding to odd", 2008). fp64: exact
-    rational arithmetic per finite element. Non-finite operands give ``a * b + c``.
+    rational arithmetic per finite element. With a non-finite operand the product is taken
+    exact: an infinite ``c`` with finite ``a`` and ``b`` is ``c`` (``a * b`` would overflow to inf
+    first and give NaN against ``-c``).
     """
     dtype = next(x.dtype for x in (a, b, c) if isinstance(x, torch.Tensor))
     a, b, c = (x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=dtype) for x in (a, b, c))
     a, b, c = torch.broadcast_tensors(a.to(dtype), b.to(dtype), c.to(dtype))
-    plain = a * b + c
     if dtype == torch.float64:
         from fractions import Fraction
 
-        out = plain.clone()
+        out = a * b + c
         finite = (a.isfinite() & b.isfinite() & c.isfinite()).reshape(-1)
         flat_a, flat_b, flat_c, flat_out = a.reshape(-1), b.reshape(-1), c.reshape(-1), out.view(-1)
         for i in finite.nonzero().reshape(-1).tolist():
@@ -63,7 +64,7 @@ def fma(a, b, c) -> torch.Tensor:
                     flat_out[i] = float(exact)
                 except OverflowError:
                     flat_out[i] = float("inf") if exact > 0 else float("-inf")
-        return out
+        return torch.where(c.isinf() & a.isfinite() & b.isfinite(), c, out)
     p = a.double() * b.double()
     wide_c = c.double()
     s = p + wide_c
@@ -72,7 +73,7 @@ def fma(a, b, c) -> torch.Tensor:
     even = (s.view(torch.int64) & 1) == 0
     nudge = s.isfinite() & (err != 0) & even
     s = torch.where(nudge, torch.nextafter(s, torch.where(err > 0, torch.inf, -torch.inf).double()), s)
-    return torch.where(p.isfinite() & wide_c.isfinite(), s.to(dtype), plain)
+    return s.to(dtype)  # (an fp32 product is finite in fp64: non-finite operands sum as IEEE's fma)
 
 
 def fmod(a, b) -> torch.Tensor:
