@@ -682,39 +682,33 @@ from triton.backends.compiler import GPUTarget
 from torchfuse.codegen import helpers
 from torchfuse.ir.emit import convert, runtime_number_operand
 
+
+def conversions(params, store, signature):
+    """The cvt instructions of a kernel storing ``store``, compiled for sm_90."""
+    text = helpers.kernel_header() + helpers.helpers_on_demand() + (
+        f"\n@triton.jit\ndef k({params}, XBLOCK: tl.constexpr):\n"
+        f"    i = tl.arange(0, XBLOCK)\n    tl.store(out + i, {store})\n")
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
+        fh.write(text)
+    spec = importlib.util.spec_from_file_location("cast_kernel", fh.name)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    source = triton.compiler.ASTSource(fn=mod.k, signature={**signature, "XBLOCK": "constexpr"},
+                                       constexprs={"XBLOCK": 128})
+    ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+    return sorted({line.split()[0] for line in ptx.splitlines() if line.strip().startswith("cvt")})
+
+
 ptr = {torch.int64: "*i64", torch.int32: "*i32", torch.bfloat16: "*bf16", torch.float16: "*fp16"}
 found = {}
 for src in (torch.int64, torch.int32):
     for dst in (torch.bfloat16, torch.float16):
-        text = helpers.kernel_header() + helpers.helpers_on_demand() + (
-            "\n@triton.jit\ndef k(inp, out, XBLOCK: tl.constexpr):\n"
-            "    i = tl.arange(0, XBLOCK)\n"
-            f"    tl.store(out + i, {convert('tl.load(inp + i)', src, dst)})\n")
-        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
-            fh.write(text)
-        spec = importlib.util.spec_from_file_location("cast_kernel", fh.name)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        source = triton.compiler.ASTSource(fn=mod.k, signature={"inp": ptr[src], "out": ptr[dst], "XBLOCK": "constexpr"},
-                                           constexprs={"XBLOCK": 128})
-        ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
-        found[f"{src}->{dst}"] = sorted({line.split()[0] for line in ptx.splitlines() if line.strip().startswith("cvt")})
+        found[f"{src}->{dst}"] = conversions("inp, out", convert("tl.load(inp + i)", src, dst),
+                                             {"inp": ptr[src], "out": ptr[dst]})
 # a symbolic int read as a bf16 number (fmod's rule), from an int64 kernel argument
 number = runtime_number_operand("k", torch.float32, torch.bfloat16, "common")
-text = helpers.kernel_header() + helpers.helpers_on_demand() + (
-    "\n@triton.jit\ndef k(out, k, XBLOCK: tl.constexpr):\n"
-    "    i = tl.arange(0, XBLOCK)\n"
-    f"    tl.store(out + i, (i * {number}).to(tl.bfloat16))\n")
-with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
-    fh.write(text)
-spec = importlib.util.spec_from_file_location("number_kernel", fh.name)
-mod = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(mod)
-source = triton.compiler.ASTSource(fn=mod.k, signature={"out": "*bf16", "k": "i64", "XBLOCK": "constexpr"},
-                                   constexprs={"XBLOCK": 128})
-ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
-found["int64 number->torch.bfloat16"] = sorted({line.split()[0] for line in ptx.splitlines()
-                                               if line.strip().startswith("cvt") and "s64" in line})
+found["int64 number->torch.bfloat16"] = [c for c in conversions("out, k", f"(i * {number}).to(tl.bfloat16)",
+                                                                {"out": "*bf16", "k": "i64"}) if "s64" in c]
 json.dump(found, sys.stdout)
 '''
 
