@@ -779,9 +779,9 @@ def lerp_scalar(start, end, weight, *, reference):
     if start.dtype.is_floating_point and end.dtype == start.dtype and _plain_number(weight):
         op = get_computation_dtype(start.dtype)
         start_, end_ = start.to(op), end.to(op)
-        w = float(weight) if op == torch.float64 else _to_fp32(float(weight))
+        w = _in_dtype(float(weight), op)
         small = abs(w) < 0.5
-        alpha = w if small else (w - 1.0 if op == torch.float64 else _to_fp32(w - 1.0))
+        alpha = w if small else _in_dtype(w - 1.0, op)
         out = aten.add.Tensor(start_ if small else end_, aten.sub.Tensor(end_, start_), alpha=alpha)
         return _eager_strides(out.to(start.dtype), start, end)
     return reference(start, end, weight)
@@ -815,7 +815,7 @@ def addcmul(self, tensor1, tensor2, *, value=1, reference):
         return _eager_strides(reference(self, tensor1, tensor2, value=value), self, tensor1, tensor2)
     op = get_computation_dtype(dtype)
     s, t1, t2 = self.to(op), tensor1.to(op), tensor2.to(op)
-    if (value if op == torch.float64 else _to_fp32(float(value))) == 1:  # (CUDA compares its opmath value)
+    if _in_dtype(float(value), op) == 1:  # (CUDA compares its opmath value)
         out = FMA(t1, t2, s)
     elif self.device.type == "cuda":
         out = aten.add.Tensor(s, aten.mul.Tensor(t1, t2), alpha=value)
