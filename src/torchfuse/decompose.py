@@ -311,6 +311,115 @@ def scalar_tensor(s, *, dtype: torch.dtype | None = None, device=None):
     return NotImplemented
 
 
+def kernel_device(device: torch.device) -> str:
+    """Whose ATen kernels a decomposition follows where the devices' kernels round differently:
+    ``device.type``, ``"cuda"`` or ``"cpu"``. (Tests of the CUDA formulas on a machine without a
+    GPU replace this function.)"""
+    return device.type
+
+
+def _contracts_on(device: torch.device) -> bool:
+    """Whether ATen's kernels on ``device`` have a multiply and an add contracted into one fused
+    multiply-add where their source writes ``a * b + c`` (nvcc's default ``--fmad=true``; GCC's
+    contraction of ``Vectorized<float>`` arithmetic in the AVX2 and AVX512 CPU kernels, absent
+    from the ``DEFAULT`` capability's)."""
+    if kernel_device(device) != "cpu":
+        return True
+    return torch.backends.cpu.get_cpu_capability() != "DEFAULT"
+
+
+def _one_minus_square(y: torch.Tensor, contract: bool) -> torch.Tensor:
+    """``1 - y * y`` in ``y``'s dtype: one fused multiply-add, ``fma(-y, y, 1)``, where the
+    kernel's compiler contracts it (``contract``), else the square rounded first."""
+    if contract:
+        return FMA(aten.neg.default(y), y, aten.full_like(y, 1))
+    return 1 - y * y
+
+
+def tanh_backward(out_grad: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """``aten.tanh_backward`` (``out_grad * (1 - y * y)``) as each device's ATen kernel rounds it.
+    CUDA's ``tanh_backward_kernel_cuda`` computes in the tensors' own dtype: fp16/bf16 round
+    every step, and nvcc contracts the fp32/fp64 form into ``out_grad * fma(-y, y, 1)``. The CPU
+    kernel computes fp16/bf16 in fp32, with the contraction on AVX2/AVX512 builds. (PyTorch's
+    decomposition computes in fp32 and rounds the square: on an H100, 72% of fp32 and 47% of
+    fp16 elements were an ulp from eager's.) Other dtypes (complex) take PyTorch's
+    decomposition."""
+    dtype = out_grad.dtype
+    if not (dtype.is_floating_point and y.dtype == dtype):
+        from torch._decomp.decompositions import tanh_backward as pytorch_tanh_backward
+
+        return pytorch_tanh_backward(out_grad, y)
+    if kernel_device(y.device) == "cuda" and dtype in (torch.float16, torch.bfloat16):
+        return out_grad * (1 - y * y)
+    op = get_computation_dtype(dtype)
+    out = out_grad.to(op) * _one_minus_square(y.to(op), _contracts_on(y.device))
+    return out.to(dtype)
+
+
+def sigmoid_backward(out_grad: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """``aten.sigmoid_backward`` as each device's ATen kernel rounds it: ``(out_grad * (1 - y)) *
+    y``, in that order (PyTorch's decomposition multiplies ``y * (1 - y)`` first). CUDA's
+    ``sigmoid_backward_kernel_cuda`` computes in the tensors' own dtype (fp16/bf16 round every
+    step); the CPU kernel does so for fp16 and computes bf16 in fp32, rounding once (measured
+    on both devices, bit for bit). Other dtypes take PyTorch's decomposition."""
+    dtype = out_grad.dtype
+    if not (dtype.is_floating_point and y.dtype == dtype):
+        from torch._decomp.decompositions import sigmoid_backward as pytorch_sigmoid_backward
+
+        return pytorch_sigmoid_backward(out_grad, y)
+    if dtype == torch.bfloat16 and kernel_device(y.device) == "cpu":
+        return ((out_grad.float() * (1 - y.float())) * y.float()).to(dtype)
+    return (out_grad * (1 - y)) * y
+
+
+def hardswish_backward(grad_output: torch.Tensor, self: torch.Tensor) -> torch.Tensor:
+    """``aten.hardswish_backward`` as ATen's kernels compute it (CUDA's
+    ``hardswish_backward_kernel``, the CPU's vector kernel): in the opmath dtype, ``grad *
+    (self / 3 + 0.5)`` for ``-3 < self < 3``, 0 at or below -3, ``grad`` above, rounded once.
+    ``self / 3`` is a true division there; PyTorch's decomposition divides by the number 3,
+    which on a GPU is a multiplication by its reciprocal (eager's ``x / 3`` kernel), 13% of fp32
+    elements an ulp apart on an H100. The divisor is written as a tensor to keep the division."""
+    dtype = self.dtype
+    op = get_computation_dtype(dtype)
+    g, x = grad_output.to(op), self.to(op)
+    inner = g * (x / aten.full_like(x, 3) + 0.5)
+    out = aten.where.self(x <= -3, aten.full_like(g, 0), aten.where.self(x < 3, inner, g))
+    return out.to(dtype)
+
+
+def softmax_backward_data(grad_output: torch.Tensor, output: torch.Tensor, dim: int,
+                          input_dtype: torch.dtype, *, reference) -> torch.Tensor:
+    """``aten._softmax_backward_data`` on CUDA tensors as ATen computes it
+    (``softmax_backward_cuda_out`` in aten/src/ATen/native/cuda/SoftMax.cu): first ``tmp = grad *
+    output``, a separate multiply rounded to the tensors' dtype, then in fp32 ``tmp - output *
+    sum(tmp)``, which nvcc contracts into ``fma(-output, sum, tmp)``, rounded to ``input_dtype``.
+    PyTorch's decomposition (``reference``, which CPU tensors and mixed dtypes take) keeps the
+    product in fp32: on an H100, a quarter of fp16 and a third of bf16 elements were a 16-bit
+    ulp from eager's. Returns a contiguous tensor of ``output``'s shape."""
+    if not (kernel_device(grad_output.device) == "cuda" and grad_output.dtype == output.dtype
+            and output.dtype.is_floating_point):
+        return reference(grad_output, output, dim, input_dtype)
+    op = get_computation_dtype(output.dtype)
+    tmp = (grad_output * output).to(op)
+    total = aten.sum.dim_IntList(tmp, [dim], True)
+    return FMA(aten.neg.default(output.to(op)), total, tmp).to(input_dtype).contiguous()
+
+
+def log_softmax_backward_data(grad_output: torch.Tensor, output: torch.Tensor, dim: int,
+                              input_dtype: torch.dtype, *, reference) -> torch.Tensor:
+    """``aten._log_softmax_backward_data`` on CUDA tensors as ATen computes it (SoftMax.cu's
+    ``LogSoftMaxBackwardEpilogue``): in fp32, ``grad - exp(output) * sum(grad)`` contracted by nvcc
+    into ``fma(-exp(output), sum, grad)``, rounded to ``input_dtype``. CPU tensors and mixed
+    dtypes take PyTorch's decomposition (``reference``), which rounds the product."""
+    if not (kernel_device(grad_output.device) == "cuda" and grad_output.dtype == output.dtype
+            and output.dtype.is_floating_point):
+        return reference(grad_output, output, dim, input_dtype)
+    op = get_computation_dtype(output.dtype)
+    g = grad_output.to(op)
+    total = aten.sum.dim_IntList(g, [dim], True)
+    return FMA(aten.neg.default(aten.exp.default(output.to(op))), total, g).to(input_dtype)
+
+
 def hardsigmoid_backward(grad_output: torch.Tensor, self: torch.Tensor) -> torch.Tensor:
     """``aten.hardsigmoid_backward`` as ATen's kernels compute it: ``grad`` times fp32's 1/6
     inside (-3, 3), else 0, in every dtype (``one_sixth(1.0f / 6.0f)`` in
@@ -455,10 +564,56 @@ def mse_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1, *, re
     if not _same_floating_dtype(self, target) or self.shape != target.shape:
         return reference(self, target, reduction)
     diff = aten.sub.Tensor(self, target)
-    loss = aten.mul.Tensor(diff, diff)
+    return _reduced(aten.mul.Tensor(diff, diff), reduction)
+
+
+def _reduced(loss: torch.Tensor, reduction: int) -> torch.Tensor:
+    """``loss`` under ``reduction`` (0 none, 1 mean, 2 sum), as ATen's losses reduce their
+    elementwise tensor."""
     if reduction == 1:
         return aten.mean.default(loss)
     return aten.sum.default(loss) if reduction == 2 else loss
+
+
+def _eager_cuda_loss(self: torch.Tensor, target: torch.Tensor, parameter) -> bool:
+    """Whether a loss's CUDA decomposition below applies: CUDA tensors of one floating dtype
+    and one shape, and a positive number as its parameter (``beta``, ``delta``)."""
+    return (kernel_device(self.device) == "cuda" and _same_floating_dtype(self, target) and self.shape == target.shape
+            and _plain_number(parameter) and parameter > 0)
+
+
+def smooth_l1_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1, beta: float = 1.0, *,
+                   reference) -> torch.Tensor:
+    """``aten.smooth_l1_loss`` of CUDA tensors as ATen's kernel (``smooth_l1_kernel_cuda``)
+    computes it, in the tensors' own dtype, every step rounded: ``z = |self - target|``, then
+    ``0.5 * z * z / beta`` below ``beta``, else ``z - 0.5 * beta``, with ``beta`` converted to that
+    dtype. PyTorch's decomposition (``reference``, which CPU tensors, mixed dtypes, broadcast
+    shapes and ``beta == 0`` take) computes fp16/bf16 in fp32 from the unrounded difference: 7%
+    of elements a 16-bit ulp from eager's on an H100."""
+    if not _eager_cuda_loss(self, target, beta):
+        return reference(self, target, reduction, beta)
+    b = _in_dtype(float(beta), self.dtype)
+    z = aten.abs.default(aten.sub.Tensor(self, target))
+    # a tensor divisor keeps a true division (a number would be a multiplication by 1 / beta)
+    quadratic = aten.div.Tensor(aten.mul.Tensor(aten.mul.Tensor(z, 0.5), z), aten.full_like(z, b))
+    linear = aten.sub.Tensor(z, _in_dtype(0.5 * b, self.dtype))
+    return _reduced(aten.where.self(aten.lt.Scalar(z, b), quadratic, linear), reduction)
+
+
+def huber_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1, delta: float = 1.0, *,
+               reference) -> torch.Tensor:
+    """``aten.huber_loss`` of CUDA tensors as ATen's kernel (``huber_kernel_cuda``) computes it,
+    in the tensors' own dtype, every step rounded: ``z = |self - target|``, then ``0.5 * z * z``
+    below ``delta``, else ``delta * (z - 0.5 * delta)``, with ``delta`` converted to that dtype.
+    Other cases take PyTorch's decomposition (``reference``), which computes fp16/bf16 in fp32
+    (a third of fp16 elements a 16-bit ulp from eager's on an H100 for ``delta=0.7``)."""
+    if not _eager_cuda_loss(self, target, delta):
+        return reference(self, target, reduction, delta)
+    d = _in_dtype(float(delta), self.dtype)
+    z = aten.abs.default(aten.sub.Tensor(self, target))
+    quadratic = aten.mul.Tensor(aten.mul.Tensor(z, 0.5), z)
+    linear = aten.mul.Tensor(aten.sub.Tensor(z, _in_dtype(0.5 * d, self.dtype)), d)
+    return _reduced(aten.where.self(aten.lt.Scalar(z, d), quadratic, linear), reduction)
 
 
 def mse_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
@@ -817,7 +972,7 @@ def addcmul(self, tensor1, tensor2, *, value=1, reference):
     s, t1, t2 = self.to(op), tensor1.to(op), tensor2.to(op)
     if _in_dtype(float(value), op) == 1:  # (CUDA compares its opmath value)
         out = FMA(t1, t2, s)
-    elif self.device.type == "cuda":
+    elif kernel_device(self.device) == "cuda":
         out = aten.add.Tensor(s, aten.mul.Tensor(t1, t2), alpha=value)
     else:
         out = FMA(aten.mul.Tensor(t1, value), t2, s)
@@ -831,7 +986,7 @@ def addcdiv(self, tensor1, tensor2, *, value=1, reference):
     ``self + tensor1 / tensor2`` for ``value == 1`` and ``fma(value, tensor1 / tensor2, self)``
     otherwise."""
     dtype = self.dtype
-    if not (self.device.type == "cuda" and dtype.is_floating_point and tensor1.dtype == dtype
+    if not (kernel_device(self.device) == "cuda" and dtype.is_floating_point and tensor1.dtype == dtype
             and tensor2.dtype == dtype and _plain_number(value)):
         return _eager_strides(reference(self, tensor1, tensor2, value=value), self, tensor1, tensor2)
     op = get_computation_dtype(dtype)
@@ -898,12 +1053,21 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
     table[aten.native_dropout.default] = native_dropout
     table[aten.logit_backward.default] = logit_backward
     table[aten.hardsigmoid_backward.default] = hardsigmoid_backward
+    table[aten._softmax_backward_data.default] = _bind(
+        softmax_backward_data, reference=table[aten._softmax_backward_data.default])
+    table[aten._log_softmax_backward_data.default] = _bind(
+        log_softmax_backward_data, reference=table[aten._log_softmax_backward_data.default])
+    table[aten.hardswish_backward.default] = hardswish_backward
+    table[aten.tanh_backward.default] = tanh_backward
+    table[aten.sigmoid_backward.default] = sigmoid_backward
     table[torch.ops.prims.scalar_tensor.default] = scalar_tensor
     table[aten.soft_margin_loss.default] = soft_margin_loss
     table[aten.soft_margin_loss_backward.default] = soft_margin_loss_backward
     table[aten.native_group_norm_backward.default] = native_group_norm_backward
     table[aten.mse_loss.default] = _bind(mse_loss, reference=table[aten.mse_loss.default])
     table[aten.mse_loss_backward.default] = mse_loss_backward
+    table[aten.smooth_l1_loss.default] = _bind(smooth_l1_loss, reference=table[aten.smooth_l1_loss.default])
+    table[aten.huber_loss.default] = _bind(huber_loss, reference=table[aten.huber_loss.default])
     table[aten.smooth_l1_loss_backward.default] = smooth_l1_loss_backward
     table[aten.huber_loss_backward.default] = huber_loss_backward
     table[aten.binary_cross_entropy.default] = binary_cross_entropy

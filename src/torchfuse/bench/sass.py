@@ -127,6 +127,8 @@ def compile_sm90(spec: dict, dump: str | None = None) -> tuple[int, int, collect
     import triton
     from triton.backends.compiler import GPUTarget
 
+    from ..runtime.compile import triton_options
+
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
         fh.write(spec["text"])
     mod_spec = importlib.util.spec_from_file_location(f"sass_{abs(hash(spec['text']))}", fh.name)
@@ -136,7 +138,7 @@ def compile_sm90(spec: dict, dump: str | None = None) -> tuple[int, int, collect
     attrs = {(i,): [["tt.divisibility", 16]] for i in spec["divisible"]}
     src = triton.compiler.ASTSource(fn=fn, signature=spec["signature"], constexprs=spec["constexprs"], attrs=attrs)
     compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                              options={"num_warps": spec["num_warps"], "enable_fp_fusion": spec.get("fp_fusion", True)})
+                              options={"num_warps": spec["num_warps"], **triton_options(spec.get("fp_fusion", True))})
     tools = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as fh:
         fh.write(compiled.asm["cubin"])

@@ -29,6 +29,17 @@ _loaded: dict[tuple[str, bool, tuple[str, ...]], "Kernel"] = {}
 _lock = threading.Lock()
 
 
+def triton_options(fp_fusion: bool) -> dict:
+    """Triton compile options of every generated kernel.
+
+    ``enable_fp_fusion=fp_fusion``, and libdevice without flush-to-zero: Triton's default
+    (``enable_reflect_ftz=True``) makes libdevice's fp32 functions, ``div_rn`` and ``sqrt_rn``
+    flush subnormal inputs and results to zero, where PyTorch's CUDA kernels keep them
+    (``expm1``, ``sin``, ``tanh``, ``rsqrt`` of a subnormal, or a quotient that underflows
+    to one, differ otherwise)."""
+    return {"enable_fp_fusion": fp_fusion, "enable_reflect_ftz": False}
+
+
 class Kernel:
     """A loaded kernel.
 
@@ -80,7 +91,7 @@ class Kernel:
             # Triton's compiled kernel without launching it, so that it is loaded for PyTorch's
             # launcher and Triton's own (a C compiler run for its signature) is never built
             compiled = fn.warmup(*args, grid=grid, XBLOCK=XBLOCK, RBLOCK=RBLOCK, num_warps=num_warps,
-                                 enable_fp_fusion=fp_fusion)
+                                 **triton_options(fp_fusion))
             if recompile_log.isEnabledFor(logging.INFO):
                 # seconds here, not milliseconds, mean Triton compiled at the launch: a
                 # specialization the compile before the first call did not cover
@@ -92,7 +103,7 @@ class Kernel:
                 binaries[key] = binary
                 binary(grid[0], grid[1] if len(grid) > 1 else 1, raw_stream(device_index), [*args, XBLOCK, RBLOCK])
                 return
-        fn[grid](*args, XBLOCK=XBLOCK, RBLOCK=RBLOCK, num_warps=num_warps, enable_fp_fusion=fp_fusion)
+        fn[grid](*args, XBLOCK=XBLOCK, RBLOCK=RBLOCK, num_warps=num_warps, **triton_options(fp_fusion))
 
     def warmup(self, stage: int, grid: tuple, args: Sequence, XBLOCK: int, RBLOCK: int, num_warps: int,
                fp_fusion: bool = True) -> None:
@@ -106,7 +117,7 @@ class Kernel:
         if recompile_log.isEnabledFor(logging.INFO):
             self.warmed.setdefault(stage, []).append(describe_args(args, XBLOCK, RBLOCK, num_warps, fp_fusion))
         return self.fns[stage].warmup(*args, grid=grid, XBLOCK=XBLOCK, RBLOCK=RBLOCK, num_warps=num_warps,
-                                      enable_fp_fusion=fp_fusion)
+                                      **triton_options(fp_fusion))
 
     def coverage(self, stage: int, args: Sequence, XBLOCK: int, RBLOCK: int, num_warps: int,
                  fp_fusion: bool) -> str:
