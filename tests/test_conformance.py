@@ -96,8 +96,10 @@ def test_wrong_kernel_fails(op_db, monkeypatch, dtype):
 
 
 def test_wrong_gradient_fails(op_db, monkeypatch):
-    """A wrong kernel that only the backward graph uses (``tanh``'s gradient is ``1 - y*y``:
-    a ``sub`` and ``mul``) is found through the gradients."""
+    """A wrong kernel that only the backward graph uses (``tanh``'s gradient ``grad * (1 - y*y)``
+    computes ``1 - y*y`` as one ``fma`` where eager's kernel contracts it, else with a ``sub``) is
+    found through the gradients."""
+    _sabotage(monkeypatch, "fma", "({} + 0.25)")
     _sabotage(monkeypatch, "sub", "({} + 0.25)")
     verdict = run(op_db, "tanh", "float32", max_samples=1)["float32"]
     assert verdict.status == "fail", verdict

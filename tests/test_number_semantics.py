@@ -809,7 +809,7 @@ def test_cuda_kernels_formulas(op, dtype, monkeypatch):
     against CUDA eager; on a CPU, where CPU tensors take PyTorch's decompositions, the CUDA
     branch (``kernel_device`` replaced) against the kernels' formulas computed step by step.
     Rows whose sums are exact, so that summation order cannot change a bit."""
-    from torchfuse import decompose
+    from torchfuse import kernel_formulas
 
     fn = _CUDA_KERNEL_OPS[op]
     if op.endswith("backward"):
@@ -820,7 +820,7 @@ def test_cuda_kernels_formulas(op, dtype, monkeypatch):
     if DEVICE == "cuda":
         check_bits(fn, *args)
         return
-    monkeypatch.setattr(decompose, "kernel_device", lambda device: "cuda")
+    monkeypatch.setattr(kernel_formulas, "kernel_device", lambda device: "cuda")
     actual, graphs = run_compiled(fn, *args)
     assert_same_bits(actual, _cuda_formula(op, dtype, *args))
     assert_all_fused(graphs)

@@ -4,7 +4,7 @@
 fusedMultiplyAdd), in the operands' promoted dtype, or for fp16/bf16 in fp32 and then rounded
 to it. PyTorch's ``addcmul`` and ``lerp`` kernels compute a fused multiply-add on both devices
 (``std::fma`` and nvcc's contraction on CUDA, ``vec::fmadd`` on CPU), which no chain of ATen ops
-reproduces: a ``mul`` rounds its product. The decompositions in :mod:`torchfuse.decompose`
+reproduces: a ``mul`` rounds its product. The decompositions in :mod:`torchfuse.kernel_formulas`
 write these ops with it, and the registry fuses it as ``libdevice.fma``.
 
 Run through ATen (an unfused graph, or a fusion group's fallback), it calls ``addcmul`` with

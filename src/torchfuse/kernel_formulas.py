@@ -1,0 +1,480 @@
+"""Decompositions that compute as ATen's kernels do where PyTorch's own decompositions round
+otherwise: activation and softmax gradients, losses, and ``lerp``, ``addcmul`` and ``addcdiv``.
+
+Each follows the formula of ATen's kernel for its device, read in PyTorch's source and checked
+bit for bit against eager on an H100 and on a CPU (benchmarks/NOTES.md): which steps round to
+fp16/bf16, which multiply and add nvcc contracts into one fused multiply-add (``FMA``), which
+division is a true one. :mod:`torchfuse.decompose` puts them in its table.
+"""
+from __future__ import annotations
+
+import functools
+import struct
+
+import torch
+from torch._prims_common import get_computation_dtype
+
+from .ir.graph_ops import FMA
+
+aten = torch.ops.aten
+
+
+def logit_backward(grad_output: torch.Tensor, self: torch.Tensor, eps: float | None = None) -> torch.Tensor:
+    """``aten.logit_backward`` as ATen's CUDA kernel computes it (``logit_backward_kernel_cuda``
+    in aten/src/ATen/native/cuda/BinaryMiscBackwardOpsKernels.cu): in the accumulation type
+    (fp32 for fp16, bf16 and fp32; fp64 for fp64), ``grad / (x * (1 - x))``, NaN outside [0, 1]
+    without ``eps`` (or with a negative one), 0 outside [eps, 1 - eps] with it, rounded once to
+    the input's dtype; a NaN ``x`` compares inside either way, so its gradient is NaN.
+
+    PyTorch's decomposition keeps the quotient only where ``x`` compares inside, so with
+    ``eps`` a NaN ``x`` got a 0 gradient, and it reads a negative ``eps`` as bounds. (CPU eager
+    compares and divides in the input's dtype: in bf16 ``1 - 1e-6`` is 1, so at ``x = 1`` its
+    gradient is infinite where CUDA's is 0; its scalar loop multiplies ``grad`` by inf at 0
+    and 1 where its vector loop and CUDA divide, so the sign at -0.0 differs between them.)"""
+    acc = torch.promote_types(self.dtype, torch.float32)
+    x = self.to(acc)
+    quotient = grad_output.to(acc) / (x * (1.0 - x))
+    if eps is not None and eps >= 0:
+        hi = 1.0 - eps if acc == torch.float64 else _to_fp32(1.0 - _to_fp32(eps))  # ``T_ACC(1) - eps``
+        result = torch.where((x < eps) | (x > hi), 0.0, quotient)
+    else:
+        result = torch.where((x < 0) | (x > 1), float("nan"), quotient)
+    return result.to(self.dtype)
+
+
+def _to_fp32(value: float) -> float:
+    """``value`` rounded to fp32 (to nearest, ties to even), as a Python float."""
+    return struct.unpack("f", struct.pack("f", value))[0]
+
+
+def kernel_device(device: torch.device) -> str:
+    """Whose ATen kernels a decomposition follows where the devices' kernels round differently:
+    ``device.type``, ``"cuda"`` or ``"cpu"``. (Tests of the CUDA formulas on a machine without a
+    GPU replace this function.)"""
+    return device.type
+
+
+def _contracts_on(device: torch.device) -> bool:
+    """Whether ATen's kernels on ``device`` have a multiply and an add contracted into one fused
+    multiply-add where their source writes ``a * b + c`` (nvcc's default ``--fmad=true``; GCC's
+    contraction of ``Vectorized<float>`` arithmetic in the AVX2 and AVX512 CPU kernels, absent
+    from the ``DEFAULT`` capability's)."""
+    if kernel_device(device) != "cpu":
+        return True
+    return torch.backends.cpu.get_cpu_capability() != "DEFAULT"
+
+
+def _one_minus_square(y: torch.Tensor, contract: bool) -> torch.Tensor:
+    """``1 - y * y`` in ``y``'s dtype: one fused multiply-add, ``fma(-y, y, 1)``, where the
+    kernel's compiler contracts it (``contract``), else the square rounded first."""
+    if contract:
+        return FMA(aten.neg.default(y), y, aten.full_like(y, 1))
+    return 1 - y * y
+
+
+def tanh_backward(out_grad: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """``aten.tanh_backward`` (``out_grad * (1 - y * y)``) as each device's ATen kernel rounds it.
+    CUDA's ``tanh_backward_kernel_cuda`` computes in the tensors' own dtype: fp16/bf16 round
+    every step, and nvcc contracts the fp32/fp64 form into ``out_grad * fma(-y, y, 1)``. The CPU
+    kernel computes fp16/bf16 in fp32, with the contraction on AVX2/AVX512 builds. (PyTorch's
+    decomposition computes in fp32 and rounds the square: on an H100, 72% of fp32 and 47% of
+    fp16 elements were an ulp from eager's.) Other dtypes (complex) take PyTorch's
+    decomposition."""
+    dtype = out_grad.dtype
+    if not (dtype.is_floating_point and y.dtype == dtype):
+        from torch._decomp.decompositions import tanh_backward as pytorch_tanh_backward
+
+        return pytorch_tanh_backward(out_grad, y)
+    if kernel_device(y.device) == "cuda" and dtype in (torch.float16, torch.bfloat16):
+        return out_grad * (1 - y * y)
+    op = get_computation_dtype(dtype)
+    out = out_grad.to(op) * _one_minus_square(y.to(op), _contracts_on(y.device))
+    return out.to(dtype)
+
+
+def sigmoid_backward(out_grad: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """``aten.sigmoid_backward`` as each device's ATen kernel rounds it: ``(out_grad * (1 - y)) *
+    y``, in that order (PyTorch's decomposition multiplies ``y * (1 - y)`` first). CUDA's
+    ``sigmoid_backward_kernel_cuda`` computes in the tensors' own dtype (fp16/bf16 round every
+    step); the CPU kernel does so for fp16 and computes bf16 in fp32, rounding once (measured
+    on both devices, bit for bit). Other dtypes take PyTorch's decomposition."""
+    dtype = out_grad.dtype
+    if not (dtype.is_floating_point and y.dtype == dtype):
+        from torch._decomp.decompositions import sigmoid_backward as pytorch_sigmoid_backward
+
+        return pytorch_sigmoid_backward(out_grad, y)
+    if dtype == torch.bfloat16 and kernel_device(y.device) == "cpu":
+        return ((out_grad.float() * (1 - y.float())) * y.float()).to(dtype)
+    return (out_grad * (1 - y)) * y
+
+
+def hardswish_backward(grad_output: torch.Tensor, self: torch.Tensor) -> torch.Tensor:
+    """``aten.hardswish_backward`` as ATen's kernels compute it (CUDA's
+    ``hardswish_backward_kernel``, the CPU's vector kernel): in the opmath dtype, ``grad *
+    (self / 3 + 0.5)`` for ``-3 < self < 3``, 0 at or below -3, ``grad`` above, rounded once.
+    ``self / 3`` is a true division there; PyTorch's decomposition divides by the number 3,
+    which on a GPU is a multiplication by its reciprocal (eager's ``x / 3`` kernel), 13% of fp32
+    elements an ulp apart on an H100. The divisor is written as a tensor to keep the division."""
+    dtype = self.dtype
+    op = get_computation_dtype(dtype)
+    g, x = grad_output.to(op), self.to(op)
+    inner = g * (x / aten.full_like(x, 3) + 0.5)
+    out = aten.where.self(x <= -3, aten.full_like(g, 0), aten.where.self(x < 3, inner, g))
+    return out.to(dtype)
+
+
+def softmax_backward_data(grad_output: torch.Tensor, output: torch.Tensor, dim: int,
+                          input_dtype: torch.dtype, *, reference) -> torch.Tensor:
+    """``aten._softmax_backward_data`` on CUDA tensors as ATen computes it
+    (``softmax_backward_cuda_out`` in aten/src/ATen/native/cuda/SoftMax.cu): first ``tmp = grad *
+    output``, a separate multiply rounded to the tensors' dtype, then in fp32 ``tmp - output *
+    sum(tmp)``, which nvcc contracts into ``fma(-output, sum, tmp)``, rounded to ``input_dtype``.
+    PyTorch's decomposition (``reference``, which CPU tensors and mixed dtypes take) keeps the
+    product in fp32: on an H100, a quarter of fp16 and a third of bf16 elements were a 16-bit
+    ulp from eager's. Returns a contiguous tensor of ``output``'s shape."""
+    if not (kernel_device(grad_output.device) == "cuda" and grad_output.dtype == output.dtype
+            and output.dtype.is_floating_point):
+        return reference(grad_output, output, dim, input_dtype)
+    op = get_computation_dtype(output.dtype)
+    tmp = (grad_output * output).to(op)
+    total = aten.sum.dim_IntList(tmp, [dim], True)
+    return FMA(aten.neg.default(output.to(op)), total, tmp).to(input_dtype).contiguous()
+
+
+def log_softmax_backward_data(grad_output: torch.Tensor, output: torch.Tensor, dim: int,
+                              input_dtype: torch.dtype, *, reference) -> torch.Tensor:
+    """``aten._log_softmax_backward_data`` on CUDA tensors as ATen computes it (SoftMax.cu's
+    ``LogSoftMaxBackwardEpilogue``): in fp32, ``grad - exp(output) * sum(grad)`` contracted by nvcc
+    into ``fma(-exp(output), sum, grad)``, rounded to ``input_dtype``. CPU tensors and mixed
+    dtypes take PyTorch's decomposition (``reference``), which rounds the product."""
+    if not (kernel_device(grad_output.device) == "cuda" and grad_output.dtype == output.dtype
+            and output.dtype.is_floating_point):
+        return reference(grad_output, output, dim, input_dtype)
+    op = get_computation_dtype(output.dtype)
+    g = grad_output.to(op)
+    total = aten.sum.dim_IntList(g, [dim], True)
+    return FMA(aten.neg.default(aten.exp.default(output.to(op))), total, g).to(input_dtype)
+
+
+#: 1/6 rounded to fp32, as a Python float (ATen's kernels multiply by ``1.0f / 6.0f``)
+_FP32_ONE_SIXTH = _to_fp32(1.0 / 6.0)
+
+
+def hardsigmoid_backward(grad_output: torch.Tensor, self: torch.Tensor) -> torch.Tensor:
+    """``aten.hardsigmoid_backward`` as ATen's kernels compute it: ``grad`` times fp32's 1/6
+    inside (-3, 3), else 0, in every dtype (``one_sixth(1.0f / 6.0f)`` in
+    aten/src/ATen/native/cpu/Activation.cpp and cuda/ActivationHardsigmoidKernel.cu).
+    PyTorch's decomposition divides by 6, which differs by an ulp in fp32 and by 3e-8 relative
+    in fp64."""
+    return torch.where((self > -3.0) & (self < 3.0), grad_output * _FP32_ONE_SIXTH, 0.0)
+
+
+def soft_margin_loss(input: torch.Tensor, target: torch.Tensor, reduction: int = 1) -> torch.Tensor:
+    """``aten.soft_margin_loss`` as ATen computes it (``soft_margin_loss_out`` in
+    aten/src/ATen/native/Loss.cpp, on every device): ``log1p(exp(-input * target))`` one op
+    at a time into a tensor of ``input``'s dtype, then the mean or sum (``reduction`` 1 or 2).
+
+    PyTorch's decomposition computes the chain in fp32 for fp16 and bf16 inputs, so where
+    eager's fp16 ``exp`` overflows (a loss of ``inf``, which ``GradScaler`` skips) it gave a
+    finite loss."""
+    loss = torch.log1p(torch.exp((-input * target).to(input.dtype)))
+    if reduction == 1:
+        return loss.mean()
+    return loss.sum() if reduction == 2 else loss
+
+
+def soft_margin_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
+                              reduction: int = 1) -> torch.Tensor:
+    """``aten.soft_margin_loss_backward`` as ATen computes it (``soft_margin_loss_backward_out``
+    in aten/src/ATen/native/Loss.cpp): ``z = exp(-target * self)``, then ``target * z`` times
+    ``-norm`` (``1 / numel`` for the mean, else 1), over ``1 + z``, times ``grad_output``, each
+    step rounded to ``self``'s dtype: where ``exp`` overflows, eager's gradient is NaN, which
+    PyTorch's decomposition (a sigmoid, in fp32) made finite."""
+    # a double, as ``mul_(-norm)`` reads it (not rounded to the dtype)
+    norm = 1.0 / self.numel() if reduction == 1 and not _empty_mean(self, reduction) else 1.0
+    z = torch.exp(-target * self)
+    grad = (target * z).to(self.dtype) * -norm
+    grad = (grad / (z + 1)).to(self.dtype)
+    return (grad * grad_output).to(self.dtype)
+
+
+def _in_dtype(value: float, dtype: torch.dtype) -> float:
+    """``value`` rounded to ``dtype`` (to nearest, ties to even), as a Python float: a C++
+    ``Scalar::to<scalar_t>()`` of a double, as ATen's kernels convert their constants."""
+    if dtype == torch.float16:
+        return struct.unpack("e", struct.pack("e", value))[0]
+    if dtype == torch.bfloat16:
+        bits = struct.unpack("I", struct.pack("f", value))[0]  # fp32 first, then to bf16's 16 bits
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+        return struct.unpack("f", struct.pack("I", bits))[0]
+    return _to_fp32(value) if dtype == torch.float32 else value
+
+
+def _empty_mean(self: torch.Tensor, reduction: int) -> bool:
+    """Whether a loss gradient is the mean's (``reduction`` 1) over no element: its ``1 / numel``
+    would divide by zero in Python (eager's, in double, gives inf), and the gradient has no
+    element, so any factor does (PyTorch's decompositions raised ``ZeroDivisionError`` and the
+    graph ran unfused)."""
+    from torch.fx.experimental.symbolic_shapes import guard_or_false
+
+    return reduction == 1 and guard_or_false(self.numel() == 0)
+
+
+def _loss_norm(self: torch.Tensor, reduction: int, scale: float = 1.0):
+    """A loss gradient's factor, ``scale / numel`` for the mean (``reduction`` 1), else ``scale``
+    (also for an empty mean, :func:`_empty_mean`), as a Python number rounded to ``self``'s
+    dtype (ATen's kernels convert it to ``scalar_t``)."""
+    n = self.numel()
+    if reduction != 1 or _empty_mean(self, reduction):
+        return _in_dtype(scale, self.dtype)
+    return _in_dtype(scale / n, self.dtype) if isinstance(n, int) else scale / n
+
+
+def _same_floating_dtype(*tensors) -> bool:
+    return all(t.dtype == tensors[0].dtype for t in tensors) and tensors[0].dtype.is_floating_point
+
+
+def mse_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1, *, reference) -> torch.Tensor:
+    """``aten.mse_loss`` as ATen's kernels compute it (``mse_kernel_cuda`` in
+    aten/src/ATen/native/cuda/BinaryMiscOpsKernels.cu, the CPU kernel on ``Vectorized<scalar_t>``):
+    the difference and its square each rounded to the inputs' dtype, then reduced (``reduction``:
+    0 none, 1 mean, 2 sum). Returns a 0-dim tensor, or ``self``'s shape for none.
+
+    PyTorch's decomposition (``reference``) squares in fp32 for fp16/bf16 and rounds once: a
+    third of fp16 elements an ulp from eager's. Mixed dtypes and broadcast shapes go to it."""
+    if not _same_floating_dtype(self, target) or self.shape != target.shape:
+        return reference(self, target, reduction)
+    diff = aten.sub.Tensor(self, target)
+    return _reduced(aten.mul.Tensor(diff, diff), reduction)
+
+
+def _reduced(loss: torch.Tensor, reduction: int) -> torch.Tensor:
+    """``loss`` under ``reduction`` (0 none, 1 mean, 2 sum), as ATen's losses reduce their
+    elementwise tensor."""
+    if reduction == 1:
+        return aten.mean.default(loss)
+    return aten.sum.default(loss) if reduction == 2 else loss
+
+
+def _eager_cuda_loss(self: torch.Tensor, target: torch.Tensor, parameter) -> bool:
+    """Whether a loss's CUDA decomposition below applies: CUDA tensors of one floating dtype
+    and one shape, and a positive number as its parameter (``beta``, ``delta``)."""
+    return (kernel_device(self.device) == "cuda" and _same_floating_dtype(self, target) and self.shape == target.shape
+            and _plain_number(parameter) and parameter > 0)
+
+
+def smooth_l1_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1, beta: float = 1.0, *,
+                   reference) -> torch.Tensor:
+    """``aten.smooth_l1_loss`` of CUDA tensors as ATen's kernel (``smooth_l1_kernel_cuda``)
+    computes it, in the tensors' own dtype, every step rounded: ``z = |self - target|``, then
+    ``0.5 * z * z / beta`` below ``beta``, else ``z - 0.5 * beta``, with ``beta`` converted to that
+    dtype. PyTorch's decomposition (``reference``, which CPU tensors, mixed dtypes, broadcast
+    shapes and ``beta == 0`` take) computes fp16/bf16 in fp32 from the unrounded difference: 7%
+    of elements a 16-bit ulp from eager's on an H100."""
+    if not _eager_cuda_loss(self, target, beta):
+        return reference(self, target, reduction, beta)
+    b = _in_dtype(float(beta), self.dtype)
+    z = aten.abs.default(aten.sub.Tensor(self, target))
+    # a tensor divisor keeps a true division (a number would be a multiplication by 1 / beta)
+    quadratic = aten.div.Tensor(aten.mul.Tensor(aten.mul.Tensor(z, 0.5), z), aten.full_like(z, b))
+    linear = aten.sub.Tensor(z, _in_dtype(0.5 * b, self.dtype))
+    return _reduced(aten.where.self(aten.lt.Scalar(z, b), quadratic, linear), reduction)
+
+
+def huber_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1, delta: float = 1.0, *,
+               reference) -> torch.Tensor:
+    """``aten.huber_loss`` of CUDA tensors as ATen's kernel (``huber_kernel_cuda``) computes it,
+    in the tensors' own dtype, every step rounded: ``z = |self - target|``, then ``0.5 * z * z``
+    below ``delta``, else ``delta * (z - 0.5 * delta)``, with ``delta`` converted to that dtype.
+    Other cases take PyTorch's decomposition (``reference``), which computes fp16/bf16 in fp32
+    (a third of fp16 elements a 16-bit ulp from eager's on an H100 for ``delta=0.7``)."""
+    if not _eager_cuda_loss(self, target, delta):
+        return reference(self, target, reduction, delta)
+    d = _in_dtype(float(delta), self.dtype)
+    z = aten.abs.default(aten.sub.Tensor(self, target))
+    quadratic = aten.mul.Tensor(aten.mul.Tensor(z, 0.5), z)
+    linear = aten.mul.Tensor(aten.sub.Tensor(z, _in_dtype(0.5 * d, self.dtype)), d)
+    return _reduced(aten.where.self(aten.lt.Scalar(z, d), quadratic, linear), reduction)
+
+
+def mse_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
+                      reduction: int) -> torch.Tensor:
+    """``aten.mse_loss_backward`` as ATen's kernels compute it (``mse_backward`` in
+    aten/src/ATen/native/cuda/PointwiseOpsKernel.cu): ``alpha * (self - target) * grad``, each
+    step rounded to ``self``'s dtype, ``alpha`` (2, or 2 / numel for the mean) converted to it.
+    Returns ``self``'s shape and dtype.
+
+    PyTorch's decomposition computes in fp32 for fp16/bf16 and rounds once, so where eager's fp16
+    ``2 * (x - y)`` overflows (a gradient of ``inf``, a step ``GradScaler`` skips) it gave a
+    finite one. Mixed dtypes go to that decomposition, which promotes as eager does."""
+    if not _same_floating_dtype(grad_output, self, target):
+        from torch._decomp.decompositions import mse_loss_backward as pytorch_mse_loss_backward
+
+        return pytorch_mse_loss_backward(grad_output, self, target, reduction)
+    return (self - target) * _loss_norm(self, reduction, 2.0) * grad_output
+
+
+def smooth_l1_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
+                            reduction: int, beta: float) -> torch.Tensor:
+    """``aten.smooth_l1_loss_backward`` as ATen's CUDA kernel computes it
+    (``smooth_l1_backward_cuda_kernel`` in aten/src/ATen/native/cuda/BinaryMiscBackwardOpsKernels.cu):
+    with ``x = self - target``, ``-norm * grad`` below ``-beta``, ``norm * grad`` above ``beta``,
+    else ``norm * x * grad / beta``, each step in ``self``'s dtype, ``norm`` (1, or 1 / numel
+    for the mean) and ``beta`` converted to it. Returns ``self``'s shape and dtype.
+
+    A NaN difference compares neither below nor above, so its gradient is NaN, as eager's;
+    PyTorch's decomposition multiplied by ``sign(x)``, which is 0 for NaN. ``beta <= 0`` and
+    mixed dtypes go to that decomposition (``F.smooth_l1_loss`` sends ``beta == 0`` to the L1
+    loss before it reaches this op)."""
+    if beta <= 0 or not _same_floating_dtype(grad_output, self, target):
+        from torch._decomp.decompositions import smooth_l1_loss_backward as pytorch_smooth_l1_loss_backward
+
+        return pytorch_smooth_l1_loss_backward(grad_output, self, target, reduction, beta)
+    norm, beta_t = _loss_norm(self, reduction), _in_dtype(beta, self.dtype)
+    x = self - target
+    scaled = norm * grad_output
+    inside = x * norm * grad_output / beta_t
+    return torch.where(x < -beta_t, -scaled, torch.where(x > beta_t, scaled, inside)).to(self.dtype)
+
+
+def huber_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
+                        reduction: int, delta: float) -> torch.Tensor:
+    """``aten.huber_loss_backward``: PyTorch's decomposition, except that an empty input with the
+    mean reduction gives its empty gradient (the decomposition divided by the element count,
+    0, in Python, and the graph ran unfused)."""
+    from torch._decomp.decompositions import huber_loss_backward as pytorch_huber_loss_backward
+
+    if _empty_mean(self, reduction):
+        reduction = 2  # the sum's gradient: as empty as the mean's
+    return pytorch_huber_loss_backward(grad_output, self, target, reduction, delta)
+
+
+def binary_cross_entropy(self: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None = None,
+                         reduction: int = 1) -> torch.Tensor:
+    """``aten.binary_cross_entropy``: PyTorch's decomposition, with eager's checks. An input
+    element outside [0, 1] (NaN included) raises eager's error through an asynchronous
+    device-side check (``_assert_async``, like the CUDA kernel's assert; at once on a CPU), whose
+    ``all`` joins the loss's reduction; a target or weight of another dtype than ``self`` goes
+    to ATen's kernel, which raises eager's error. PyTorch's decomposition leaves both out.
+    Returns what ATen's op returns: the per-element loss (``reduction`` 0), or its mean (1) or
+    sum (2), in ``self``'s dtype."""
+    from torch._decomp.decompositions import binary_cross_entropy as pytorch_binary_cross_entropy
+
+    if target.dtype != self.dtype or (weight is not None and weight.dtype != self.dtype):
+        return NotImplemented
+    aten._assert_async.msg(((self >= 0) & (self <= 1)).all(), "all elements of input should be between 0 and 1")
+    return pytorch_binary_cross_entropy(self, target, weight, reduction)
+
+
+def _plain_number(value) -> bool:
+    """``value`` is a Python int or float known at trace time (not symbolic, not NaN) within fp32's
+    range, so that the kernels' formula can be written with it as a constant."""
+    return type(value) in (int, float) and abs(value) < 1e38
+
+
+def _eager_strides(out: torch.Tensor, *inputs: torch.Tensor) -> torch.Tensor:
+    """``out`` with the strides ATen's TensorIterator gives the result of a pointwise op of
+    ``inputs`` (PyTorch's ``compute_elementwise_output_strides``, as its reference ``lerp`` keeps
+    them), copied to them when the formula's last op laid it out otherwise."""
+    from torch._prims_common import compute_elementwise_output_strides
+    from torch._refs import _maybe_broadcast
+
+    strides = compute_elementwise_output_strides(*_maybe_broadcast(*inputs))
+    return out if out.stride() == strides else torch.ops.prims.copy_strided(out, strides)
+
+
+def lerp_scalar(start, end, weight, *, reference):
+    """``aten.lerp.Scalar`` of floating-point tensors as PyTorch's kernels round it (CPU and CUDA):
+    in the opmath dtype, one fused multiply-add, ``weight * (end - start) + start``, or for
+    ``|weight| >= 0.5`` ``(weight - 1) * (end - start) + end`` (``ATen/native/Lerp.h``; the CPU
+    kernel's ``vec::fmadd``, nvcc's contraction on CUDA), rounded once to fp16/bf16. The reference
+    decomposition (``reference``), which symbolic (run-time) weights take, rounds the product
+    first. Written as ``add`` with an ``alpha``, which the kernels compute as one fused
+    multiply-add, with the weight converted to the opmath dtype, as the kernels convert it.
+    Every decomposition here returns eager's output strides (:func:`_eager_strides`)."""
+    if start.dtype.is_floating_point and end.dtype == start.dtype and _plain_number(weight):
+        op = get_computation_dtype(start.dtype)
+        start_, end_ = start.to(op), end.to(op)
+        w = _in_dtype(float(weight), op)
+        small = abs(w) < 0.5
+        alpha = w if small else _in_dtype(w - 1.0, op)
+        out = aten.add.Tensor(start_ if small else end_, aten.sub.Tensor(end_, start_), alpha=alpha)
+        return _eager_strides(out.to(start.dtype), start, end)
+    return reference(start, end, weight)
+
+
+def lerp_tensor(start, end, weight, *, reference):
+    """``aten.lerp.Tensor`` of floating-point tensors as PyTorch's kernels round it: per element
+    the fused multiply-add of :func:`lerp_scalar`, chosen by ``|weight| < 0.5``, in the opmath
+    dtype and rounded once. Other dtypes take ``reference``."""
+    dtype = start.dtype
+    if not (dtype.is_floating_point and end.dtype == dtype and weight.dtype == dtype):
+        return reference(start, end, weight)
+    op = get_computation_dtype(dtype)
+    start_, end_, w = start.to(op), end.to(op), weight.to(op)
+    diff = aten.sub.Tensor(end_, start_)
+    small = aten.lt.Scalar(aten.abs.default(w), 0.5)
+    out = aten.where.self(small, FMA(w, diff, start_), FMA(aten.sub.Tensor(w, 1), diff, end_))
+    return _eager_strides(out.to(dtype), start, end, weight)
+
+
+def addcmul(self, tensor1, tensor2, *, value=1, reference):
+    """``aten.addcmul`` of floating-point tensors as PyTorch's kernels round it: in the opmath
+    dtype, ``fma(value * tensor1, tensor2, self)`` (the CPU kernel's ``vec::fmadd``; CUDA's
+    ``pointwise_op_impl`` in ``ATen/native/cuda/DeviceAddCmulCdiv.cuh`` computes
+    ``fma(tensor1, tensor2, self)`` for ``value == 1`` and ``fma(value, tensor1 * tensor2, self)``
+    otherwise), rounded once to fp16/bf16. Integer tensors and symbolic values take
+    ``reference``, which rounds the product."""
+    dtype = self.dtype
+    if not (dtype.is_floating_point and tensor1.dtype == dtype and tensor2.dtype == dtype
+            and _plain_number(value)):
+        return _eager_strides(reference(self, tensor1, tensor2, value=value), self, tensor1, tensor2)
+    op = get_computation_dtype(dtype)
+    s, t1, t2 = self.to(op), tensor1.to(op), tensor2.to(op)
+    if _in_dtype(float(value), op) == 1:  # (CUDA compares its opmath value)
+        out = FMA(t1, t2, s)
+    elif kernel_device(self.device) == "cuda":
+        out = aten.add.Tensor(s, aten.mul.Tensor(t1, t2), alpha=value)
+    else:
+        out = FMA(aten.mul.Tensor(t1, value), t2, s)
+    return _eager_strides(out.to(dtype), self, tensor1, tensor2)
+
+
+def addcdiv(self, tensor1, tensor2, *, value=1, reference):
+    """``aten.addcdiv`` of floating-point tensors as PyTorch's kernels round it: in the opmath
+    dtype, rounded once to fp16/bf16. The CPU kernel computes ``self + value * tensor1 /
+    tensor2`` step by step, as ``reference`` does; CUDA's ``pointwise_op_impl`` computes
+    ``self + tensor1 / tensor2`` for ``value == 1`` and ``fma(value, tensor1 / tensor2, self)``
+    otherwise."""
+    dtype = self.dtype
+    if not (kernel_device(self.device) == "cuda" and dtype.is_floating_point and tensor1.dtype == dtype
+            and tensor2.dtype == dtype and _plain_number(value)):
+        return _eager_strides(reference(self, tensor1, tensor2, value=value), self, tensor1, tensor2)
+    op = get_computation_dtype(dtype)
+    s, t1, t2 = self.to(op), tensor1.to(op), tensor2.to(op)
+    out = aten.add.Tensor(s, aten.div.Tensor(t1, t2), alpha=value)
+    return _eager_strides(out.to(dtype), self, tensor1, tensor2)
+
+
+#: composite pointwise ops whose PyTorch kernels (CPU and CUDA) cast every tensor operand to the
+#: result dtype before computing, where their reference decompositions compute in fp32 from the
+#: operands as given: a 0-dim fp32 weight of a bf16 ``lerp`` is rounded to bf16 by eager
+LOAD_AT_RESULT_DTYPE = (aten.lerp.Tensor, aten.addcmul.default, aten.addcdiv.default)
+
+
+def _operands_at_result_dtype(decomposition):
+    """``decomposition`` (of an op of :data:`LOAD_AT_RESULT_DTYPE`) with its floating-point
+    tensor operands first cast to the op's result dtype (type promotion's), as the ATen kernels'
+    TensorIterator does: a 0-dim operand of a wider dtype, which does not take part in the
+    promotion, is rounded to the 16-bit dtype of the others, not read unrounded."""
+    from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
+
+    @functools.wraps(decomposition)
+    def cast_first(*args, **kwargs):
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        _, result = elementwise_dtypes(*tensors, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)
+        if result.is_floating_point:
+            args = tuple(a.to(result) if isinstance(a, torch.Tensor) and a.dtype != result else a for a in args)
+        return decomposition(*args, **kwargs)
+
+    return cast_first
