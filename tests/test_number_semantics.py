@@ -761,6 +761,29 @@ def test_activation_gradients_round_as_the_devices_kernels(op, dtype):
     check_bits(lambda g, y: backward(g, y), grad, y)
 
 
+_ACTIVATIONS = {
+    "gelu_tanh": lambda x, g: torch.nn.functional.gelu(x, approximate="tanh"),
+    "gelu_tanh_backward": lambda x, g: A.gelu_backward(g, x, approximate="tanh"),
+    "silu": lambda x, g: torch.nn.functional.silu(x),
+    "silu_backward": lambda x, g: A.silu_backward(g, x),
+    "mish_backward": lambda x, g: A.mish_backward(g, x),
+}
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="CPU eager's exp and tanh are another library's than the "
+                                              "interpreter's (Sleef's vector code): only CUDA eager's are libdevice's")
+@pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=dtype_id)
+@pytest.mark.parametrize("op", sorted(_ACTIVATIONS))
+def test_activations_as_cuda_kernels(op, dtype):
+    """GELU's tanh form, SiLU and their gradients, and Mish's gradient bit for bit as CUDA
+    eager's kernels: SiLU divides by ``1 + exp(-x)`` (PyTorch's decomposition multiplies by the
+    sigmoid), and nvcc's fused multiply-adds are kept (``fma(kappa, x**3, x)`` inside GELU,
+    ``fma(x, 1 - s, 1)`` in SiLU's gradient, ``fma(-t, t, 1)``)."""
+    x = wide(dtype, 33, 4.0, shape=LONG)
+    grad = wide(dtype, 34, 4.0, shape=LONG)
+    check_bits(_ACTIVATIONS[op], x, grad)
+
+
 def _exact_row_sums(dtype, seed):
     """(grad, output) of 64 rows of 256: multiples of 1/8 and of 1/64 small enough that every
     product and every row sum is exact in fp32, so that no order of summation changes a bit."""

@@ -22,9 +22,10 @@ from torch._decomp.decompositions import pw_cast_for_opmath
 
 from .config import DecomposeTuning
 from .kernel_formulas import (LOAD_AT_RESULT_DTYPE, _operands_at_result_dtype, addcdiv, addcmul,
-                              binary_cross_entropy, hardsigmoid_backward, hardswish_backward, huber_loss,
-                              huber_loss_backward, lerp_scalar, lerp_tensor, log_softmax_backward_data,
-                              logit_backward, mse_loss, mse_loss_backward, sigmoid_backward, smooth_l1_loss,
+                              binary_cross_entropy, gelu, gelu_backward, hardsigmoid_backward,
+                              hardswish_backward, huber_loss, huber_loss_backward, lerp_scalar, lerp_tensor,
+                              log_softmax_backward_data, logit_backward, mish_backward, mse_loss,
+                              mse_loss_backward, sigmoid_backward, silu, silu_backward, smooth_l1_loss,
                               smooth_l1_loss_backward, soft_margin_loss, soft_margin_loss_backward,
                               softmax_backward_data, tanh_backward)
 
@@ -602,6 +603,10 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
         log_softmax_backward_data, reference=table[aten._log_softmax_backward_data.default])
     table[aten.hardswish_backward.default] = hardswish_backward
     table[aten.tanh_backward.default] = tanh_backward
+    for op, formula in ((aten.gelu.default, gelu), (aten.gelu_backward.default, gelu_backward),
+                        (aten.silu.default, silu), (aten.silu_backward.default, silu_backward),
+                        (aten.mish_backward.default, mish_backward)):
+        table[op] = _bind(formula, reference=table[op])
     table[aten.sigmoid_backward.default] = sigmoid_backward
     table[torch.ops.prims.scalar_tensor.default] = scalar_tensor
     table[aten.soft_margin_loss.default] = soft_margin_loss
