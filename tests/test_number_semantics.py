@@ -675,28 +675,60 @@ def test_casts_to_half_dtypes_round_through_fp32():
         assert_same_bits(compiled(b, k), fn(b, k))
 
 
-_CAST_KERNEL = r'''
+#: a child process's definitions: ``ptx_of``, a kernel storing ``store`` compiled for sm_90 with
+#: the options torchfuse launches with (Triton's ahead-of-time compiler: no GPU needed)
+_PTX_PRELUDE = r'''
 import json, sys, tempfile, importlib.util
 import torch, triton
 from triton.backends.compiler import GPUTarget
 from torchfuse.codegen import helpers
-from torchfuse.ir.emit import convert, runtime_number_operand
+from torchfuse.runtime.compile import triton_options
 
 
-def conversions(params, store, signature):
-    """The cvt instructions of a kernel storing ``store``, compiled for sm_90."""
+def ptx_of(params, store, signature):
+    """The PTX of a kernel ``k(params)`` storing ``store`` at ``out + i``."""
     text = helpers.kernel_header() + helpers.helpers_on_demand() + (
         f"\n@triton.jit\ndef k({params}, XBLOCK: tl.constexpr):\n"
         f"    i = tl.arange(0, XBLOCK)\n    tl.store(out + i, {store})\n")
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
         fh.write(text)
-    spec = importlib.util.spec_from_file_location("cast_kernel", fh.name)
+    spec = importlib.util.spec_from_file_location("ptx_kernel", fh.name)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     source = triton.compiler.ASTSource(fn=mod.k, signature={**signature, "XBLOCK": "constexpr"},
                                        constexprs={"XBLOCK": 128})
-    ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
-    return sorted({line.split()[0] for line in ptx.splitlines() if line.strip().startswith("cvt")})
+    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=triton_options(False)).asm["ptx"]
+
+
+def instructions(ptx, keep):
+    """The distinct instructions of ``ptx`` whose line satisfies ``keep``."""
+    return sorted({line.split()[0] for line in ptx.splitlines()
+                   if line.strip() and not line.strip().startswith("//") and keep(line)})
+'''
+
+
+def _run_ptx_script(body: str) -> dict:
+    """Run ``_PTX_PRELUDE + body`` in a child process (Triton's interpreter, which the suite runs
+    on a CPU, patches ``triton.language``); returns the JSON it prints last."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "TORCHFUSE_INTERPRET")}
+    out = subprocess.run([sys.executable, "-c", _PTX_PRELUDE + body], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+_CAST_KERNEL = r'''
+from torchfuse.ir.emit import convert, runtime_number_operand
+
+
+def conversions(params, store, signature):
+    """The cvt instructions of a kernel storing ``store``."""
+    return instructions(ptx_of(params, store, signature), lambda line: line.strip().startswith("cvt"))
 
 
 ptr = {torch.int64: "*i64", torch.int32: "*i32", torch.bfloat16: "*bf16", torch.float16: "*fp16"}
@@ -717,18 +749,9 @@ def test_an_integer_cast_to_half_keeps_its_fp32_step_on_a_gpu():
     """On a GPU, Triton folds an integer's conversion to fp32 and then to fp16/bf16 into one
     conversion (``cvt.rn.bf16.s64``), which rounds once where eager rounds twice (int64
     ``2**24 + 2**16 + 1`` is bf16 16908288 that way, 16777216 in eager, on an H200); the
-    emitted cast keeps both, and so does a symbolic int read as a bf16 number. Compiled for sm_90 by Triton's ahead-of-time compiler, which needs
-    no GPU, in a child process (Triton's interpreter, which the suite runs on a CPU, patches
-    ``triton.language``)."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "TORCHFUSE_INTERPRET")}
-    out = subprocess.run([sys.executable, "-c", _CAST_KERNEL], capture_output=True, text=True, env=env, timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    found = json.loads(out.stdout.strip().splitlines()[-1])
+    emitted cast keeps both, and so does a symbolic int read as a bf16 number. Compiled for
+    sm_90 by Triton's ahead-of-time compiler, which needs no GPU (:func:`_run_ptx_script`)."""
+    found = _run_ptx_script(_CAST_KERNEL)
     assert len(found) == 5, found
     assert found.pop("int64 number->torch.bfloat16") == ["cvt.rn.f32.s64"]  # not cvt.rn.bf16.s64
     for cast, conversions in found.items():
@@ -850,30 +873,14 @@ def test_cuda_kernels_formulas(op, dtype, monkeypatch):
 
 
 _FTZ_KERNEL = r'''
-import json, sys, tempfile, importlib.util
-import torch, triton
-from triton.backends.compiler import GPUTarget
-from torchfuse.codegen import helpers
 from torchfuse.ir.ops import REGISTRY
-from torchfuse.runtime.compile import triton_options
 import torchfuse.ir.ops_pointwise  # noqa: F401 (fills the registry)
 
 found = {}
 for name in ("sqrt", "rsqrt", "exp", "expm1", "tanh", "erfc"):
     store = REGISTRY[name].emit(["tl.load(inp + i)"], torch.float32, {})
-    text = helpers.kernel_header() + helpers.helpers_on_demand() + (
-        f"\n@triton.jit\ndef k(inp, out, XBLOCK: tl.constexpr):\n"
-        f"    i = tl.arange(0, XBLOCK)\n    tl.store(out + i, {store})\n")
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
-        fh.write(text)
-    spec = importlib.util.spec_from_file_location("ftz_kernel", fh.name)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    source = triton.compiler.ASTSource(fn=mod.k, signature={"inp": "*fp32", "out": "*fp32", "XBLOCK": "constexpr"},
-                                       constexprs={"XBLOCK": 128})
-    ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=triton_options(False)).asm["ptx"]
-    found[name] = sorted({line.split()[0] for line in ptx.splitlines()
-                          if line.strip() and not line.strip().startswith("//") and (".ftz" in line or "sqrt" in line)})
+    ptx = ptx_of("inp, out", store, {"inp": "*fp32", "out": "*fp32"})
+    found[name] = instructions(ptx, lambda line: ".ftz" in line or "sqrt" in line)
 json.dump(found, sys.stdout)
 '''
 
@@ -882,19 +889,12 @@ def test_math_functions_keep_subnormals_and_round_square_roots_on_a_gpu():
     """Generated kernels call libdevice without flush-to-zero, and ``sqrt`` is the correctly
     rounded one: with Triton's defaults, libdevice flushed subnormal inputs and results of
     ``expm1``, ``sin``, ``tanh``, ``rsqrt`` and others to zero, and ``sqrt`` was
-    ``sqrt.approx`` (an ulp from eager's in 9% of fp32 elements on an H100). Compiled for sm_90
-    with Triton's ahead-of-time compiler in a child process, as the integer-cast test above:
-    the only ``.ftz`` instructions left are CUDA's own approximations inside its ``expf`` and
-    ``tanhf`` (``ex2.approx.ftz``, ``rcp.approx.ftz``), which eager's kernels run too."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "TORCHFUSE_INTERPRET")}
-    out = subprocess.run([sys.executable, "-c", _FTZ_KERNEL], capture_output=True, text=True, env=env, timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    found = json.loads(out.stdout.strip().splitlines()[-1])
+    ``sqrt.approx`` (an ulp from eager's in 8% of fp32 elements on an H100). Compiled for sm_90
+    with Triton's ahead-of-time compiler (:func:`_run_ptx_script`):
+    the only ``.ftz`` instructions left are the approximations inside libdevice's ``expf`` and
+    ``tanhf`` (``ex2.approx.ftz``, ``rcp.approx.ftz``), whose results equalled CUDA eager's bit
+    for bit on an H100."""
+    found = _run_ptx_script(_FTZ_KERNEL)
     assert found.pop("sqrt") == ["sqrt.rn.f32"]
     assert found.pop("rsqrt") == ["rsqrt.approx.f32"]
     for name, instructions in found.items():
