@@ -30,6 +30,7 @@ import time
 
 import torch
 
+from ..runtime.compile import triton_options
 from . import timing
 from .errors import describe
 from .rows import Row, add_row_arguments, provenance, save_rows
@@ -258,7 +259,9 @@ def run_small(args, prov, deadline: float) -> list[Row]:
             best = sorted((m for m in measured if m[0] is not None))[:3]
             for _, xb, rb, w, _ in best + [(0, c.XBLOCK, 1, c.num_warps, "")]:
                 grid = (-(-plan.xnumel // xb),)
-                t, _ = _graph_ms(lambda: cfn[grid](*tensors, **kw, XBLOCK=xb, RBLOCK=1, num_warps=w), args.launches)
+                # the options of the runtime launches above (fp fusion on: launch's default)
+                t, _ = _graph_ms(lambda: cfn[grid](*tensors, **kw, XBLOCK=xb, RBLOCK=1, num_warps=w,
+                                                   **triton_options(True)), args.launches)
                 measured.append((t, xb, rb, w, "constexpr"))
         for t, xb, rb, w, kind in measured:
             cfg = _cfg(xb, rb, w, kind)
