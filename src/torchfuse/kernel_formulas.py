@@ -207,8 +207,13 @@ def hardswish_backward(grad_output: torch.Tensor, self: torch.Tensor) -> torch.T
     (self / 3 + 0.5)`` for ``-3 < self < 3``, 0 at or below -3, ``grad`` above, rounded once.
     ``self / 3`` is a true division there; PyTorch's decomposition divides by the number 3,
     which on a GPU is a multiplication by its reciprocal (eager's ``x / 3`` kernel), 13% of fp32
-    elements an ulp apart on an H100. The divisor is written as a tensor to keep the division."""
+    elements an ulp apart on an H100. The divisor is written as a tensor to keep the division.
+    Mixed dtypes take PyTorch's decomposition, which promotes as eager does."""
     dtype = self.dtype
+    if not (dtype.is_floating_point and grad_output.dtype == dtype):
+        from torch._decomp.decompositions import hardswish_backward as pytorch_hardswish_backward
+
+        return pytorch_hardswish_backward(grad_output, self)
     op = get_computation_dtype(dtype)
     g, x = grad_output.to(op), self.to(op)
     inner = g * (x / aten.full_like(x, 3) + 0.5)

@@ -333,10 +333,12 @@ def div_numbers(position: int, attrs: dict) -> str:
 
 
 def _fp64(a, dt) -> tuple[list, str]:
-    """fp32 operands of ``fmod`` widened to fp64, and the cast back: Triton links libdevice
-    with flush-to-zero on (nvvm-reflect), so its fp32 ``fmod`` reads a subnormal operand as 0
-    (``2 % -3e-39``: NaN against eager's -1.2e-39 on an H200). In fp64 every fp32 (and bf16)
-    value is normal, and the remainder, exact, rounds back to fp32 exactly."""
+    """fp32 operands of ``fmod`` widened to fp64, and the cast back. Under Triton's default
+    flush-to-zero in libdevice (nvvm-reflect), its fp32 ``fmod`` read a subnormal operand as 0
+    (``2 % -3e-39``: NaN against eager's -1.2e-39 on an H200); kernels now compile without it
+    (:func:`torchfuse.runtime.compile.triton_options`), and this exact form stays until the fp32
+    one is measured that way. In fp64 every fp32 (and bf16) value is normal, and the remainder,
+    exact, rounds back to fp32 exactly."""
     if dt != torch.float32:
         return list(a), ""
     return [f"tl.cast({x}, tl.float64)" for x in a], ".to(tl.float32)"
