@@ -902,3 +902,12 @@ def test_math_functions_keep_subnormals_and_round_square_roots_on_a_gpu():
     assert found.pop("rsqrt") == ["rsqrt.approx.f32"]
     for name, instructions in found.items():
         assert set(instructions) <= {"ex2.approx.ftz.f32", "rcp.approx.ftz.f32"}, (name, instructions)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+def test_huber_loss_of_mixed_dtypes_has_the_inputs_dtype(reduction):
+    """ATen's ``huber_loss`` stores the loss in a tensor like its input: fp16 input and fp32
+    target give an fp16 loss, computed in fp32 (PyTorch's decomposition returned fp32)."""
+    x, t = wide(F16, 35, 4.0, shape=LONG), wide(F32, 36, 4.0, shape=LONG)
+    for a, b in ((x, t), (t, x)):
+        check_bits(lambda a, b: torch.nn.functional.huber_loss(a, b, reduction=reduction, delta=0.7), a, b)

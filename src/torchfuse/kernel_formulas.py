@@ -385,7 +385,12 @@ def huber_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1, del
     in the tensors' own dtype, every step rounded: ``z = |self - target|``, then ``0.5 * z * z``
     below ``delta``, else ``delta * (z - 0.5 * delta)``, with ``delta`` converted to that dtype.
     Other cases take PyTorch's decomposition (``reference``), which computes fp16/bf16 in fp32
-    (a third of fp16 elements a 16-bit ulp from eager's on an H100 for ``delta=0.7``)."""
+    (a third of fp16 elements a 16-bit ulp from eager's on an H100 for ``delta=0.7``); with
+    mixed floating dtypes its loss is stored in ``self``'s dtype, as eager's."""
+    if self.dtype.is_floating_point and target.dtype.is_floating_point and target.dtype != self.dtype:
+        # ATen's huber_loss writes into a tensor like its input (``at::empty_like(input)``): the
+        # promoted dtype's loss, stored in the input's dtype, then reduced
+        return _reduced(reference(self, target, 0, delta).to(self.dtype), reduction)
     if not _eager_cuda_loss(self, target, delta):
         return reference(self, target, reduction, delta)
     d = _in_dtype(float(delta), self.dtype)
