@@ -563,6 +563,25 @@ def addmm_padded(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor, *, beta=1
     return _unpad(aten.addmm.default(bias, a, b, beta=beta, alpha=alpha), m, n, pads)
 
 
+#: the decompositions of :mod:`torchfuse.kernel_formulas` that fall back to PyTorch's own (their
+#: ``reference``) where the kernels' formula does not apply
+WITH_REFERENCE = (
+    (aten._softmax_backward_data.default, softmax_backward_data),
+    (aten._log_softmax_backward_data.default, log_softmax_backward_data),
+    (aten.tanh_backward.default, tanh_backward), (aten.sigmoid_backward.default, sigmoid_backward),
+    (aten.hardswish_backward.default, hardswish_backward),
+    (aten.gelu.default, gelu), (aten.gelu_backward.default, gelu_backward),
+    (aten.silu.default, silu), (aten.silu_backward.default, silu_backward),
+    (aten.mish_backward.default, mish_backward),
+    (aten.mse_loss.default, mse_loss), (aten.mse_loss_backward.default, mse_loss_backward),
+    (aten.smooth_l1_loss.default, smooth_l1_loss), (aten.smooth_l1_loss_backward.default, smooth_l1_loss_backward),
+    (aten.huber_loss.default, huber_loss), (aten.huber_loss_backward.default, huber_loss_backward),
+    (aten.binary_cross_entropy.default, binary_cross_entropy),
+    (aten.lerp.Scalar, lerp_scalar), (aten.lerp.Tensor, lerp_tensor),
+    (aten.addcmul.default, addcmul), (aten.addcdiv.default, addcdiv),
+)
+
+
 def _bind(fn, **fixed):
     """``fn`` with keyword arguments ``fixed`` given (keeps its name for PyTorch's logs)."""
     @functools.wraps(fn)
@@ -597,32 +616,12 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
     table[aten.native_dropout.default] = native_dropout
     table[aten.logit_backward.default] = logit_backward
     table[aten.hardsigmoid_backward.default] = hardsigmoid_backward
-    table[aten._softmax_backward_data.default] = _bind(
-        softmax_backward_data, reference=table[aten._softmax_backward_data.default])
-    table[aten._log_softmax_backward_data.default] = _bind(
-        log_softmax_backward_data, reference=table[aten._log_softmax_backward_data.default])
-    table[aten.hardswish_backward.default] = hardswish_backward
-    table[aten.tanh_backward.default] = tanh_backward
-    for op, formula in ((aten.gelu.default, gelu), (aten.gelu_backward.default, gelu_backward),
-                        (aten.silu.default, silu), (aten.silu_backward.default, silu_backward),
-                        (aten.mish_backward.default, mish_backward)):
-        table[op] = _bind(formula, reference=table[op])
-    table[aten.sigmoid_backward.default] = sigmoid_backward
     table[torch.ops.prims.scalar_tensor.default] = scalar_tensor
     table[aten.soft_margin_loss.default] = soft_margin_loss
     table[aten.soft_margin_loss_backward.default] = soft_margin_loss_backward
     table[aten.native_group_norm_backward.default] = native_group_norm_backward
-    table[aten.mse_loss.default] = _bind(mse_loss, reference=table[aten.mse_loss.default])
-    table[aten.mse_loss_backward.default] = mse_loss_backward
-    table[aten.smooth_l1_loss.default] = _bind(smooth_l1_loss, reference=table[aten.smooth_l1_loss.default])
-    table[aten.huber_loss.default] = _bind(huber_loss, reference=table[aten.huber_loss.default])
-    table[aten.smooth_l1_loss_backward.default] = smooth_l1_loss_backward
-    table[aten.huber_loss_backward.default] = huber_loss_backward
-    table[aten.binary_cross_entropy.default] = binary_cross_entropy
-    table[aten.lerp.Scalar] = _bind(lerp_scalar, reference=table[aten.lerp.Scalar])
-    table[aten.lerp.Tensor] = _bind(lerp_tensor, reference=table[aten.lerp.Tensor])
-    table[aten.addcmul.default] = _bind(addcmul, reference=table[aten.addcmul.default])
-    table[aten.addcdiv.default] = _bind(addcdiv, reference=table[aten.addcdiv.default])
+    for op, formula in WITH_REFERENCE:  # after the core table: each reads PyTorch's own entry
+        table[op] = _bind(formula, reference=table[op])
     for op in _BATCH_NORMS:
         if op in table:
             table[op] = _batch_norm_with_fp32_stats(table[op])

@@ -79,19 +79,17 @@ def _one_minus_square(y: torch.Tensor, contract: bool) -> torch.Tensor:
     return _fma(aten.neg.default(y), y, 1, contract)
 
 
-def tanh_backward(out_grad: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+def tanh_backward(out_grad: torch.Tensor, y: torch.Tensor, *, reference) -> torch.Tensor:
     """``aten.tanh_backward`` (``out_grad * (1 - y * y)``) as each device's ATen kernel rounds it.
     CUDA's ``tanh_backward_kernel_cuda`` computes in the tensors' own dtype: fp16/bf16 round
     every step, and nvcc contracts the fp32/fp64 form into ``out_grad * fma(-y, y, 1)``. The CPU
     kernel computes fp16/bf16 in fp32, with the contraction on AVX2/AVX512 builds. (PyTorch's
     decomposition computes in fp32 and rounds the square: on an H100, 72% of fp32 and 47% of
-    fp16 elements were an ulp from eager's.) Other dtypes (complex) take PyTorch's
-    decomposition."""
+    fp16 elements were an ulp from eager's.) Other dtypes (complex, mixed) take PyTorch's
+    decomposition, ``reference``."""
     dtype = out_grad.dtype
     if not (dtype.is_floating_point and y.dtype == dtype):
-        from torch._decomp.decompositions import tanh_backward as pytorch_tanh_backward
-
-        return pytorch_tanh_backward(out_grad, y)
+        return reference(out_grad, y)
     if kernel_device(y.device) == "cuda" and dtype in (torch.float16, torch.bfloat16):
         return out_grad * (1 - y * y)
     op = get_computation_dtype(dtype)
@@ -99,17 +97,15 @@ def tanh_backward(out_grad: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return out.to(dtype)
 
 
-def sigmoid_backward(out_grad: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+def sigmoid_backward(out_grad: torch.Tensor, y: torch.Tensor, *, reference) -> torch.Tensor:
     """``aten.sigmoid_backward`` as each device's ATen kernel rounds it: ``(out_grad * (1 - y)) *
     y``, in that order (PyTorch's decomposition multiplies ``y * (1 - y)`` first). CUDA's
     ``sigmoid_backward_kernel_cuda`` computes in the tensors' own dtype (fp16/bf16 round every
     step); the CPU kernel does so for fp16 and computes bf16 in fp32, rounding once (measured
-    on both devices, bit for bit). Other dtypes take PyTorch's decomposition."""
+    on both devices, bit for bit). Other dtypes take PyTorch's decomposition, ``reference``."""
     dtype = out_grad.dtype
     if not (dtype.is_floating_point and y.dtype == dtype):
-        from torch._decomp.decompositions import sigmoid_backward as pytorch_sigmoid_backward
-
-        return pytorch_sigmoid_backward(out_grad, y)
+        return reference(out_grad, y)
     if dtype == torch.bfloat16 and kernel_device(y.device) == "cpu":
         return ((out_grad.float() * (1 - y.float())) * y.float()).to(dtype)
     return (out_grad * (1 - y)) * y
@@ -201,24 +197,28 @@ def mish_backward(grad_output: torch.Tensor, self: torch.Tensor, *, reference) -
     return (grad_output.to(op) * _fma(x * s, _one_minus_square(t, contract), t, contract)).to(self.dtype)
 
 
-def hardswish_backward(grad_output: torch.Tensor, self: torch.Tensor) -> torch.Tensor:
+def hardswish_backward(grad_output: torch.Tensor, self: torch.Tensor, *, reference) -> torch.Tensor:
     """``aten.hardswish_backward`` as ATen's kernels compute it (CUDA's
     ``hardswish_backward_kernel``, the CPU's vector kernel): in the opmath dtype, ``grad *
     (self / 3 + 0.5)`` for ``-3 < self < 3``, 0 at or below -3, ``grad`` above, rounded once.
     ``self / 3`` is a true division there; PyTorch's decomposition divides by the number 3,
     which on a GPU is a multiplication by its reciprocal (eager's ``x / 3`` kernel), 13% of fp32
     elements an ulp apart on an H100. The divisor is written as a tensor to keep the division.
-    Mixed dtypes take PyTorch's decomposition, which promotes as eager does."""
+    Mixed dtypes take PyTorch's decomposition (``reference``), which promotes as eager does."""
     dtype = self.dtype
     if not (dtype.is_floating_point and grad_output.dtype == dtype):
-        from torch._decomp.decompositions import hardswish_backward as pytorch_hardswish_backward
-
-        return pytorch_hardswish_backward(grad_output, self)
-    op = get_computation_dtype(dtype)
-    g, x = grad_output.to(op), self.to(op)
+        return reference(grad_output, self)
+    x, op, _ = _opmath(self)
+    g = grad_output.to(op)
     inner = g * (x / aten.full_like(x, 3) + 0.5)
     out = aten.where.self(x <= -3, aten.full_like(g, 0), aten.where.self(x < 3, inner, g))
     return out.to(dtype)
+
+
+def _cuda_and_one_dtype(grad_output: torch.Tensor, output: torch.Tensor) -> bool:
+    """Whether a softmax gradient follows CUDA's kernel: CUDA tensors of one floating dtype."""
+    return (kernel_device(grad_output.device) == "cuda" and grad_output.dtype == output.dtype
+            and output.dtype.is_floating_point)
 
 
 def softmax_backward_data(grad_output: torch.Tensor, output: torch.Tensor, dim: int,
@@ -230,8 +230,7 @@ def softmax_backward_data(grad_output: torch.Tensor, output: torch.Tensor, dim: 
     PyTorch's decomposition (``reference``, which CPU tensors and mixed dtypes take) keeps the
     product in fp32: on an H100, a quarter of fp16 and a third of bf16 elements were a 16-bit
     ulp from eager's. Returns a contiguous tensor of ``output``'s shape."""
-    if not (kernel_device(grad_output.device) == "cuda" and grad_output.dtype == output.dtype
-            and output.dtype.is_floating_point):
+    if not _cuda_and_one_dtype(grad_output, output):
         return reference(grad_output, output, dim, input_dtype)
     op = get_computation_dtype(output.dtype)
     tmp = (grad_output * output).to(op)
@@ -245,8 +244,7 @@ def log_softmax_backward_data(grad_output: torch.Tensor, output: torch.Tensor, d
     ``LogSoftMaxBackwardEpilogue``): in fp32, ``grad - exp(output) * sum(grad)`` contracted by nvcc
     into ``fma(-exp(output), sum, grad)``, rounded to ``input_dtype``. CPU tensors and mixed
     dtypes take PyTorch's decomposition (``reference``), which rounds the product."""
-    if not (kernel_device(grad_output.device) == "cuda" and grad_output.dtype == output.dtype
-            and output.dtype.is_floating_point):
+    if not _cuda_and_one_dtype(grad_output, output):
         return reference(grad_output, output, dim, input_dtype)
     op = get_computation_dtype(output.dtype)
     g = grad_output.to(op)
@@ -275,10 +273,7 @@ def soft_margin_loss(input: torch.Tensor, target: torch.Tensor, reduction: int =
     PyTorch's decomposition computes the chain in fp32 for fp16 and bf16 inputs, so where
     eager's fp16 ``exp`` overflows (a loss of ``inf``, which ``GradScaler`` skips) it gave a
     finite loss."""
-    loss = torch.log1p(torch.exp((-input * target).to(input.dtype)))
-    if reduction == 1:
-        return loss.mean()
-    return loss.sum() if reduction == 2 else loss
+    return _reduced(torch.log1p(torch.exp((-input * target).to(input.dtype))), reduction)
 
 
 def soft_margin_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
@@ -401,7 +396,7 @@ def huber_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1, del
 
 
 def mse_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
-                      reduction: int) -> torch.Tensor:
+                      reduction: int, *, reference) -> torch.Tensor:
     """``aten.mse_loss_backward`` as ATen's kernels compute it (``mse_backward`` in
     aten/src/ATen/native/cuda/PointwiseOpsKernel.cu): ``alpha * (self - target) * grad``, each
     step rounded to ``self``'s dtype, ``alpha`` (2, or 2 / numel for the mean) converted to it.
@@ -409,16 +404,14 @@ def mse_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: tor
 
     PyTorch's decomposition computes in fp32 for fp16/bf16 and rounds once, so where eager's fp16
     ``2 * (x - y)`` overflows (a gradient of ``inf``, a step ``GradScaler`` skips) it gave a
-    finite one. Mixed dtypes go to that decomposition, which promotes as eager does."""
+    finite one. Mixed dtypes go to that decomposition (``reference``), which promotes as eager does."""
     if not _same_floating_dtype(grad_output, self, target):
-        from torch._decomp.decompositions import mse_loss_backward as pytorch_mse_loss_backward
-
-        return pytorch_mse_loss_backward(grad_output, self, target, reduction)
+        return reference(grad_output, self, target, reduction)
     return (self - target) * _loss_norm(self, reduction, 2.0) * grad_output
 
 
 def smooth_l1_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
-                            reduction: int, beta: float) -> torch.Tensor:
+                            reduction: int, beta: float, *, reference) -> torch.Tensor:
     """``aten.smooth_l1_loss_backward`` as ATen's CUDA kernel computes it
     (``smooth_l1_backward_cuda_kernel`` in aten/src/ATen/native/cuda/BinaryMiscBackwardOpsKernels.cu):
     with ``x = self - target``, ``-norm * grad`` below ``-beta``, ``norm * grad`` above ``beta``,
@@ -427,12 +420,10 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, targe
 
     A NaN difference compares neither below nor above, so its gradient is NaN, as eager's;
     PyTorch's decomposition multiplied by ``sign(x)``, which is 0 for NaN. ``beta <= 0`` and
-    mixed dtypes go to that decomposition (``F.smooth_l1_loss`` sends ``beta == 0`` to the L1
-    loss before it reaches this op)."""
+    mixed dtypes go to that decomposition, ``reference`` (``F.smooth_l1_loss`` sends ``beta ==
+    0`` to the L1 loss before it reaches this op)."""
     if beta <= 0 or not _same_floating_dtype(grad_output, self, target):
-        from torch._decomp.decompositions import smooth_l1_loss_backward as pytorch_smooth_l1_loss_backward
-
-        return pytorch_smooth_l1_loss_backward(grad_output, self, target, reduction, beta)
+        return reference(grad_output, self, target, reduction, beta)
     norm, beta_t = _loss_norm(self, reduction), _in_dtype(beta, self.dtype)
     x = self - target
     scaled = norm * grad_output
@@ -441,32 +432,28 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, targe
 
 
 def huber_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
-                        reduction: int, delta: float) -> torch.Tensor:
-    """``aten.huber_loss_backward``: PyTorch's decomposition, except that an empty input with the
-    mean reduction gives its empty gradient (the decomposition divided by the element count,
-    0, in Python, and the graph ran unfused)."""
-    from torch._decomp.decompositions import huber_loss_backward as pytorch_huber_loss_backward
-
+                        reduction: int, delta: float, *, reference) -> torch.Tensor:
+    """``aten.huber_loss_backward``: PyTorch's decomposition (``reference``), except that an empty
+    input with the mean reduction gives its empty gradient (the decomposition divided by the
+    element count, 0, in Python, and the graph ran unfused)."""
     if _empty_mean(self, reduction):
         reduction = 2  # the sum's gradient: as empty as the mean's
-    return pytorch_huber_loss_backward(grad_output, self, target, reduction, delta)
+    return reference(grad_output, self, target, reduction, delta)
 
 
 def binary_cross_entropy(self: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None = None,
-                         reduction: int = 1) -> torch.Tensor:
-    """``aten.binary_cross_entropy``: PyTorch's decomposition, with eager's checks. An input
+                         reduction: int = 1, *, reference) -> torch.Tensor:
+    """``aten.binary_cross_entropy``: PyTorch's decomposition (``reference``), with eager's checks. An input
     element outside [0, 1] (NaN included) raises eager's error through an asynchronous
     device-side check (``_assert_async``, like the CUDA kernel's assert; at once on a CPU), whose
     ``all`` joins the loss's reduction; a target or weight of another dtype than ``self`` goes
     to ATen's kernel, which raises eager's error. PyTorch's decomposition leaves both out.
     Returns what ATen's op returns: the per-element loss (``reduction`` 0), or its mean (1) or
     sum (2), in ``self``'s dtype."""
-    from torch._decomp.decompositions import binary_cross_entropy as pytorch_binary_cross_entropy
-
     if target.dtype != self.dtype or (weight is not None and weight.dtype != self.dtype):
         return NotImplemented
     aten._assert_async.msg(((self >= 0) & (self <= 1)).all(), "all elements of input should be between 0 and 1")
-    return pytorch_binary_cross_entropy(self, target, weight, reduction)
+    return reference(self, target, weight, reduction)
 
 
 def _plain_number(value) -> bool:
