@@ -1041,3 +1041,33 @@ def test_batch_norm_gradients_of_half_inputs_far_from_zero_are_as_accurate_as_ea
 
     grads, dy, _ = _compiled_gradients(fn, [x, w, b])
     _assert_as_close_as_eager(fn, [x, w, b], grads, dy)
+
+
+_WIDE_ROWS = [[2049.0, 2049.0, 2049.0, 1e5, -1e5], [3.01, 3.01, 3.01, 1.0, 1.0], [NAN, 2049.0, 1.0, 0.5, 2.0]]
+_INT_ROWS = [[2049, 2049, 2049, 70000, -70000], [257, 257, 257, 1, 1], [3, 5, 7, 9, 11]]
+# products whose every partial product is exact in the narrow dtype once the elements are
+# converted (CPU eager rounds each one): 2048 * 3 and 256 * 3, where the unconverted 2049 * 3
+# and 257 * 3 round to 6148 and 772
+_PROD_ROWS = [[2049.0, 3.0, 1.0, 1.0, 1.0], [257.0, 3.0, 1.0, 1.0, 1.0], [1e5, 0.0, 1.0, 1.0, 1.0]]
+
+
+@pytest.mark.parametrize("case", [
+    ("sum", I32, _INT_ROWS, lambda t: t.sum(-1, dtype=torch.float16)),
+    ("sum_all", F64, _WIDE_ROWS[:2], lambda t: t.sum(dtype=torch.float16)),
+    ("sum_keepdim", F32, _WIDE_ROWS, lambda t: t.sum(-1, keepdim=True, dtype=torch.float16) * 2),
+    ("sum_bf16", I64, _INT_ROWS, lambda t: t.sum(-1, dtype=torch.bfloat16)),
+    ("nansum", F32, _WIDE_ROWS, lambda t: t.nansum(-1, dtype=torch.float16)),
+    ("prod", F32, _PROD_ROWS[:2], lambda t: t.prod(-1, dtype=torch.bfloat16)),
+    ("prod_fp16", F64, _PROD_ROWS, lambda t: t.prod(-1, dtype=torch.float16)),
+    ("prod_all", F64, _PROD_ROWS[:1], lambda t: t.prod(dtype=torch.float16)),
+], ids=lambda c: c[0])
+def test_a_reduction_with_a_narrower_dtype_converts_each_element_first(case):
+    """``sum``/``prod`` with ``dtype=`` convert every element to that dtype before reducing
+    (ATen's ``make_reduction``): 2049 in fp16 is 2048, so three of them sum to 6144, not to
+    6147 rounded to 6148, and ``1e5`` is fp16's ``inf``, so ``1e5 + -1e5`` is NaN. The
+    registry reduced the unconverted values and rounded once (found by a trial)."""
+    _, in_dtype, rows, f = case
+    x = torch.tensor(rows, dtype=F64).to(in_dtype).to(DEVICE)
+    got, graphs = run_compiled(f, x)
+    assert_all_fused(graphs)
+    assert_matches(got, f(x), exact=True)

@@ -563,6 +563,26 @@ def addmm_padded(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor, *, beta=1
     return _unpad(aten.addmm.default(bias, a, b, beta=beta, alpha=alpha), m, n, pads)
 
 
+def reduce_at_dtype(op):
+    """``op`` (``aten.sum`` or ``aten.prod``, an overload with a ``dtype=`` keyword) as ATen's
+    ``make_reduction`` computes it: the input converted to ``dtype`` element by element, then
+    reduced. Returns a decomposition that gives ``op`` of ``self.to(dtype)`` without the keyword,
+    or ``NotImplemented`` (the op recorded as it is) when ``dtype`` is absent or already
+    ``self``'s. Without it the registry reduced the unconverted values and rounded once: int32
+    2049 summed three times to fp16 gave 6148 where eager's three 2048s give 6144, and fp32
+    ``[1e5, -1e5]`` gave 0 where eager's infinities give NaN."""
+    def decomposition(self, *args, dtype=None, **kwargs):
+        if dtype is None or dtype == self.dtype:
+            return NotImplemented
+        return op(aten._to_copy.default(self, dtype=dtype), *args, **kwargs)
+
+    return functools.wraps(op)(decomposition) if hasattr(op, "__name__") else decomposition
+
+
+#: reductions whose ``dtype=`` converts the input first (:func:`reduce_at_dtype`)
+REDUCE_AT_DTYPE = (aten.sum.dim_IntList, aten.sum.default, aten.prod.dim_int, aten.prod.default)
+
+
 #: the decompositions of :mod:`torchfuse.kernel_formulas` that fall back to PyTorch's own (their
 #: ``reference``) where the kernels' formula does not apply
 WITH_REFERENCE = (
@@ -620,6 +640,8 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
     table[aten.soft_margin_loss.default] = soft_margin_loss
     table[aten.soft_margin_loss_backward.default] = soft_margin_loss_backward
     table[aten.native_group_norm_backward.default] = native_group_norm_backward
+    for op in REDUCE_AT_DTYPE:
+        table[op] = reduce_at_dtype(op)
     for op, formula in WITH_REFERENCE:  # after the core table: each reads PyTorch's own entry
         table[op] = _bind(formula, reference=table[op])
     for op in _BATCH_NORMS:

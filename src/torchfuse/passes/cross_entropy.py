@@ -216,6 +216,15 @@ def one_hot_picks(gm: torch.fx.GraphModule, persistent_max: int = 8192,
     return finish(gm, done, "one-hot picks moved ahead of their pointwise work")
 
 
+def _widened(node: torch.fx.Node) -> bool:
+    """Whether ``node`` converts its input to a wider dtype (``_to_copy``)."""
+    if not _call_of(node, aten._to_copy.default) or not isinstance(node.args[0], torch.fx.Node):
+        return False
+    out, src = _val(node), _val(node.args[0])
+    return (isinstance(out, torch.Tensor) and isinstance(src, torch.Tensor)
+            and out.dtype.itemsize > src.dtype.itemsize)
+
+
 def _log_softmax_parts(lp: torch.fx.Node):
     """``(shifted, lse)`` when ``lp`` is a last-dim log-softmax as PyTorch's decomposition
     writes it, optionally rounded by ``_to_copy``: ``shifted = x - amax(x)`` and
@@ -281,8 +290,10 @@ def log_softmax_sums(gm: torch.fx.GraphModule, persistent_max: int = 8192,
     done = 0
     graph = gm.graph
     for s, lp, sv, keepdim in _row_sums(gm, persistent_max, tuning.picks_max_persistent_row):
-        if s.kwargs.get("dtype") not in (None, sv.dtype):
-            continue  # a wider sum of the rounded log-probabilities: eager's value is that sum
+        if s.kwargs.get("dtype") not in (None, sv.dtype) or _widened(lp):
+            # a wider sum of the rounded log-probabilities (``sum(dtype=)`` converts first:
+            # ``decompose.reduce_at_dtype``): eager's value is that sum
+            continue
         parts = _log_softmax_parts(lp)
         fake = detect_fake_mode([_val(s), _val(lp)]) if parts else None
         if fake is None:
