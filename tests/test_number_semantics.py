@@ -830,14 +830,13 @@ def _cuda_formula(op, dtype, a, b):
     if op == "log_softmax_backward":
         total = f(a).sum(-1, keepdim=True)
         return (f(a) - f(torch.exp(b.float())) * total).float().to(dtype)
-    step = lambda t: t.to(dtype)  # every step in the tensors' dtype
-    z = step((a.float() - b.float()).abs())
+    # the difference rounded to the tensors' dtype, the rest in fp32 (each fp32 operation here
+    # is one IEEE operation) and rounded once
+    z = (a.float() - b.float()).abs().to(dtype).float()
     if op == "smooth_l1_loss":
-        quadratic = step(step(z.float() * 0.5).float() * z.float())
-        return torch.where(z < 1, quadratic, step(z.float() - 0.5))
-    d = step(torch.tensor(0.7)).item()
-    quadratic = step(step(z.float() * 0.5).float() * z.float())
-    return torch.where(z < d, quadratic, step(step(z.float() - step(torch.tensor(0.5 * d)).item()).float() * d))
+        return torch.where(z < 1, (z * 0.5 * z) / torch.ones_like(z), z - 0.5).to(dtype)
+    d = torch.tensor(0.7).to(dtype).float()
+    return torch.where(z < d, z * 0.5 * z, d * (z - 0.5 * d)).to(dtype)
 
 
 _CUDA_KERNEL_OPS = {
@@ -854,7 +853,8 @@ def test_cuda_kernels_formulas(op, dtype, monkeypatch):
     """Softmax's and log-softmax's gradients and the smooth L1 and Huber losses as ATen's CUDA
     kernels compute them: softmax's backward rounds ``grad * output`` to the tensors' dtype
     first (a separate multiply in ``softmax_backward_cuda_out``), both backward ops end with one
-    fused multiply-add in fp32, and the losses round every step in the tensors' dtype. On a GPU
+    fused multiply-add in fp32, and the losses round the difference to the tensors' dtype, then
+    compute in fp32 and round once (seen on an H200: rounding every step was an ulp off). On a GPU
     against CUDA eager; on a CPU, where CPU tensors take PyTorch's decompositions, the CUDA
     branch (``kernel_device`` replaced) against the kernels' formulas computed step by step.
     Rows whose sums are exact, so that summation order cannot change a bit."""
@@ -911,3 +911,24 @@ def test_huber_loss_of_mixed_dtypes_has_the_inputs_dtype(reduction):
     x, t = wide(F16, 35, 4.0, shape=LONG), wide(F32, 36, 4.0, shape=LONG)
     for a, b in ((x, t), (t, x)):
         check_bits(lambda a, b: torch.nn.functional.huber_loss(a, b, reduction=reduction, delta=0.7), a, b)
+
+
+def test_huber_loss_of_a_wider_target_on_cuda_converts_it_to_the_inputs_dtype(monkeypatch):
+    """CUDA's ``huber_kernel_cuda`` runs in its output's dtype, the input's: an fp32 target is
+    converted to fp16 before the difference (70000 becomes ``inf``; seen on an H200, where the
+    promoted fp32 loss put NaN and finite values where eager's were not). On a CPU, the CUDA
+    branch (``kernel_device`` replaced) against the kernel's formula on the converted target."""
+    from torchfuse import kernel_formulas
+
+    x, t = wide(F16, 35, 4.0, shape=LONG), wide(F32, 36, 4.0, shape=LONG)
+    t[0, :2] = 70000.0  # beyond fp16's range: inf once converted
+    fn = lambda a, b: torch.nn.functional.huber_loss(a, b, reduction="none", delta=0.7)
+    if DEVICE == "cuda":
+        check_bits(fn, x, t)
+        return
+    monkeypatch.setattr(kernel_formulas, "kernel_device", lambda device: "cuda")
+    actual, graphs = run_compiled(fn, x, t)
+    expected = _cuda_formula("huber_loss", F16, x, t.to(F16))
+    assert torch.isinf(expected[0, :2]).all() or torch.isnan(expected[0, :2]).all()
+    assert_same_bits(actual, expected)
+    assert_all_fused(graphs)

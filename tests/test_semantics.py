@@ -189,20 +189,12 @@ def _specials(a, b, s):
             torch.sin(s), torch.atan(s), torch.erf(s), s ** 2.0, torch.exp2(s))
 
 
-_CUDA_FP32_SPECIALS = (
-    "two known deviations of compiled Triton code on CUDA (seen on an H200, torch 2.11, Triton 3.6): "
-    "libdevice functions flush fp32 subnormal inputs to zero (ceil(1e-40) gives 0, sqrt, atan2, fmod and "
-    "remainder of 1e-40 likewise), and -0.0 * -0.0 with a literal -0.0 gives -0.0; the interpreter "
-    "and eager give the IEEE results")
-
-
 @pytest.mark.parametrize("dtype", [F32, F64, F16], ids=dtype_id)
-def test_nan_signed_zero_and_infinity(dtype, request):
+def test_nan_signed_zero_and_infinity(dtype):
     """NaN propagates (maximum/minimum/clamp keep it; fmax/fmin drop it), zeros keep their sign
-    and infinities follow IEEE, bit for bit as eager. ``maximum(-0.0, 0.0)`` is left out:
-    IEEE leaves the sign of that result to the implementation."""
-    if DEVICE == "cuda" and dtype == F32:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=_CUDA_FP32_SPECIALS))
+    and infinities follow IEEE, bit for bit as eager, fp32 subnormals included (kernels compile
+    without flush-to-zero). ``maximum(-0.0, 0.0)`` is left out: IEEE leaves the sign of that
+    result to the implementation."""
     a, b = SPECIAL.to(dtype), OTHER.to(dtype)
     zeros = (a == 0) & (b == 0)
     b = torch.where(zeros, torch.ones((), dtype=dtype), b)

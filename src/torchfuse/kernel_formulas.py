@@ -141,10 +141,10 @@ def gelu_backward(grad: torch.Tensor, self: torch.Tensor, approximate: str = "no
                   reference) -> torch.Tensor:
     """``aten.gelu_backward``: the tanh form as ATen's kernels compute it (``GeluCUDAKernelImpl.cu``),
     in the opmath dtype, with nvcc's contractions: ``inner = beta * fma(kappa, x**3, x)``, ``t =
-    tanh(inner)``, ``grad * fma(0.5 * x * fma(-t, t, 1), beta * fma(3 * kappa, x**2, 1), 0.5 * (1 +
-    t))``, ``3 * kappa`` rounded in the opmath dtype as the kernel's constant; rounded once. On an
-    H100, PyTorch's decomposition was a 16-bit ulp from eager's in 0.3% of fp16 elements. The erf
-    form and other dtypes take ``reference``."""
+    tanh(inner)``, ``grad * (0.5 * (1 + t) + (0.5 * x * fma(-t, t, 1)) * (beta * fma(3 * kappa,
+    x**2, 1)))``, ``3 * kappa`` rounded in the opmath dtype as the kernel's constant; rounded once.
+    On an H100, PyTorch's decomposition was a 16-bit ulp from eager's in 0.3% of fp16 elements.
+    The erf form and other dtypes take ``reference``."""
     if approximate != "tanh" or not (self.dtype.is_floating_point and grad.dtype == self.dtype):
         return reference(grad, self, approximate)
     x, op, contract = _opmath(self)
@@ -154,7 +154,9 @@ def gelu_backward(grad: torch.Tensor, self: torch.Tensor, approximate: str = "no
     left = x * 0.5
     left_derivative = (t + 1) * 0.5
     inner_derivative = _fma(_in_dtype(3 * kappa, op), x_sq, 1, contract) * beta
-    total = _fma(left * _one_minus_square(t, contract), inner_derivative, left_derivative, contract)
+    # ``left_derivative + right_derivative``: the compilers contract the first product,
+    # ``0.5 * right``, which is exact, so the sum is rounded from the rounded right derivative
+    total = left_derivative + (left * _one_minus_square(t, contract)) * inner_derivative
     return (grad.to(op) * total).to(self.dtype)
 
 
@@ -199,17 +201,18 @@ def mish_backward(grad_output: torch.Tensor, self: torch.Tensor, *, reference) -
 
 def hardswish_backward(grad_output: torch.Tensor, self: torch.Tensor, *, reference) -> torch.Tensor:
     """``aten.hardswish_backward`` as ATen's kernels compute it (CUDA's
-    ``hardswish_backward_kernel``, the CPU's vector kernel): in the opmath dtype, ``grad *
-    (self / 3 + 0.5)`` for ``-3 < self < 3``, 0 at or below -3, ``grad`` above, rounded once.
-    ``self / 3`` is a true division there; PyTorch's decomposition divides by the number 3,
-    which on a GPU is a multiplication by its reciprocal (eager's ``x / 3`` kernel), 13% of fp32
-    elements an ulp apart on an H100. The divisor is written as a tensor to keep the division.
-    Mixed dtypes take PyTorch's decomposition (``reference``), which promotes as eager does."""
-    dtype = self.dtype
-    if not (dtype.is_floating_point and grad_output.dtype == dtype):
+    ``hardswish_backward_kernel``, the CPU's vector kernel): in the opmath dtype of the promoted
+    dtype of ``grad_output`` and ``self``, ``grad * (self / 3 + 0.5)`` for ``-3 < self < 3``, 0 at
+    or below -3, ``grad`` above, rounded once to the promoted dtype. ``self / 3`` is a true
+    division there; PyTorch's decomposition divides by the number 3, which on a GPU is a
+    multiplication by its reciprocal (eager's ``x / 3`` kernel), 13% of fp32 elements an ulp apart
+    on an H100. The divisor is written as a tensor to keep the division. Integer dtypes take
+    PyTorch's decomposition (``reference``)."""
+    dtype = torch.promote_types(grad_output.dtype, self.dtype)
+    if not dtype.is_floating_point:
         return reference(grad_output, self)
-    x, op, _ = _opmath(self)
-    g = grad_output.to(op)
+    op = get_computation_dtype(dtype)
+    x, g = self.to(op), grad_output.to(op)
     inner = g * (x / aten.full_like(x, 3) + 0.5)
     out = aten.where.self(x <= -3, aten.full_like(g, 0), aten.where.self(x < 3, inner, g))
     return out.to(dtype)
@@ -359,40 +362,47 @@ def _eager_cuda_loss(self: torch.Tensor, target: torch.Tensor, parameter) -> boo
 def smooth_l1_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1, beta: float = 1.0, *,
                    reference) -> torch.Tensor:
     """``aten.smooth_l1_loss`` of CUDA tensors as ATen's kernel (``smooth_l1_kernel_cuda``)
-    computes it, in the tensors' own dtype, every step rounded: ``z = |self - target|``, then
-    ``0.5 * z * z / beta`` below ``beta``, else ``z - 0.5 * beta``, with ``beta`` converted to that
-    dtype. PyTorch's decomposition (``reference``, which CPU tensors, mixed dtypes, broadcast
-    shapes and ``beta == 0`` take) computes fp16/bf16 in fp32 from the unrounded difference: 7%
-    of elements a 16-bit ulp from eager's on an H100."""
+    computes it: ``z = |self - target|`` rounded to the tensors' dtype, then in the opmath dtype
+    ``0.5 * z * z / beta`` below ``beta``, else ``z - 0.5 * beta``, rounded once, with ``beta``
+    rounded to the tensors' dtype first. PyTorch's decomposition (``reference``, which CPU
+    tensors, mixed dtypes, broadcast shapes and ``beta == 0`` take) computes fp16/bf16 from the
+    unrounded difference: 7% of elements a 16-bit ulp from eager's on an H100."""
     if not _eager_cuda_loss(self, target, beta):
         return reference(self, target, reduction, beta)
     b = _in_dtype(float(beta), self.dtype)
-    z = aten.abs.default(aten.sub.Tensor(self, target))
+    z = _opmath(aten.abs.default(aten.sub.Tensor(self, target)))[0]
     # a tensor divisor keeps a true division (a number would be a multiplication by 1 / beta)
     quadratic = aten.div.Tensor(aten.mul.Tensor(aten.mul.Tensor(z, 0.5), z), aten.full_like(z, b))
-    linear = aten.sub.Tensor(z, _in_dtype(0.5 * b, self.dtype))
-    return _reduced(aten.where.self(aten.lt.Scalar(z, b), quadratic, linear), reduction)
+    linear = aten.sub.Tensor(z, 0.5 * b)
+    loss = aten.where.self(aten.lt.Scalar(z, b), quadratic, linear).to(self.dtype)
+    return _reduced(loss, reduction)
 
 
 def huber_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1, delta: float = 1.0, *,
                reference) -> torch.Tensor:
-    """``aten.huber_loss`` of CUDA tensors as ATen's kernel (``huber_kernel_cuda``) computes it,
-    in the tensors' own dtype, every step rounded: ``z = |self - target|``, then ``0.5 * z * z``
-    below ``delta``, else ``delta * (z - 0.5 * delta)``, with ``delta`` converted to that dtype.
-    Other cases take PyTorch's decomposition (``reference``), which computes fp16/bf16 in fp32
-    (a third of fp16 elements a 16-bit ulp from eager's on an H100 for ``delta=0.7``); with
-    mixed floating dtypes its loss is stored in ``self``'s dtype, as eager's."""
-    if self.dtype.is_floating_point and target.dtype.is_floating_point and target.dtype != self.dtype:
-        # ATen's huber_loss writes into a tensor like its input (``at::empty_like(input)``): the
-        # promoted dtype's loss, stored in the input's dtype, then reduced
+    """``aten.huber_loss`` as ATen computes it. On CUDA (``huber_kernel_cuda``): the kernel runs in
+    the dtype of its output, which is like ``self`` (``at::empty_like(input)``), so a ``target``
+    of another dtype is first converted to ``self``'s; then ``z = |self - target|`` rounded to that
+    dtype, and in the opmath dtype ``0.5 * z * z`` below ``delta``, else ``delta * (z - 0.5 *
+    delta)``, rounded once, with ``delta`` rounded to the dtype first. On the CPU, mixed floating
+    dtypes compute in the promoted dtype and store the loss in ``self``'s. Other cases take
+    PyTorch's decomposition (``reference``), which computes fp16/bf16 in fp32 from the unrounded
+    difference (a third of fp16 elements a 16-bit ulp from eager's on an H100 for ``delta=0.7``)."""
+    mixed = self.dtype.is_floating_point and target.dtype.is_floating_point and target.dtype != self.dtype
+    if mixed and kernel_device(self.device) == "cuda":
+        target = target.to(self.dtype)
+    elif mixed:
+        # the CPU's TensorIterator promotes the inputs and casts the loss to the output, which is
+        # like the input (``at::empty_like(input)``): the promoted loss stored in ``self``'s dtype
         return _reduced(reference(self, target, 0, delta).to(self.dtype), reduction)
     if not _eager_cuda_loss(self, target, delta):
         return reference(self, target, reduction, delta)
     d = _in_dtype(float(delta), self.dtype)
-    z = aten.abs.default(aten.sub.Tensor(self, target))
+    z = _opmath(aten.abs.default(aten.sub.Tensor(self, target)))[0]
     quadratic = aten.mul.Tensor(aten.mul.Tensor(z, 0.5), z)
-    linear = aten.mul.Tensor(aten.sub.Tensor(z, _in_dtype(0.5 * d, self.dtype)), d)
-    return _reduced(aten.where.self(aten.lt.Scalar(z, d), quadratic, linear), reduction)
+    linear = aten.mul.Tensor(aten.sub.Tensor(z, 0.5 * d), d)
+    loss = aten.where.self(aten.lt.Scalar(z, d), quadratic, linear).to(self.dtype)
+    return _reduced(loss, reduction)
 
 
 def mse_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
