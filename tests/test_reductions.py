@@ -1060,6 +1060,11 @@ _PROD_ROWS = [[2049.0, 3.0, 1.0, 1.0, 1.0], [257.0, 3.0, 1.0, 1.0, 1.0], [1e5, 0
     ("prod", F32, _PROD_ROWS[:2], lambda t: t.prod(-1, dtype=torch.bfloat16)),
     ("prod_fp16", F64, _PROD_ROWS, lambda t: t.prod(-1, dtype=torch.float16)),
     ("prod_all", F64, _PROD_ROWS[:1], lambda t: t.prod(dtype=torch.float16)),
+    # an integer dtype truncates each element first, and the result keeps that dtype (an
+    # integer sum without ``dtype=`` is int64)
+    ("sum_int32", F32, [[1.7, 1.7, 1.7, -2.5, 0.5]], lambda t: t.sum(dtype=torch.int32)),
+    ("sum_dim_int32", I64, _INT_ROWS, lambda t: t.sum(-1, dtype=torch.int32)),
+    ("prod_int16", F32, [[1.7, 2.9, 3.2, -2.5, 1.0]], lambda t: t.prod(-1, dtype=torch.int16)),
 ], ids=lambda c: c[0])
 def test_a_reduction_with_a_narrower_dtype_converts_each_element_first(case):
     """``sum``/``prod`` with ``dtype=`` convert every element to that dtype before reducing
