@@ -564,19 +564,19 @@ def addmm_padded(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor, *, beta=1
 
 
 def reduce_at_dtype(op):
-    """``op`` (``aten.sum`` or ``aten.prod``, an overload with a ``dtype=`` keyword) as ATen's
-    ``make_reduction`` computes it: the input converted to ``dtype`` element by element, then
-    reduced. Returns a decomposition that gives ``op`` of ``self.to(dtype)`` with the same
-    ``dtype`` (an integer sum without it would be int64), or ``NotImplemented`` (the op recorded
-    as it is) when ``dtype`` is absent or already ``self``'s. Without it the registry reduced the unconverted values and rounded once: int32
-    2049 summed three times to fp16 gave 6148 where eager's three 2048s give 6144, and fp32
-    ``[1e5, -1e5]`` gave 0 where eager's infinities give NaN."""
+    """A decomposition of ``op`` (``aten.sum`` or ``aten.prod``, an overload with a ``dtype=``
+    keyword) as ATen's ``make_reduction`` computes it: the input converted to ``dtype`` element
+    by element, then reduced with the same ``dtype`` (an integer sum without it is int64). The
+    registry's reduction would otherwise reduce the unconverted values and round once (fp16
+    ``sum`` of three int32 2049s: 6148, eager's 6144). Declines (``NotImplemented``: the op is
+    recorded as it is) when ``dtype`` is absent or already the input's."""
+    @functools.wraps(op)
     def decomposition(self, *args, dtype=None, **kwargs):
         if dtype is None or dtype == self.dtype:
             return NotImplemented
         return op(aten._to_copy.default(self, dtype=dtype), *args, dtype=dtype, **kwargs)
 
-    return functools.wraps(op)(decomposition) if hasattr(op, "__name__") else decomposition
+    return decomposition
 
 
 #: reductions whose ``dtype=`` converts the input first (:func:`reduce_at_dtype`)

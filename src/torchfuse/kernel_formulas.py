@@ -359,6 +359,12 @@ def _eager_cuda_loss(self: torch.Tensor, target: torch.Tensor, parameter) -> boo
             and _plain_number(parameter) and parameter > 0)
 
 
+def _rounded_distance(self: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """``|self - target|`` rounded to the tensors' dtype, in their opmath dtype: how ATen's CUDA
+    loss kernels start (``::abs(a - b)`` in ``scalar_t``, then cast to ``opmath_t``)."""
+    return aten.abs.default(aten.sub.Tensor(self, target)).to(get_computation_dtype(self.dtype))
+
+
 def smooth_l1_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1, beta: float = 1.0, *,
                    reference) -> torch.Tensor:
     """``aten.smooth_l1_loss`` of CUDA tensors as ATen's kernel (``smooth_l1_kernel_cuda``)
@@ -370,7 +376,7 @@ def smooth_l1_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
     if not _eager_cuda_loss(self, target, beta):
         return reference(self, target, reduction, beta)
     b = _in_dtype(float(beta), self.dtype)
-    z = _opmath(aten.abs.default(aten.sub.Tensor(self, target)))[0]
+    z = _rounded_distance(self, target)
     # a tensor divisor keeps a true division (a number would be a multiplication by 1 / beta)
     quadratic = aten.div.Tensor(aten.mul.Tensor(aten.mul.Tensor(z, 0.5), z), aten.full_like(z, b))
     linear = aten.sub.Tensor(z, 0.5 * b)
@@ -398,7 +404,7 @@ def huber_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1, del
     if not _eager_cuda_loss(self, target, delta):
         return reference(self, target, reduction, delta)
     d = _in_dtype(float(delta), self.dtype)
-    z = _opmath(aten.abs.default(aten.sub.Tensor(self, target)))[0]
+    z = _rounded_distance(self, target)
     quadratic = aten.mul.Tensor(aten.mul.Tensor(z, 0.5), z)
     linear = aten.mul.Tensor(aten.sub.Tensor(z, 0.5 * d), d)
     loss = aten.where.self(aten.lt.Scalar(z, d), quadratic, linear).to(self.dtype)

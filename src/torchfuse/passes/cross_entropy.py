@@ -290,9 +290,9 @@ def log_softmax_sums(gm: torch.fx.GraphModule, persistent_max: int = 8192,
     done = 0
     graph = gm.graph
     for s, lp, sv, keepdim in _row_sums(gm, persistent_max, tuning.picks_max_persistent_row):
-        if s.kwargs.get("dtype") not in (None, sv.dtype) or _widened(lp):
-            # a wider sum of the rounded log-probabilities (``sum(dtype=)`` converts first:
-            # ``decompose.reduce_at_dtype``): eager's value is that sum
+        if _widened(lp):
+            # a wider sum of the rounded log-probabilities (``sum(dtype=)`` is a conversion
+            # before the sum: ``decompose.reduce_at_dtype``): eager's value is that sum
             continue
         parts = _log_softmax_parts(lp)
         fake = detect_fake_mode([_val(s), _val(lp)]) if parts else None
