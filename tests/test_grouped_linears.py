@@ -501,6 +501,34 @@ def test_gradients_are_none_or_of_their_own_as_eager():
     assert v.bias.grad.untyped_storage().nbytes() == v.bias.numel() * v.bias.element_size()
 
 
+def test_a_frozen_projection_beside_a_trainable_one_needs_no_gradient():
+    """A frozen ``linear`` (weight and bias need no gradient) reading the same input as a
+    trainable one returns a result that needs no gradient, as in eager: a buffer it updates
+    stays a leaf over training steps, and a loss of the frozen result alone gives the trainable
+    weight no gradient (``None``), so AdamW's weight decay leaves that weight unchanged."""
+    q, k = _lins(2)
+    k.requires_grad_(False)
+    x = torch.randn(4, D, device=DEVICE)
+
+    def f(x, stat):
+        y, z = q(x), k(x)
+        stat.mul_(0.9).add_(z.mean(0) * 0.1)
+        return y.square().sum(), z
+
+    want_stat, stat = torch.zeros(D, device=DEVICE), torch.zeros(D, device=DEVICE)
+    compiled = _compile(f, HERE)
+    for _ in range(2):
+        loss, z = compiled(x, stat)
+        assert not z.requires_grad and z.grad_fn is None and stat.grad_fn is None
+        loss.backward()
+        f(x, want_stat)
+    torch.testing.assert_close(stat, want_stat)
+    q.zero_grad(set_to_none=True)
+    scale = torch.ones(D, device=DEVICE, requires_grad=True)
+    (compiled(x, stat)[1] * scale).sum().backward()
+    assert q.weight.grad is None and q.bias.grad is None and scale.grad is not None
+
+
 def test_functorch_transforms_compile_without_a_warning():
     """``torch.func.grad`` over ``functional_call``: its wrapped values have no storage; the
     graph compiles without the rewrite and without a warning, values equal eager's."""
@@ -613,6 +641,7 @@ def _check_linear_program(spec, tuning=HERE):
     for g, w in zip(got, want):
         # (a dim of size 1 has any stride: AOTAutograd rebuilds returned views with its own)
         assert g.shape == w.shape and all(a == b for a, b, n in zip(g.stride(), w.stride(), w.shape) if n > 1)
+        assert g.requires_grad == w.requires_grad
         torch.testing.assert_close(g, w)
     got_grads = torch.autograd.grad(got[0], leaves, allow_unused=True)
     for name, g, w in zip(names, got_grads, want_grads):

@@ -613,7 +613,8 @@ def grouped_linears(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda"
     its own product where its result is written in place, or through a view (autograd forbids
     writing a split's parts), and where its result reaches the outputs only through values
     that need no gradient (``detach``): eager gives its weight no gradient, a concatenation
-    would give it a zero block. A call whose result the graph returns, or returns a view of, or
+    would give it a zero block. Calls whose results need a gradient and calls whose results
+    need none (frozen weight and bias) form separate products. A call whose result the graph returns, or returns a view of, or
     reads with ``as_strided``, is given a contiguous copy of its columns, so that what the
     caller holds has eager's strides; its other views that reshape (``view``) become
     ``reshape``, since a column block's dims do not always merge.
@@ -658,7 +659,9 @@ def grouped_linears(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda"
             continue
         if b is not None and (bv is None or bv.dim() != 1 or bv.dtype != wv.dtype or bv.shape[0] != wv.shape[0]):
             continue
-        key = (x, region, b is None, wv.dtype, wv.device, yv.dtype)
+        # a result that needs no gradient (frozen weight and bias, an input without one) must
+        # not come from a product that needs one: it would get a grad_fn, its weight a gradient
+        key = (x, region, b is None, wv.dtype, wv.device, yv.dtype, yv.requires_grad)
         groups.setdefault(key, []).append((n, w, b))
     try:
         escaping = _escaping_values(gm)
