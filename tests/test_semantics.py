@@ -1151,6 +1151,43 @@ def test_activations_of_integer_tensors_raise_as_in_eager(call, dtype):
         torch.testing.assert_close(compiled(x), want, rtol=2e-3, atol=1e-5)
 
 
+#: calls whose eager kernels raise for some dtypes (or mixed dtypes) while PyTorch's
+#: decompositions trace them: (call, argument dtypes), with cases where eager computes beside them
+_DTYPE_CHECKED_CALLS = {
+    "frac": (lambda x: torch.frac(x) + 1, [(I32,), (U8,), (F16,)]),
+    "frac_": (lambda x: x.frac_() * 2, [(I64,), (F32,)]),
+    "logaddexp": (lambda a, b: torch.logaddexp(a, b) + 1, [(I32, I32), (I8, I8), (I32, F32), (F16, F16)]),
+    "logaddexp2": (lambda a, b: torch.logaddexp2(a, b) + 1, [(U8, U8), (I64, BF16)]),
+    "threshold": (lambda x: torch.nn.functional.threshold(x, 0, 1) * 1, [(BOOL,), (I32,)]),
+    "log_ndtr": (lambda x: torch.special.log_ndtr(x) * 2, [(F16,), (BF16,), (I32,), (F32,)]),
+    "heaviside": (lambda a, b: torch.heaviside(a, b) * 2, [(F32, F16), (F16, BF16), (F32, I32), (F32, F32), (I64, I64)]),
+}
+
+
+@pytest.mark.parametrize("case", [(name, dtypes) for name, (_, cases) in _DTYPE_CHECKED_CALLS.items()
+                                  for dtypes in cases], ids=lambda c: f"{c[0]}-{'-'.join(map(dtype_id, c[1]))}")
+def test_calls_eager_implements_for_some_dtypes_raise_as_in_eager(case):
+    """``frac`` and ``logaddexp`` of integers, ``threshold`` of bools and fp16 ``log_ndtr`` have
+    no eager kernel (``NotImplementedError``); ``heaviside`` of two dtypes raises
+    ``RuntimeError``. PyTorch's decompositions compute a value for each, and the kernels returned
+    it. The compiled call raises eager's error where eager does, and gives eager's values where
+    it does not."""
+    name, dtypes = case
+    fn = _DTYPE_CHECKED_CALLS[name][0]
+    args = [(torch.arange(6, device=DEVICE) % 4 - 1).to(d) if d != U8 else torch.arange(6, device=DEVICE).to(d)
+            for d in dtypes]
+    want, error = eager_outcome(fn, *[a.clone() for a in args], errors=(RuntimeError, NotImplementedError))
+    torch._dynamo.reset()
+    compiled = torchfuse.compile(fn, dynamic=False)
+    if error is not None:
+        with pytest.raises(type(error)):
+            compiled(*args)
+    else:
+        got = compiled(*args)
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want, rtol=2e-3, atol=1e-5, equal_nan=True)
+
+
 def test_which_stored_numbers_eager_checks_depends_on_the_device():
     """CPU eager fills a one-element floating tensor unchecked and checks a clamp's bounds;
     CUDA eager checks every fill and reads a clamp's bounds unchecked (seen on CUDA tensors

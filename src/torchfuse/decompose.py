@@ -583,6 +583,37 @@ def reduce_at_dtype(op):
 REDUCE_AT_DTYPE = (aten.sum.dim_IntList, aten.sum.default, aten.prod.dim_int, aten.prod.default)
 
 
+def _integral(*values) -> bool:
+    """The dtype eager's kernel would compute in (of the tensors and numbers) is an integer or bool."""
+    dtype = functools.reduce(torch.promote_types, (torch.result_type(v, v) for v in values))
+    return not (dtype.is_floating_point or dtype.is_complex)
+
+
+#: arguments for which eager's kernels raise (no kernel for the dtype, CPU and CUDA alike; mixed
+#: dtypes) while the decomposition would compute a value: for these the op is recorded as it is
+#: (:func:`declines_where_eager_raises`) and ATen raises eager's error when the graph runs
+EAGER_RAISES = {
+    aten.frac.default: lambda x: _integral(x),
+    aten.logaddexp.default: lambda a, b: _integral(a, b),
+    aten.logaddexp2.default: lambda a, b: _integral(a, b),
+    aten.threshold.default: lambda x, threshold, value: x.dtype == torch.bool,
+    aten.special_log_ndtr.default: lambda x: x.dtype in (torch.float16, torch.bfloat16),
+    aten.heaviside.default: lambda a, b: a.dtype != b.dtype,
+}
+
+
+def declines_where_eager_raises(decomposition, raises):
+    """``decomposition`` returning ``NotImplemented`` (the op is recorded as it is) for the
+    arguments where ``raises(*args)`` says eager's kernel raises (:data:`EAGER_RAISES`)."""
+    @functools.wraps(decomposition)
+    def guarded(*args, **kwargs):
+        if raises(*args, **kwargs):
+            return NotImplemented
+        return decomposition(*args, **kwargs)
+
+    return guarded
+
+
 #: the decompositions of :mod:`torchfuse.kernel_formulas` that fall back to PyTorch's own (their
 #: ``reference``) where the kernels' formula does not apply
 WITH_REFERENCE = (
@@ -642,6 +673,9 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
     table[aten.native_group_norm_backward.default] = native_group_norm_backward
     for op in REDUCE_AT_DTYPE:
         table[op] = reduce_at_dtype(op)
+    for op, raises in EAGER_RAISES.items():
+        if op in table:
+            table[op] = declines_where_eager_raises(table[op], raises)
     for op, formula in WITH_REFERENCE:  # after the core table: each reads PyTorch's own entry
         table[op] = _bind(formula, reference=table[op])
     for op in _BATCH_NORMS:
