@@ -1153,6 +1153,7 @@ def test_activations_of_integer_tensors_raise_as_in_eager(call, dtype):
 
 #: calls whose eager kernels raise for some dtypes (or mixed dtypes) while PyTorch's
 #: decompositions trace them: (call, argument dtypes), with cases where eager computes beside them
+_F = torch.nn.functional
 _DTYPE_CHECKED_CALLS = {
     "frac": (lambda x: torch.frac(x) + 1, [(I32,), (U8,), (F16,)]),
     "frac_": (lambda x: x.frac_() * 2, [(I64,), (F32,)]),
@@ -1161,15 +1162,26 @@ _DTYPE_CHECKED_CALLS = {
     "threshold": (lambda x: torch.nn.functional.threshold(x, 0, 1) * 1, [(BOOL,), (I32,)]),
     "log_ndtr": (lambda x: torch.special.log_ndtr(x) * 2, [(F16,), (BF16,), (I32,), (F32,)]),
     "heaviside": (lambda a, b: torch.heaviside(a, b) * 2, [(F32, F16), (F16, BF16), (F32, I32), (F32, F32), (I64, I64)]),
+    "addcdiv": (lambda a, b: torch.addcdiv(a.float(), b, b), [(F32, BOOL), (F32, I32), (F32, F16)]),
+    "soft_margin_loss": (lambda a: _F.soft_margin_loss(a, a) + 1, [(I32,), (F32,)]),
+    "huber_loss": (lambda a: _F.huber_loss(a, a * 2) + 1, [(I8,), (F32,)]),
+    "smooth_l1_loss": (lambda a: _F.smooth_l1_loss(a, a * 2) + 1, [(I64,), (F32,)]),
+    "multilabel_soft_margin_loss": (lambda a: _F.multilabel_soft_margin_loss(a.view(2, 3), a.view(2, 3)), [(I32,), (F32,)]),
+    "max_unpool2d": (lambda a: _F.max_unpool2d(a.view(1, 1, 2, 3), (a.view(1, 1, 2, 3) > 0).long(), 1) + 1, [(I32,), (F32,)]),
+    "unfold": (lambda a: _F.unfold(a.view(1, 1, 2, 3), 2) + 1, [(I32,), (F32,)]),
+    "dot": (lambda a: torch.dot(a, a) | True, [(BOOL,), (I32,)]),
+    "mv": (lambda a: torch.mv(a.view(2, 3), a[:3]) | True, [(BOOL,), (I32,)]),
+    "trace": (lambda a: a.view(2, 3).trace() + 1, [(BOOL,), (I32,)]),
 }
 
 
 @pytest.mark.parametrize("case", [(name, dtypes) for name, (_, cases) in _DTYPE_CHECKED_CALLS.items()
                                   for dtypes in cases], ids=lambda c: f"{c[0]}-{'-'.join(map(dtype_id, c[1]))}")
 def test_calls_eager_implements_for_some_dtypes_raise_as_in_eager(case):
-    """``frac`` and ``logaddexp`` of integers, ``threshold`` of bools and fp16 ``log_ndtr`` have
-    no eager kernel (``NotImplementedError``); ``heaviside`` of two dtypes raises
-    ``RuntimeError``. PyTorch's decompositions compute a value for each, and the kernels returned
+    """``frac``, ``logaddexp``, ``unfold`` and the margin losses of integers, ``threshold``,
+    ``dot`` and ``mv`` of bools and fp16 ``log_ndtr`` have no eager kernel
+    (``NotImplementedError``; bool ``trace`` on CPU tensors only);
+    ``heaviside`` of two dtypes and ``addcdiv`` of two integer tensors raise ``RuntimeError``. PyTorch's decompositions compute a value for each, and the kernels returned
     it. The compiled call raises eager's error where eager does, and gives eager's values where
     it does not."""
     name, dtypes = case

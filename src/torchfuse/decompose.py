@@ -589,16 +589,36 @@ def _integral(*values) -> bool:
     return not (dtype.is_floating_point or dtype.is_complex)
 
 
-#: arguments for which eager's kernels raise (no kernel for the dtype, CPU and CUDA alike; mixed
-#: dtypes) while the decomposition would compute a value: for these the op is recorded as it is
-#: (:func:`declines_where_eager_raises`) and ATen raises eager's error when the graph runs
+def _first_integral(x, *args, **kwargs) -> bool:
+    return _integral(x)
+
+
+def _bool_operand(x, *args, **kwargs) -> bool:
+    return x.dtype == torch.bool
+
+
+#: arguments for which eager's kernels raise (no kernel for the dtype, on CPU and CUDA unless
+#: the rule reads the device; mixed dtypes) while the decomposition would compute a value: for
+#: these the op is recorded as it is (:func:`declines_where_eager_raises`) and ATen raises
+#: eager's error when the graph runs. The dtypes are those PyTorch's OpInfo database lists as
+#: supported for each op, checked against eager
 EAGER_RAISES = {
-    aten.frac.default: lambda x: _integral(x),
+    aten.frac.default: _first_integral,
     aten.logaddexp.default: lambda a, b: _integral(a, b),
     aten.logaddexp2.default: lambda a, b: _integral(a, b),
-    aten.threshold.default: lambda x, threshold, value: x.dtype == torch.bool,
+    aten.addcdiv.default: lambda x, t1, t2, value=1: _integral(t1, t2),
+    aten.threshold.default: _bool_operand,
     aten.special_log_ndtr.default: lambda x: x.dtype in (torch.float16, torch.bfloat16),
     aten.heaviside.default: lambda a, b: a.dtype != b.dtype,
+    aten.log_sigmoid_forward.default: _first_integral,
+    aten.soft_margin_loss.default: _first_integral,
+    aten.smooth_l1_loss.default: _first_integral,
+    aten.huber_loss.default: _first_integral,
+    aten.max_unpool2d.default: _first_integral,
+    aten.max_unpool3d.default: _first_integral,
+    aten.im2col.default: _first_integral,
+    aten.dot.default: _bool_operand, aten.vdot.default: _bool_operand, aten.mv.default: _bool_operand,
+    aten.trace.default: lambda x: x.dtype == torch.bool and x.device.type == "cpu",
 }
 
 
@@ -673,9 +693,6 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
     table[aten.native_group_norm_backward.default] = native_group_norm_backward
     for op in REDUCE_AT_DTYPE:
         table[op] = reduce_at_dtype(op)
-    for op, raises in EAGER_RAISES.items():
-        if op in table:
-            table[op] = declines_where_eager_raises(table[op], raises)
     for op, formula in WITH_REFERENCE:  # after the core table: each reads PyTorch's own entry
         table[op] = _bind(formula, reference=table[op])
     for op in _BATCH_NORMS:
@@ -684,4 +701,7 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
     for op in LOAD_AT_RESULT_DTYPE:
         if op in table:
             table[op] = _operands_at_result_dtype(table[op])
+    for op, raises in EAGER_RAISES.items():  # last: before any other formula runs
+        if op in table:
+            table[op] = declines_where_eager_raises(table[op], raises)
     return table
