@@ -888,3 +888,29 @@ def test_subtraction_with_a_bool_operand_raises_eagers_error(fn):
     # (torch 2.11's fake tensors check two bool operands themselves: TorchDynamo then raises
     # while tracing, its RuntimeError quoting eager's message)
     assert str(eager.value).split(".")[0] in str(compiled.value)
+
+
+_NEGATIVE_VIEWS = {
+    "conj_imag": (lambda x: x.conj().imag * 1, lambda: torch.tensor([1 + 2j, 3 - 4j, -5 + 0.5j], device=DEVICE)),
+    "conj_imag_sum": (lambda x: (x.conj().imag + x.real).sum(), lambda: torch.tensor([1 + 2j, 3 - 4j], device=DEVICE)),
+    "conj_input": (lambda z: z.imag.exp() * 2, lambda: torch.tensor([1 + 2j, 3 - 4j], device=DEVICE).conj()),
+    "neg_view_input": (lambda z: (z * 3).sum() + z.abs().amax(), lambda: torch._neg_view(torch.tensor([1.0, -2.0, 3.5], device=DEVICE))),
+    "neg_view_in_graph": (lambda x: torch._neg_view(x * 2)[1:] + 1, lambda: torch.tensor([1.0, -2.0, 3.5], device=DEVICE)),
+}
+
+
+@pytest.mark.parametrize("case", list(_NEGATIVE_VIEWS))
+def test_a_lazily_negated_view_is_read_negated(case):
+    """ATen's negative bit (``x.conj().imag``, ``torch._neg_view``, a complex input with its
+    conjugate bit) leaves the negation to the reader; a kernel reads memory, and gave
+    ``x.conj().imag * 1`` the wrong sign. Two calls (the second replays recorded views) equal
+    eager's values."""
+    fn, make = _NEGATIVE_VIEWS[case]
+    torch._dynamo.reset()
+    compiled = torchfuse.compile(fn, dynamic=False)
+    for _ in range(2):
+        x = make()
+        want = fn(x)
+        got = compiled(make())
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want, rtol=0, atol=0)

@@ -128,6 +128,9 @@ ATEN_PASSES_BEFORE_FREEZING: tuple[GraphPass, ...] = (
 )
 
 ATEN_PASSES: tuple[GraphPass, ...] = (
+    # unguarded: kernels read memory, not ATen's negative bit
+    GraphPass("resolved_negative_views", lambda gm, o: aten.resolved_negative_views(gm), _always,
+              guarded=False),
     GraphPass("merge_duplicate_pads", lambda gm, o: aten.merge_duplicate_pads(gm), _always, guarded=False),
     GraphPass("cat_of_one", lambda gm, o: aten.cat_of_one(gm), _always),
     GraphPass("equal_cats_as_selects",

@@ -16,6 +16,9 @@ before the IR is built from them.
   from a device fill instead, which a CUDA graph can capture.
 * :func:`lifted_scalar_constants`: a 0-dim tensor constant made in the model's code
   (``torch.tensor(0.0, device=...)``) as a fill the segmenter fuses.
+* :func:`resolved_negative_views`: a lazily negated view (``x.conj().imag``, ``_neg_view``)
+  and a graph input with ATen's negative bit computed as a negation first, since kernels read
+  a tensor's memory, not its bits.
 * :func:`separate_gradient_views`: gradients a backward graph returns as views of one tensor
   (the weights of a product of :func:`~torchfuse.passes.fx.grouped_linears`) as tensors of
   their own, as eager's are.
@@ -76,6 +79,39 @@ def merge_duplicate_pads(gm: torch.fx.GraphModule) -> int:
             chain = up
         done += 1
     return finish(gm, done, "duplicate pads merged")
+
+
+def resolved_negative_views(gm: torch.fx.GraphModule) -> int:
+    """Replace each ``aten._neg_view(x)`` by ``aten.neg(x)``, and read each graph input whose
+    value has ATen's negative bit (``Tensor.is_neg()``: ``x.conj().imag``, ``torch._neg_view``)
+    through ``aten.resolve_neg``.
+
+    A negative view shares its input's memory and leaves the negation to whatever reads it
+    (ATen's kernels resolve the bit on their way in); a generated kernel and a view replayed
+    from recorded strides read the memory alone, and gave ``x.conj().imag * 1`` with the
+    wrong sign. TorchDynamo's guards check a tensor's dispatch keys, the negative bit among
+    them, so an input's bit is the same at every call of the graph. A graph whose value is
+    read as a negation is functional (AOTAutograd's), so giving up the alias changes no value.
+
+    Returns:
+        The number of views and inputs resolved.
+    """
+    done = 0
+    for n in calls_to(gm, (aten._neg_view.default,)):
+        n.target = aten.neg.default
+        done += 1
+    inputs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for x in inputs:
+        val = _val(x)
+        if not (isinstance(val, torch.Tensor) and val.is_neg()):
+            continue
+        from torch._guards import detect_fake_mode
+
+        with gm.graph.inserting_after(inputs[-1]):
+            resolved = _call_with_val(gm.graph, detect_fake_mode([val]), aten.resolve_neg.default, x)
+        x.replace_all_uses_with(resolved, delete_user_cb=lambda user: user is not resolved)
+        done += 1
+    return finish(gm, done, "negative views resolved")
 
 
 def cat_of_one(gm: torch.fx.GraphModule) -> int:
