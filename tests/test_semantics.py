@@ -416,6 +416,16 @@ def test_float_casts_of_special_values():
     check(fn, x, big, negative, exact=True)
 
 
+@pytest.mark.parametrize("src", [F32, F16, BF16, F64], ids=dtype_id)
+def test_a_float_cast_to_uint8_wraps_through_int64(src):
+    """c10 casts a float to uint8 through int64 (TypeCast.h), so negative values wrap
+    (-1.0 is 255, -3.7 is 253) and large ones keep their low byte (300 is 44, fp64
+    2**40 + 3 is 3), on CPU and CUDA alike; a direct conversion saturates on a GPU and gave 0."""
+    x = tensor([-1.0, -3.7, -200.0, -0.5, 255.5, 256.0, 300.0, 1000.0]).to(src)
+    big = torch.tensor([-(2.0**31) - 1, -(2.0**31) - 1000, 2.0**40 + 3], dtype=F64, device=DEVICE)
+    check(lambda x, big: ((x * 1).to(U8), (big * 1).to(U8) + 1), x, big, exact=True)
+
+
 @pytest.mark.parametrize("src", [F32, F16, F64, I8, I32, I64, U8, BOOL], ids=dtype_id)
 def test_cast_to_bfloat16(src):
     """Casts to bf16 round to nearest even from every dtype."""

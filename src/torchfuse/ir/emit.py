@@ -65,12 +65,17 @@ def convert(expr: str, src: torch.dtype, dst: torch.dtype) -> str:
     ``c10::BFloat16`` are made from a ``float`` only, so eager rounds twice (fp64
     ``2049 + 2**-30`` is fp16 2048, not 2050; just below 65520 is inf), where Triton's
     conversion rounds once. From an integer the fp32 value passes through ``tf_fp32_opaque``:
-    on a GPU Triton folds the two integer conversions into one."""
+    on a GPU Triton folds the two integer conversions into one. From a float to uint8, through
+    int64, as c10's ``static_cast_with_inter_type<uint8_t, ...>``: a negative value wraps."""
     if src == dst:
         return expr
     if dst == torch.bool:
         return f"({expr} != 0)"
-    if dst in HALF_DTYPES and src in _WIDER_THAN_FP32_SIGNIFICAND:
+    if dst == torch.uint8 and src.is_floating_point:
+        # c10's cast to uint8 goes through int64 (TypeCast.h), so -1.0 wraps to 255 and 2**40 + 3
+        # is 3, where a direct conversion saturates on a GPU
+        expr = f"{expr}.to(tl.int64)"
+    elif dst in HALF_DTYPES and src in _WIDER_THAN_FP32_SIGNIFICAND:
         expr = f"{expr}.to(tl.float32)"
         if not src.is_floating_point:
             expr = f"tf_fp32_opaque({expr})"
