@@ -593,16 +593,22 @@ def _first_integral(x, *args, **kwargs) -> bool:
     return _integral(x)
 
 
+#: unsigned dtypes with few ATen kernels (no ``logical_not``, whose CPU kernels are few)
+_BARE_UNSIGNED = frozenset({torch.uint16, torch.uint32, torch.uint64})
+
+
 def _bool_operand(x, *args, **kwargs) -> bool:
     return x.dtype == torch.bool
 
 
-#: arguments for which eager's kernels raise (no kernel for the dtype, on CPU and CUDA unless
-#: the rule reads the device; mixed dtypes) while the decomposition would compute a value: for
-#: these the op is recorded as it is (:func:`declines_where_eager_raises`) and ATen raises
-#: eager's error when the graph runs. The dtypes are those PyTorch's OpInfo database lists as
-#: supported for each op, checked against eager
-EAGER_RAISES = {
+#: arguments for which a decomposition must not run, so that the op is recorded as it is
+#: (:func:`declines_for`) and ATen computes it, or raises eager's error, when the graph runs:
+#: eager's kernel raises (no kernel for the dtype, on CPU and CUDA unless the rule reads the
+#: device; mixed dtypes) where the decomposition would compute a value, or the decomposition's
+#: own ops have no kernel for the dtype (``all`` of uint16, uint32 and uint64: ``logical_not``).
+#: The dtypes are those PyTorch's OpInfo database lists as supported for each op, checked
+#: against eager
+RECORDED_AS_IS = {
     aten.frac.default: _first_integral,
     aten.logaddexp.default: lambda a, b: _integral(a, b),
     aten.logaddexp2.default: lambda a, b: _integral(a, b),
@@ -619,15 +625,17 @@ EAGER_RAISES = {
     aten.im2col.default: _first_integral,
     aten.dot.default: _bool_operand, aten.vdot.default: _bool_operand, aten.mv.default: _bool_operand,
     aten.trace.default: lambda x: x.dtype == torch.bool and x.device.type == "cpu",
+    aten.all.default: lambda x: x.dtype in _BARE_UNSIGNED, aten.all.dim: lambda x, *a, **k: x.dtype in _BARE_UNSIGNED,
+    aten.all.dims: lambda x, *a, **k: x.dtype in _BARE_UNSIGNED,
 }
 
 
-def declines_where_eager_raises(decomposition, raises):
+def declines_for(decomposition, rule):
     """``decomposition`` returning ``NotImplemented`` (the op is recorded as it is) for the
-    arguments where ``raises(*args)`` says eager's kernel raises (:data:`EAGER_RAISES`)."""
+    arguments where ``rule(*args)`` is true (:data:`RECORDED_AS_IS`)."""
     @functools.wraps(decomposition)
     def guarded(*args, **kwargs):
-        if raises(*args, **kwargs):
+        if rule(*args, **kwargs):
             return NotImplemented
         return decomposition(*args, **kwargs)
 
@@ -701,7 +709,7 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
     for op in LOAD_AT_RESULT_DTYPE:
         if op in table:
             table[op] = _operands_at_result_dtype(table[op])
-    for op, raises in EAGER_RAISES.items():  # last: before any other formula runs
+    for op, rule in RECORDED_AS_IS.items():  # last: before any other formula runs
         if op in table:
-            table[op] = declines_where_eager_raises(table[op], raises)
+            table[op] = declines_for(table[op], rule)
     return table
