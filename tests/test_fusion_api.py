@@ -235,6 +235,70 @@ def test_runtime_scalar_changes_without_recompiling():
     assert len(fd.program(DEVICE).kernel_keys()) == 1
 
 
+def test_scalars_and_comparisons_keep_eagers_signs_and_types():
+    """A declared scalar minus a tensor is ``s - x`` (``+0.0`` where they are equal, not
+    ``-(x - s)``'s ``-0.0``); ``==`` and ``!=`` of fusion tensors are elementwise comparisons
+    (Python's identity test made ``a * (a == b)`` zeros); an int scalar given a float, or a
+    bool scalar given an int, raises ``TypeError`` instead of being truncated."""
+    with Fusion("signs") as fd:
+        x = fd.define_tensor([-1], F32, name="x")
+        y = fd.define_tensor([-1], F32, name="y")
+        s = fd.define_scalar(float, name="s")
+        k = fd.define_scalar(int, name="k")
+        fd.add_output(s - x)
+        fd.add_output(x * (x == y) + (x != y))
+        fd.add_output(x * k)
+    a, b = torch.tensor([1.0, 2.0, 3.0], device=DEVICE), torch.tensor([1.0, 0.0, 3.0], device=DEVICE)
+    diff, eq, scaled = fd.execute([a, b, 1.0, 3])
+    want = 1.0 - a
+    assert torch.equal(diff, want) and torch.equal(diff.signbit(), want.signbit())
+    torch.testing.assert_close(eq, a * (a == b) + (a != b), rtol=0, atol=0)
+    torch.testing.assert_close(scaled, a * 3, rtol=0, atol=0)
+    with pytest.raises(TypeError, match="int scalar, got float 2.5"):
+        fd.execute([a, b, 1.0, 2.5])
+    with Fusion("flag") as fd:
+        x = fd.define_tensor([-1], F32, name="x")
+        fd.add_output(x * fd.define_scalar(bool, name="on"))
+    with pytest.raises(TypeError, match="bool scalar, got int"):
+        fd.execute([a, 1])
+
+
+@pytest.mark.parametrize("reduction", ["amax", "amin", "argmax", "argmin"])
+def test_a_reduction_with_no_identity_over_an_empty_dim_raises_as_eager(reduction):
+    """``amax``/``amin``/``argmax``/``argmin`` over a dim of size 0 raise ``IndexError`` as
+    eager does, from a definition and from ``@fused`` (a kernel returned -inf or an index),
+    and still run for the sizes before and after."""
+    call = {"amax": lambda t: t.amax(1), "amin": lambda t: t.amin(1), "argmax": lambda t: t.argmax(1),
+            "argmin": lambda t: t.argmin(1)}[reduction]
+    with Fusion(reduction) as fd:
+        t = fd.define_tensor([-1, -1], F32, name="t")
+        fd.add_output(getattr(fd.ops, reduction)(t, 1) * 1)
+    traced = fused(lambda t: call(t) * 1)
+    full, empty = sample((3, 4), F32), torch.ones(3, 0, device=DEVICE)
+    with pytest.raises(IndexError):
+        call(empty)
+    for run in (lambda t: fd.execute([t])[0], traced):
+        torch.testing.assert_close(run(full), call(full) * 1)
+        with pytest.raises(IndexError, match="size 0"):
+            run(empty)
+        torch.testing.assert_close(run(full), call(full) * 1)
+
+
+def test_as_op_backward_tells_a_negative_zero_scalar_apart():
+    """The derived backward of ``a / s`` for ``s = -0.0`` is ``-inf``, not the ``+inf`` of a
+    backward derived for ``s = 0.0`` (the two are equal as Python numbers)."""
+    with Fusion("scaled_div") as fd:
+        a = fd.define_tensor([-1], F32, name="a")
+        fd.add_output(a / fd.define_scalar(float, name="s"))
+    op = fd.as_op()
+    for s in (0.0, -0.0, 0.0):
+        x = torch.ones(2, device=DEVICE, requires_grad=True)
+        op(x, s).sum().backward()
+        xe = torch.ones(2, device=DEVICE, requires_grad=True)
+        (xe / s).sum().backward()
+        assert torch.equal(x.grad, xe.grad), (s, x.grad, xe.grad)
+
+
 def test_reshape_that_merges_dims_splits_the_fusion_and_says_so():
     with Fusion("merge") as fd:
         x = fd.define_tensor([-1, -1], F32, name="x")

@@ -93,6 +93,10 @@ def choose_overload(overloads: Sequence, args: Sequence, kwargs: dict):
     return None
 
 
+#: reductions with no identity element: over a dim of size 0 eager raises ``IndexError``
+_NO_IDENTITY = frozenset({"max", "min", "argmax", "argmin"})
+
+
 class Applier:
     """Appends ops to one fusion (see the module docstring)."""
 
@@ -234,6 +238,9 @@ class Applier:
         ir_args = tuple(self.operands(op, slot, a) for slot, a in zip(params, args))
         ir_kwargs = {k: self.operands(op, k, v) for k, v in kwargs.items()}
         result = self.infer(op, overload, named, ir_args, ir_kwargs)
+        if opdef.kind == "reduction" and registry.REDUCTIONS[opdef.name].combine in _NO_IDENTITY:
+            inputs, attrs = opdef.parse(ir_args, ir_kwargs)
+            self.fusion.reduced_sizes.append((op, [inputs[0].meta.shape[d] for d in attrs["dims"]]))
         results = list(result) if isinstance(result, (tuple, list)) else [result]
         # result sizes are operand sizes (or 1): map representatives back through the operands
         known = {self.sizes.representative(s): self.sizes.find(s)

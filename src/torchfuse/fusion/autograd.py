@@ -238,7 +238,8 @@ class FusionOp:
 
     def _run_forward(self, inputs: list) -> tuple[list, list[bool]]:
         """The outputs and extras, and per output whether it is a fresh kernel-written tensor."""
-        device, _ = bind(self.specs, self.fusion.shapes, inputs, where=f"fused op {self.fusion.name!r}")
+        device, sizes = bind(self.specs, self.fusion.shapes, inputs, where=f"fused op {self.fusion.name!r}")
+        self.fusion.check_reduced_sizes(sizes, where=f"fused op {self.fusion.name!r}")
         if self.fusion.runs_op_by_op(device):
             self.fusion.warn_op_by_op()
             outs = run_reference(self.fusion, inputs, outputs=list(self.fusion.outputs) + list(self.extras))
@@ -386,7 +387,10 @@ class FusionOp:
     def _run_derived(self, inputs: list, kept: list, grads: list) -> list:
         device = next(x.device for x in inputs if isinstance(x, torch.Tensor))
         scalars = tuple(x for x in inputs if not isinstance(x, torch.Tensor))
-        key = (device.type, device.index, scalars)
+        from .trace import value_key
+
+        # (a key of the numbers as they are: 0.0 == -0.0, and 2 == 2.0 == True)
+        key = (device.type, device.index, tuple(value_key(x) for x in scalars))
         program = self._derived.get(key)
         if program is None:
             program = self._derived[key] = self._derive(device, scalars)

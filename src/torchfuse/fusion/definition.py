@@ -77,6 +77,9 @@ class Fusion:
         self._names: set[str] = set()
         self._count = 0
         self._warned_cpu = False
+        #: ``(op, sizes)`` of each reduction with no identity (``amax``, ``argmax``...): the sizes
+        #: of its reduced dims, which must not be 0 at execution
+        self.reduced_sizes: list[tuple[str, list]] = []
 
     # ------------------------------------------------------------------ definition
     def __enter__(self) -> "Fusion":
@@ -223,11 +226,27 @@ class Fusion:
         if isinstance(inputs, torch.Tensor):  # iterating it would bind its rows as the inputs
             raise TypeError(f"fusion {self.name!r}: execute takes a list of its {len(self.specs)} inputs, "
                             f"got one tensor (write execute([t]))")
-        device, _ = bind(self.specs, self.shapes, inputs)
+        device, sizes = bind(self.specs, self.shapes, inputs)
+        self.check_reduced_sizes(sizes)
         if self.runs_op_by_op(device):
             self.warn_op_by_op()
             return self.reference(inputs)
         return self.program(device)(list(inputs))
+
+    def check_reduced_sizes(self, sizes: dict, where: str = "execute") -> None:
+        """Raise eager's error where a reduction with no identity (``amax``, ``amin``,
+        ``argmax``, ``argmin``) reduces a dim of size 0 for the sizes ``sizes`` (root size
+        symbol -> int, from :func:`~torchfuse.fusion.inputs.bind`).
+
+        Raises:
+            IndexError: as eager's reductions raise (a kernel would return -inf or an index).
+        """
+        for op, dims in self.reduced_sizes:
+            for size in dims:
+                value = sympy.sympify(self.sizes.find(size)).xreplace(sizes)
+                if value == 0:
+                    raise IndexError(f"{where}: {op}() over a dim of size 0: the reduction has no identity "
+                                     f"(fusion {self.name!r})")
 
     def runs_op_by_op(self, device: torch.device) -> bool:
         """Whether the fusion runs op by op through ATen on ``device`` (CPU tensors without

@@ -48,9 +48,10 @@ class FusionScalar:
         raise TypeError(f"{self!r} has no value while the fusion is defined")
 
     # ATen takes a scalar second only: swap the operands where that is exact in IEEE arithmetic
+    # (s - x as -x + s: -(x - s) would be -0.0 where x equals s)
     def __add__(self, other): return self.fusion.ops.add(other, self)
     def __mul__(self, other): return self.fusion.ops.mul(other, self)
-    def __sub__(self, other): return self.fusion.ops.neg(self.fusion.ops.sub(other, self))
+    def __sub__(self, other): return self.fusion.ops.add(self.fusion.ops.neg(other), self)
 
 
 class FusionTensor:
@@ -98,7 +99,7 @@ class FusionTensor:
         raise TypeError(f"{self!r} has no value while the fusion is defined (use fd.ops.where for data-"
                         "dependent choices)")
 
-    __hash__ = object.__hash__
+    __hash__ = object.__hash__  # (by identity: ``==`` is the fusion's elementwise comparison)
 
     # ------------------------------------------------------------------ operators
     def __add__(self, other): return self.fusion.ops.add(self, other)
@@ -117,6 +118,8 @@ class FusionTensor:
     def __le__(self, other): return self.fusion.ops.le(self, other)
     def __gt__(self, other): return self.fusion.ops.gt(self, other)
     def __ge__(self, other): return self.fusion.ops.ge(self, other)
+    def __eq__(self, other): return self.fusion.ops.eq(self, other)  # type: ignore[override]
+    def __ne__(self, other): return self.fusion.ops.ne(self, other)  # type: ignore[override]
     def __and__(self, other): return self.fusion.ops.bitwise_and(self, other)
     def __or__(self, other): return self.fusion.ops.bitwise_or(self, other)
     def __xor__(self, other): return self.fusion.ops.bitwise_xor(self, other)
