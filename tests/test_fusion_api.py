@@ -802,6 +802,73 @@ def test_numbers_read_through_helpers_items_and_attributes_are_keyed():
         SCHEDULE["lr"], CONFIG.lrate = 0.1, 0.1
 
 
+DTYPE_OUT, DIMS_OUT, GELU_FORM = torch.float16, (1, 0), "tanh"
+
+
+def test_values_read_through_arguments_closure_helpers_and_non_number_globals_are_keyed():
+    """What a trace bakes in is part of its key wherever the function reads it: an attribute of
+    a non-tensor argument (``c.lr``, a method's ``self.alpha``), a number a helper reached
+    through a closure variable reads, and globals that are not numbers (a dtype, a shape
+    tuple, a string option). Each was kept at its first value; values against eager, and a
+    new size still reuses the trace."""
+    global DTYPE_OUT, DIMS_OUT, GELU_FORM
+
+    class Cfg:
+        lr = 0.5
+
+    class Scaled:
+        alpha = 1.5
+
+        @fused(interpret=DEVICE == "cpu")
+        def scale(self, x):
+            return x * self.alpha
+
+    @fused(interpret=DEVICE == "cpu")
+    def by_argument(x, c):
+        return x * c.lr
+
+    def make():
+        s = 2.0
+
+        def helper(x):
+            return x * s
+
+        @fused(interpret=DEVICE == "cpu")
+        def by_closure_helper(x):
+            return helper(x) + 1
+
+        def set_s(v):
+            nonlocal s
+            s = v
+        return by_closure_helper, set_s
+
+    @fused(interpret=DEVICE == "cpu")
+    def by_globals(x):
+        return F.gelu((x * 2).to(DTYPE_OUT), approximate=GELU_FORM).permute(DIMS_OUT) + 1
+
+    x = sample((4, 4), F32)
+    cfg, module = Cfg(), Scaled()
+    by_closure_helper, set_s = make()
+    try:
+        for step, v in enumerate((0.5, 0.25, 4.0)):
+            cfg.lr, module.alpha = v, v
+            set_s(v)
+            DTYPE_OUT, DIMS_OUT, GELU_FORM = ((torch.float16, (1, 0), "tanh"), (torch.float64, (0, 1), "none"),
+                                              (torch.float32, (1, 0), "tanh"))[step]
+            torch.testing.assert_close(by_argument(x, cfg), x * v)
+            torch.testing.assert_close(Scaled.scale(module, x), x * v)
+            torch.testing.assert_close(by_closure_helper(x), x * v + 1)
+            x = sample((4, 6), F32)
+            got, want = by_globals(x), F.gelu((x * 2).to(DTYPE_OUT), approximate=GELU_FORM).permute(DIMS_OUT) + 1
+            assert got.dtype == want.dtype and got.shape == want.shape
+            torch.testing.assert_close(got, want)
+        count = sum(len(t) for t in by_argument.fusions.values())
+        torch.testing.assert_close(by_argument(sample((6, 4), F32), cfg), sample((6, 4), F32) * 4.0)
+        assert sum(len(t) for t in by_argument.fusions.values()) == count  # the size is not keyed
+    finally:
+        DTYPE_OUT, DIMS_OUT, GELU_FORM = torch.float16, (1, 0), "tanh"
+
+
 def test_arguments_by_keyword():
     """A ``@fused`` function takes its arguments by keyword too, as Python would bind them
     (it raised TypeError); a keyword-only parameter is refused with the reason."""

@@ -2,10 +2,11 @@
 
 ``@fused`` traces the function with ``make_fx`` (symbolic sizes, torchfuse's decomposition
 table: the compiler's own frontend) on the first call with each *signature* (dtypes, device,
-ranks, which dims have size 1 and which sizes are equal, the values of non-tensor arguments,
-and the Python numbers the function reads from its closure and its module's globals, directly
-or through attributes, constant dict items and the user's helper functions, which the trace
-bakes in as constants), and replays the ATen graph op by op into a :class:`~torchfuse.fusion.Fusion`
+ranks, which dims have size 1 and which sizes are equal, the values of non-tensor arguments
+and of the attributes and constant items the function reads of them, and the Python values
+(numbers, strings, dtypes, tuples of them) it reads from its closure and its module's
+globals, directly or through attributes, constant dict items and the user's helper functions
+reached through them, which the trace bakes in as constants), and replays the ATen graph op by op into a :class:`~torchfuse.fusion.Fusion`
 through the same checks as a hand-written definition. Later calls with the same signature
 run that fusion, at any sizes where the trace's own decisions hold: Python control flow on
 sizes (``if x.shape[-1] > 5``) is recorded by the trace as a condition on its size symbols
@@ -29,6 +30,7 @@ import functools
 import inspect
 import logging
 import math
+import numbers
 import operator
 import traceback
 from typing import Any, Callable
@@ -81,24 +83,29 @@ def value_key(a: Any) -> tuple:
     return ("value", kind, a)
 
 
-#: a place a function may read a number from: ``(root, path)``, the root a closure cell
-#: (``("cell", cell)``) or a module global (``("global", globals, name)``), the path the
-#: attribute loads and constant subscripts applied to it (``(("attr", "lr"),)``, ``(("item",
-#: "lr"),)``)
+#: a place a function may read a value from: ``(root, path)``, the root a closure cell
+#: (``("cell", cell)``), a module global (``("global", globals, name)``) or an argument of the
+#: call (``("arg", position)``), the path the attribute loads and constant subscripts applied to
+#: it (``(("attr", "lr"),)``, ``(("item", "lr"),)``)
 Read = tuple[tuple, tuple]
 
+#: the loads of a local variable (an argument) in the bytecode of Python 3.10 to 3.14
+_LOCAL_LOADS = ("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_BORROW")
+
 def _chains(code) -> list[tuple[str, str, tuple]]:
-    """``(kind, name, path)`` for each load of a global (``kind`` ``"global"``) or a closure
-    variable (``"cell"``) in ``code``, with every prefix of the chain of attribute loads and
-    constant subscripts that follows it (``cfg.lr``: the global ``cfg``, then ``cfg.lr``)."""
+    """``(kind, name, path)`` for each load of a global (``kind`` ``"global"``), a closure
+    variable (``"cell"``) or a local (``"local"``) in ``code``, with every prefix of the chain
+    of attribute loads and constant subscripts that follows it (``cfg.lr``: the global ``cfg``,
+    then ``cfg.lr``)."""
     import dis
 
     ins = list(dis.get_instructions(code))
     out = []
     for i, x in enumerate(ins):
-        if x.opname not in ("LOAD_GLOBAL", "LOAD_DEREF"):
+        if x.opname not in ("LOAD_GLOBAL", "LOAD_DEREF", *_LOCAL_LOADS):
             continue
-        kind, path = ("global" if x.opname == "LOAD_GLOBAL" else "cell"), []
+        kind = "global" if x.opname == "LOAD_GLOBAL" else "cell" if x.opname == "LOAD_DEREF" else "local"
+        path = []
         out.append((kind, x.argval, ()))
         j = i + 1
         while j < len(ins):
@@ -126,18 +133,20 @@ def _is_user_function(v: Any) -> bool:
 
 
 def _free_number_reads(fn: Callable, depth: int = 3, seen: set | None = None) -> tuple[Read, ...]:
-    """Where ``fn`` may read a Python number that is not an argument: each closure variable and each
+    """Where ``fn`` may read a Python value that is not an argument: each closure variable and each
     global its code (and the code of functions defined in it) loads, with the attributes and
-    constant items it reads of them (``cfg.lr``, ``sched["lr"]``), and the same for the user's
-    own helper functions it calls (``current_lr()``), ``depth`` calls deep. A trace bakes such
-    a number in as a constant, so the values are part of its key
-    (:meth:`FusedFunction.free_numbers`)."""
+    constant items it reads of them (``cfg.lr``, ``sched["lr"]``), the attributes and constant
+    items it reads of its arguments (``self.alpha``, ``c.lr``), and the same for the user's own
+    helper functions it calls through a global or a closure variable (``current_lr()``),
+    ``depth`` calls deep. A trace bakes such a value in as a constant, so the values are part
+    of its key (:meth:`FusedFunction.free_numbers`)."""
     code = getattr(fn, "__code__", None)
     seen = set() if seen is None else seen
     if code is None or id(code) in seen:
         return ()
     seen.add(id(code))
     cells = dict(zip(code.co_freevars, getattr(fn, "__closure__", None) or ()))
+    params = code.co_varnames[:code.co_argcount]
     g = getattr(fn, "__globals__", {})
     reads: list[Read] = []
     stack = [code]
@@ -145,9 +154,17 @@ def _free_number_reads(fn: Callable, depth: int = 3, seen: set | None = None) ->
         c = stack.pop()
         stack.extend(k for k in c.co_consts if isinstance(k, type(code)))
         for kind, name, path in _chains(c):
+            if kind == "local":
+                # (a helper's arguments are its caller's values, read where the caller reads them)
+                if c is code and depth == 3 and path and name in params:
+                    reads.append((("arg", params.index(name)), path))
+                continue
             if kind == "cell":
                 if c is code and name in cells:
                     reads.append((("cell", cells[name]), path))
+                    helper = _cell_contents(cells[name])
+                    if not path and depth > 0 and _is_user_function(helper):
+                        reads.extend(_free_number_reads(helper, depth - 1, seen))
                 continue
             reads.append((("global", g, name), path))
             helper = g.get(name)
@@ -159,12 +176,37 @@ def _free_number_reads(fn: Callable, depth: int = 3, seen: set | None = None) ->
     return tuple(unique.values())
 
 
-def read_number_place(read: Read) -> Any:
-    """The value at ``read`` now (``None`` where it cannot be read: an unassigned cell, a
-    missing key or attribute)."""
+def _cell_contents(cell) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # not assigned yet
+        return None
+
+
+#: values a trace may bake in that its key can hold (compared by value): numbers (NumPy's
+#: scalars included), strings, dtypes, devices, layouts and memory formats, ``None``
+_WATCHED_TYPES = (numbers.Number, str, torch.dtype, torch.device, torch.layout, torch.memory_format, type(None))
+
+
+def watchable(v: Any) -> bool:
+    """Whether ``v`` is a value a trace's key holds: one of :data:`_WATCHED_TYPES`, or a tuple
+    or list of them."""
+    if isinstance(v, (tuple, list)):
+        return all(watchable(x) for x in v)
+    return isinstance(v, _WATCHED_TYPES)
+
+
+def read_number_place(read: Read, args: tuple = ()) -> Any:
+    """The value at ``read`` now, for a call with ``args`` (``None`` where it cannot be read:
+    an unassigned cell, a missing key or attribute)."""
     root, path = read
     try:
-        v = root[1].cell_contents if root[0] == "cell" else root[1].get(root[2])
+        if root[0] == "arg":
+            v = args[root[1]]
+            if isinstance(v, torch.Tensor):
+                return None  # (its sizes and dtype are the signature's; ``x.shape`` is symbolic)
+        else:
+            v = root[1].cell_contents if root[0] == "cell" else root[1].get(root[2])
         for kind, key in path:
             v = getattr(v, key) if kind == "attr" else v[key]
         return v
@@ -176,7 +218,7 @@ def _read_label(read: Read) -> str:
     """A stable name of ``read`` for a trace's key: ``"cell"`` or the global's name, then its
     path (``cfg.lr``, ``sched['lr']``)."""
     root, path = read
-    label = "cell" if root[0] == "cell" else root[2]
+    label = "cell" if root[0] == "cell" else f"argument {root[1]}" if root[0] == "arg" else root[2]
     for kind, key in path:
         label += f".{key}" if kind == "attr" else f"[{key!r}]"
     return label
@@ -278,24 +320,25 @@ class FusedFunction:
         #: so that every later call, and every guard TorchDynamo adds, reads only those
         self._reads = _free_number_reads(fn)
 
-    def free_numbers(self) -> tuple:
-        """The Python numbers (bool, int, float, complex) ``fn`` reads now from its closure and
-        its module's globals, with the attributes and items it reads of them and the reads of
-        its helper functions (:func:`_free_number_reads`), keyed as arguments are: a trace
-        made with other values is not reused (``scale = 3.0`` after a call with ``2.0``
-        traces again), as TorchDynamo guards on the globals a compiled function reads. A name
-        that held no number at the first trace is not watched."""
+    def free_numbers(self, args: tuple = ()) -> tuple:
+        """The Python values (numbers, strings, dtypes, tuples of them: :func:`watchable`)
+        ``fn`` reads now, for a call with ``args``, from its closure, its module's globals and
+        its arguments' attributes and items, and the reads of its helper functions
+        (:func:`_free_number_reads`), keyed as arguments are: a trace made with other values
+        is not reused (``scale = 3.0`` after a call with ``2.0`` traces again), as TorchDynamo
+        guards on the globals a compiled function reads. A place that held no such value at
+        the first trace is not watched."""
         values = []
         for read in self._reads:
-            v = read_number_place(read)
-            if isinstance(v, (bool, int, float, complex)):
+            v = read_number_place(read, args)
+            if watchable(v):
                 values.append((_read_label(read), value_key(v)))
         return tuple(values)
 
     def key_of(self, args: tuple) -> tuple:
         """The key of the traces that may serve ``args``: their :func:`signature` and the
-        free numbers' values."""
-        return signature(args) + self.free_numbers()
+        free values'."""
+        return signature(args) + self.free_numbers(args)
 
     def fusion_for(self, *args) -> Fusion:
         """The fusion ``fn`` becomes for arguments like ``args`` (traced on first use)."""
@@ -315,8 +358,7 @@ class FusedFunction:
         key, traced = self._find(args)
         if traced is None:
             if not self.fusions:
-                self._reads = tuple(r for r in self._reads
-                                    if isinstance(read_number_place(r), (bool, int, float, complex)))
+                self._reads = tuple(r for r in self._reads if watchable(read_number_place(r, args)))
             traced = self._trace(args)
             self.fusions.setdefault(key[0], []).append(traced)
             # registered now, so that a compiled graph calling the function with these
