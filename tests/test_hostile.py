@@ -896,6 +896,7 @@ _NEGATIVE_VIEWS = {
     "conj_input": (lambda z: z.imag.exp() * 2, lambda: torch.tensor([1 + 2j, 3 - 4j], device=DEVICE).conj()),
     "neg_view_input": (lambda z: (z * 3).sum() + z.abs().amax(), lambda: torch._neg_view(torch.tensor([1.0, -2.0, 3.5], device=DEVICE))),
     "neg_view_in_graph": (lambda x: torch._neg_view(x * 2)[1:] + 1, lambda: torch.tensor([1.0, -2.0, 3.5], device=DEVICE)),
+    "neg_view_input_written": (lambda z: z.mul_(2) * 3, lambda: torch._neg_view(torch.tensor([1.0, -2.0, 3.5], device=DEVICE))),
 }
 
 
@@ -909,8 +910,8 @@ def test_a_lazily_negated_view_is_read_negated(case):
     torch._dynamo.reset()
     compiled = torchfuse.compile(fn, dynamic=False)
     for _ in range(2):
-        x = make()
-        want = fn(x)
-        got = compiled(make())
+        x, y = make(), make()
+        want, got = fn(x), compiled(y)
         assert got.dtype == want.dtype
         torch.testing.assert_close(got, want, rtol=0, atol=0)
+        torch.testing.assert_close(y, x, rtol=0, atol=0)  # (an input written in place)

@@ -109,7 +109,9 @@ def resolved_negative_views(gm: torch.fx.GraphModule) -> int:
 
         with gm.graph.inserting_after(inputs[-1]):
             resolved = _call_with_val(gm.graph, detect_fake_mode([val]), aten.resolve_neg.default, x)
-        x.replace_all_uses_with(resolved, delete_user_cb=lambda user: user is not resolved)
+        # (a write back into the input, AOTAutograd's copy_, still writes the input itself)
+        x.replace_all_uses_with(resolved, delete_user_cb=lambda user: user is not resolved and not (
+            user.target is aten.copy_.default and user.args[0] is x))
         done += 1
     return finish(gm, done, "negative views resolved")
 
