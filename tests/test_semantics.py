@@ -600,9 +600,9 @@ def _ce_inputs(dtype, seed: int, n_classes: int = 10):
     return x.to(DEVICE, dtype), torch.tensor(CE_TARGETS, device=DEVICE), weight
 
 
-def _assert_near_eager_and_reference(got, want, ref, dtype):
+def _assert_near_eager_and_reference(got, want, ref, dtype, roundings: float = 1):
     """``got`` has eager's dtype and shape, NaN where eager has NaN, and is as close to the fp64
-    reference ``ref`` as eager, give or take one rounding of ``dtype``. (On the CPU eager's bf16
+    reference ``ref`` as eager, give or take ``roundings`` roundings of ``dtype``. (On the CPU eager's bf16
     loss rounds the sum to bf16 before dividing by the total weight; PyTorch's CUDA kernel and
     torchfuse divide in fp32 and round once, so the two can differ by one bf16 step.)"""
     assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype, got.shape, want.shape)
@@ -611,7 +611,7 @@ def _assert_near_eager_and_reference(got, want, ref, dtype):
     got, want, ref = got[keep].double(), want[keep].double(), ref[keep]
     eps = torch.finfo(dtype).eps
     torch.testing.assert_close(got, want, rtol=2 * eps if dtype == BF16 else 1e-5, atol=1e-6)
-    assert ((got - ref).abs() <= (want - ref).abs() + eps * ref.abs() + 1e-6).all(), (got, want, ref)
+    assert ((got - ref).abs() <= (want - ref).abs() + roundings * eps * ref.abs() + 1e-6).all(), (got, want, ref)
 
 
 def _call_targets(graphs) -> list[str]:
@@ -766,7 +766,11 @@ def test_cross_entropy_by_mask_gradients_through_aot_autograd(monkeypatch, case)
     ref_kw = {"weight": weight.double()} if "weight" in kwargs else {}
     ref_loss, ref = loss_and_grad(lambda x, t: fn(x.double(), t, **ref_kw), x)
     _assert_near_eager_and_reference(got_loss, want_loss, ref_loss, dtype)
-    _assert_near_eager_and_reference(got, want, ref, dtype)
+    # each gradient element is exp(log-probability) times weights: a log-sum-exp summed in another
+    # order moves a log-probability by a rounding of its own size, which exp makes a relative
+    # error of that size (on CUDA: 2.4 fp32 roundings where eager's was exact); below -8 the
+    # element is small enough for the 1e-6 term
+    _assert_near_eager_and_reference(got, want, ref, dtype, roundings=8)
     forward = [g for g in backend.RECENT if g.name == "forward"][-1]
     assert "aten.nll_loss_forward.default" not in _call_targets([forward])
 
@@ -1181,6 +1185,7 @@ _DTYPE_CHECKED_CALLS = {
     "unfold": (lambda a: _F.unfold(a.view(1, 1, 2, 3), 2) + 1, [(I32,), (F32,)]),
     "dot": (lambda a: torch.dot(a, a) | True, [(BOOL,), (I32,)]),
     "mv": (lambda a: torch.mv(a.view(2, 3), a[:3]) | True, [(BOOL,), (I32,)]),
+    "addmv": (lambda a: torch.addmv(a[:2], a.view(2, 3), a[:3]) | True, [(BOOL,), (I64,)]),
     "trace": (lambda a: a.view(2, 3).trace() + 1, [(BOOL,), (I32,)]),
     "all": (lambda a: (a.all(), a.view(2, 3).all(1), a.view(2, 3).all((0, 1)), a.any()),
             [(torch.uint16,), (torch.uint32,), (torch.uint64,), (U8,)]),
@@ -1191,8 +1196,8 @@ _DTYPE_CHECKED_CALLS = {
                                   for dtypes in cases], ids=lambda c: f"{c[0]}-{'-'.join(map(dtype_id, c[1]))}")
 def test_calls_eager_implements_for_some_dtypes_raise_as_in_eager(case):
     """``frac``, ``logaddexp``, ``unfold`` and the margin losses of integers, ``threshold``,
-    ``dot`` and ``mv`` of bools and fp16 ``log_ndtr`` have no eager kernel
-    (``NotImplementedError``; bool ``trace`` on CPU tensors only);
+    ``dot``, ``mv`` and ``addmv`` of bools (of integers too on CUDA tensors) and fp16 ``log_ndtr``
+    have no eager kernel (``NotImplementedError``; bool ``trace`` on CPU tensors only);
     ``heaviside`` of two dtypes and ``addcdiv`` of two integer tensors raise ``RuntimeError``;
     ``all`` of uint16, uint32 and uint64 returns (its decomposition's ``logical_not`` raised). PyTorch's decompositions compute a value for each, and the kernels returned
     it. The compiled call raises eager's error where eager does, and gives eager's values where

@@ -601,6 +601,11 @@ def _bool_operand(x, *args, **kwargs) -> bool:
     return x.dtype == torch.bool
 
 
+def _no_blas_kernel(x, *args, **kwargs) -> bool:
+    """Matrix-vector products: no bool kernel anywhere, no integer kernel on CUDA (cuBLAS)."""
+    return x.dtype == torch.bool or (x.device.type == "cuda" and _integral(x))
+
+
 #: arguments for which a decomposition must not run, so that the op is recorded as it is
 #: (:func:`declines_for`) and ATen computes it, or raises eager's error, when the graph runs:
 #: eager's kernel raises (no kernel for the dtype, on CPU and CUDA unless the rule reads the
@@ -623,7 +628,7 @@ RECORDED_AS_IS = {
     aten.max_unpool2d.default: _first_integral,
     aten.max_unpool3d.default: _first_integral,
     aten.im2col.default: _first_integral,
-    aten.dot.default: _bool_operand, aten.vdot.default: _bool_operand, aten.mv.default: _bool_operand,
+    aten.dot.default: _no_blas_kernel, aten.vdot.default: _no_blas_kernel, aten.mv.default: _no_blas_kernel,
     aten.trace.default: lambda x: x.dtype == torch.bool and x.device.type == "cpu",
     aten.all.default: lambda x: x.dtype in _BARE_UNSIGNED, aten.all.dim: lambda x, *a, **k: x.dtype in _BARE_UNSIGNED,
     aten.all.dims: lambda x, *a, **k: x.dtype in _BARE_UNSIGNED,
