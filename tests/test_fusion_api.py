@@ -1097,3 +1097,15 @@ def test_fma_has_a_gradient():
     want = torch.autograd.grad(torch.addcmul(data[2], data[0], data[1]).sum(), data)
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w)
+
+
+def test_a_view_to_fixed_sizes_is_refused_with_the_reason():
+    """``x.view(2, -1)`` inside ``@fused`` cannot be checked on the stand-in sizes the definition
+    infers shapes with (a prime per size); the error says so instead of naming a size the
+    caller never passed as the only reason."""
+    @fused(interpret=DEVICE == "cpu")
+    def halves(x):
+        return x.view(2, -1) * 2
+
+    with pytest.raises(DefinitionError, match="stand-in prime for each size.*reshape outside the fusion"):
+        halves(sample((4, 6), F32))

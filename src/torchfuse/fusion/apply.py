@@ -284,6 +284,10 @@ class Applier:
             operands = ", ".join(f"'{n}' ({describe(a)})" for n, a in named
                                  if isinstance(a, (FusionTensor, FusionScalar)))
             is_type = isinstance(e, TypeError) or any(w in text.lower() for w in ("dtype", "bool", "integer", "floating"))
+            if "is invalid for input of size" in text:
+                # the sizes in PyTorch's message are the stand-ins, not the caller's
+                text += (" (the fusion checks shapes on a stand-in prime for each size: a view or reshape to "
+                         "fixed sizes other than 1 cannot be checked; reshape outside the fusion)")
             fail(op, f"PyTorch rejects operands {operands}: {text}", type_error=is_type)
 
     def record(self, op, opdef, overload, named, ir_args, ir_kwargs, metas: list[TensorMeta]) -> list:
