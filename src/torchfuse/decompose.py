@@ -593,7 +593,7 @@ def _first_integral(x, *args, **kwargs) -> bool:
     return _integral(x)
 
 
-#: unsigned dtypes with few ATen kernels (no ``logical_not``, whose CPU kernels are few)
+#: unsigned dtypes with few ATen kernels (none for ``logical_not``)
 _BARE_UNSIGNED = frozenset({torch.uint16, torch.uint32, torch.uint64})
 
 
