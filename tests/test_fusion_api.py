@@ -871,7 +871,8 @@ def test_values_read_through_arguments_closure_helpers_and_non_number_globals_ar
 
 def test_arguments_by_keyword():
     """A ``@fused`` function takes its arguments by keyword too, as Python would bind them
-    (it raised TypeError); a keyword-only parameter is refused with the reason."""
+    (it raised TypeError); a keyword-only parameter is refused with the reason, at the
+    definition."""
     @fused(interpret=DEVICE == "cpu")
     def scaled_gelu(x, b, scale=2.0):
         return F.gelu(x + b) * scale
@@ -889,12 +890,10 @@ def test_arguments_by_keyword():
     torch.testing.assert_close(shifted(x, scale=3.0), torch.tanh(x * 3.0 + 0.5))
     torch.testing.assert_close(shifted(x, b=b, shift=1.0), torch.tanh(x * 2.0 + 1.0 + b))
 
-    @fused(interpret=DEVICE == "cpu")
-    def keyword_only(x, *, scale):
-        return x * scale
-
     with pytest.raises(TypeError, match=r"keyword-only arguments \(scale\)"):
-        keyword_only(x, scale=2.0)
+        @fused(interpret=DEVICE == "cpu")
+        def keyword_only(x, *, scale=2.0):  # (refused where it is defined: a call without it used the default)
+            return x * scale
 
 
 def test_explain_lists_a_fused_function_inside_a_compiled_graph_as_the_users_kernel_at_the_users_line():

@@ -308,6 +308,16 @@ class FusedFunction:
     """
 
     def __init__(self, fn: Callable, name: str | None = None, options: Any = None, **overrides):
+        """Raises:
+            TypeError: ``fn`` has keyword-only parameters (a trace reads arguments by position;
+                one left at its default would be baked in unseen)."""
+        try:
+            kw_only = [p.name for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY]
+        except (TypeError, ValueError):  # (a callable without a signature: checked at the call)
+            kw_only = []
+        if kw_only:
+            raise TypeError(f"{getattr(fn, '__name__', 'fused')}: keyword-only arguments ({', '.join(kw_only)}) are "
+                            f"not supported by @fused; make them positional-or-keyword")
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.name = name or getattr(fn, "__name__", "fused")
