@@ -894,6 +894,10 @@ def test_arguments_by_keyword():
         @fused(interpret=DEVICE == "cpu")
         def keyword_only(x, *, scale=2.0):  # (refused where it is defined: a call without it used the default)
             return x * scale
+    with pytest.raises(TypeError, match=r"keyword-only arguments \(\*\*options\)"):
+        @fused(interpret=DEVICE == "cpu")
+        def any_keywords(x, **options):
+            return x * 2
 
 
 def test_explain_lists_a_fused_function_inside_a_compiled_graph_as_the_users_kernel_at_the_users_line():

@@ -612,7 +612,9 @@ def _no_blas_kernel(x, *args, **kwargs) -> bool:
 #: device; mixed dtypes) where the decomposition would compute a value, or the decomposition's
 #: own ops have no kernel for the dtype (``all`` of uint16, uint32 and uint64: ``logical_not``).
 #: The dtypes are those PyTorch's OpInfo database lists as supported for each op, checked
-#: against eager
+#: against eager. Softmax with an integer result and the activations of integer tensors are
+#: found earlier, on TorchDynamo's graph, whose whole graph then runs as traced
+#: (:func:`~torchfuse.passes.fx.eager_raises`)
 RECORDED_AS_IS = {
     aten.frac.default: _first_integral,
     aten.logaddexp.default: lambda a, b: _integral(a, b),

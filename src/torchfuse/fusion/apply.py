@@ -238,9 +238,6 @@ class Applier:
         ir_args = tuple(self.operands(op, slot, a) for slot, a in zip(params, args))
         ir_kwargs = {k: self.operands(op, k, v) for k, v in kwargs.items()}
         result = self.infer(op, overload, named, ir_args, ir_kwargs)
-        if opdef.kind == "reduction" and registry.REDUCTIONS[opdef.name].combine in _NO_IDENTITY:
-            inputs, attrs = opdef.parse(ir_args, ir_kwargs)
-            self.fusion.reduced_sizes.append((op, [inputs[0].meta.shape[d] for d in attrs["dims"]]))
         results = list(result) if isinstance(result, (tuple, list)) else [result]
         # result sizes are operand sizes (or 1): map representatives back through the operands
         known = {self.sizes.representative(s): self.sizes.find(s)
@@ -321,6 +318,8 @@ class Applier:
             if t.dtype not in opdef.dtypes:
                 fail(op, f"operand '{name}' ({describe(t)}) has dtype {t.dtype}, which it does not take; "
                          f"it takes {_dtype_list(opdef.dtypes)}", type_error=True)
+            if registry.REDUCTIONS[opdef.name].combine in _NO_IDENTITY:
+                self.fusion.reduced_sizes.append((op, [inputs[0].meta.shape[d] for d in attrs["dims"]]))
         elif opdef.kind == "random" and metas[0].dtype not in opdef.dtypes:
             fail(op, f"cannot draw {metas[0].dtype} numbers; it draws {_dtype_list(opdef.dtypes)}", type_error=True)
         outs = [self.fusion.new_value(m) for m in metas]

@@ -80,6 +80,7 @@ class Fusion:
         #: ``(op, sizes)`` of each reduction with no identity (``amax``, ``argmax``...): the sizes
         #: of its reduced dims, which must not be 0 at execution
         self.reduced_sizes: list[tuple[str, list]] = []
+        self._reduced_canonical: list | None = None
 
     # ------------------------------------------------------------------ definition
     def __enter__(self) -> "Fusion":
@@ -241,12 +242,14 @@ class Fusion:
         Raises:
             IndexError: as eager's reductions raise (a kernel would return -inf or an index).
         """
-        for op, dims in self.reduced_sizes:
-            for size in dims:
-                value = sympy.sympify(self.sizes.find(size)).xreplace(sizes)
-                if value == 0:
-                    raise IndexError(f"{where}: {op}() over a dim of size 0: the reduction has no identity "
-                                     f"(fusion {self.name!r})")
+        if self._reduced_canonical is None:  # (the definition is finished: its sizes are unified)
+            self._reduced_canonical = [(op, self.sizes.find(s)) for op, dims in self.reduced_sizes for s in dims]
+        for op, size in self._reduced_canonical:
+            value = size if isinstance(size, int) else sizes.get(size) if isinstance(size, sympy.Symbol) else \
+                size.xreplace(sizes)
+            if value == 0:
+                raise IndexError(f"{where}: {op}() over a dim of size 0: the reduction has no identity "
+                                 f"(fusion {self.name!r})")
 
     def runs_op_by_op(self, device: torch.device) -> bool:
         """Whether the fusion runs op by op through ATen on ``device`` (CPU tensors without

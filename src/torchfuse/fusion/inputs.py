@@ -139,7 +139,8 @@ def bind(specs: list[InputSpec], shapes: list[tuple | None], inputs: Sequence,
     for spec, shape, x in zip(specs, shapes, inputs):
         if not spec.is_tensor:
             if (isinstance(x, torch.Tensor) or not isinstance(x, (bool, int, float))
-                    or (spec.dtype is int and not isinstance(x, int)) or (spec.dtype is bool and not isinstance(x, bool))):
+                    or (spec.dtype is int and not isinstance(x, int))
+                    or (spec.dtype is bool and not isinstance(x, bool))):
                 # (a float given for an int would be truncated where the fusion reads it)
                 raise TypeError(f"{where}: input '{spec.name}' is a {spec.dtype.__name__} scalar, got "
                                 f"{type(x).__name__} {x!r}")

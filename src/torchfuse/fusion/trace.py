@@ -6,9 +6,10 @@ ranks, which dims have size 1 and which sizes are equal, the values of non-tenso
 and of the attributes and constant items the function reads of them, and the Python values
 (numbers, strings, dtypes, tuples of them) it reads from its closure and its module's
 globals, directly or through attributes, constant dict items and the user's helper functions
-reached through them, which the trace bakes in as constants), and replays the ATen graph op by op into a :class:`~torchfuse.fusion.Fusion`
-through the same checks as a hand-written definition. Later calls with the same signature
-run that fusion, at any sizes where the trace's own decisions hold: Python control flow on
+reached through them, which the trace bakes in as constants), and replays the ATen graph op by
+op into a :class:`~torchfuse.fusion.Fusion` through the same checks as a hand-written
+definition. Later calls with the same signature run that fusion, at any sizes where the
+trace's own decisions hold: Python control flow on
 sizes (``if x.shape[-1] > 5``) is recorded by the trace as a condition on its size symbols
 (``make_fx``'s shape guards), checked on every later call of the signature; sizes for which
 one fails are traced again, into a fusion of their own. Calls with inputs that require grad go through
@@ -141,6 +142,7 @@ def _free_number_reads(fn: Callable, depth: int = 3, seen: set | None = None) ->
     ``depth`` calls deep. A trace bakes such a value in as a constant, so the values are part
     of its key (:meth:`FusedFunction.free_numbers`)."""
     code = getattr(fn, "__code__", None)
+    top = seen is None  # (fn itself, whose arguments are the call's; not one of its helpers)
     seen = set() if seen is None else seen
     if code is None or id(code) in seen:
         return ()
@@ -156,7 +158,7 @@ def _free_number_reads(fn: Callable, depth: int = 3, seen: set | None = None) ->
         for kind, name, path in _chains(c):
             if kind == "local":
                 # (a helper's arguments are its caller's values, read where the caller reads them)
-                if c is code and depth == 3 and path and name in params:
+                if c is code and top and path and name in params:
                     reads.append((("arg", params.index(name)), path))
                 continue
             if kind == "cell":
@@ -309,11 +311,12 @@ class FusedFunction:
 
     def __init__(self, fn: Callable, name: str | None = None, options: Any = None, **overrides):
         """Raises:
-            TypeError: ``fn`` has keyword-only parameters (a trace reads arguments by position;
-                one left at its default would be baked in unseen)."""
+            TypeError: ``fn`` has keyword-only parameters or ``**kwargs`` (a trace reads
+                arguments by position; one left at its default would be baked in unseen)."""
         try:
-            kw_only = [p.name for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY]
-        except (TypeError, ValueError):  # (a callable without a signature: checked at the call)
+            kw_only = [("**" if p.kind is p.VAR_KEYWORD else "") + p.name
+                       for p in inspect.signature(fn).parameters.values() if p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD)]
+        except (TypeError, ValueError):  # (a callable without a signature)
             kw_only = []
         if kw_only:
             raise TypeError(f"{getattr(fn, '__name__', 'fused')}: keyword-only arguments ({', '.join(kw_only)}) are "
@@ -407,13 +410,11 @@ class FusedFunction:
         trace and its signature read arguments by position).
 
         Raises:
-            TypeError: the function does not take them, or takes one keyword-only.
+            TypeError: the function does not take them (keyword-only parameters are refused
+                where it is defined).
         """
         bound = inspect.signature(self.fn).bind(*args, **kwargs)
         bound.apply_defaults()  # f(x, scale=3.0) past a defaulted b: b's default in its place
-        if bound.kwargs:
-            raise TypeError(f"{self.name}: keyword-only arguments ({', '.join(bound.kwargs)}) are not supported by "
-                            f"@fused; make them positional-or-keyword")
         return tuple(bound.args)
 
     def _op_for(self, key: tuple, fusion: Fusion):

@@ -614,9 +614,9 @@ def grouped_linears(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda"
     writing a split's parts), and where its result reaches the outputs only through values
     that need no gradient (``detach``): eager gives its weight no gradient, a concatenation
     would give it a zero block. Calls whose results need a gradient and calls whose results
-    need none (frozen weight and bias) form separate products. A call whose result the graph returns, or returns a view of, or
-    reads with ``as_strided``, is given a contiguous copy of its columns, so that what the
-    caller holds has eager's strides; its other views that reshape (``view``) become
+    need none (frozen weight and bias) form separate products. A call whose result the graph
+    returns, or returns a view of, or reads with ``as_strided``, is given a contiguous copy of
+    its columns, so that what the caller holds has eager's strides; its other views that reshape (``view``) become
     ``reshape``, since a column block's dims do not always merge.
     The gradients of the grouped weights come back as blocks of one tensor;
     :func:`~torchfuse.passes.aten.separate_gradient_views` gives each its own.
