@@ -1181,7 +1181,9 @@ _DTYPE_CHECKED_CALLS = {
     "huber_loss": (lambda a: _F.huber_loss(a, a * 2) + 1, [(I8,), (F32,)]),
     "smooth_l1_loss": (lambda a: _F.smooth_l1_loss(a, a * 2) + 1, [(I64,), (F32,)]),
     "multilabel_soft_margin_loss": (lambda a: _F.multilabel_soft_margin_loss(a.view(2, 3), a.view(2, 3)), [(I32,), (F32,)]),
-    "max_unpool2d": (lambda a: _F.max_unpool2d(a.view(1, 1, 2, 3), (a.view(1, 1, 2, 3) > 0).long(), 1) + 1, [(I32,), (F32,)]),
+    # (distinct indices: which of two values written to one place wins is not defined)
+    "max_unpool2d": (lambda a: _F.max_unpool2d(a.view(1, 1, 2, 3), torch.arange(5, -1, -1, device=a.device).view(1, 1, 2, 3),
+                                               1) + 1, [(I32,), (F32,)]),
     "unfold": (lambda a: _F.unfold(a.view(1, 1, 2, 3), 2) + 1, [(I32,), (F32,)]),
     "dot": (lambda a: torch.dot(a, a) | True, [(BOOL,), (I32,)]),
     "mv": (lambda a: torch.mv(a.view(2, 3), a[:3]) | True, [(BOOL,), (I32,)]),
