@@ -793,6 +793,7 @@ _ACTIVATIONS = {
     "silu": lambda x, g: torch.nn.functional.silu(x),
     "silu_backward": lambda x, g: A.silu_backward(g, x),
     "mish_backward": lambda x, g: A.mish_backward(g, x),
+    "glu_backward": lambda x, g: A.glu_backward(g[:, ::2], x, -1),
 }
 
 
@@ -804,7 +805,8 @@ def test_activations_as_cuda_kernels(op, dtype):
     """GELU's tanh form, SiLU and their gradients, and Mish's gradient bit for bit as CUDA
     eager's kernels: SiLU divides by ``1 + exp(-x)`` (PyTorch's decomposition multiplies by the
     sigmoid), and nvcc's fused multiply-adds are kept (``fma(kappa, x**3, x)`` inside GELU,
-    ``fma(x, 1 - s, 1)`` in SiLU's gradient, ``fma(-t, t, 1)``)."""
+    ``fma(x, 1 - s, 1)`` in SiLU's gradient, ``fma(-t, t, 1)``); GLU's gradient multiplies by the
+    output's gradient before the first half (PyTorch's decomposition after)."""
     x = wide(dtype, 33, 4.0, shape=LONG)
     grad = wide(dtype, 34, 4.0, shape=LONG)
     check_bits(_ACTIVATIONS[op], x, grad)
@@ -872,6 +874,35 @@ def test_cuda_kernels_formulas(op, dtype, monkeypatch):
     monkeypatch.setattr(kernel_formulas, "kernel_device", lambda device: "cuda")
     actual, graphs = run_compiled(fn, *args)
     assert_same_bits(actual, _cuda_formula(op, dtype, *args))
+    assert_all_fused(graphs)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+@pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=dtype_id)
+def test_huber_loss_gradient_rounds_as_each_devices_kernel(dtype, reduction, monkeypatch):
+    """``huber_loss_backward`` bit for bit as this device's ATen kernel: every step in the
+    tensors' dtype, CUDA's ``norm * grad * delta`` outside +-delta, the CPU's vector loop
+    ``norm * (+-delta) * grad``, both ``norm * x * grad`` inside (on an H100, PyTorch's
+    decomposition, in fp32 rounded once, was an ulp off in 16% of fp16 and bf16 elements). On
+    a CPU also the CUDA branch (``kernel_device`` replaced) against that kernel's steps, run
+    here in the dtype."""
+    from torchfuse import kernel_formulas
+
+    x, y = wide(dtype, 44, 2.0, shape=LONG), wide(dtype, 45, 2.0, shape=LONG)
+    g = wide(dtype, 46, 4.0, shape=LONG if reduction == "none" else ())
+    fn = lambda g, x, y: A.huber_loss_backward(g, x, y, _REDUCTIONS[reduction], 0.7)
+    check_bits(fn, g, x, y)
+    if DEVICE == "cuda":
+        return
+    monkeypatch.setattr(kernel_formulas, "kernel_device", lambda device: "cuda")
+    norm = torch.tensor(1 / x.numel() if reduction == "mean" else 1.0).to(dtype).item()
+    d = torch.tensor(0.7).to(dtype).item()
+    diff = x - y
+    outside = g * norm * d
+    expected = torch.where(diff < -d, -outside, torch.where(diff > d, outside, diff * norm * g))
+    cuda_branch = lambda g, x, y: A.huber_loss_backward(g, x, y, _REDUCTIONS[reduction], 0.7)  # traced anew
+    actual, graphs = run_compiled(cuda_branch, g, x, y)
+    assert_same_bits(actual, expected)
     assert_all_fused(graphs)
 
 

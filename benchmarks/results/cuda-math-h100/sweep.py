@@ -1,5 +1,5 @@
 """Bitwise sweep on CUDA: torchfuse vs eager for forward and gradients, plus candidate formulas.
-usage: python sweep.py SHARD NSHARDS OUTFILE"""
+usage: python sweep.py SHARD NSHARDS OUTFILE, or python sweep.py OP[,OP...] OUTFILE"""
 import sys, json, math, torch, torch.nn.functional as F
 import torchfuse  # noqa
 torch.manual_seed(0)
@@ -22,7 +22,7 @@ def neq(a, b):
         return int(((a != b) & ~(a.isnan() & b.isnan())).sum().item())
     return int((a != b).sum().item())
 
-# name: (fn, [input kinds], differentiable-input indices)
+# name: (fn, [input kinds][, differentiable-input indices: all when left out])
 OPS = {
  "tanh": (torch.tanh, ["wide"]), "sigmoid": (torch.sigmoid, ["wide"]), "silu": (F.silu, ["wide"]),
  "gelu": (F.gelu, ["wide"]), "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), ["wide"]),
@@ -57,7 +57,7 @@ OPS = {
  "bce": (lambda a, b: F.binary_cross_entropy(a, b, reduction="none"), ["unit", "unit"]),
  "bce_logits": (lambda a, b: F.binary_cross_entropy_with_logits(a, b, reduction="none"), ["wide", "unit"]),
  "kl_div": (lambda a, b: F.kl_div(a, b, reduction="none"), ["wide", "unit"]),
- "soft_margin": (lambda a, b: F.soft_margin_loss(a, b, reduction="none"), ["wide", "wide"]),
+ "soft_margin": (lambda a, b: F.soft_margin_loss(a, b, reduction="none"), ["wide", "wide"], (0,)),
  "poisson_nll": (lambda a, b: F.poisson_nll_loss(a, b, reduction="none"), ["small", "pos"]),
  "glu": (lambda a: F.glu(a.view(-1, 2), -1), ["wide"]),
  "frac": (torch.frac, ["wide"]), "sign": (torch.sign, ["wide"]), "abs": (torch.abs, ["wide"]),
@@ -77,24 +77,28 @@ OPS = {
 }
 
 def run(name, dtype):
-    fn, kinds = OPS[name]
+    fn, kinds, *rest = OPS[name]
+    grads = rest[0] if rest else range(len(kinds))
     ins = [sample(k, dtype, 17 * i + 3) for i, k in enumerate(kinds)]
     res = {}
     outs = {}
     for be in ("eager", "torchfuse", "aot_eager"):
-        xs = [t.clone().requires_grad_(True) for t in ins]
+        xs = [t.clone().requires_grad_(i in grads) for i, t in enumerate(ins)]
         f = fn if be == "eager" else torch.compile(lambda *a: fn(*a), backend=be, dynamic=False)
         y = f(*xs)
         g = sample("wide", y.dtype, 99)[: y.numel()].view_as(y)
         y.backward(g)
-        outs[be] = [y] + [x.grad for x in xs]
+        outs[be] = [y] + [x.grad for x in xs if x.requires_grad]
     for be in ("torchfuse", "aot_eager"):
         res[be] = [neq(a, b) for a, b in zip(outs["eager"], outs[be])]
     return res
 
 def main():
-    shard, nsh, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    names = sorted(OPS)[shard::nsh]
+    if len(sys.argv) == 3:
+        names, out = sys.argv[1].split(","), sys.argv[2]
+    else:
+        shard, nsh, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+        names = sorted(OPS)[shard::nsh]
     rows = []
     for name in names:
         for dt in (F32, F16, BF16):
