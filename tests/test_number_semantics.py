@@ -883,7 +883,7 @@ def test_huber_loss_gradient_rounds_as_each_devices_kernel(dtype, reduction, mon
     """``huber_loss_backward`` bit for bit as this device's ATen kernel: every step in the
     tensors' dtype, CUDA's ``norm * grad * delta`` outside +-delta, the CPU's vector loop
     ``norm * (+-delta) * grad``, both ``norm * x * grad`` inside (on an H100, PyTorch's
-    decomposition, in fp32 rounded once, was an ulp off in 37% of fp16 and 17% of bf16 elements). On
+    decomposition, in fp32 rounded once, differed from eager in 37% of fp16 and 17% of bf16 elements). On
     a CPU also the CUDA branch (``kernel_device`` replaced) against that kernel's steps, run
     here in the dtype."""
     from torchfuse import kernel_formulas

@@ -206,7 +206,7 @@ def glu_backward(grad_output: torch.Tensor, self: torch.Tensor, dim: int, *, ref
     ``(1 - s) * s * grad * a`` for ``b``, rounded once. Returns ``self``'s shape and dtype.
 
     PyTorch's decomposition multiplies by ``a`` before ``grad`` (the CPU kernel's order): on an
-    H100, 18% of fp32 elements an ulp from CUDA eager's. Other devices and dtypes, and halves that
+    H100, 18% of fp32 elements differed from CUDA eager's. Other devices and dtypes, and halves that
     cannot be split, take it (``reference``)."""
     ok = kernel_device(self.device) == "cuda" and _same_floating_dtype(grad_output, self) and self.dim() > 0
     if not ok or self.shape[dim] % 2:
@@ -476,7 +476,7 @@ def huber_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: t
     (+-delta) * grad`` where ``|x| >= delta``, else ``norm * x * grad``. A NaN difference gives
     NaN on both. Returns ``self``'s shape and dtype.
 
-    PyTorch's decomposition computes fp16/bf16 in fp32 and rounds once (an ulp from eager's
+    PyTorch's decomposition computes fp16/bf16 in fp32 and rounds once (different from eager's
     in 37% of fp16 and 17% of bf16 elements on an H100). Mixed dtypes go to it (``reference``); an
     empty input with the mean reduction gives its empty gradient (the decomposition divided by
     the element count, 0, in Python, and the graph ran unfused)."""
