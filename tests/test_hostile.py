@@ -581,6 +581,64 @@ def test_a_write_through_an_output_is_seen_by_the_output_it_shares_memory_with(v
     assert actual == expected
 
 
+REINTERPRETED = {
+    "int16_bits": (lambda a, b: (a.view(torch.int16)[:2, ::4] * b).sum(), F32, (2, 3)),
+    "complex_real": (lambda a, b: (a.real * b).sum(), torch.complex64, (4, 6)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REINTERPRETED))
+def test_a_saved_view_of_an_input_with_another_dtype_keeps_its_dtype(case):
+    """A forward that saves a view of its input with another dtype (``x.view(torch.int16)``,
+    ``z.real`` of a complex ``z``) for the backward: the saved view is rebuilt on the input
+    with the view's dtype, so the gradient is eager's (it read the input's floats as int16
+    sizes and strides: wrong values, or an out-of-bounds error for ``z.real``), and a write to
+    the input before the backward raises eager's error."""
+    fn, dtype, shape = REINTERPRETED[case]
+    x = make_sample(F32, 47, shape=(4, 12), specials=False).view(dtype)[:, :6] if dtype != F32 else \
+        make_sample(F32, 47, shape=(4, 6), specials=False)
+    w = make_sample(F32, 48, shape=shape, specials=False)
+    grads = []
+    for f in (fn, torchfuse.compile(fn, dynamic=False)):
+        b = w.clone().requires_grad_()
+        grads.append(torch.autograd.grad(f(x, b), [b])[0])
+        b = w.clone().requires_grad_()
+        loss = f(x, b)
+        with torch.no_grad():
+            x.mul_(2.0)
+            x.div_(2.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            loss.backward()
+    assert torch.equal(grads[1], grads[0])
+
+
+def test_outputs_on_one_memory_with_other_dtypes_keep_theirs():
+    """Outputs that reinterpret an earlier output (``y.view(torch.int32)``, ``y.view(torch.uint8)``
+    beside ``y``; ``z.real`` before ``z``) have their own dtypes and eager's values (they came back
+    with the earlier output's dtype, or raised where the element sizes differ), and under
+    no_grad a write through ``y`` is seen through them, as eager's views."""
+    def fn(x):
+        y = x * 2
+        return y, y.view(torch.int32), y.view(torch.uint8)
+
+    def complex_fn(z):
+        z = z * 2
+        return z.real, z
+
+    x = make_sample(F32, 49, shape=(2, 4), specials=False)
+    z = make_sample(F32, 50, shape=(3, 2), specials=False).view(torch.complex64)
+    for f, arg in ((fn, x), (complex_fn, z)):
+        expected = f(arg)
+        actual = torchfuse.compile(f, dynamic=False)(arg)
+        for a, e in zip(actual, expected):
+            assert a.dtype == e.dtype and a.shape == e.shape and a.stride() == e.stride()
+            assert torch.equal(a, e)
+    with torch.no_grad():
+        y, bits, raw = torchfuse.compile(fn, dynamic=False)(x)
+        y.fill_(1.0)
+    assert (bits == 0x3F800000).all() and torch.equal(raw, y.view(torch.uint8))
+
+
 def test_outputs_on_one_memory_under_no_grad_are_views_of_the_first():
     """Under no_grad, a returned view of a returned value is a view of it (``_base``), as in eager."""
     def fn(x):

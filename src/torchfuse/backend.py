@@ -160,7 +160,9 @@ def _saving_inputs_as_eager(compiled: Callable, gm: torch.fx.GraphModule) -> Cal
                 new = t.clone()
             elif (t is not x and t._base is not x and isinstance(x, torch.Tensor) and t.device == x.device
                   and t.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()):
-                new = x.as_strided(t.size(), t.stride(), t.storage_offset())
+                new = _alias_as(x, t)
+                if new is None:
+                    continue
             else:
                 continue
             if changed is None:
@@ -711,14 +713,30 @@ def _with_shared_version_counters(compiled: Callable, gm: torch.fx.GraphModule, 
                 if (not isinstance(d, torch.Tensor) or d.requires_grad or d._base is y
                         or d.untyped_storage().data_ptr() != ptr):
                     continue
-                if d.size() == y.size() and d.stride() == y.stride() and d.storage_offset() == y.storage_offset():
+                if (d.dtype == y.dtype and d.size() == y.size() and d.stride() == y.stride()
+                        and d.storage_offset() == y.storage_offset()):
                     rebuilt[j] = y.detach()  # (eager's ``y.detach()``: no view, y's version counter)
                 else:  # a view of y itself where that needs no gradient, as eager's under no_grad
-                    base = y if not y.requires_grad else y.detach()
-                    rebuilt[j] = base.as_strided(d.size(), d.stride(), d.storage_offset())
+                    view = _alias_as(y if not y.requires_grad else y.detach(), d)
+                    rebuilt[j] = d if view is None else view
         return type(outs)(rebuilt) if isinstance(outs, tuple) else rebuilt
 
     return run
+
+
+def _alias_as(base: torch.Tensor, t: torch.Tensor) -> torch.Tensor | None:
+    """A view of ``base`` with ``t``'s dtype, sizes, strides and storage offset (``t`` lies in
+    ``base``'s memory), sharing ``base``'s version counter; ``None`` where ``base`` cannot be
+    viewed with ``t``'s dtype (``Tensor.view(dtype)``'s rules: a wider or narrower element needs
+    a last dimension of stride 1). A view of another dtype (``x.view(torch.int16)``, ``z.real``
+    of a complex ``z``) is reinterpreted first: ``as_strided`` alone keeps ``base``'s dtype and
+    read its bytes as that."""
+    if t.dtype != base.dtype:
+        try:
+            base = base.view(t.dtype)
+        except RuntimeError:
+            return None
+    return base.as_strided(t.size(), t.stride(), t.storage_offset())
 
 
 def register() -> None:
