@@ -639,6 +639,40 @@ def test_outputs_on_one_memory_with_other_dtypes_keep_theirs():
     assert (bits == 0x3F800000).all() and torch.equal(raw, y.view(torch.uint8))
 
 
+def test_a_saved_conjugate_of_an_input_keeps_its_bit():
+    """A complex weight times complex data that needs no gradient: the forward saves the data's
+    conjugate (a view with the conjugate bit), which is rebuilt on the input with that bit, so
+    the weight's gradient is eager's (it was eager's conjugate)."""
+    x = make_sample(F32, 51, shape=(3, 8), specials=False).view(torch.complex64)
+    w0 = make_sample(F32, 52, shape=(3, 8), specials=False).view(torch.complex64)
+    fn = lambda x, w: (x * w).real.sum()
+    grads = []
+    for f in (fn, torchfuse.compile(fn, dynamic=False)):
+        w = w0.clone().requires_grad_()
+        grads.append(torch.autograd.grad(f(x, w), [w])[0])
+    assert torch.equal(grads[1], grads[0])
+
+
+def test_outputs_with_conjugate_and_negative_bits_keep_them():
+    """Outputs on one memory that differ only in their conjugate or negative bits (``y.conj()``
+    beside ``y``, ``y.conj().imag`` beside ``y.imag``) keep eager's values and bits: ``y`` after
+    ``y.conj()`` came back conjugated, and ``y.conj()`` after ``y`` not."""
+    def conj_first(z):
+        y = z * 2
+        return y.conj(), y
+
+    def plain_first(z):
+        y = z * 2
+        return y, y.conj(), y.conj().imag, y.imag
+
+    z = make_sample(F32, 53, shape=(3, 4), specials=False).view(torch.complex64)
+    for fn in (conj_first, plain_first):
+        expected = fn(z)
+        actual = torchfuse.compile(fn, dynamic=False)(z)
+        for a, e in zip(actual, expected):
+            assert torch.equal(a, e) and a.is_conj() == e.is_conj() and a.dtype == e.dtype
+
+
 def test_outputs_on_one_memory_under_no_grad_are_views_of_the_first():
     """Under no_grad, a returned view of a returned value is a view of it (``_base``), as in eager."""
     def fn(x):

@@ -714,7 +714,8 @@ def _with_shared_version_counters(compiled: Callable, gm: torch.fx.GraphModule, 
                         or d.untyped_storage().data_ptr() != ptr):
                     continue
                 if (d.dtype == y.dtype and d.size() == y.size() and d.stride() == y.stride()
-                        and d.storage_offset() == y.storage_offset()):
+                        and d.storage_offset() == y.storage_offset() and d.is_conj() == y.is_conj()
+                        and d.is_neg() == y.is_neg()):
                     rebuilt[j] = y.detach()  # (eager's ``y.detach()``: no view, y's version counter)
                 else:  # a view of y itself where that needs no gradient, as eager's under no_grad
                     view = _alias_as(y if not y.requires_grad else y.detach(), d)
@@ -729,13 +730,18 @@ def _alias_as(base: torch.Tensor, t: torch.Tensor) -> torch.Tensor | None:
     ``base``'s memory), sharing ``base``'s version counter; ``None`` where ``base`` cannot be
     viewed with ``t``'s dtype (``Tensor.view(dtype)``'s rules: a wider or narrower element needs
     a last dimension of stride 1). A view of another dtype (``x.view(torch.int16)``, ``z.real``
-    of a complex ``z``) is reinterpreted first: ``as_strided`` alone keeps ``base``'s dtype and
-    read its bytes as that."""
+    of a complex ``z``) is reinterpreted first, and ``t``'s conjugate and negative bits (``x.conj()``,
+    ``z.conj().imag``) are set as ``t``'s: ``as_strided`` alone keeps ``base``'s dtype and bits, and
+    read its bytes as those."""
     if t.dtype != base.dtype:
         try:
             base = base.view(t.dtype)
         except RuntimeError:
             return None
+    if t.is_conj() != base.is_conj():  # each toggles its bit of a view (as_strided keeps them)
+        base = base.conj()
+    if t.is_neg() != base.is_neg():
+        base = torch._neg_view(base)
     return base.as_strided(t.size(), t.stride(), t.storage_offset())
 
 
