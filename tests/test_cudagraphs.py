@@ -319,7 +319,8 @@ def test_inference_replays_draw_new_random_numbers():
 
 
 class _ValueAndViews:
-    """A compiled graph stand-in returning a value, two views of it and a value of its own."""
+    """A compiled graph stand-in returning a value, three views of it (one of another dtype) and a
+    value of its own."""
 
     name = "value_and_views"
 
@@ -330,26 +331,28 @@ class _ValueAndViews:
         (x,) = args
         args.clear()
         y = x.exp() * 2
-        return [y, y[:, :2], y.t(), x.sin()]
+        return [y, y[:, :2], y.t(), x.sin(), y.view(torch.int32)]
 
 
 def test_replayed_outputs_on_one_memory_stay_one_memory():
-    """A replay's copies of a value and its views (``y, y[:, :2], y.t()``) share one copy, the
-    views views of the value: a write through one is seen through the others and raises the
-    value's version, as in eager, on every replay (separate copies came apart after the first
-    call). Values are eager's."""
+    """A replay's copies of a value and its views (``y, y[:, :2], y.t()``, ``y.view(torch.int32)``)
+    share one copy, the views views of the value: a write through one is seen through the others
+    and raises the value's version, as in eager, on every replay (separate copies came apart
+    after the first call; a view of another dtype got a copy of its own). Values are eager's."""
     r = _CpuRunner(_ValueAndViews(), Options(), [])
     torch.manual_seed(0)
     kept = []
     with torch.no_grad():
         for _ in range(3):
             x = torch.randn(4, 3)
-            y, d, t, s = r([x])
+            y, d, t, s, bits = r([x])
             torch.testing.assert_close(y, x.exp() * 2)
+            assert bits.dtype == torch.int32 and torch.equal(bits, y.view(torch.int32))
             kept.append((s, x.sin()))
             version = y._version
             d.fill_(7.0)
             assert (y[:, :2] == 7).all() and (t[:2] == 7).all() and y._version == version + 1
+            assert (bits[:, :2] == 0x40E00000).all()  # 7.0's bits
             assert d._base is y and t._base is y
     assert r.recorded == 1
     for s, want in kept:  # the output on memory of its own is a copy, not overwritten by later replays

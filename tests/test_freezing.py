@@ -360,6 +360,38 @@ def test_an_output_computed_from_weights_alone_is_a_new_tensor_each_call():
         assert all(a.data_ptr() != b.data_ptr() for a, b in zip(first[1:], second[1:]))
 
 
+class WeightOutputsOfTwoDtypes(torch.nn.Module):
+    """Returns a value computed from its weight alone beside its bits, and a complex buffer's
+    double beside its real part."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(2, 3))
+        self.register_buffer("z", torch.randn(2, 6).view(torch.complex64))
+
+    def forward(self, x):
+        y, c = self.w * 2, self.z * 2
+        return y, y.view(torch.int32), c, c.real, x + y
+
+
+def test_weight_outputs_of_two_dtypes_on_one_memory_stay_one_memory():
+    """An output computed from weights alone and a view of it with another dtype (``y.view(
+    torch.int32)``, ``c.real`` of a complex ``c``) are copied as one memory: a write through
+    the value is seen through the view, as in eager (they got a copy each)."""
+    torch.manual_seed(0)
+    model = WeightOutputsOfTwoDtypes().to(DEVICE).eval()
+    compiled = torchfuse.compile(model, freeze=True, dynamic=False)
+    x = torch.zeros(2, 3, device=DEVICE)
+    with torch.no_grad():
+        for f in (model, compiled, compiled):
+            y, bits, c, real, _ = f(x)
+            assert bits.dtype == torch.int32 and torch.equal(bits, y.view(torch.int32))
+            y.add_(1.0)
+            c.mul_(10)
+            assert torch.equal(bits, y.view(torch.int32)) and torch.equal(real, c.real)
+            torch.testing.assert_close(y, model.w * 2 + 1)
+
+
 @pytest.mark.parametrize("make_optimizer", [
     lambda ps: torch.optim.AdamW(ps, lr=0.1, fused=True),
     lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, fused=True),

@@ -25,6 +25,7 @@ from .runtime import phases as _phases
 from .decompose import decomposition_table
 from .ir.from_fx import CPU_REASON as _CPU_REASON
 from .pipeline import run_aten_passes, run_fx_passes
+from .runtime.calls import alias_as
 from .runtime.warn import user_stacklevel
 
 log = logging.getLogger("torchfuse.fusion")
@@ -160,7 +161,7 @@ def _saving_inputs_as_eager(compiled: Callable, gm: torch.fx.GraphModule) -> Cal
                 new = t.clone()
             elif (t is not x and t._base is not x and isinstance(x, torch.Tensor) and t.device == x.device
                   and t.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()):
-                new = _alias_as(x, t)
+                new = alias_as(x, t)
                 if new is None:
                     continue
             else:
@@ -718,31 +719,11 @@ def _with_shared_version_counters(compiled: Callable, gm: torch.fx.GraphModule, 
                         and d.is_neg() == y.is_neg()):
                     rebuilt[j] = y.detach()  # (eager's ``y.detach()``: no view, y's version counter)
                 else:  # a view of y itself where that needs no gradient, as eager's under no_grad
-                    view = _alias_as(y if not y.requires_grad else y.detach(), d)
+                    view = alias_as(y if not y.requires_grad else y.detach(), d)
                     rebuilt[j] = d if view is None else view
         return type(outs)(rebuilt) if isinstance(outs, tuple) else rebuilt
 
     return run
-
-
-def _alias_as(base: torch.Tensor, t: torch.Tensor) -> torch.Tensor | None:
-    """A view of ``base`` with ``t``'s dtype, sizes, strides and storage offset (``t`` lies in
-    ``base``'s memory), sharing ``base``'s version counter; ``None`` where ``base`` cannot be
-    viewed with ``t``'s dtype (``Tensor.view(dtype)``'s rules: a wider or narrower element needs
-    a last dimension of stride 1). A view of another dtype (``x.view(torch.int16)``, ``z.real``
-    of a complex ``z``) is reinterpreted first, and ``t``'s conjugate and negative bits (``x.conj()``,
-    ``z.conj().imag``) are set as ``t``'s: ``as_strided`` alone keeps ``base``'s dtype and bits, and
-    read its bytes as those."""
-    if t.dtype != base.dtype:
-        try:
-            base = base.view(t.dtype)
-        except RuntimeError:
-            return None
-    if t.is_conj() != base.is_conj():  # each toggles its bit of a view (as_strided keeps them)
-        base = base.conj()
-    if t.is_neg() != base.is_neg():
-        base = torch._neg_view(base)
-    return base.as_strided(t.size(), t.stride(), t.storage_offset())
 
 
 def register() -> None:

@@ -622,9 +622,8 @@ class FrozenGraph:
         groups: dict = {}
         for i, k in self.escaping.items():
             if k not in self.weight_views:
-                value = self.values[k]
-                base = value._base if value._base is not None else value
-                groups.setdefault((id(base), out[i].dtype), []).append(i)
+                # one memory: the compiled weight graph returns views as tensors of their own
+                groups.setdefault(self.values[k].untyped_storage().data_ptr(), []).append(i)
         for group in groups.values():
             for i, c in zip(group, copies_sharing_memory([out[i] for i in group])):
                 out[i] = c

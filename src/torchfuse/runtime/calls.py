@@ -179,15 +179,41 @@ def _no_view(t):
     return t
 
 
+def alias_as(base: torch.Tensor, t: torch.Tensor) -> torch.Tensor | None:
+    """A view of ``base`` with ``t``'s dtype, sizes, strides and storage offset (``t`` lies in
+    ``base``'s memory), sharing ``base``'s version counter; ``None`` where ``base`` cannot be
+    viewed with ``t``'s dtype (``Tensor.view(dtype)``'s rules: a wider or narrower element needs
+    a last dimension of stride 1). A view of another dtype (``x.view(torch.int16)``, ``z.real``
+    of a complex ``z``) is reinterpreted first, and ``t``'s conjugate and negative bits (``x.conj()``,
+    ``z.conj().imag``) are set as ``t``'s: ``as_strided`` alone keeps ``base``'s dtype and bits, and
+    read its bytes as those."""
+    if t.dtype != base.dtype:
+        try:
+            base = base.view(t.dtype)
+        except RuntimeError:
+            return None
+    if t.is_conj() != base.is_conj():  # each toggles its bit of a view (as_strided keeps them)
+        base = base.conj()
+    if t.is_neg() != base.is_neg():
+        base = torch._neg_view(base)
+    return base.as_strided(t.size(), t.stride(), t.storage_offset())
+
+
 def copies_sharing_memory(tensors: list) -> list:
-    """Copies of ``tensors`` (one dtype, one storage: a value and views of it) that share one
-    new copy of that storage: the first a tensor over the copy, the others views of the first,
-    each with its own sizes, strides and offset, so that a write through one is seen through
-    the others, as through the originals."""
+    """Copies of ``tensors`` (one storage: a value and views of it, of any dtypes) that share
+    one new copy of that storage: the first a tensor over the copy, the others views of the
+    first (:func:`alias_as`), each with its own dtype, sizes, strides and offset, so that a write
+    through one is seen through the others, as through the originals. A view that cannot be
+    made of the first (``Tensor.view(dtype)``'s rules) gets a copy of its own."""
     first = tensors[0]
     root = torch.empty(0, dtype=first.dtype, device=first.device).set_(
         first.untyped_storage().clone(), first.storage_offset(), first.size(), first.stride())
-    return [root] + [root.as_strided(t.size(), t.stride(), t.storage_offset()) for t in tensors[1:]]
+    if first.is_conj():
+        root = root.conj()
+    if first.is_neg():
+        root = torch._neg_view(root)
+    views = [alias_as(root, t) for t in tensors[1:]]
+    return [root] + [t.clone() if v is None else v for t, v in zip(tensors[1:], views)]
 
 
 def merge_view_chains(runners: list, steps: list, reads_at: dict[int, int], keep: set) -> int:

@@ -269,12 +269,12 @@ class CudaGraphRunner:
 
 
 def _sharing_memory(outputs: list) -> tuple:
-    """Outputs of one dtype on one storage (a value and views of it): per storage,
+    """Outputs on one storage (a value and views of it, of any dtypes): per storage,
     ``(the first one's index, the others' indices)``."""
     groups: dict = {}
     for i, o in enumerate(outputs):
         if isinstance(o, torch.Tensor):
-            groups.setdefault((o.untyped_storage().data_ptr(), o.dtype), []).append(i)
+            groups.setdefault(o.untyped_storage().data_ptr(), []).append(i)
     return tuple((g[0], tuple(g[1:])) for g in groups.values() if len(g) > 1)
 
 
