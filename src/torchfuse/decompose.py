@@ -24,7 +24,7 @@ from .config import DecomposeTuning
 from .kernel_formulas import (LOAD_AT_RESULT_DTYPE, _operands_at_result_dtype, addcdiv, addcmul,
                               binary_cross_entropy, gelu, gelu_backward, glu_backward, hardsigmoid_backward,
                               hardswish_backward, huber_loss, huber_loss_backward, lerp_scalar, lerp_tensor,
-                              log_softmax_backward_data, logit_backward, mish_backward, mse_loss,
+                              log_softmax_backward_data, logit_backward, logsumexp, mish_backward, mse_loss,
                               mse_loss_backward, sigmoid_backward, silu, silu_backward, smooth_l1_loss,
                               smooth_l1_loss_backward, soft_margin_loss, soft_margin_loss_backward,
                               softmax_backward_data, tanh_backward)
@@ -659,6 +659,7 @@ WITH_REFERENCE = (
     (aten.gelu.default, gelu), (aten.gelu_backward.default, gelu_backward),
     (aten.silu.default, silu), (aten.silu_backward.default, silu_backward),
     (aten.mish_backward.default, mish_backward), (aten.glu_backward.default, glu_backward),
+    (aten.logsumexp.default, logsumexp),
     (aten.mse_loss.default, mse_loss), (aten.mse_loss_backward.default, mse_loss_backward),
     (aten.smooth_l1_loss.default, smooth_l1_loss), (aten.smooth_l1_loss_backward.default, smooth_l1_loss_backward),
     (aten.huber_loss.default, huber_loss), (aten.huber_loss_backward.default, huber_loss_backward),

@@ -507,6 +507,25 @@ def binary_cross_entropy(self: torch.Tensor, target: torch.Tensor, weight: torch
     return reference(self, target, weight, reduction)
 
 
+def logsumexp(self: torch.Tensor, dim, keepdim: bool = False, *, reference) -> torch.Tensor:
+    """``aten.logsumexp`` of fp16/bf16 as ATen computes it (``logsumexp_out_impl`` in
+    aten/src/ATen/native/ReduceOps.cpp, a composite of ATen ops on every device): the row max
+    (an infinite one replaced by 0), then ``x - max``, its ``exp``, their sum (accumulated in
+    fp32), its ``log`` and the added max, each rounded to the tensor's dtype. Returns the
+    reduced shape, in ``self``'s dtype.
+
+    PyTorch's decomposition computes fp16/bf16 in fp32 and rounds once: one 16-bit step from
+    eager's in 10-15% of bf16 elements of rows of 6, through ``Categorical(logits=...)``'s
+    normalization and its entropy. Other dtypes and empty inputs take it (``reference``)."""
+    if self.dtype not in (torch.float16, torch.bfloat16) or self.numel() == 0:
+        return reference(self, dim, keepdim)
+    dims = tuple(dim) if isinstance(dim, (list, tuple)) else (dim,)
+    maxes = torch.amax(self, dims, keepdim=True)
+    maxes = torch.masked_fill(maxes, maxes.abs() == float("inf"), 0)
+    squeezed = maxes if keepdim else torch.squeeze(maxes, dims)
+    return torch.sum(torch.exp(self - maxes), dims, keepdim).log().add(squeezed)
+
+
 def _plain_number(value) -> bool:
     """``value`` is a Python int or float known at trace time (not symbolic, not NaN) within fp32's
     range, so that the kernels' formula can be written with it as a constant."""
