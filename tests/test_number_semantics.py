@@ -910,7 +910,7 @@ def test_huber_loss_gradient_rounds_as_each_devices_kernel(dtype, reduction, mon
 def test_half_logsumexp_rounds_each_step_as_eager(dtype):
     """fp16/bf16 ``logsumexp`` bit for bit as ATen's composite: ``x - max``, its ``exp``, the sum,
     its ``log`` and the added max each rounded to the dtype (PyTorch's decomposition computed
-    in fp32 and rounded once: a 16-bit step from eager's in 10-15% of bf16 rows of 6). Rows of
+    in fp32 and rounded once: a 16-bit step from eager's in 10-15% of bf16 results over rows of 6). Rows of
     infinities, a keepdim reduction over two dims, and the gradient, which reads the result."""
     x = wide(dtype, 54, 3.0, shape=(64, 6), specials=False)
     x[0] = -INF

@@ -515,7 +515,7 @@ def logsumexp(self: torch.Tensor, dim, keepdim: bool = False, *, reference) -> t
     reduced shape, in ``self``'s dtype.
 
     PyTorch's decomposition computes fp16/bf16 in fp32 and rounds once: one 16-bit step from
-    eager's in 10-15% of bf16 elements of rows of 6, through ``Categorical(logits=...)``'s
+    eager's in 10-15% of bf16 results over rows of 6, through ``Categorical(logits=...)``'s
     normalization and its entropy. Other dtypes and empty inputs take it (``reference``)."""
     if self.dtype not in (torch.float16, torch.bfloat16) or self.numel() == 0:
         return reference(self, dim, keepdim)
