@@ -409,15 +409,26 @@ def test_a_fused_functions_gradient_is_eagers_at_the_edges_of_its_branches(name)
         torch.testing.assert_close(got, want, equal_nan=True, rtol=1e-5, atol=1e-6)
 
 
+def _scaled_without_gradient(x, y):
+    with torch.no_grad():
+        s = y.abs().amax() + 1
+    return x + (torch.round(x / s) * s - x).detach()
+
+
 @pytest.mark.parametrize("name,fn", [
     ("unread", lambda x, y: x * 2),
     ("compared", lambda x, y: x * (y > 0)),
     ("integer_cast", lambda x, y: x + y.to(torch.int32)),
     ("floor", lambda x, y: x + y.floor()),  # a path: eager's gradient is zeros, not None
+    ("straight_through", lambda x, y: x + (torch.round(x / y.abs()) * y - x).detach()),
+    ("no_grad", _scaled_without_gradient),
 ])
 def test_a_fused_functions_input_without_a_path_to_its_outputs_gets_no_gradient(name, fn):
     """As eager's autograd: an input the outputs do not depend on through floating-point values
-    gets ``None`` (``.grad`` stays unset, so an optimizer skips it), not a zero tensor."""
+    gets ``None`` (``.grad`` stays unset, so an optimizer skips it), not a zero tensor; nor do
+    values computed under ``torch.no_grad()`` or through ``detach()``, whose gradients are
+    eager's (a straight-through estimator's identity: the derived backward differentiated
+    through the detached rounding, all zeros)."""
     f = fused(fn, interpret=DEVICE == "cpu")
     leaves = [torch.randn(3, 5, device=DEVICE, requires_grad=True) for _ in range(2)]
     got = torch.autograd.grad(f(*leaves).sum(), leaves, allow_unused=True)

@@ -165,6 +165,8 @@ class FusionOp:
         self.saved = frontier
         #: inputs a derived backward gives a gradient (a given backward's are all given)
         self.reaching = inputs_reaching_outputs(fusion) if backward is None else set(range(len(self.specs)))
+        if backward is None and fusion.gradient_inputs is not None:
+            self.reaching &= fusion.gradient_inputs
         self.extras = tuple(v for v in frontier if v not in fusion.outputs)
         if backward is not None:
             self._check_backward(backward)

@@ -57,6 +57,9 @@ class Fusion:
             (``softplus_backward``), not those of the decomposition's parts (whose untaken
             branches give NaN). ``@fused`` sets it to the function's trace without
             decompositions; ``None`` (the default) differentiates the recorded nodes.
+        gradient_inputs: positions of the inputs that get a gradient, where the function stops
+            some (``detach()``, ``torch.no_grad()``: ``@fused`` sets it from that trace); ``None``
+            (the default): every input an output is computed from.
     """
 
     def __init__(self, name: str = "fusion", *, options: Any = None, **option_overrides):
@@ -68,6 +71,7 @@ class Fusion:
         self.nodes: list[Node] = []
         self.outputs: list[Value] = []
         self.autograd_reference: Callable | None = None
+        self.gradient_inputs: set[int] | None = None
         self.ops = Ops(self)
         self.applier = Applier(self)
         self.finished = False

@@ -476,12 +476,39 @@ class FusedFunction:
         exact = None if guards is not None else {i: tuple(args[i].shape) for i in positions}
         fusion = replay(gm, self.name, self.options, input_names=names, **self.overrides)
         # its derivative is ATen's (softplus_backward), as in eager; traced now, while the
-        # numbers the function reads are the key's
+        # numbers the function reads are the key's. Before dispatch, so that ``detach()`` and
+        # ``torch.no_grad()`` stay in it (a later trace makes detach an alias and drops grad mode)
         try:
-            fusion.autograd_reference = make_fx(flat, tracing_mode="symbolic")(*tensors)
+            reference = make_fx(flat, tracing_mode="symbolic", pre_dispatch=True)(*tensors)
+            fusion.autograd_reference = reference
+            fusion.gradient_inputs = gradient_inputs(reference)
         except Exception as e:  # noqa: BLE001 - the recorded nodes' derivative serves instead
             log.info("%s: no undecomposed trace for its backward (%s: %s)", self.name, type(e).__name__, e)
         return Traced(fusion, returned[0], guards or [], sizes, exact)
+
+
+def gradient_inputs(gm: torch.fx.GraphModule) -> set[int]:
+    """Positions of ``gm``'s inputs from which an output is computed through ops that record a
+    gradient: not through ``aten.detach`` nor between ``torch._C._set_grad_enabled(False)`` and
+    its ``True`` (``torch.no_grad()``), as a trace made before dispatch records them. Eager gives
+    the other inputs no gradient (``None``), where a zero would still move a parameter under
+    weight decay."""
+    reach: dict = {}
+    enabled, position = True, 0
+    found: set[int] = set()
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            reach[node], position = {position}, position + 1
+        elif node.op == "call_function" and node.target is torch._C._set_grad_enabled:
+            enabled = bool(node.args[0])
+        elif node.op == "output":
+            for a in node.all_input_nodes:
+                found |= reach.get(a, set())
+        elif not enabled or node.target is aten.detach.default:
+            reach[node] = set()
+        else:
+            reach[node] = set().union(*(reach.get(a, set()) for a in node.all_input_nodes))
+    return found
 
 
 def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names: list | None = None,
