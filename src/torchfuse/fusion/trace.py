@@ -477,9 +477,11 @@ class FusedFunction:
         fusion = replay(gm, self.name, self.options, input_names=names, **self.overrides)
         # its derivative is ATen's (softplus_backward), as in eager; traced now, while the
         # numbers the function reads are the key's. Before dispatch, so that ``detach()`` and
-        # ``torch.no_grad()`` stay in it (a later trace makes detach an alias and drops grad mode)
+        # ``torch.no_grad()`` stay in it (a later trace makes detach an alias and drops grad mode),
+        # with grad mode on whatever the caller's (a block's exit restores the mode it met)
         try:
-            reference = make_fx(flat, tracing_mode="symbolic", pre_dispatch=True)(*tensors)
+            with torch.enable_grad():
+                reference = make_fx(flat, tracing_mode="symbolic", pre_dispatch=True)(*tensors)
             fusion.autograd_reference = reference
             fusion.gradient_inputs = gradient_inputs(reference)
         except Exception as e:  # noqa: BLE001 - the recorded nodes' derivative serves instead
