@@ -334,6 +334,16 @@ class _ValueAndViews:
         return [y, y[:, :2], y.t(), x.sin(), y.view(torch.int32)]
 
 
+def test_empty_outputs_share_no_memory():
+    """Storages without bytes all have address 0: empty outputs of a replay are not one memory
+    (they were copied as views of one another, sharing a version counter)."""
+    from torchfuse.runtime.cudagraphs import _sharing_memory
+
+    outs = [torch.empty(0, 4), torch.empty(0, 4, dtype=torch.float64), torch.randn(3)]
+    assert outs[0].untyped_storage().data_ptr() == outs[1].untyped_storage().data_ptr() == 0
+    assert _sharing_memory(outs) == ()
+
+
 def test_replayed_outputs_on_one_memory_stay_one_memory():
     """A replay's copies of a value and its views (``y, y[:, :2], y.t()``, ``y.view(torch.int32)``)
     share one copy, the views views of the value: a write through one is seen through the others

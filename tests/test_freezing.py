@@ -392,6 +392,34 @@ def test_weight_outputs_of_two_dtypes_on_one_memory_stay_one_memory():
             torch.testing.assert_close(y, model.w * 2 + 1)
 
 
+class EmptyWeightOutputs(torch.nn.Module):
+    """Returns two empty values computed from its weight alone, on storages of their own."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(2, 4))
+
+    def forward(self, x):
+        return self.w[:0] * 2, (self.w[:0] * 3).double(), x + 1
+
+
+def test_empty_weight_outputs_share_no_memory():
+    """Empty outputs computed from weights alone (their storages all at address 0) are copied
+    apart: a write to one leaves the other's version, which a backward that saved it checks
+    (they were made views of one memory, and the backward raised where eager's runs)."""
+    model = EmptyWeightOutputs().to(DEVICE).eval()
+    compiled = torchfuse.compile(model, freeze=True, dynamic=False)
+    for f in (model, compiled, compiled):
+        with torch.no_grad():
+            a, b, _ = f(torch.zeros(2, device=DEVICE))
+        p = torch.ones(4, dtype=torch.float64, device=DEVICE, requires_grad=True)
+        loss = (b * p).sum()
+        version = b._version
+        a.add_(1)
+        assert b._version == version
+        loss.backward()
+
+
 @pytest.mark.parametrize("make_optimizer", [
     lambda ps: torch.optim.AdamW(ps, lr=0.1, fused=True),
     lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, fused=True),

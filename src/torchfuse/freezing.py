@@ -623,7 +623,9 @@ class FrozenGraph:
         for i, k in self.escaping.items():
             if k not in self.weight_views:
                 # one memory: the compiled weight graph returns views as tensors of their own
-                groups.setdefault(self.values[k].untyped_storage().data_ptr(), []).append(i)
+                # (storages without bytes all have address 0: each is a group of its own)
+                ptr = self.values[k].untyped_storage().data_ptr()
+                groups.setdefault(ptr if ptr else ("empty", i), []).append(i)
         for group in groups.values():
             for i, c in zip(group, copies_sharing_memory([out[i] for i in group])):
                 out[i] = c

@@ -270,10 +270,11 @@ class CudaGraphRunner:
 
 def _sharing_memory(outputs: list) -> tuple:
     """Outputs on one storage (a value and views of it, of any dtypes): per storage,
-    ``(the first one's index, the others' indices)``."""
+    ``(the first one's index, the others' indices)``. Storages without bytes (all at address 0)
+    share with nothing."""
     groups: dict = {}
     for i, o in enumerate(outputs):
-        if isinstance(o, torch.Tensor):
+        if isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr():
             groups.setdefault(o.untyped_storage().data_ptr(), []).append(i)
     return tuple((g[0], tuple(g[1:])) for g in groups.values() if len(g) > 1)
 
