@@ -449,6 +449,20 @@ def test_a_fused_functions_input_without_a_path_to_its_outputs_gets_no_gradient(
             torch.testing.assert_close(g, w)
 
 
+def test_a_fused_function_reading_data_runs_forward_and_refuses_a_backward():
+    """``.data`` hides a tensor from autograd, which the function's traces cannot express (one
+    keeps it as a constant, the other as an alias, which differentiated through it): the
+    forward is eager's, and a backward raises, naming ``.detach()``, rather than return
+    another gradient than eager's."""
+    fn = lambda x, y: x + (x.round() - x).data * y
+    f = fused(fn, interpret=DEVICE == "cpu")
+    x, y = (torch.randn(3, 4, device=DEVICE, requires_grad=True) for _ in range(2))
+    out = f(x, y)
+    torch.testing.assert_close(out, fn(x, y))
+    with pytest.raises(DefinitionError, match=r"\.detach\(\)"):
+        out.sum().backward()
+
+
 @pytest.mark.parametrize("mask_is_output", [True, False])
 def test_derived_backward_reuses_the_dropout_mask(mask_is_output):
     p = 0.3

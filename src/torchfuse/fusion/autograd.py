@@ -387,6 +387,8 @@ class FusionOp:
         return out
 
     def _run_derived(self, inputs: list, kept: list, grads: list) -> list:
+        if self.fusion.backward_refusal is not None:
+            raise DefinitionError(self.fusion.backward_refusal)
         device = next(x.device for x in inputs if isinstance(x, torch.Tensor))
         scalars = tuple(x for x in inputs if not isinstance(x, torch.Tensor))
         from .trace import value_key

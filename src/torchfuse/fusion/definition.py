@@ -60,6 +60,8 @@ class Fusion:
         gradient_inputs: positions of the inputs that get a gradient, where the function stops
             some (``detach()``, ``torch.no_grad()``: ``@fused`` sets it from that trace); ``None``
             (the default): every input an output is computed from.
+        backward_refusal: why no backward can be derived (``@fused`` of a function reading
+            ``.data``), raised as a :class:`DefinitionError` by a backward call; ``None``: it can.
     """
 
     def __init__(self, name: str = "fusion", *, options: Any = None, **option_overrides):
@@ -72,6 +74,7 @@ class Fusion:
         self.outputs: list[Value] = []
         self.autograd_reference: Callable | None = None
         self.gradient_inputs: set[int] | None = None
+        self.backward_refusal: str | None = None
         self.ops = Ops(self)
         self.applier = Applier(self)
         self.finished = False

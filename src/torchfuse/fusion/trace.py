@@ -482,8 +482,14 @@ class FusedFunction:
         try:
             with torch.enable_grad():
                 reference = make_fx(flat, tracing_mode="symbolic", pre_dispatch=True)(*tensors)
-            fusion.autograd_reference = reference
-            fusion.gradient_inputs = gradient_inputs(reference)
+            if any(n.op == "get_attr" for n in reference.graph.nodes):
+                # a tensor autograd does not track (``.data``), which this trace keeps only as a
+                # constant of its own and the fusion's trace as an alias: no backward is eager's
+                fusion.backward_refusal = (f"{self.name} reads a tensor's .data, which autograd does not track; "
+                                           f"write .detach() instead to differentiate it")
+            else:
+                fusion.autograd_reference = reference
+                fusion.gradient_inputs = gradient_inputs(reference)
         except Exception as e:  # noqa: BLE001 - the recorded nodes' derivative serves instead
             log.info("%s: no undecomposed trace for its backward (%s: %s)", self.name, type(e).__name__, e)
         return Traced(fusion, returned[0], guards or [], sizes, exact)
