@@ -362,7 +362,7 @@ def test_an_output_computed_from_weights_alone_is_a_new_tensor_each_call():
 
 class WeightOutputsOfTwoDtypes(torch.nn.Module):
     """Returns a value computed from its weight alone beside its bits, and a complex buffer's
-    double beside its real part."""
+    double, as its conjugate, beside its real part."""
 
     def __init__(self):
         super().__init__()
@@ -371,13 +371,14 @@ class WeightOutputsOfTwoDtypes(torch.nn.Module):
 
     def forward(self, x):
         y, c = self.w * 2, self.z * 2
-        return y, y.view(torch.int32), c, c.real, x + y
+        return y, y.view(torch.int32), c.conj(), c.real, x + y
 
 
 def test_weight_outputs_of_two_dtypes_on_one_memory_stay_one_memory():
     """An output computed from weights alone and a view of it with another dtype (``y.view(
-    torch.int32)``, ``c.real`` of a complex ``c``) are copied as one memory: a write through
-    the value is seen through the view, as in eager (they got a copy each)."""
+    torch.int32)``, ``c.real`` of a complex ``c`` returned as ``c.conj()``) are copied as one
+    memory: a write through the value is seen through the view, as in eager (they got a copy
+    each)."""
     torch.manual_seed(0)
     model = WeightOutputsOfTwoDtypes().to(DEVICE).eval()
     compiled = torchfuse.compile(model, freeze=True, dynamic=False)

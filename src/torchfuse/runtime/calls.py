@@ -188,6 +188,10 @@ def alias_as(base: torch.Tensor, t: torch.Tensor) -> torch.Tensor | None:
     ``z.conj().imag``) are set as ``t``'s: ``as_strided`` alone keeps ``base``'s dtype and bits, and
     read its bytes as those."""
     if t.dtype != base.dtype:
+        if base.is_conj():  # (a view of another dtype is refused for a view with a bit set)
+            base = base.conj()
+        if base.is_neg():
+            base = torch._neg_view(base)
         try:
             base = base.view(t.dtype)
         except RuntimeError:
