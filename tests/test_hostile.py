@@ -584,6 +584,8 @@ def test_a_write_through_an_output_is_seen_by_the_output_it_shares_memory_with(v
 REINTERPRETED = {
     "int16_bits": (lambda a, b: (a.view(torch.int16)[:2, ::4] * b).sum(), F32, (2, 3)),
     "complex_real": (lambda a, b: (a.real * b).sum(), torch.complex64, (4, 6)),
+    # an fp16 input at an odd offset, which as a whole cannot be viewed as fp32
+    "odd_offset_fp32": (lambda a, b: (a[:, 1:3].view(torch.float32) * b).sum(), torch.float16, (4, 1)),
 }
 
 
@@ -593,10 +595,15 @@ def test_a_saved_view_of_an_input_with_another_dtype_keeps_its_dtype(case):
     ``z.real`` of a complex ``z``) for the backward: the saved view is rebuilt on the input
     with the view's dtype, so the gradient is eager's (it read the input's floats as int16
     sizes and strides: wrong values, or an out-of-bounds error for ``z.real``), and a write to
-    the input before the backward raises eager's error."""
+    the input before the backward raises eager's error, also where the input as a whole cannot
+    be viewed with the view's dtype (an fp16 input at an odd offset)."""
     fn, dtype, shape = REINTERPRETED[case]
-    x = make_sample(F32, 47, shape=(4, 12), specials=False).view(dtype)[:, :6] if dtype != F32 else \
-        make_sample(F32, 47, shape=(4, 6), specials=False)
+    if dtype == torch.float16:
+        x = make_sample(F32, 47, shape=(17,), specials=False).half()[1:].view(4, 4)
+    elif dtype != F32:
+        x = make_sample(F32, 47, shape=(4, 12), specials=False).view(dtype)[:, :6]
+    else:
+        x = make_sample(F32, 47, shape=(4, 6), specials=False)
     w = make_sample(F32, 48, shape=shape, specials=False)
     grads = []
     for f in (fn, torchfuse.compile(fn, dynamic=False)):

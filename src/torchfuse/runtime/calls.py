@@ -9,6 +9,7 @@ view ops of static shapes), :class:`CastBatch`, :class:`InputWriteBatch`, and
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import sympy
@@ -182,8 +183,8 @@ def _no_view(t):
 def alias_as(base: torch.Tensor, t: torch.Tensor) -> torch.Tensor | None:
     """A view of ``base`` with ``t``'s dtype, sizes, strides and storage offset (``t`` lies in
     ``base``'s memory), sharing ``base``'s version counter; ``None`` where ``base`` cannot be
-    viewed with ``t``'s dtype (``Tensor.view(dtype)``'s rules: a wider or narrower element needs
-    a last dimension of stride 1). A view of another dtype (``x.view(torch.int16)``, ``z.real``
+    viewed with ``t``'s dtype (``Tensor.view(dtype)``'s rules, which a view of the whole storage
+    as one row meets for the dtypes PyTorch can reinterpret). A view of another dtype (``x.view(torch.int16)``, ``z.real``
     of a complex ``z``) is reinterpreted first, and ``t``'s conjugate and negative bits (``x.conj()``,
     ``z.conj().imag``) are set as ``t``'s: ``as_strided`` alone keeps ``base``'s dtype and bits, and
     read its bytes as those."""
@@ -192,8 +193,13 @@ def alias_as(base: torch.Tensor, t: torch.Tensor) -> torch.Tensor | None:
             base = base.conj()
         if base.is_neg():
             base = torch._neg_view(base)
+        # the whole storage as one row of whole elements of both dtypes, which any layout of
+        # base can be viewed as, then reinterpreted (base itself may have a last stride or an
+        # offset that Tensor.view(dtype) refuses)
+        size, unit = base.element_size(), math.lcm(base.element_size(), t.element_size())
+        count = base.untyped_storage().nbytes() // unit * unit // size
         try:
-            base = base.view(t.dtype)
+            base = base.as_strided((count,), (1,), 0).view(t.dtype)
         except RuntimeError:
             return None
     if t.is_conj() != base.is_conj():  # each toggles its bit of a view (as_strided keeps them)
