@@ -449,17 +449,33 @@ def test_a_fused_functions_input_without_a_path_to_its_outputs_gets_no_gradient(
             torch.testing.assert_close(g, w)
 
 
-def test_a_fused_function_reading_data_runs_forward_and_refuses_a_backward():
-    """``.data`` hides a tensor from autograd, which the function's traces cannot express (one
-    keeps it as a constant, the other as an alias, which differentiated through it): the
-    forward is eager's, and a backward raises, naming ``.detach()``, rather than return
-    another gradient than eager's."""
-    fn = lambda x, y: x + (x.round() - x).data * y
+def _under_inference_mode(x, y):
+    with torch.inference_mode():
+        s = y.abs() + 1
+    return x + s
+
+
+def _random_straight_through(x, y):
+    return x + (torch.nn.functional.dropout(x, 0.5).round() * y - x).detach()
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("data", lambda x, y: x + (x.round() - x).data * y),
+    ("inference_mode", _under_inference_mode),
+    ("random_detach", _random_straight_through),
+])
+def test_a_fused_function_whose_backward_cannot_be_eagers_runs_forward_and_refuses_it(name, fn):
+    """What a trace cannot hold of autograd's view (``.data``, a ``torch.inference_mode()`` block,
+    which leave no mark or a constant; ``detach()`` beside random numbers, whose backward
+    differentiates the recorded ops): the forward runs, and a backward raises, naming what to
+    write instead, rather than return another gradient than eager's (they differentiated
+    through them)."""
     f = fused(fn, interpret=DEVICE == "cpu")
     x, y = (torch.randn(3, 4, device=DEVICE, requires_grad=True) for _ in range(2))
     out = f(x, y)
-    torch.testing.assert_close(out, fn(x, y))
-    with pytest.raises(DefinitionError, match=r"\.detach\(\)"):
+    if name != "random_detach":
+        torch.testing.assert_close(out, fn(x, y))
+    with pytest.raises(DefinitionError, match=r"detach\(\)|no_grad\(\)|as_op\(backward="):
         out.sum().backward()
 
 

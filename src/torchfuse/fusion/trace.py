@@ -480,9 +480,13 @@ class FusedFunction:
         # ``torch.no_grad()`` stay in it (a later trace makes detach an alias and drops grad mode),
         # with grad mode on whatever the caller's (a block's exit restores the mode it met)
         try:
-            with torch.enable_grad():
-                reference = make_fx(flat, tracing_mode="symbolic", pre_dispatch=True)(*tensors)
-            if any(n.op == "get_attr" for n in reference.graph.nodes):
+            watch = _InferenceModeWatch()
+            with torch.enable_grad(), torch.inference_mode(False):  # (the caller's modes are not the function's)
+                reference = make_fx(watch.wrap(flat), tracing_mode="symbolic", pre_dispatch=True)(*tensors)
+            if watch.seen:  # a block the trace does not record: no backward would be eager's
+                fusion.backward_refusal = (f"{self.name} computes under torch.inference_mode(), which its trace "
+                                           f"cannot hold; write torch.no_grad() instead to differentiate it")
+            elif any(n.op == "get_attr" for n in reference.graph.nodes):
                 # a tensor autograd does not track (``.data``), which this trace keeps only as a
                 # constant of its own and the fusion's trace as an alias: no backward is eager's
                 fusion.backward_refusal = (f"{self.name} reads a tensor's .data, which autograd does not track; "
@@ -495,10 +499,37 @@ class FusedFunction:
         return Traced(fusion, returned[0], guards or [], sizes, exact)
 
 
+class _InferenceModeWatch(torch.overrides.TorchFunctionMode):
+    """Notes whether any torch function of a call runs under ``torch.inference_mode()``, which
+    a trace made before dispatch leaves no mark of (``seen``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = False
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.seen = self.seen or torch.is_inference_mode_enabled()
+        return func(*args, **(kwargs or {}))
+
+    def wrap(self, fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def watched(*args):
+            with self:
+                return fn(*args)
+
+        return watched
+
+
+#: the calls of a trace made before dispatch that stop gradients (``detach()``, ``detach_()``,
+#: and the grad mode ``torch.no_grad()`` and ``torch.enable_grad()`` set)
+GRADIENT_STOPS = (aten.detach.default, aten.detach_.default, torch._C._set_grad_enabled)
+
+
 def gradient_inputs(gm: torch.fx.GraphModule) -> set[int]:
     """Positions of ``gm``'s inputs from which an output is computed through ops that record a
-    gradient: not through ``aten.detach`` nor between ``torch._C._set_grad_enabled(False)`` and
-    its ``True`` (``torch.no_grad()``), as a trace made before dispatch records them. Eager gives
+    gradient: not through ``aten.detach``/``detach_`` nor between ``torch._C._set_grad_enabled(False)``
+    and its ``True`` (``torch.no_grad()``), as a trace made before dispatch records them
+    (``torch.inference_mode()`` leaves nothing in it, and is not seen). Eager gives
     the other inputs no gradient (``None``), where a zero would still move a parameter under
     weight decay."""
     reach: dict = {}
@@ -512,7 +543,7 @@ def gradient_inputs(gm: torch.fx.GraphModule) -> set[int]:
         elif node.op == "output":
             for a in node.all_input_nodes:
                 found |= reach.get(a, set())
-        elif not enabled or node.target is aten.detach.default:
+        elif not enabled or node.target in (aten.detach.default, aten.detach_.default):
             reach[node] = set()
         else:
             reach[node] = set().union(*(reach.get(a, set()) for a in node.all_input_nodes))
