@@ -41,7 +41,7 @@ import torch.fx
 
 from .passes import calls_to, finish, view_root
 from .passes.fx import written_inputs
-from .runtime.calls import copies_sharing_memory
+from .runtime.calls import copies_sharing_memory, storage_groups
 
 log = logging.getLogger("torchfuse.fusion")
 
@@ -619,14 +619,10 @@ class FrozenGraph:
         eager (two views of one intermediate, which the weight graph returns as two values)
         still do. Views of a parameter or buffer stay: eager's output aliases it too."""
         out = list(out)
-        groups: dict = {}
-        for i, k in self.escaping.items():
-            if k not in self.weight_views:
-                # one memory: the compiled weight graph returns views as tensors of their own
-                # (storages without bytes all have address 0: each is a group of its own)
-                ptr = self.values[k].untyped_storage().data_ptr()
-                groups.setdefault(ptr if ptr else ("empty", i), []).append(i)
-        for group in groups.values():
-            for i, c in zip(group, copies_sharing_memory([out[i] for i in group])):
+        copied = [i for i, k in self.escaping.items() if k not in self.weight_views]
+        # grouped by the values' memory: the compiled weight graph returns views as tensors of their own
+        for group in storage_groups([self.values[self.escaping[i]] for i in copied]):
+            positions = [copied[j] for j in group]
+            for i, c in zip(positions, copies_sharing_memory([out[i] for i in positions])):
                 out[i] = c
         return out

@@ -92,14 +92,6 @@ def inputs_reaching_outputs(fusion: Fusion) -> set[int]:
     return set().union(*(origins.get(v, set()) for v in reached)) if reached else set()
 
 
-def _stops_gradient(reference: Any) -> bool:
-    """Whether ``reference`` (a traced ``autograd_reference``) stops gradients anywhere."""
-    from .trace import GRADIENT_STOPS
-
-    graph = getattr(reference, "graph", None)
-    return graph is not None and any(n.target in GRADIENT_STOPS for n in graph.nodes)
-
-
 def _floating(v: Value) -> bool:
     return v.meta is not None and (v.meta.dtype.is_floating_point or v.meta.dtype.is_complex)
 
@@ -175,7 +167,9 @@ class FusionOp:
         self.reaching = inputs_reaching_outputs(fusion) if backward is None else set(range(len(self.specs)))
         if backward is None and fusion.gradient_inputs is not None:
             self.reaching &= fusion.gradient_inputs
-        if self.saved and fusion.backward_refusal is None and _stops_gradient(fusion.autograd_reference):
+        from .trace import stops_gradient
+
+        if self.saved and fusion.backward_refusal is None and stops_gradient(fusion.autograd_reference):
             # the derived backward of random ops differentiates the recorded nodes, which hold
             # detach() as an alias and no grad mode
             fusion.backward_refusal = (f"{fusion.name} draws random numbers and stops gradients (detach(), "

@@ -520,16 +520,22 @@ class _InferenceModeWatch(torch.overrides.TorchFunctionMode):
         return watched
 
 
-#: the calls of a trace made before dispatch that stop gradients (``detach()``, ``detach_()``,
-#: and the grad mode ``torch.no_grad()`` and ``torch.enable_grad()`` set)
-GRADIENT_STOPS = (aten.detach.default, aten.detach_.default, torch._C._set_grad_enabled)
+#: ``detach()`` and ``detach_()`` in a trace made before dispatch
+_DETACHES = (aten.detach.default, aten.detach_.default)
+
+
+def stops_gradient(reference: Any) -> bool:
+    """Whether ``reference`` (a fusion's ``autograd_reference``, traced before dispatch) stops
+    gradients anywhere: a detach, or grad mode set (``torch.no_grad()``)."""
+    graph = getattr(reference, "graph", None)
+    return graph is not None and any(n.target in _DETACHES or n.target is torch._C._set_grad_enabled
+                                     for n in graph.nodes)
 
 
 def gradient_inputs(gm: torch.fx.GraphModule) -> set[int]:
     """Positions of ``gm``'s inputs from which an output is computed through ops that record a
     gradient: not through ``aten.detach``/``detach_`` nor between ``torch._C._set_grad_enabled(False)``
-    and its ``True`` (``torch.no_grad()``), as a trace made before dispatch records them
-    (``torch.inference_mode()`` leaves nothing in it, and is not seen). Eager gives
+    and its ``True`` (``torch.no_grad()``), as a trace made before dispatch records them. Eager gives
     the other inputs no gradient (``None``), where a zero would still move a parameter under
     weight decay."""
     reach: dict = {}
@@ -543,7 +549,7 @@ def gradient_inputs(gm: torch.fx.GraphModule) -> set[int]:
         elif node.op == "output":
             for a in node.all_input_nodes:
                 found |= reach.get(a, set())
-        elif not enabled or node.target in (aten.detach.default, aten.detach_.default):
+        elif not enabled or node.target in _DETACHES:
             reach[node] = set()
         else:
             reach[node] = set().union(*(reach.get(a, set()) for a in node.all_input_nodes))

@@ -180,19 +180,25 @@ def _no_view(t):
     return t
 
 
+def _with_bits(t: torch.Tensor, conj: bool, neg: bool) -> torch.Tensor:
+    """``t``, or a view of it, with these conjugate and negative bits (each toggles one)."""
+    if t.is_conj() != conj:
+        t = t.conj()
+    if t.is_neg() != neg:
+        t = torch._neg_view(t)
+    return t
+
+
 def alias_as(base: torch.Tensor, t: torch.Tensor) -> torch.Tensor | None:
     """A view of ``base`` with ``t``'s dtype, sizes, strides and storage offset (``t`` lies in
     ``base``'s memory), sharing ``base``'s version counter; ``None`` where ``base`` cannot be
     viewed with ``t``'s dtype (``Tensor.view(dtype)``'s rules, which a view of the whole storage
-    as one row meets for the dtypes PyTorch can reinterpret). A view of another dtype (``x.view(torch.int16)``, ``z.real``
-    of a complex ``z``) is reinterpreted first, and ``t``'s conjugate and negative bits (``x.conj()``,
-    ``z.conj().imag``) are set as ``t``'s: ``as_strided`` alone keeps ``base``'s dtype and bits, and
-    read its bytes as those."""
+    as one row meets for the dtypes PyTorch can reinterpret). A view of another dtype
+    (``x.view(torch.int16)``, ``z.real`` of a complex ``z``) is reinterpreted first, and ``t``'s
+    conjugate and negative bits (``x.conj()``, ``z.conj().imag``) are set as ``t``'s:
+    ``as_strided`` alone keeps ``base``'s dtype and bits, and read its bytes as those."""
     if t.dtype != base.dtype:
-        if base.is_conj():  # (a view of another dtype is refused for a view with a bit set)
-            base = base.conj()
-        if base.is_neg():
-            base = torch._neg_view(base)
+        base = _with_bits(base, False, False)  # (Tensor.view(dtype) refuses a view with a bit set)
         # the whole storage as one row of whole elements of both dtypes, which any layout of
         # base can be viewed as, then reinterpreted (base itself may have a last stride or an
         # offset that Tensor.view(dtype) refuses)
@@ -202,11 +208,19 @@ def alias_as(base: torch.Tensor, t: torch.Tensor) -> torch.Tensor | None:
             base = base.as_strided((count,), (1,), 0).view(t.dtype)
         except RuntimeError:
             return None
-    if t.is_conj() != base.is_conj():  # each toggles its bit of a view (as_strided keeps them)
-        base = base.conj()
-    if t.is_neg() != base.is_neg():
-        base = torch._neg_view(base)
-    return base.as_strided(t.size(), t.stride(), t.storage_offset())
+    return _with_bits(base, t.is_conj(), t.is_neg()).as_strided(t.size(), t.stride(), t.storage_offset())
+
+
+def storage_groups(tensors: list) -> list[list[int]]:
+    """The positions of ``tensors`` grouped by the storage they lie in, in order of first
+    appearance (entries that are not tensors left out); storages without bytes, which all have
+    address 0, each make a group of their own."""
+    groups: dict = {}
+    for i, t in enumerate(tensors):
+        if isinstance(t, torch.Tensor):
+            ptr = t.untyped_storage().data_ptr()
+            groups.setdefault(ptr if ptr else ("empty", i), []).append(i)
+    return list(groups.values())
 
 
 def copies_sharing_memory(tensors: list) -> list:
@@ -218,10 +232,7 @@ def copies_sharing_memory(tensors: list) -> list:
     first = tensors[0]
     root = torch.empty(0, dtype=first.dtype, device=first.device).set_(
         first.untyped_storage().clone(), first.storage_offset(), first.size(), first.stride())
-    if first.is_conj():
-        root = root.conj()
-    if first.is_neg():
-        root = torch._neg_view(root)
+    root = _with_bits(root, first.is_conj(), first.is_neg())
     views = [alias_as(root, t) for t in tensors[1:]]
     return [root] + [t.clone() if v is None else v for t, v in zip(tensors[1:], views)]
 

@@ -37,7 +37,7 @@ from typing import Any, Callable
 
 import torch
 
-from .calls import copies_sharing_memory
+from .calls import copies_sharing_memory, storage_groups
 from .warn import user_stacklevel
 
 log = logging.getLogger("torchfuse.recompile")
@@ -272,11 +272,7 @@ def _sharing_memory(outputs: list) -> tuple:
     """Outputs on one storage (a value and views of it, of any dtypes): per storage,
     ``(the first one's index, the others' indices)``. Storages without bytes (all at address 0)
     share with nothing."""
-    groups: dict = {}
-    for i, o in enumerate(outputs):
-        if isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr():
-            groups.setdefault(o.untyped_storage().data_ptr(), []).append(i)
-    return tuple((g[0], tuple(g[1:])) for g in groups.values() if len(g) > 1)
+    return tuple((g[0], tuple(g[1:])) for g in storage_groups(outputs) if len(g) > 1)
 
 
 def _copy_outputs(outputs: list, shared: tuple) -> list:
