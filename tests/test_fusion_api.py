@@ -449,6 +449,36 @@ def test_a_fused_functions_input_without_a_path_to_its_outputs_gets_no_gradient(
             torch.testing.assert_close(g, w)
 
 
+def _detached_and_not(x, w):
+    return (x * w).detach(), x + w
+
+
+def _under_no_grad(x, w):
+    with torch.no_grad():
+        return x * w
+
+
+@pytest.mark.parametrize("fn", [_detached_and_not, _under_no_grad])
+def test_a_fused_functions_detached_outputs_do_not_require_grad(fn):
+    """An output computed through ``detach()`` or under ``torch.no_grad()`` alone does not
+    require grad, as eager's, so a backward from it raises eager's error (it had a ``grad_fn``
+    and gave zero gradients); the other outputs' gradients are eager's."""
+    f = fused(fn, interpret=DEVICE == "cpu")
+    x = torch.randn(3, 4, device=DEVICE, requires_grad=True)
+    w = torch.randn(4, device=DEVICE, requires_grad=True)
+    want, got = fn(x, w), f(x, w)
+    want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+    for g, e in zip(got, want):
+        torch.testing.assert_close(g, e)
+        assert g.requires_grad == e.requires_grad
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        got[0].sum().backward()
+    if len(got) > 1:
+        grads = torch.autograd.grad(got[1].sum(), [x, w])
+        for g, e in zip(grads, torch.autograd.grad(want[1].sum(), [x, w])):
+            torch.testing.assert_close(g, e)
+
+
 def _under_inference_mode(x, y):
     with torch.inference_mode():
         s = y.abs() + 1
@@ -459,10 +489,16 @@ def _random_straight_through(x, y):
     return x + (torch.nn.functional.dropout(x, 0.5).round() * y - x).detach()
 
 
+def _random_beside_its_detach(x, y):
+    r = torch.rand_like(x)
+    return r.detach() * x + r * y
+
+
 @pytest.mark.parametrize("name,fn", [
     ("data", lambda x, y: x + (x.round() - x).data * y),
     ("inference_mode", _under_inference_mode),
     ("random_detach", _random_straight_through),
+    ("random_beside_its_detach", _random_beside_its_detach),  # its forward raised (one tensor saved twice)
 ])
 def test_a_fused_function_whose_backward_cannot_be_eagers_runs_forward_and_refuses_it(name, fn):
     """What a trace cannot hold of autograd's view (``.data``, a ``torch.inference_mode()`` block,
@@ -473,7 +509,7 @@ def test_a_fused_function_whose_backward_cannot_be_eagers_runs_forward_and_refus
     f = fused(fn, interpret=DEVICE == "cpu")
     x, y = (torch.randn(3, 4, device=DEVICE, requires_grad=True) for _ in range(2))
     out = f(x, y)
-    if name != "random_detach":
+    if not name.startswith("random"):
         torch.testing.assert_close(out, fn(x, y))
     with pytest.raises(DefinitionError, match=r"detach\(\)|no_grad\(\)|as_op\(backward="):
         out.sum().backward()

@@ -165,8 +165,11 @@ class FusionOp:
         self.saved = frontier
         #: inputs a derived backward gives a gradient (a given backward's are all given)
         self.reaching = inputs_reaching_outputs(fusion) if backward is None else set(range(len(self.specs)))
+        #: outputs that pass no gradient to any input (computed through detach() alone)
+        self.non_differentiable: list[int] = []
         if backward is None and fusion.gradient_inputs is not None:
-            self.reaching &= fusion.gradient_inputs
+            self.reaching &= set().union(*fusion.gradient_inputs)
+            self.non_differentiable = [k for k, ins in enumerate(fusion.gradient_inputs) if not ins]
         from .trace import stops_gradient
 
         if self.saved and fusion.backward_refusal is None and stops_gradient(fusion.autograd_reference):
@@ -233,6 +236,8 @@ class FusionOp:
             outs, fresh_outputs = self._run_forward(list(inputs))
             fresh: list = []
             for t, (shape, stride), ok in zip(outs, layouts.concrete(inputs), fresh_outputs):
+                # (a value saved beside its alias, ``r`` and ``r.detach()``, is one tensor twice)
+                ok = ok and all(t.untyped_storage().data_ptr() != e.untyped_storage().data_ptr() for e in fresh)
                 fresh.append(t if ok else _conform(t, shape, stride, inputs, fresh))
             return fresh
 
@@ -270,6 +275,8 @@ class FusionOp:
             by_value = dict(zip(list(self.fusion.outputs) + list(self.extras), output))
             kept = [by_value[v] for v in self.saved]
         ctx.save_for_backward(*tensors, *kept)
+        if self.non_differentiable:  # as eager's: requires_grad False, and no gradient flows back
+            ctx.mark_non_differentiable(*(output[k] for k in self.non_differentiable))
         ctx.scalars = [x for x in inputs if not isinstance(x, torch.Tensor)]
         ctx.n_tensors = len(tensors)
         ctx.output_layouts = [(o.shape, o.dtype, o.device) for o in output[: self.n_outputs]]

@@ -57,9 +57,10 @@ class Fusion:
             (``softplus_backward``), not those of the decomposition's parts (whose untaken
             branches give NaN). ``@fused`` sets it to the function's trace without
             decompositions; ``None`` (the default) differentiates the recorded nodes.
-        gradient_inputs: positions of the inputs that get a gradient, where the function stops
-            some (``detach()``, ``torch.no_grad()``: ``@fused`` sets it from that trace); ``None``
-            (the default): every input an output is computed from.
+        gradient_inputs: per output, the positions of the inputs it passes a gradient to, where
+            the function stops some (``detach()``, ``torch.no_grad()``: ``@fused`` sets it from
+            that trace; an output with none does not require grad); ``None`` (the default): every
+            input an output is computed from.
         backward_refusal: why no backward can be derived (``@fused`` of a function reading
             ``.data``), raised as a :class:`DefinitionError` by a backward call; ``None``: it can.
     """
@@ -73,7 +74,7 @@ class Fusion:
         self.nodes: list[Node] = []
         self.outputs: list[Value] = []
         self.autograd_reference: Callable | None = None
-        self.gradient_inputs: set[int] | None = None
+        self.gradient_inputs: list[set[int]] | None = None
         self.backward_refusal: str | None = None
         self.ops = Ops(self)
         self.applier = Applier(self)

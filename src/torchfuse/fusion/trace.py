@@ -532,28 +532,28 @@ def stops_gradient(reference: Any) -> bool:
                                      for n in graph.nodes)
 
 
-def gradient_inputs(gm: torch.fx.GraphModule) -> set[int]:
-    """Positions of ``gm``'s inputs from which an output is computed through ops that record a
-    gradient: not through ``aten.detach``/``detach_`` nor between ``torch._C._set_grad_enabled(False)``
-    and its ``True`` (``torch.no_grad()``), as a trace made before dispatch records them. Eager gives
-    the other inputs no gradient (``None``), where a zero would still move a parameter under
-    weight decay."""
+def gradient_inputs(gm: torch.fx.GraphModule) -> list[set[int]]:
+    """Per output of ``gm``, the positions of its inputs from which it is computed through ops
+    that record a gradient: not through ``aten.detach``/``detach_`` nor between
+    ``torch._C._set_grad_enabled(False)`` and its ``True`` (``torch.no_grad()``), as a trace made
+    before dispatch records them. Eager gives the other inputs no gradient (``None``), where a
+    zero would still move a parameter under weight decay, and an output reached from none
+    does not require grad."""
     reach: dict = {}
     enabled, position = True, 0
-    found: set[int] = set()
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             reach[node], position = {position}, position + 1
         elif node.op == "call_function" and node.target is torch._C._set_grad_enabled:
             enabled = bool(node.args[0])
         elif node.op == "output":
-            for a in node.all_input_nodes:
-                found |= reach.get(a, set())
+            outs = node.args[0] if isinstance(node.args[0], (list, tuple)) else [node.args[0]]
+            return [set(reach.get(o, set())) for o in outs]
         elif not enabled or node.target in _DETACHES:
             reach[node] = set()
         else:
             reach[node] = set().union(*(reach.get(a, set()) for a in node.all_input_nodes))
-    return found
+    return []
 
 
 def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names: list | None = None,
