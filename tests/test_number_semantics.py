@@ -570,6 +570,34 @@ def test_mse_loss_gradient_rounds_each_step_as_aten(dtype, reduction):
     assert_same_bits(actual, expected)
 
 
+@pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=dtype_id)
+def test_mean_loss_gradients_round_one_over_numel_as_aten(dtype):
+    """The mean's ``scale / numel`` of the MSE, smooth L1 and Huber gradients reaches the
+    kernel as ATen's kernels convert their double: to fp32, then to fp16/bf16 (c10's 16-bit
+    types are made from a float; 8283 elements put the direct fp16 rounding of ``2 / 8283`` an
+    ulp from it), and for a symbolic size computed in double in the graph (a float division in
+    the kernel differed from eager in up to 13% of the elements). Bit for bit, static and
+    dynamic sizes. (Smooth L1's ``beta`` is a power of two, where CPU eager's division first
+    rounds as CUDA's division last but for 16-bit subnormal steps, and CPU eager's bf16 kernel
+    keeps ``1 / numel`` in fp32: its 16-bit cases run on a GPU only, docs/semantics.md.)"""
+    A = torch.ops.aten
+    losses = [lambda g, x, y: A.mse_loss_backward(g, x, y, 1),
+              lambda g, x, y: A.huber_loss_backward(g, x, y, 1, 0.7)]
+    if DEVICE == "cuda" or dtype == F32:
+        losses.append(lambda g, x, y: A.smooth_l1_loss_backward(g, x, y, 1, 0.5))
+    for k, fn in enumerate(losses):
+        x = torch.full((8283,), 0.25, dtype=dtype, device=DEVICE)
+        x[1::2] = 0.5
+        zero = torch.zeros((), dtype=dtype, device=DEVICE)
+        one = torch.ones((), dtype=dtype, device=DEVICE)
+        assert_same_bits(torchfuse.compile(fn, dynamic=False)(one, x, zero.expand(8283)), fn(one, x, zero.expand(8283)))
+        compiled = torchfuse.compile(fn, dynamic=True)
+        for n in (192, 320):  # multiples of 64: CPU eager's vector loop takes every element
+            x, y = wide(dtype, 60 + k, 2.0, shape=(n, 3)), wide(dtype, 63 + k, 1.0, shape=(n, 3))
+            g = wide(dtype, 66 + k, 1.0, shape=(), specials=False).abs() + 0.5
+            assert_same_bits(compiled(g, x, y), fn(g, x, y))
+
+
 @pytest.mark.parametrize("loss", ["smooth_l1", "huber"])
 @pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=dtype_id)
 def test_smooth_l1_and_huber_gradients_keep_eagers_nans(dtype, loss):

@@ -315,9 +315,11 @@ def soft_margin_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, tar
 
 def _in_dtype(value: float, dtype: torch.dtype) -> float:
     """``value`` rounded to ``dtype`` (to nearest, ties to even), as a Python float: a C++
-    ``Scalar::to<scalar_t>()`` of a double, as ATen's kernels convert their constants."""
+    ``Scalar::to<scalar_t>()`` of a double, as ATen's kernels convert their constants. c10's
+    ``Half`` and ``BFloat16`` are made from a ``float``, so a double reaches them through fp32:
+    two roundings (``1 / 8283`` in fp16 is an ulp above its direct rounding)."""
     if dtype == torch.float16:
-        return struct.unpack("e", struct.pack("e", value))[0]
+        return struct.unpack("e", struct.pack("e", _to_fp32(value)))[0]
     if dtype == torch.bfloat16:
         bits = struct.unpack("I", struct.pack("f", value))[0]  # fp32 first, then to bf16's 16 bits
         bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
@@ -337,12 +339,18 @@ def _empty_mean(self: torch.Tensor, reduction: int) -> bool:
 
 def _loss_norm(self: torch.Tensor, reduction: int, scale: float = 1.0):
     """A loss gradient's factor, ``scale / numel`` for the mean (``reduction`` 1), else ``scale``
-    (also for an empty mean, :func:`_empty_mean`), as a Python number rounded to ``self``'s
-    dtype (ATen's kernels convert it to ``scalar_t``)."""
+    (also for an empty mean, :func:`_empty_mean`), rounded to ``self``'s dtype as ATen's kernels
+    convert their double to ``scalar_t`` (:func:`_in_dtype`): a Python number, or for a symbolic
+    size a 0-dim tensor of ``self``'s dtype holding the quotient computed in double."""
     n = self.numel()
     if reduction != 1 or _empty_mean(self, reduction):
         return _in_dtype(scale, self.dtype)
-    return _in_dtype(scale / n, self.dtype) if isinstance(n, int) else scale / n
+    if isinstance(n, int):
+        return _in_dtype(scale / n, self.dtype)
+    quotient = torch.full((), scale, dtype=torch.float64, device=self.device) / n
+    if self.dtype in (torch.float16, torch.bfloat16):
+        quotient = quotient.to(torch.float32)  # through fp32, as c10 converts a double
+    return quotient.to(self.dtype)
 
 
 def _same_floating_dtype(*tensors) -> bool:
