@@ -715,3 +715,36 @@ def test_a_backward_read_of_an_input_the_forward_writes_reads_a_copy():
     outs = joint(b, x_, t_)
     torch.testing.assert_close(outs[1], t_ * before.t())
     torch.testing.assert_close(b, before + 1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_a_tanh_gelu_saves_its_16_bit_input_not_an_fp32_intermediate(dtype):
+    """GELU's tanh form computes in fp32 through a fused multiply-add, an op the min-cut
+    partitioner did not know it could recompute: the forward saved an fp32 intermediate of the
+    GELU's shape (twice its input's bytes) for the backward. Written as ``aten.addcmul`` for
+    the partitioner, it is recomputed from the 16-bit input as eager's backward is; the
+    gradients stay eager's."""
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    x = torch.randn(64, 32, device=DEVICE).to(dtype).requires_grad_()
+    w1 = (torch.randn(32, 96, device=DEVICE) / 6).to(dtype).requires_grad_()
+    w2 = (torch.randn(96, 32, device=DEVICE) / 10).to(dtype).requires_grad_()
+
+    def f(x, w1, w2):
+        return (F.gelu(x @ w1, approximate="tanh") @ w2).float().square().sum()
+
+    saved = []
+
+    def pack(t):
+        saved.append((t.dtype, tuple(t.shape)))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = torchfuse.compile(f)(x, w1, w2)
+    grads = torch.autograd.grad(loss, (x, w1, w2))
+    assert saved and (torch.float32, (64, 96)) not in saved, saved
+    assert (dtype, (64, 96)) in saved, saved
+    expected = torch.autograd.grad(f(x, w1, w2), (x, w1, w2))
+    for actual, want in zip(grads, expected):
+        torch.testing.assert_close(actual, want, rtol=2e-2, atol=2e-2)

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from ..ir.graph_ops import FMA
 from . import aliases_first_argument, log
 
 aten = torch.ops.aten
@@ -96,10 +97,60 @@ def _replay_views(joint: torch.fx.GraphModule, alias: torch.fx.Node, base: torch
     return out
 
 
+#: meta key of a fused multiply-add written as ``aten.addcmul`` for the partitioner: its own target
+_FMA_TARGET = "torchfuse_fma_target"
+
+
+def _fma_targets() -> tuple:
+    """torchfuse's fused multiply-add, and PyTorch's ``prims.fma`` where it exists."""
+    prims_fma = getattr(getattr(torch.ops.prims, "fma", None), "default", None)
+    return (FMA,) if prims_fma is None else (FMA, prims_fma)
+
+
+def fma_as_addcmul(joint: torch.fx.GraphModule) -> int:
+    """Write each fused multiply-add ``fma(a, b, c)`` of three tensors as ``aten.addcmul(c, a, b)``
+    (the same value), its target kept in the node's meta, for the min-cut partitioner: it
+    recomputes only ATen's pointwise ops, and saves a value of any other op that the backward
+    reads: GELU's tanh form computes in fp32 through a fused multiply-add, so a training graph
+    saved an fp32 intermediate of each such GELU where the fp16 input it is recomputed from
+    does. Returns how many nodes it rewrote; :func:`addcmul_as_fma` undoes it."""
+    targets, done = _fma_targets(), 0
+    for n in joint.graph.nodes:
+        if n.op == "call_function" and n.target in targets and not n.kwargs \
+                and all(isinstance(a, torch.fx.Node) for a in n.args):
+            a, b, c = n.args
+            n.meta[_FMA_TARGET] = n.target
+            n.target, n.args = aten.addcmul.default, (c, a, b)
+            done += 1
+    if done:
+        joint.recompile()
+    return done
+
+
+def addcmul_as_fma(gm: torch.fx.GraphModule) -> None:
+    """Restore the fused multiply-adds :func:`fma_as_addcmul` rewrote (in a graph the partitioner
+    made: its nodes keep their meta)."""
+    done = False
+    for n in gm.graph.nodes:
+        target = n.meta.pop(_FMA_TARGET, None)
+        if target is not None and n.target is aten.addcmul.default:
+            c, a, b = n.args
+            n.target, n.args = target, (a, b, c)
+            done = True
+    if done:
+        gm.recompile()
+
+
 def partition(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs):
     """AOTAutograd's ``partition_fn``: PyTorch's min-cut rematerialization partitioner after
-    :func:`protect_inputs_written_by_forward`."""
+    :func:`protect_inputs_written_by_forward`, with fused multiply-adds recomputable as ATen's
+    pointwise ops are (:func:`fma_as_addcmul`)."""
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
     protect_inputs_written_by_forward(joint)
-    return min_cut_rematerialization_partition(joint, joint_inputs, **kwargs)
+    rewritten = fma_as_addcmul(joint)
+    graphs = min_cut_rematerialization_partition(joint, joint_inputs, **kwargs)
+    if rewritten:
+        for gm in graphs:
+            addcmul_as_fma(gm)
+    return graphs
