@@ -266,8 +266,9 @@ def test_scalars_and_comparisons_keep_eagers_signs_and_types():
 @pytest.mark.parametrize("reduction", ["amax", "amin", "argmax", "argmin"])
 def test_a_reduction_with_no_identity_over_an_empty_dim_raises_as_eager(reduction):
     """``amax``/``amin``/``argmax``/``argmin`` over a dim of size 0 raise ``IndexError`` as
-    eager does, from a definition and from ``@fused`` (a kernel returned -inf or an index),
-    and still run for the sizes before and after."""
+    eager does, from a definition (a kernel returned -inf or an index) and from ``@fused``
+    (which runs a call with an empty tensor as written: eager's own error), and still run for
+    the sizes before and after."""
     call = {"amax": lambda t: t.amax(1), "amin": lambda t: t.amin(1), "argmax": lambda t: t.argmax(1),
             "argmin": lambda t: t.argmin(1)}[reduction]
     with Fusion(reduction) as fd:
@@ -279,7 +280,7 @@ def test_a_reduction_with_no_identity_over_an_empty_dim_raises_as_eager(reductio
         call(empty)
     for run in (lambda t: fd.execute([t])[0], traced):
         torch.testing.assert_close(run(full), call(full) * 1)
-        with pytest.raises(IndexError, match="size 0"):
+        with pytest.raises(IndexError, match="size 0" if run is not traced else "non-zero size"):
             run(empty)
         torch.testing.assert_close(run(full), call(full) * 1)
 
@@ -810,6 +811,88 @@ def test_signed_zeros_and_nan_arguments_find_their_own_traces():
         torch.testing.assert_close(f(x, s), reciprocal(x, s), equal_nan=True)
         torch.testing.assert_close(g(x, (s,)), reciprocal_of_first(x, (s,)), equal_nan=True)
     assert len(f.fusions) == 3 and len(g.fusions) == 3  # 0.0, -0.0, nan
+
+
+def test_numpy_scalar_arguments_are_keyed_as_the_numbers_pytorch_reads():
+    """NumPy's scalars are not Python numbers (but ``np.float64``): they were keyed by equality,
+    so ``np.float32(2.0)`` found the trace of ``np.int64(2)`` (an int32 result where eager's is
+    fp32) and ``np.float32(-0.0)`` that of ``0.0`` (the wrong infinities). Keyed now as the
+    int, float or complex PyTorch reads them as, with a float's sign. Values and dtypes against
+    eager."""
+    np = pytest.importorskip("numpy")
+
+    def scale(x, a):
+        return x * a
+
+    def reciprocal(x, a):
+        return 1.0 / (x * a)
+
+    f, g = fused(scale, interpret=DEVICE == "cpu"), fused(reciprocal, interpret=DEVICE == "cpu")
+    xi = torch.arange(4, dtype=torch.int32, device=DEVICE)
+    xf = torch.tensor([1.0, -2.0], device=DEVICE)
+    for a in (np.int64(2), np.float32(2.0), np.int64(2), np.float16(2.0)):
+        out, want = f(xi, a), scale(xi, a)
+        assert out.dtype == want.dtype and torch.equal(out, want), (a, out, want)
+    for a in (np.float32(0.0), np.float32(-0.0)):
+        torch.testing.assert_close(g(xf, a), reciprocal(xf, a))
+
+
+def test_a_closure_number_read_in_a_lambda_or_a_comprehension_is_keyed():
+    """A closure variable read only by nested code (a lambda, a list comprehension) was not
+    watched: its first value stayed baked into the trace. Values against eager after the
+    variable changes."""
+    scale = 2.0
+
+    @fused(interpret=DEVICE == "cpu")
+    def in_lambda(x):
+        return (lambda t: t * scale)(x)
+
+    @fused(interpret=DEVICE == "cpu")
+    def in_comprehension(x, y):
+        return sum([t * scale for t in (x, y)])
+
+    x = sample((4, 8), F32)
+    for value in (2.0, 3.0):
+        scale = value
+        torch.testing.assert_close(in_lambda(x), x * value)
+        torch.testing.assert_close(in_comprehension(x, x), x * value + x * value)
+
+
+def test_an_empty_tensor_runs_the_function_as_written():
+    """A trace assumes every size it does not key is at least 2, so a call with a size-0 dim
+    reused a trace whose Python took the other branch of ``if x.shape[0] == 0`` (0 where eager
+    gives 5), and a first call with one raised ``DefinitionError``. Such a call runs the
+    function as written, in plain calls and inside a compiled caller."""
+    @fused(interpret=DEVICE == "cpu")
+    def g(x):
+        if x.shape[0] == 0:
+            return x.sum(0) + 5
+        return x.sum(0) * 2
+
+    empty = torch.ones(0, 4, device=DEVICE)
+    torch.testing.assert_close(g(empty), torch.full((4,), 5.0, device=DEVICE))
+    x = sample((3, 4), F32)
+    torch.testing.assert_close(g(x), x.sum(0) * 2)
+    torch.testing.assert_close(g(empty), torch.full((4,), 5.0, device=DEVICE))
+    compiled = torchfuse.compile(lambda x: g(x) + 1, interpret=DEVICE == "cpu")
+    torch.testing.assert_close(compiled(empty), torch.full((4,), 6.0, device=DEVICE))
+
+
+def test_a_trace_serves_only_inputs_laid_out_as_its_own():
+    """A trace's decompositions decide on its inputs' strides (``reshape`` of a contiguous
+    tensor is a view, of a transposed one a copy): a trace from a contiguous input was reused
+    for a transposed one and raised. Keyed by layout now: dense tensors by their dims' order
+    (one trace for every size), others by their strides. Values against eager."""
+    @fused(interpret=DEVICE == "cpu")
+    def flat2(x):
+        return x.reshape(-1) * 2
+
+    a = sample((6, 10), F32)
+    b = sample((4, 6), F32)
+    for x in (a, a.t(), a, b.t(), a[:, ::2], b[::2], a.t()):
+        torch.testing.assert_close(flat2(x), x.reshape(-1) * 2)
+    # contiguous, transposed, and the two sliced layouts
+    assert sum(len(t) for t in flat2.fusions.values()) == 4
 
 
 SCALE = 2.0

@@ -2,7 +2,7 @@
 
 ``@fused`` traces the function with ``make_fx`` (symbolic sizes, torchfuse's decomposition
 table: the compiler's own frontend) on the first call with each *signature* (dtypes, device,
-ranks, which dims have size 1 and which sizes are equal, the values of non-tensor arguments
+ranks, which dims have size 1 and which sizes are equal, layouts, the values of non-tensor arguments
 and of the attributes and constant items the function reads of them, and the Python values
 (numbers, strings, dtypes, tuples of them) it reads from its closure and its module's
 globals, directly or through attributes, constant dict items and the user's helper functions
@@ -12,7 +12,8 @@ definition. Later calls with the same signature run that fusion, at any sizes wh
 trace's own decisions hold: Python control flow on
 sizes (``if x.shape[-1] > 5``) is recorded by the trace as a condition on its size symbols
 (``make_fx``'s shape guards), checked on every later call of the signature; sizes for which
-one fails are traced again, into a fusion of their own. Calls with inputs that require grad go through
+one fails are traced again, into a fusion of their own; a call with an empty tensor runs the
+function as written. Calls with inputs that require grad go through
 :class:`~torchfuse.fusion.autograd.FusionOp` (derived backward), so the function is
 differentiable and a single op inside ``torch.compile``. Under ``torch.compile`` every call is
 that op; a signature first met under ``torch.compile`` (no call of it outside) runs outside
@@ -52,9 +53,9 @@ _DROPPED_KWARGS = ("device", "pin_memory", "layout")
 
 
 def signature(args: tuple) -> tuple:
-    """What a trace depends on: per tensor its dtype, device and size pattern (1, or the index
-    of the first tensor dim with the same size), per other argument its value
-    (:func:`value_key`)."""
+    """What a trace depends on: per tensor its dtype, device, size pattern (1, or the index of
+    the first tensor dim with the same size) and layout (:func:`layout_key`), per other
+    argument its value (:func:`value_key`)."""
     first: dict[int, int] = {}
     key = []
     for a in args:
@@ -63,10 +64,27 @@ def signature(args: tuple) -> tuple:
             for s in a.shape:
                 s = int(s)
                 pattern.append(1 if s == 1 else ("d", first.setdefault(s, len(first))))
-            key.append(("tensor", a.dtype, a.device.type, a.device.index, tuple(pattern)))
+            key.append(("tensor", a.dtype, a.device.type, a.device.index, tuple(pattern), layout_key(a)))
         else:
             key.append(value_key(a))
     return tuple(key)
+
+
+def layout_key(t: torch.Tensor) -> tuple:
+    """The layout a trace of ``t`` assumed: the trace's fake tensor has ``t``'s strides, and its
+    decompositions decide on them (``reshape`` of a contiguous tensor is a view, of a
+    transposed one a copy), so a trace serves only tensors laid out alike. A dense tensor
+    (every element once, no gaps) is keyed by its dims' order from the fastest, size-1 dims
+    left out, as its strides follow from its sizes; any other by its strides."""
+    sizes, strides = [int(s) for s in t.shape], [int(s) for s in t.stride()]
+    dims = [d for d in range(len(sizes)) if sizes[d] != 1]
+    order = sorted(dims, key=lambda d: (strides[d], -d))
+    expected = 1
+    for d in order:
+        if strides[d] != expected:
+            return ("strides", tuple(strides))
+        expected *= sizes[d]
+    return ("dense", tuple(order))
 
 
 def value_key(a: Any) -> tuple:
@@ -162,7 +180,9 @@ def _free_number_reads(fn: Callable, depth: int = 3, seen: set | None = None) ->
                     reads.append((("arg", params.index(name)), path))
                 continue
             if kind == "cell":
-                if c is code and name in cells:
+                # (in nested code too: a lambda or comprehension reading the closure variable;
+                # a name there that is not one of fn's closure variables is a local of fn's)
+                if name in cells:
                     reads.append((("cell", cells[name]), path))
                     helper = _cell_contents(cells[name])
                     if not path and depth > 0 and _is_user_function(helper):
@@ -230,6 +250,11 @@ def _value_kind(a) -> str:
     """``bool``, ``int``, ``float``, ... of a non-tensor argument, by ``isinstance`` with literal
     names: TorchDynamo (torch 2.11) cannot hash ``type(a).__name__`` and broke the graph there."""
     for kind, name in ((bool, "bool"), (int, "int"), (float, "float"), (complex, "complex"), (str, "str")):
+        if isinstance(a, kind):
+            return name
+    # NumPy's scalars, which PyTorch reads as the Python number of their kind: keyed as that
+    # (else np.int64(2) and np.float32(2.0), or 0.0 and -0.0, are one key)
+    for kind, name in ((numbers.Integral, "int"), (numbers.Real, "float"), (numbers.Complex, "complex")):
         if isinstance(a, kind):
             return name
     return "other"
@@ -387,7 +412,9 @@ class FusedFunction:
             # graph: tracing into this tracer, the code generator or the fusion's runtime would
             # run them on fake tensors and symbolic sizes, which fails. A signature without its
             # op yet runs outside the graph (a graph break, kept by the code compiled around it)
-            # and registers it.
+            # and registers it. An empty tensor runs the function as written (traced inline).
+            if any(0 in a.shape for a in args if isinstance(a, torch.Tensor)):
+                return self.fn(*args)
             traces = self.fusions.get(self.key_of(args), ())
             if any(t.guards or t.exact is not None for t in traces):
                 # which trace serves these sizes is decided on sizes, which TorchDynamo cannot
@@ -398,8 +425,12 @@ class FusedFunction:
             if op is None:
                 return self._outside_graph(_NOT_TRACED, *args)
             return self._call_op(op, traced.single, args)
-        traced, key = self._entry(args)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if any(0 in t.shape for t in tensors):
+            # an empty tensor: no fusion holds a size-0 dim, and a trace at other sizes assumed
+            # every size at least 2 (a Python ``if x.shape[0] == 0`` took its other branch)
+            return self.fn(*args)
+        traced, key = self._entry(args)
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             return self._call_op(self._op_for(key, traced.fusion), traced.single, args)
         outs = tuple(traced.fusion.execute(tensors))
