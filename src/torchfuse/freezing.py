@@ -23,7 +23,8 @@ disabled (TorchDynamo guards on grad mode, so such a graph never runs for traini
    weights are updated in place (``optimizer.step()``, ``load_state_dict``) never runs on
    stale values; steps of optimizers with ``fused=True``, whose kernels leave the counters as
    they were, are counted by an optimizer hook. Not seen: writes through ``param.data``, which
-   bypass the version counter (PyTorch's semantics of ``.data``).
+   bypass the version counter (PyTorch's semantics of ``.data``), and through memory shared
+   outside PyTorch (``param.numpy()``, DLPack), which has none.
 
 The same ideas appear in Inductor's ``freezing`` and in TensorRT-style engines; here the
 constants stay tied to the live parameters by their version counters instead of being
