@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import warnings
 
 import pytest
 import torch
@@ -110,6 +111,52 @@ def test_dependent_column_sums_are_not_paired():
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w)
     assert "reduction.inner_outer" not in _schedulers()
+
+
+def test_column_sums_read_by_way_of_a_third_group_are_not_paired():
+    """The sums of ``x * p`` read ``p`` from a group that also adds ``t``, the column sums of
+    the softmax rows of ``x`` (a group of their own): no value of the rows reaches the sums of
+    ``x * p``, but the group in between runs as one step, after the rows and before those sums.
+    Paired with the rows, the sums waited on their own results ("fusion created a cycle between
+    steps") and the graph ran unfused."""
+    def f(x, y, z, u, v, w):
+        p = u * v + w  # three reads: not recomputed by each reader
+        a = z.sum(0) * p  # rows of another length: a group of its own, writing p
+        t = (torch.softmax(x, -1) * y).sum(0)
+        return (x * p).sum(0), a + t
+
+    torch.manual_seed(0)
+    args = [torch.randn(s, device=DEVICE) for s in [(6, 8), (6, 8), (5, 8), (8,), (8,), (8,)]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no fallback to the traced graph
+        got = torchfuse.compile(f, dynamic=False, tuning=Tuning())(*args)
+    for g, w in zip(got, f(*args)):
+        torch.testing.assert_close(g, w)
+    assert "reduction.inner_outer" not in _schedulers(1)
+
+
+def test_chunked_jacobian_backward_compiles():
+    """The backward of ``jacrev(softmax(v * w), chunk_size=3)`` has the shape above: the
+    softmax, recomputed, is read by one chunk's column sums from a group that also reads the
+    column sums of another chunk's rows. It compiles; values and gradients equal eager's."""
+    from torch.func import jacrev
+
+    def f(x, w):
+        return jacrev(lambda v: F.softmax(v * w, -1), chunk_size=3)(x)
+
+    torch.manual_seed(0)
+    x, w, dy = torch.randn(8, device=DEVICE), torch.randn(8, device=DEVICE), torch.randn(8, 8, device=DEVICE)
+
+    def grads(fn):
+        xs, ws = x.clone().requires_grad_(), w.clone().requires_grad_()
+        out = fn(xs, ws)
+        return (out, *torch.autograd.grad(out, [xs, ws], dy))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = grads(torchfuse.compile(f, dynamic=False, tuning=Tuning()))
+    for g, e in zip(got, grads(f)):
+        torch.testing.assert_close(g, e)
 
 
 def _layout(x: int, r: int) -> RuntimeLayout:

@@ -114,19 +114,27 @@ def _shared_reads(rows: FusionGroup, cols: FusionGroup) -> tuple[int, int]:
     return sum(1 for v in shared if {x for x in d1.dims[v] if x is not None} == big), len(shared)
 
 
-def _reaches(graph: Graph, users: dict, src: FusionGroup, dst: FusionGroup) -> bool:
-    """Does a result of ``src`` reach a node of ``dst`` (through any other step)?"""
-    inside, target = set(src.nodes), set(dst.nodes)
-    stack = [u for v in src.outputs for u in users.get(v, ()) if u not in inside]
+def _reaches(users: dict, src: set[Node], dst: set[Node], steps: dict[Node, set[Node]]) -> bool:
+    """Does a result of the nodes ``src`` reach a node of ``dst`` (through any other step)?
+
+    The walk goes step by step, not value by value: a group that reads a result of ``src``
+    runs after it, and so does everything that reads any of the group's results, whether or
+    not the value read depends on the one that entered it. ``steps`` maps each node of a group
+    to its step's nodes (the pairs made so far included); nodes of ``src`` and ``dst`` are not
+    part of the steps they are taken from.
+    """
+    stack = [u for n in src for o in n.outputs for u in users.get(o, ()) if u not in src]
     seen: set[Node] = set()
     while stack:
         n = stack.pop()
-        if n in target:
+        if n in dst:
             return True
         if n in seen:
             continue
-        seen.add(n)
-        stack.extend(u for o in n.outputs for u in users.get(o, ()))
+        for m in steps.get(n, (n,)):
+            if m not in src and m not in dst and m not in seen:
+                seen.add(m)
+                stack.extend(u for o in m.outputs for u in users.get(o, ()))
     return False
 
 
@@ -235,6 +243,8 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
     users = graph.users()
     order = {n: i for i, n in enumerate(graph.nodes)}
     canon = _view_classes(graph)
+    # each grouped node -> its step's nodes, as the pairs below move column parts into row groups
+    steps = {n: nodes for g in groups for nodes in [set(g.nodes)] for n in g.nodes}
     # row group id -> (row group, [(part, its column group, dims in the rows' domain, substitution)])
     taken: dict[int, tuple[FusionGroup, list]] = {}
     left: dict[int, list[FusionGroup]] = {}
@@ -257,9 +267,8 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
                 if refusal is not None:
                     why = refusal
                     continue
-                others = [p for p, c, _, _ in taken.get(id(g1), (None, []))[1] if c is not g2]
-                if any(_reaches(graph, users, a, b) or _reaches(graph, users, b, a)
-                       for a, b in [(g1, part)] + [(o, part) for o in others]):
+                row, col = steps[g1.nodes[0]], set(part.nodes)  # the row group with its pairs so far
+                if _reaches(users, row, col, steps) or _reaches(users, col, row, steps):
                     why = f"one of it and {g1.name} (or a column sum paired with it) reads a result of the other"
                     continue
                 score = _shared_reads(g1, seen)
@@ -270,6 +279,9 @@ def pair_inner_outer(groups: list[FusionGroup], graph: Graph, options: Options) 
                 continue
             _, g1, dims, subst = best
             taken.setdefault(id(g1), (g1, []))[1].append((part, g2, dims, subst))
+            steps[part.nodes[0]].difference_update(part.nodes)
+            steps[g1.nodes[0]].update(part.nodes)
+            steps.update(dict.fromkeys(part.nodes, steps[g1.nodes[0]]))
             as_columns.add(id(g2))
         if len(left.get(id(g2), ())) == len(parts):
             log.info("sums %s not paired as the column side of an inner-outer kernel: %s", g2.name, why)
