@@ -90,6 +90,42 @@ def test_view_call_keeps_autograd_views_for_inputs_that_require_grad():
     torch.testing.assert_close(y.grad, torch.ones(3, 5))
 
 
+def test_view_of_a_zero_tensor_runs_its_op():
+    """Forward-mode AD's zero gradients are ``aten._efficientzerotensor`` results, which have
+    no storage to read; ``jacfwd``'s backward transposes one for a matrix product. Comparing
+    the view's storage address with its input's raised, and the backward graph ran on ATen
+    from its first call; the view's op now runs on every call (nothing is recorded) and the
+    gradients match eager's."""
+    import warnings
+
+    from torch.func import jacfwd
+
+    call = ViewCall(torch.ops.aten.permute.default, 0, [[1, 0]], 1)
+    for _ in range(2):
+        env = [torch.ops.aten._efficientzerotensor.default([5, 6]), None]
+        call(env)
+        assert env[1]._is_zerotensor() and env[1].shape == (6, 5) and call.view is None
+
+    def f(x, w):
+        return jacfwd(lambda v: torch.nn.functional.linear(v, w).tanh())(x)
+
+    torch.manual_seed(0)
+    x, w = torch.randn(6, device=DEVICE), torch.randn(5, 6, device=DEVICE)
+
+    def grads(fn):
+        args = [x.clone().requires_grad_(), w.clone().requires_grad_()]
+        fn(*args).sum().backward()
+        return [a.grad for a in args]
+
+    compiled = torchfuse.compile(f, dynamic=False)
+    for _ in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # no graph run on ATen after a failure
+            got = grads(compiled)
+        for a, b in zip(got, grads(f)):
+            torch.testing.assert_close(a, b)
+
+
 def test_every_listed_view_op_returns_an_alias():
     """The set's premise, checked on the ops themselves: each result shares its input's
     storage."""

@@ -161,9 +161,20 @@ class ViewCall:
             r = op(r, *rest)
         env[self.out] = r
         if (REINTERPRET is not None and isinstance(r, torch.Tensor) and r.dtype == x.dtype
-                and r.device == x.device and r.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()):
+                and r.device == x.device and _same_storage(r, x)):
             self.key = (x.shape, x.stride())
             self.view = (tuple(r.shape), r.stride(), r.storage_offset() - x.storage_offset())
+
+
+def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether ``a`` and ``b`` lie in one storage; False where either has no storage to read:
+    a zero tensor of ``aten._efficientzerotensor`` (a zero gradient of forward-mode AD), whose
+    storage raises when its address is asked for. A view of one is then not recorded: the view
+    ops run on every call, and give a zero tensor again."""
+    try:
+        return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+    except RuntimeError:
+        return False
 
 
 def _no_view(t):
