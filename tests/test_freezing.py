@@ -360,6 +360,45 @@ def test_an_output_computed_from_weights_alone_is_a_new_tensor_each_call():
         assert all(a.data_ptr() != b.data_ptr() for a, b in zip(first[1:], second[1:]))
 
 
+class SplitWeightOutput(torch.nn.Module):
+    """Returns a piece of ``split`` of a value computed from its weight alone, its size taken
+    from the input's (symbolic once a second size is seen)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.arange(12.0).reshape(12, 1))
+
+    def forward(self, x):
+        w2 = self.w * 2
+        head = torch.split(w2, [x.shape[0], 12 - x.shape[0]])[0]
+        return head, x * w2.t()[:, :4]
+
+
+def test_a_split_piece_of_a_weight_value_is_returned_as_a_copy():
+    """A piece of ``split`` (an ``operator.getitem`` of a list of views) of a hoisted value was
+    not seen as a view of it once sizes were symbolic: it was returned on the frozen graph's
+    own memory, so the caller's write into it changed every later call's values, and a later
+    refresh after a weight change overwrote the tensor the caller held. Values against eager."""
+    model = SplitWeightOutput().to(DEVICE)
+    compiled = torchfuse.compile(model, freeze=True)
+    with torch.no_grad():
+        compiled(torch.ones(2, 1, device=DEVICE))
+        held, _ = compiled(torch.ones(3, 1, device=DEVICE))  # a new size: the symbolic graph
+        kept = held.clone()
+        held.add_(100)  # the caller's own write
+        for n in (4, 5):
+            x = torch.ones(n, 1, device=DEVICE)
+            for got, want in zip(compiled(x), model(x)):
+                torch.testing.assert_close(got, want)
+        held, _ = compiled(torch.ones(3, 1, device=DEVICE))
+        kept = held.clone()
+        model.w.mul_(-1)
+        x = torch.ones(4, 1, device=DEVICE)
+        for got, want in zip(compiled(x), model(x)):
+            torch.testing.assert_close(got, want)
+        torch.testing.assert_close(held, kept)  # the weight change did not reach it
+
+
 class WeightOutputsOfTwoDtypes(torch.nn.Module):
     """Returns a value computed from its weight alone beside its bits, and a complex buffer's
     double, as its conjugate, beside its real part."""

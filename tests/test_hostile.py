@@ -581,6 +581,28 @@ def test_a_write_through_an_output_is_seen_by_the_output_it_shares_memory_with(v
     assert actual == expected
 
 
+@pytest.mark.parametrize("split", ["chunk", "split", "tensor_split"])
+def test_a_saved_piece_of_a_split_input_keeps_the_inputs_version_counter(split):
+    """A piece of a split of an input (an ``operator.getitem`` of a list of views) saved for the
+    backward was not seen as a view of the input: it was saved as a tensor of its own, without
+    the input's version counter, so a write into the input before the backward gave a silent
+    wrong gradient (``w.grad`` 100 where the gradient is 1) where eager raises."""
+    pieces = {"chunk": lambda x: x.chunk(2), "split": lambda x: torch.split(x, [1, 1]),
+              "tensor_split": lambda x: torch.tensor_split(x, 2)}[split]
+
+    def f(x, w):
+        a, b = pieces(x)
+        return ((a @ w) * b).sum()
+
+    for fn in (f, torchfuse.compile(f, dynamic=False)):
+        w = torch.tensor([[1.0, 2.0], [3.0, 4.0]], device=DEVICE, requires_grad=True)
+        x = torch.ones(2, 2, device=DEVICE)
+        loss = fn(x, w)
+        x.mul_(10)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            loss.backward()
+
+
 REINTERPRETED = {
     "int16_bits": (lambda a, b: (a.view(torch.int16)[:2, ::4] * b).sum(), F32, (2, 3)),
     "complex_real": (lambda a, b: (a.real * b).sum(), torch.complex64, (4, 6)),

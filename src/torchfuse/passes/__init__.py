@@ -12,6 +12,7 @@ This module holds what they share.
 from __future__ import annotations
 
 import logging
+import operator
 
 import torch
 import torch.fx
@@ -59,10 +60,17 @@ def aliases_first_argument(target) -> bool:
 
 def view_root(value):
     """``value`` (an FX node, or anything else) followed back through views
-    (:func:`aliases_first_argument`) to the node they view."""
-    while (isinstance(value, torch.fx.Node) and value.op == "call_function" and aliases_first_argument(value.target)
-           and value.args and isinstance(value.args[0], torch.fx.Node)):
-        value = value.args[0]
+    (:func:`aliases_first_argument`) to the node they view, and through the pieces of ops that
+    return a list of views (``split``, ``split_with_sizes``, ``unbind``, ``chunk``: an
+    ``operator.getitem`` of their result is a view of their first argument too)."""
+    while (isinstance(value, torch.fx.Node) and value.op == "call_function" and value.args
+           and isinstance(value.args[0], torch.fx.Node)):
+        source = value.args[0]
+        if not (aliases_first_argument(value.target)
+                or (value.target is operator.getitem and source.op == "call_function"
+                    and aliases_first_argument(source.target))):
+            break
+        value = source
     return value
 
 

@@ -11,6 +11,7 @@ default backend shares the fault). :func:`partition` keeps such values saved ins
 """
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import torch
@@ -41,10 +42,12 @@ def protect_inputs_written_by_forward(joint: torch.fx.GraphModule) -> int:
     done = 0
     for p in written:
         aliases, frontier = [p], [p]
-        while frontier:  # the input and its views
+        while frontier:  # the input and its views (the pieces of a split of it among them)
             v = frontier.pop()
             for u in v.users:
-                if u.op == "call_function" and aliases_first_argument(u.target) and u.args[0] is v:
+                if u.op == "call_function" and u.args and u.args[0] is v and (
+                        aliases_first_argument(u.target)
+                        or (u.target is operator.getitem and aliases_first_argument(v.target))):
                     aliases.append(u)
                     frontier.append(u)
         copy = None
