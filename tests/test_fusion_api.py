@@ -895,6 +895,27 @@ def test_a_trace_serves_only_inputs_laid_out_as_its_own():
     assert sum(len(t) for t in flat2.fusions.values()) == 4
 
 
+def test_a_fused_call_in_a_dynamic_compiled_function_compiles_once_for_new_sizes():
+    """The trace key read sizes and strides as ints, which TorchDynamo turns into guards on
+    their values: a compiled caller with dynamic sizes recompiled for every batch size and,
+    past the recompilation limit, ran eagerly. Sizes are compared now, never converted: one
+    compiled frame serves ten sizes. Values against eager."""
+    from torch._dynamo.utils import counters
+
+    @fused(interpret=DEVICE == "cpu")
+    def bias_gelu(x, b):
+        return F.gelu(x + b)
+
+    b = sample((16,), F32)
+    bias_gelu(sample((4, 16), F32), b)  # traced outside, so the compiled caller holds its op
+    step = torchfuse.compile(lambda x, b: bias_gelu(x, b).sum(-1), dynamic=True, interpret=DEVICE == "cpu")
+    before = counters["frames"]["ok"]
+    for n in range(3, 13):
+        x = sample((n, 16), F32)
+        torch.testing.assert_close(step(x, b), F.gelu(x + b).sum(-1))
+    assert counters["frames"]["ok"] - before == 1
+
+
 SCALE = 2.0
 
 

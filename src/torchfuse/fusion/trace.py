@@ -56,14 +56,23 @@ def signature(args: tuple) -> tuple:
     """What a trace depends on: per tensor its dtype, device, size pattern (1, or the index of
     the first tensor dim with the same size) and layout (:func:`layout_key`), per other
     argument its value (:func:`value_key`)."""
-    first: dict[int, int] = {}
+    # sizes compared, never converted to int or hashed: under TorchDynamo with dynamic sizes a
+    # comparison is a guard on a relation between sizes, an int() a guard on the value (a
+    # recompilation for every new batch size)
+    seen: list = []
     key = []
     for a in args:
         if isinstance(a, torch.Tensor):
             pattern = []
             for s in a.shape:
-                s = int(s)
-                pattern.append(1 if s == 1 else ("d", first.setdefault(s, len(first))))
+                if s == 1:
+                    pattern.append(1)
+                    continue
+                k = next((k for k, other in enumerate(seen) if s == other), None)
+                if k is None:
+                    k = len(seen)
+                    seen.append(s)
+                pattern.append(("d", k))
             key.append(("tensor", a.dtype, a.device.type, a.device.index, tuple(pattern), layout_key(a)))
         else:
             key.append(value_key(a))
@@ -76,13 +85,19 @@ def layout_key(t: torch.Tensor) -> tuple:
     transposed one a copy), so a trace serves only tensors laid out alike. A dense tensor
     (every element once, no gaps) is keyed by its dims' order from the fastest, size-1 dims
     left out, as its strides follow from its sizes; any other by its strides."""
-    sizes, strides = [int(s) for s in t.shape], [int(s) for s in t.stride()]
-    dims = [d for d in range(len(sizes)) if sizes[d] != 1]
-    order = sorted(dims, key=lambda d: (strides[d], -d))
+    sizes, strides = list(t.shape), list(t.stride())  # compared, not converted (see signature)
+    order: list[int] = []  # dims from the smallest stride (ties: the later dim first)
+    for d in range(len(sizes)):
+        if sizes[d] == 1:
+            continue
+        i = 0  # an insertion, not sorted(): TorchDynamo cannot sort on symbolic keys
+        while i < len(order) and (strides[order[i]] < strides[d] or (strides[order[i]] == strides[d] and order[i] > d)):
+            i += 1
+        order.insert(i, d)
     expected = 1
     for d in order:
         if strides[d] != expected:
-            return ("strides", tuple(strides))
+            return ("strides", tuple(int(s) for s in strides))
         expected *= sizes[d]
     return ("dense", tuple(order))
 
