@@ -1010,3 +1010,36 @@ def test_huber_loss_of_a_wider_target_on_cuda_converts_it_to_the_inputs_dtype(mo
     assert torch.isinf(expected[0, :2]).all() or torch.isnan(expected[0, :2]).all()
     assert_same_bits(actual, expected)
     assert_all_fused(graphs)
+
+
+def test_linspace_logspace_affine_grid_and_hann_window_are_eagers_own():
+    """``linspace``, ``logspace`` and ``hann_window`` run as ATen's: PyTorch's decompositions compute
+    from the unconverted numbers in double or fp32, where eager converts start and end to the
+    dtype and steps in it (uint8 ``linspace(-5, 5, 4)`` gave [251, 255, 1, 5] for eager's [251,
+    169, 87, 5]; an int8 one that overflows returned values where eager raises; floats an ulp
+    off; an fp16 Hann window rounded once where eager rounds each step), and ``affine_grid``'s
+    decomposition builds its grid with them. Bit for bit."""
+    import torch.nn.functional as F
+
+    def grids(x, theta):
+        return (torch.linspace(-0.9, 0.9, 10, device=DEVICE) + x,
+                torch.linspace(-5, 5, 4, dtype=torch.uint8, device=DEVICE) + x.to(torch.uint8),
+                torch.linspace(-200, 200, 5, dtype=torch.uint8, device=DEVICE),
+                torch.linspace(0.1, 255.3, 100, dtype=BF16, device=DEVICE) + x.to(BF16),
+                torch.logspace(-2, 3, 7, device=DEVICE) * (x + 1),
+                torch.logspace(0.5, 2.5, 9, base=3.0, dtype=F16, device=DEVICE) + x.to(F16),
+                F.affine_grid(theta, [2, 3, 5, 7], align_corners=False) + x,
+                torch.hann_window(16, dtype=F16, device=DEVICE) + x.to(F16),
+                torch.hann_window(15, periodic=False, dtype=BF16, device=DEVICE) + x.to(BF16))
+
+    x = torch.zeros((), device=DEVICE)
+    theta = torch.tensor([[[0.9, 0.1, 0.05], [-0.2, 1.1, 0.3]]], device=DEVICE).repeat(2, 1, 1)
+    check_bits(grids, x, theta)
+
+    def overflowing(x):
+        return torch.linspace(0, 300, 5, dtype=torch.int8, device=DEVICE) + x.to(torch.int8)
+
+    with pytest.raises(RuntimeError, match="overflow"):
+        overflowing(x)
+    with pytest.raises(Exception, match="overflow"):
+        torchfuse.compile(overflowing, dynamic=False)(x)

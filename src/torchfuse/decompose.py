@@ -83,6 +83,24 @@ KEEP_WHOLE = [
     # broadcast the source. One kernel either way: nothing is lost to fusion.
     aten.index_add.default,
     aten.index_copy.default,
+    # Eager converts start and end to the dtype and steps in it (an integer linspace wraps as
+    # an int; one that overflows raises); the decompositions compute in double or fp32 from
+    # the unconverted numbers: uint8 linspace(-5, 5, 4) gave [251, 255, 1, 5] for eager's
+    # [251, 169, 87, 5], and floats an ulp off. affine_grid's builds its grid with them. Small
+    # tensors, usually made once: ATen's kernels cost nothing that matters.
+    aten.linspace.default,
+    aten.linspace.Tensor_Tensor,
+    aten.linspace.Tensor_Scalar,
+    aten.linspace.Scalar_Tensor,
+    aten.logspace.default,
+    aten.logspace.Tensor_Tensor,
+    aten.logspace.Tensor_Scalar,
+    aten.logspace.Scalar_Tensor,
+    aten.affine_grid_generator.default,
+    # the window is eager's composite, each step rounded to an fp16/bf16 dtype; the
+    # decomposition computes in fp32 and rounds once (10 of 16 fp16 elements differed)
+    aten.hann_window.default,
+    aten.hann_window.periodic,
 ]
 
 
