@@ -1301,3 +1301,23 @@ def test_a_view_to_fixed_sizes_is_refused_with_the_reason():
 
     with pytest.raises(DefinitionError, match="stand-in prime for each size.*reshape outside the fusion"):
         halves(sample((4, 6), F32))
+
+
+def test_an_op_outside_the_registry_is_refused_at_the_first_call():
+    """``torch.linspace`` runs as ATen's kernel (its decomposition computed from unconverted
+    numbers, off eager's), which a fusion cannot hold: a ``@fused`` function calling it is
+    refused with ``DefinitionError`` naming the op; passing the tensor as an argument fuses
+    the rest, with eager's values."""
+    @fused(interpret=DEVICE == "cpu")
+    def positions(x):
+        return x + torch.linspace(0.1, 0.9, x.shape[-1], device=x.device)
+
+    @fused(interpret=DEVICE == "cpu")
+    def shifted(x, p):
+        return x + p
+
+    x = sample((3, 10), F32)
+    with pytest.raises(DefinitionError, match="linspace"):
+        positions(x)
+    p = torch.linspace(0.1, 0.9, 10, device=DEVICE)
+    assert torch.equal(shifted(x, p), x + p)

@@ -85,7 +85,9 @@ def layout_key(t: torch.Tensor) -> tuple:
     transposed one a copy), so a trace serves only tensors laid out alike. A dense tensor
     (every element once, no gaps) is keyed by its dims' order from the fastest, size-1 dims
     left out, as its strides follow from its sizes; any other by its strides."""
-    sizes, strides = list(t.shape), list(t.stride())  # compared, not converted (see signature)
+    # compared, not converted (see signature); only a tensor with gaps is keyed by its strides'
+    # values, which pins a trace of one to its exact layout
+    sizes, strides = list(t.shape), list(t.stride())
     order: list[int] = []  # dims from the smallest stride (ties: the later dim first)
     for d in range(len(sizes)):
         if sizes[d] == 1:
@@ -422,14 +424,17 @@ class FusedFunction:
     def __call__(self, *args, **kwargs):
         if kwargs:
             args = self._positional(args, kwargs)
+        if any(0 in a.shape for a in args if isinstance(a, torch.Tensor)):
+            # an empty tensor: no fusion holds a size-0 dim, and a trace at other sizes assumed
+            # every size at least 2 (a Python ``if x.shape[0] == 0`` took its other branch); under
+            # TorchDynamo the function is traced inline
+            return self.fn(*args)
         if torch.compiler.is_compiling():
             # Under TorchDynamo the call must be the fusion's registered op, one node in the
             # graph: tracing into this tracer, the code generator or the fusion's runtime would
             # run them on fake tensors and symbolic sizes, which fails. A signature without its
             # op yet runs outside the graph (a graph break, kept by the code compiled around it)
-            # and registers it. An empty tensor runs the function as written (traced inline).
-            if any(0 in a.shape for a in args if isinstance(a, torch.Tensor)):
-                return self.fn(*args)
+            # and registers it.
             traces = self.fusions.get(self.key_of(args), ())
             if any(t.guards or t.exact is not None for t in traces):
                 # which trace serves these sizes is decided on sizes, which TorchDynamo cannot
@@ -440,12 +445,8 @@ class FusedFunction:
             if op is None:
                 return self._outside_graph(_NOT_TRACED, *args)
             return self._call_op(op, traced.single, args)
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        if any(0 in t.shape for t in tensors):
-            # an empty tensor: no fusion holds a size-0 dim, and a trace at other sizes assumed
-            # every size at least 2 (a Python ``if x.shape[0] == 0`` took its other branch)
-            return self.fn(*args)
         traced, key = self._entry(args)
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             return self._call_op(self._op_for(key, traced.fusion), traced.single, args)
         outs = tuple(traced.fusion.execute(tensors))

@@ -11,14 +11,13 @@ default backend shares the fault). :func:`partition` keeps such values saved ins
 """
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import torch
 import torch.fx
 
 from ..ir.graph_ops import FMA
-from . import aliases_first_argument, log
+from . import is_view_of, log
 
 aten = torch.ops.aten
 
@@ -45,9 +44,7 @@ def protect_inputs_written_by_forward(joint: torch.fx.GraphModule) -> int:
         while frontier:  # the input and its views (the pieces of a split of it among them)
             v = frontier.pop()
             for u in v.users:
-                if u.op == "call_function" and u.args and u.args[0] is v and (
-                        aliases_first_argument(u.target)
-                        or (u.target is operator.getitem and aliases_first_argument(v.target))):
+                if is_view_of(u, v):
                     aliases.append(u)
                     frontier.append(u)
         copy = None
