@@ -62,11 +62,11 @@ def is_view_of(node, source) -> bool:
     """Whether FX node ``node`` is a view of ``source``, its first argument: an op whose result
     aliases it (:func:`aliases_first_argument`), or an ``operator.getitem`` of the list of views
     that ``split``, ``split_with_sizes``, ``unbind`` or ``chunk`` of it returns."""
-    if node.op != "call_function" or not node.args or node.args[0] is not source:
+    if (not isinstance(source, torch.fx.Node) or node.op != "call_function" or not node.args
+            or node.args[0] is not source):
         return False
     return aliases_first_argument(node.target) or (
-        node.target is operator.getitem and isinstance(source, torch.fx.Node)
-        and source.op == "call_function" and aliases_first_argument(source.target))
+        node.target is operator.getitem and source.op == "call_function" and aliases_first_argument(source.target))
 
 
 def view_root(value):
@@ -74,8 +74,7 @@ def view_root(value):
     (:func:`aliases_first_argument`) to the node they view, and through the pieces of ops that
     return a list of views (``split``, ``split_with_sizes``, ``unbind``, ``chunk``: an
     ``operator.getitem`` of their result is a view of their first argument too)."""
-    while (isinstance(value, torch.fx.Node) and value.args and isinstance(value.args[0], torch.fx.Node)
-           and is_view_of(value, value.args[0])):
+    while isinstance(value, torch.fx.Node) and value.args and is_view_of(value, value.args[0]):
         value = value.args[0]
     return value
 
