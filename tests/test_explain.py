@@ -1008,6 +1008,42 @@ def test_an_already_compiled_model_is_explained_unwrapped_with_a_warning():
     assert result.groups and not any("__self__" in str(g) for g in result.groups)
 
 
+def test_a_printed_summary_holds_torchfuse_warnings_once_and_other_warnings_still_reach_the_caller(capsys, monkeypatch):
+    """With ``verbose=True`` torchfuse's warnings and notes are printed in the summary and not
+    also raised (each appeared twice); another library's warning is still raised, and with
+    ``verbose=False`` torchfuse's are raised too."""
+    import warnings
+
+    from torchfuse.runtime import cudagraphs
+
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU()).to(DEVICE)
+    x = torch.randn(4, 8, device=DEVICE)
+
+    def f(x):
+        warnings.warn("a user warning from inside the model", UserWarning)
+        return model(x)
+
+    monkeypatch.setattr(cudagraphs, "_warned_not_cuda", [False])  # its once-per-process warning, here
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = torchfuse.explain(torchfuse.compile(f, fuse=False), x, mode="reduce-overhead")
+    text = capsys.readouterr().out
+    raised = [str(w.message) for w in caught]
+    assert any("a user warning from inside the model" in m for m in raised), raised
+    assert not any(m.startswith("torchfuse") for m in raised), raised
+    assert "already compiled" in text and text.count("already compiled") == 1, text
+    if DEVICE != "cuda":  # a CPU graph under reduce-overhead is warned about once, in the summary
+        assert result.warnings and text.count("runs uncaptured") == 1, text
+    monkeypatch.setattr(cudagraphs, "_warned_not_cuda", [False])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        quiet = torchfuse.explain(torchfuse.compile(f, fuse=False), x, mode="reduce-overhead", verbose=False)
+    raised = [str(w.message) for w in caught]
+    assert capsys.readouterr().out == ""
+    assert any("already compiled" in m for m in raised) and len(quiet.warnings) == len(result.warnings), raised
+    assert all(any(w in m for m in raised) for w in quiet.warnings), (raised, quiet.warnings)
+
+
 def test_a_dump_dir_that_cannot_be_written_warns_and_the_graph_still_fuses(tmp_path):
     """``dump_dir`` naming a file: the dump is skipped with a warning naming it, and the graph
     compiles and fuses as without it (it ran unfused, blamed on AOTAutograd)."""

@@ -69,7 +69,7 @@ def explain(model_or_fn: Any, *example_inputs: Any, example_kwargs: dict | None 
 
     Args:
         model_or_fn: an ``nn.Module`` or a function; one already compiled by ``torch.compile``
-            is unwrapped, with a warning (explain compiles it with its own options).
+            is unwrapped, with a note (explain compiles it with its own options).
         example_inputs: its positional arguments.
         example_kwargs: its keyword arguments (a HuggingFace model's ``input_ids=...``).
         more_inputs: further calls to make afterwards (other sizes), to see recompilations and
@@ -83,7 +83,10 @@ def explain(model_or_fn: Any, *example_inputs: Any, example_kwargs: dict | None 
             (:mod:`torchfuse.report.measure`); elsewhere the result's first note says why there
             are no times.
         html: also write the HTML report to this path.
-        verbose: print the summary.
+        verbose: print the summary. torchfuse's own warnings are then printed in it, at its
+            end, and not also raised as Python warnings; with ``verbose=False`` they are raised
+            (the notes too) for the caller's warning filters. Other libraries' warnings are
+            raised either way.
         mode: a ``torch.compile`` mode, as for :func:`torchfuse.compile` (``"reduce-overhead"``:
             CUDA graphs, whose state the summary shows per graph).
         options: an :class:`~torchfuse.Options` or dict; keyword arguments override single
@@ -99,7 +102,7 @@ def explain(model_or_fn: Any, *example_inputs: Any, example_kwargs: dict | None 
         whatever the program raises; TypeError for an unknown option, or for ``more_inputs``
         holding a tensor where an argument tuple belongs; ValueError for an unknown mode.
         torchfuse's own failures do not raise: they are in the result (and warned about,
-        with reproducers).
+        with reproducers, as ``verbose`` says).
     """
     from torch._dynamo.backends.debugging import ExplainWithBackend
 
@@ -122,7 +125,8 @@ def explain(model_or_fn: Any, *example_inputs: Any, example_kwargs: dict | None 
     if inner is not model_or_fn:  # its own compile (backend, options) would not be the one described
         note = ("the model was already compiled with torch.compile: explain compiled the model inside "
                 "the wrapper itself, with explain's options (options=... for others), not the wrapper's")
-        warnings.warn(f"torchfuse.explain: {note}", RuntimeWarning, stacklevel=2)
+        if not verbose:  # else the summary's notes say it
+            warnings.warn(f"torchfuse.explain: {note}", RuntimeWarning, stacklevel=2)
         notes.append(note)
         model_or_fn = inner
     device = _device(everything, model_or_fn)
@@ -154,8 +158,9 @@ def explain(model_or_fn: Any, *example_inputs: Any, example_kwargs: dict | None 
     finally:
         trace.OUTSIDE_GRAPH_CALLS = None
     seconds = time.perf_counter() - t0
-    for w in caught:  # let the caller's filters see them, as if not intercepted
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    for w in caught:  # let the caller's filters see them, as if not intercepted, unless the summary shows them
+        if not (verbose and _is_own(w)):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
     result = ExplainResult(environment=_environment(everything, model_or_fn, opts), seconds=seconds, notes=notes,
                            compile_phases=phases.seconds, calls=len(calls))
@@ -166,7 +171,7 @@ def explain(model_or_fn: Any, *example_inputs: Any, example_kwargs: dict | None 
     result.recompilations = _dynamo_recompilations(guards_before)
     for g in result.graphs:
         result.recompilations += g.recompilations
-    result.warnings = [str(w.message) for w in caught if str(w.message).startswith("torchfuse")]
+    result.warnings = [str(w.message) for w in caught if _is_own(w)]
     result.timing = _timing(measure, compiled_objects, result.graphs, device, opts)
     if verbose:
         print(result.summary())
@@ -175,6 +180,11 @@ def explain(model_or_fn: Any, *example_inputs: Any, example_kwargs: dict | None 
         if verbose:
             print(f"HTML report: {html}")
     return result
+
+
+def _is_own(w: warnings.WarningMessage) -> bool:
+    """Whether a caught warning is one of torchfuse's (their messages start with its name)."""
+    return str(w.message).startswith("torchfuse")
 
 
 def _add_graphs(result: ExplainResult, recorder: _Recorder, known_before: set[int]) -> list:
