@@ -659,11 +659,44 @@ def test_binary_cross_entropy_matches_eager():
         assert_matches(torch.autograd.grad(out, [p], g)[0], torch.autograd.grad(fn(p, t), [p], g)[0])
 
 
+@pytest.mark.parametrize("reduction", list(_REDUCTIONS))
+@pytest.mark.parametrize("dtype", [F64, F16, BF16], ids=dtype_id)
+def test_binary_cross_entropy_rounds_each_step_as_aten(dtype, reduction):
+    """``binary_cross_entropy`` and its gradient one step at a time in the input's dtype, as
+    ATen's kernels compute them, with the gradient's fp32 ``EPSILON`` (1e-12) converted to the
+    dtype: 0 in fp16, where eager's gradient at a probability of 0 or 1 equal to its target is
+    NaN (PyTorch's decomposition, in fp32, gave 0 there and put a third of fp16 elements an ulp
+    from eager's), and fp32's 1e-12 in fp64 (the decomposition's double 1e-12 was 4e-9 relative
+    from eager's gradient where the clamp holds). Bit for bit, with and without a weight."""
+    import torch.nn.functional as F
+
+    p = make_sample(F64, 31, shape=LOSS_SHAPE, specials=False, domain=(0.001, 0.999)).cpu()
+    t = make_sample(F64, 32, shape=LOSS_SHAPE, specials=False, domain=(0.0, 1.0)).cpu()
+    p[0, :6] = torch.tensor([0.0, 1.0, 0.0, 1.0, 1e-30, 1 - 1e-13], dtype=F64)
+    t[0, :6] = torch.tensor([0.0, 1.0, 1.0, 0.0, 1.0, 0.0], dtype=F64)
+    p, t = p.to(dtype).to(DEVICE), t.to(dtype).to(DEVICE)
+    w = make_sample(dtype, 33, shape=LOSS_SHAPE, specials=False, domain=(0.25, 1.0))
+    for weight in (None, w):
+        fn = lambda p, t: F.binary_cross_entropy(p, t, weight=weight, reduction=reduction)
+        if reduction == "none" and dtype != F64:  # the elementwise loss: the interpreter's log to an ulp
+            actual, graphs = run_compiled(fn, p, t)
+            assert_all_fused(graphs)
+            assert_same_bits(actual, fn(p, t), ulps=1 if DEVICE == "cpu" else 0)
+        g = make_sample(dtype, 34, shape=LOSS_SHAPE if reduction == "none" else (), specials=False, domain=(0.25, 1.0))
+        grad = lambda g, p, t: torch.ops.aten.binary_cross_entropy_backward(g, p, t, weight, _REDUCTIONS[reduction])
+        expected = grad(g, p, t)
+        if dtype == F16:
+            assert expected[0, :2].isnan().all()  # eager's 0 / 0 that this checks
+        actual, graphs = run_compiled(grad, g, p, t)
+        assert_all_fused(graphs)
+        assert_same_bits(actual, expected)
+
+
 @pytest.mark.skipif(DEVICE != "cpu", reason="on CUDA eager's range check is a device-side assert, which leaves "
                                             "the context unusable")
 @pytest.mark.parametrize("bad", [1.5, -0.25, NAN], ids=["above", "below", "nan"])
 def test_binary_cross_entropy_raises_eagers_errors(bad):
-    """An input outside [0, 1] (NaN included) raises eager's error, which PyTorch's
+    """An input or a target outside [0, 1] (NaN included) raises eager's error, which PyTorch's
     decomposition leaves out; so does an integer target."""
     import torch.nn.functional as F
 
@@ -674,6 +707,11 @@ def test_binary_cross_entropy_raises_eagers_errors(bad):
         fn(p, t)
     with pytest.raises(RuntimeError, match="between 0 and 1"):
         run_compiled(fn, p, t)
+    # a target outside [0, 1] raises eager's error too
+    with pytest.raises(RuntimeError, match="target should be between 0 and 1"):
+        fn(t, p)
+    with pytest.raises(RuntimeError, match="target should be between 0 and 1"):
+        run_compiled(fn, t, p)
     target = torch.tensor([0, 1, 1], device=DEVICE)
     with pytest.raises(RuntimeError, match="expected Float"):
         fn(p.clamp(0, 1).nan_to_num(), target)

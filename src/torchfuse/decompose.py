@@ -22,11 +22,11 @@ from torch._decomp.decompositions import pw_cast_for_opmath
 
 from .config import DecomposeTuning
 from .kernel_formulas import (LOAD_AT_RESULT_DTYPE, _operands_at_result_dtype, addcdiv, addcmul,
-                              binary_cross_entropy, gelu, gelu_backward, glu_backward, hardsigmoid_backward,
-                              hardswish_backward, huber_loss, huber_loss_backward, lerp_scalar, lerp_tensor,
-                              log_softmax_backward_data, logit_backward, logsumexp, mish_backward, mse_loss,
-                              mse_loss_backward, sigmoid_backward, silu, silu_backward, smooth_l1_loss,
-                              smooth_l1_loss_backward, soft_margin_loss, soft_margin_loss_backward,
+                              binary_cross_entropy, binary_cross_entropy_backward, gelu, gelu_backward,
+                              glu_backward, hardsigmoid_backward, hardswish_backward, huber_loss, huber_loss_backward,
+                              lerp_scalar, lerp_tensor, log_softmax_backward_data, logit_backward, logsumexp,
+                              mish_backward, mse_loss, mse_loss_backward, sigmoid_backward, silu, silu_backward,
+                              smooth_l1_loss, smooth_l1_loss_backward, soft_margin_loss, soft_margin_loss_backward,
                               softmax_backward_data, tanh_backward)
 
 aten = torch.ops.aten
@@ -682,6 +682,7 @@ WITH_REFERENCE = (
     (aten.smooth_l1_loss.default, smooth_l1_loss), (aten.smooth_l1_loss_backward.default, smooth_l1_loss_backward),
     (aten.huber_loss.default, huber_loss), (aten.huber_loss_backward.default, huber_loss_backward),
     (aten.binary_cross_entropy.default, binary_cross_entropy),
+    (aten.binary_cross_entropy_backward.default, binary_cross_entropy_backward),
     (aten.lerp.Scalar, lerp_scalar), (aten.lerp.Tensor, lerp_tensor),
     (aten.addcmul.default, addcmul), (aten.addcdiv.default, addcdiv),
 )

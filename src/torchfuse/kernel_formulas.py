@@ -502,17 +502,54 @@ def huber_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: t
 
 def binary_cross_entropy(self: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None = None,
                          reduction: int = 1, *, reference) -> torch.Tensor:
-    """``aten.binary_cross_entropy``: PyTorch's decomposition (``reference``), with eager's checks. An input
+    """``aten.binary_cross_entropy`` as ATen computes it, with eager's checks. An input or target
     element outside [0, 1] (NaN included) raises eager's error through an asynchronous
-    device-side check (``_assert_async``, like the CUDA kernel's assert; at once on a CPU), whose
-    ``all`` joins the loss's reduction; a target or weight of another dtype than ``self`` goes
-    to ATen's kernel, which raises eager's error. PyTorch's decomposition leaves both out.
+    device-side check (``_assert_async``, like the CUDA kernel's asserts; at once on a CPU),
+    whose ``all`` joins the loss's reduction; a target or weight of another dtype than ``self``
+    goes to ATen's kernel, which raises eager's error. PyTorch's decomposition (``reference``,
+    which fp32 and fp64 take: the same formula) leaves both out. For fp16/bf16 each step of
+    ``(target - 1) * max(log1p(-self), -100) - target * max(log(self), -100)`` is rounded to
+    the dtype, as ATen's kernels (CPU and CUDA) compute in ``scalar_t``, where PyTorch's
+    decomposition computes in fp32 and rounds once (a third of fp16 elements differed).
     Returns what ATen's op returns: the per-element loss (``reduction`` 0), or its mean (1) or
     sum (2), in ``self``'s dtype."""
     if target.dtype != self.dtype or (weight is not None and weight.dtype != self.dtype):
         return NotImplemented
     aten._assert_async.msg(((self >= 0) & (self <= 1)).all(), "all elements of input should be between 0 and 1")
-    return reference(self, target, weight, reduction)
+    aten._assert_async.msg(((target >= 0) & (target <= 1)).all(), "all elements of target should be between 0 and 1")
+    if self.dtype not in (torch.float16, torch.bfloat16):
+        return reference(self, target, weight, reduction)
+    floor = self.new_full((), -100)
+    loss = (target - 1) * torch.maximum(torch.log1p(-self), floor) - target * torch.maximum(torch.log(self), floor)
+    if weight is not None:
+        loss = loss * weight
+    return _reduced(loss, reduction)
+
+
+#: ``EPSILON`` of ATen's ``binary_cross_entropy_backward`` kernels (``constexpr float EPSILON =
+#: 1e-12`` in aten/src/ATen/native/Loss.cpp and cuda/Loss.cu): an fp32 value in every dtype
+_BCE_EPSILON = struct.unpack("f", struct.pack("f", 1e-12))[0]
+
+
+def binary_cross_entropy_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
+                                  weight: torch.Tensor | None = None, reduction: int = 1, *,
+                                  reference) -> torch.Tensor:
+    """``aten.binary_cross_entropy_backward`` as ATen's kernels (CPU and CUDA) compute it:
+    ``grad * (self - target) / max((1 - self) * self, EPSILON)`` in ``self``'s dtype, each step
+    rounded to it, with the fp32 ``EPSILON`` converted to that dtype (0 in fp16, so a gradient
+    at ``self`` 0 or 1 equal to ``target`` is NaN, as eager's), then times ``weight`` and divided
+    by the element count for the mean, each rounded. PyTorch's decomposition (``reference``,
+    which mixed dtypes take) computes fp16/bf16 in fp32 and rounds once, and clamps fp64 at the
+    double 1e-12 (4e-9 relative from eager's gradients there). Returns ``self``'s shape and dtype."""
+    if not _same_floating_dtype(grad_output, self, target) or (weight is not None and weight.dtype != self.dtype):
+        return reference(grad_output, self, target, weight, reduction)
+    denominator = torch.clamp((1 - self) * self, min=_in_dtype(_BCE_EPSILON, self.dtype))
+    grad = grad_output * (self - target) / denominator
+    if weight is not None:
+        grad = grad * weight
+    if reduction == 1:
+        grad = grad / self.numel()
+    return grad
 
 
 def logsumexp(self: torch.Tensor, dim, keepdim: bool = False, *, reference) -> torch.Tensor:
