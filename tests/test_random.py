@@ -52,6 +52,20 @@ def test_dropout_extreme_probabilities_match_eager(p):
     torch.testing.assert_close(torchfuse.compile(f)(x), f(x))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_dropout_of_every_element_multiplies_by_zero_as_eager(dtype):
+    """``p = 1`` multiplies by zero, as eager's ``F.dropout`` does: NaN stays NaN, an infinity
+    becomes NaN and a negative value ``-0.0`` (PyTorch's decomposition returned zeros)."""
+    def f(x):
+        return torch.nn.functional.dropout(x, p=1.0, training=True)
+
+    x = torch.tensor([1.0, -2.0, -0.0, float("nan"), float("inf"), -float("inf")], device=DEVICE).to(dtype)
+    y, want = torchfuse.compile(f)(x), f(x)
+    torch.testing.assert_close(y, want, rtol=0, atol=0, equal_nan=True)
+    zero = want == 0  # NaNs made by arithmetic carry the device's sign (semantics.md)
+    assert torch.equal(y[zero].signbit(), want[zero].signbit())
+
+
 @pytest.mark.parametrize("dtype,p", [(torch.bfloat16, 0.995), (torch.bfloat16, 0.3), (torch.float16, 0.9995)])
 def test_half_precision_dropout_keeps_one_minus_p(dtype, p):
     """fp16 and bf16 dropout keep ``1 - p`` of the elements, as eager's CUDA kernel (an fp32
