@@ -1190,7 +1190,7 @@ _DTYPE_CHECKED_CALLS = {
     "addmv": (lambda a: torch.addmv(a[:2], a.view(2, 3), a[:3]) | True, [(BOOL,), (I64,)]),
     "trace": (lambda a: a.view(2, 3).trace() + 1, [(BOOL,), (I32,)]),
     "all": (lambda a: (a.all(), a.view(2, 3).all(1), a.view(2, 3).all((0, 1)), a.any()),
-            [(torch.uint16,), (torch.uint32,), (torch.uint64,), (U8,)]),
+            [(torch.uint16,), (torch.uint32,), (torch.uint64,), (U8,), (torch.float8_e4m3fn,), (torch.float8_e5m2,)]),
 }
 
 
@@ -1201,7 +1201,7 @@ def test_calls_eager_implements_for_some_dtypes_raise_as_in_eager(case):
     ``dot``, ``mv`` and ``addmv`` of bools (of integers too on CUDA tensors) and fp16 ``log_ndtr``
     have no eager kernel (``NotImplementedError``; bool ``trace`` on CPU tensors only);
     ``heaviside`` of two dtypes and ``addcdiv`` of two integer tensors raise ``RuntimeError``;
-    ``all`` of uint16, uint32 and uint64 returns (its decomposition's ``logical_not`` raised). PyTorch's decompositions compute a value for each, and the kernels returned
+    ``all`` of uint16, uint32, uint64 and float8 returns (its decomposition's ``logical_not`` raised). PyTorch's decompositions compute a value for each, and the kernels returned
     it. The compiled call raises eager's error where eager does, and gives eager's values where
     it does not."""
     name, dtypes = case

@@ -617,6 +617,11 @@ def _first_integral(x, *args, **kwargs) -> bool:
 #: unsigned dtypes with few ATen kernels (none for ``logical_not``)
 _BARE_UNSIGNED = frozenset({torch.uint16, torch.uint32, torch.uint64})
 
+#: dtypes whose ``all`` eager computes but whose ``logical_not`` (in its decomposition) has no
+#: kernel: the bare unsigned ones and the float8 ones
+_NO_LOGICAL_NOT = _BARE_UNSIGNED | frozenset({torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz,
+                                              torch.float8_e5m2fnuz, torch.float8_e8m0fnu})
+
 
 def _bool_operand(x, *args, **kwargs) -> bool:
     return x.dtype == torch.bool
@@ -653,8 +658,8 @@ RECORDED_AS_IS = {
     aten.im2col.default: _first_integral,
     aten.dot.default: _no_blas_kernel, aten.vdot.default: _no_blas_kernel, aten.mv.default: _no_blas_kernel,
     aten.trace.default: lambda x: x.dtype == torch.bool and x.device.type == "cpu",
-    aten.all.default: lambda x: x.dtype in _BARE_UNSIGNED, aten.all.dim: lambda x, *a, **k: x.dtype in _BARE_UNSIGNED,
-    aten.all.dims: lambda x, *a, **k: x.dtype in _BARE_UNSIGNED,
+    aten.all.default: lambda x: x.dtype in _NO_LOGICAL_NOT, aten.all.dim: lambda x, *a, **k: x.dtype in _NO_LOGICAL_NOT,
+    aten.all.dims: lambda x, *a, **k: x.dtype in _NO_LOGICAL_NOT,
 }
 
 
