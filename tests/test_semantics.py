@@ -509,6 +509,30 @@ def test_unsupported_op_and_dtype_run_through_aten(caplog):
     assert any("sin" in g for g in groups) and any("cos" in g for g in groups), groups
 
 
+def test_calls_on_complex_tensors_keep_eager_kernels():
+    """Kernels take no complex dtype, so calls on complex tensors are not decomposed: ATen's
+    kernels give eager's values bit for bit (PyTorch's decompositions of ``sgn``, and so of
+    ``abs``'s gradient, of ``silu``, ``vdot`` and the norms were an ulp away), and
+    ``mse_loss``, which eager does not implement for them, raises eager's error."""
+    z = torch.complex(sample(F32, 93), sample(F32, 94))
+
+    def fn(z):
+        w = z.detach().requires_grad_()
+        grad, = torch.autograd.grad(w.abs().sum(), w)
+        return (torch.sgn(z), torch.nn.functional.silu(z), torch.vdot(z[0], z[1]),
+                torch.linalg.vector_norm(z, dim=1), torch.linalg.vector_norm(z, 1, dim=1), grad)
+
+    torch._dynamo.reset()
+    for got, want in zip(torchfuse.compile(fn, dynamic=False)(z), fn(z)):
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+    mse = lambda z: torch.nn.functional.mse_loss(z, z.flip(0)) * 2
+    with pytest.raises(NotImplementedError):
+        mse(z)
+    torch._dynamo.reset()
+    with pytest.raises(NotImplementedError):
+        torchfuse.compile(mse, dynamic=False)(z)
+
+
 # ----------------------------------------------------------------------------- normalization bad input
 
 def _raises_like_eager(fn, *args):

@@ -663,6 +663,19 @@ RECORDED_AS_IS = {
 }
 
 
+def _complex_operand(*args, **kwargs) -> bool:
+    """A tensor argument (or one in a list argument) is complex. Kernels take no complex dtype,
+    so a decomposition of such a call only changes its values: PyTorch's ``sgn`` (``x /
+    abs(x)``, also ``abs``'s gradient), ``silu``, ``vdot`` and the norms of complex tensors were
+    an ulp from eager's kernels, and ``mse_loss``, which eager does not implement for them,
+    returned a value."""
+    for a in (*args, *kwargs.values()):
+        for t in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(t, torch.Tensor) and t.is_complex():
+                return True
+    return False
+
+
 def declines_for(decomposition, rule):
     """``decomposition`` returning ``NotImplemented`` (the op is recorded as it is) for the
     arguments where ``rule(*args)`` is true (:data:`RECORDED_AS_IS`)."""
@@ -747,4 +760,6 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
     for op, rule in RECORDED_AS_IS.items():  # last: before any other formula runs
         if op in table:
             table[op] = declines_for(table[op], rule)
+    for op in table:  # complex calls run as ATen's kernels compute them
+        table[op] = declines_for(table[op], _complex_operand)
     return table
