@@ -419,6 +419,25 @@ def _batch_norm_with_fp32_stats(decomposition):
     return run
 
 
+def _group_norm_with_param_dtype_stats(decomposition):
+    """PyTorch's group-norm decomposition, run in fp32 for an fp16/bf16 input whose weight or
+    bias is fp32 (the mix CPU autocast gives ``native_group_norm``); the output is rounded
+    back to the input's dtype once, as before.
+
+    Eager's kernel keeps the saved mean and inverse standard deviation of such a mixed call in
+    the parameters' dtype (fp32), the decomposition rounds them to the input's, and the
+    backward reads them: a bf16 input's weight gradient came out at 2e-3 of its value from
+    float64, where eager's is at 3e-8. Calls of one dtype pass unchanged (eager's statistics
+    have the input's dtype there)."""
+    def run(input, weight, bias, *args, **kwargs):
+        params = [p for p in (weight, bias) if p is not None]
+        if (input.dtype not in (torch.float16, torch.bfloat16)
+                or not any(p.dtype == torch.float32 for p in params)):
+            return decomposition(input, weight, bias, *args, **kwargs)
+        out = decomposition(input.float(), weight, bias, *args, **kwargs)
+        return (out[0].to(input.dtype), *out[1:])
+    return run
+
 
 def unsafe_masked_index(x: torch.Tensor, mask: torch.Tensor, indices: list, fill) -> torch.Tensor:
     """``aten._unsafe_masked_index`` as eager computes it: ``x[indices]`` where ``mask`` is set,
@@ -754,6 +773,7 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
     for op in _BATCH_NORMS:
         if op in table:
             table[op] = _batch_norm_with_fp32_stats(table[op])
+    table[aten.native_group_norm.default] = _group_norm_with_param_dtype_stats(table[aten.native_group_norm.default])
     for op in LOAD_AT_RESULT_DTYPE:
         if op in table:
             table[op] = _operands_at_result_dtype(table[op])
