@@ -263,6 +263,28 @@ def test_scalars_and_comparisons_keep_eagers_signs_and_types():
         fd.execute([a, 1])
 
 
+@pytest.mark.parametrize("dtype", [F32, F16, I32], ids=str)
+def test_floor_division_and_remainder_operators_are_torchs(dtype):
+    """``//`` and ``%`` of fusion tensors, numbers on either side, are ``torch``'s: floor
+    division (``div(rounding_mode="floor")``) and ``remainder``, the divisor's sign kept (they
+    raised ``TypeError``)."""
+    with Fusion("floor_mod", interpret_integer_division=True) as fd:
+        x = fd.define_tensor([-1], dtype, name="x")
+        y = fd.define_tensor([-1], dtype, name="y")
+        fd.add_output(x // y)
+        fd.add_output(x % y)
+        fd.add_output(x // 3)
+        fd.add_output(7 % y)
+        fd.add_output(-5 // y)
+    a = sample([64], dtype, -20, 20)
+    b = sample([64], dtype, -6, 6, nonzero=True)
+    if dtype.is_floating_point:
+        b = torch.where(b.abs() < 0.5, torch.ones_like(b), b)
+    for got, want in zip(fd.execute([a, b]), [a // b, a % b, a // 3, 7 % b, -5 // b]):
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+
+
 @pytest.mark.parametrize("reduction", ["amax", "amin", "argmax", "argmin"])
 def test_a_reduction_with_no_identity_over_an_empty_dim_raises_as_eager(reduction):
     """``amax``/``amin``/``argmax``/``argmin`` over a dim of size 0 raise ``IndexError`` as

@@ -101,6 +101,10 @@ KEEP_WHOLE = [
     # decomposition computes in fp32 and rounds once (10 of 16 fp16 elements differed)
     aten.hann_window.default,
     aten.hann_window.periodic,
+    # ATen's kernels (CPU and CUDA) switch from the erfc form to the erfcx form below -1, the
+    # decomposition below 1: on [-1, 1) 40% of fp32 and fp64 values were a few ulps from
+    # eager's. erfcx runs on ATen either way, so nothing is lost to fusion.
+    aten.special_log_ndtr.default,
 ]
 
 
