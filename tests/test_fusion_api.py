@@ -285,6 +285,41 @@ def test_floor_division_and_remainder_operators_are_torchs(dtype):
         torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
 
 
+@pytest.mark.parametrize("dtype", [F32, F16, BF16, I32], ids=str)
+def test_operators_with_a_number_first_are_torchs(dtype):
+    """A number on the left of a fusion tensor's operator gives ``torch``'s value: ``3 / t`` is
+    ``reciprocal(t) * 3`` as ``Tensor.__rtruediv__`` (a division rounded fp16/bf16 quotients
+    differently), ``&``, ``|`` and ``^`` take the number first (they raised ``TypeError``); in
+    ``@fused``, ``2 ** x`` and ``3 % x`` (``aten.pow.Scalar``, ``aten.remainder.Scalar_Tensor``,
+    refused as outside the op registry) fuse as in a definition, ``2 ** x``'s gradient eager's."""
+    from torchfuse.fusion import fused
+
+    x = sample([96], dtype, -4, 4, nonzero=True)
+    if dtype.is_floating_point:
+        x = torch.where(x.abs() < 0.25, torch.ones_like(x), x)
+    cases = [lambda t: 3 / t, lambda t: 3 % t, lambda t: 2.5 % t]
+    if dtype.is_floating_point:
+        cases += [lambda t: 2 ** t, lambda t: 1.5 ** t * t]
+    else:
+        cases += [lambda t: 3 & t, lambda t: 5 | t, lambda t: 6 ^ t]
+    for fn in cases:
+        with Fusion("number_first", interpret_integer_division=True) as fd:
+            fd.add_output(fn(fd.define_tensor([-1], dtype, name="x")))
+        (got,) = fd.execute([x])
+        want = fn(x)
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+    if not dtype.is_floating_point:
+        return
+    for fn in (lambda t: 2 ** t, lambda t: 3 % t, lambda t: 1.5 ** t * t):
+        got = fused(fn)(x)
+        torch.testing.assert_close(got, fn(x), rtol=0, atol=0, equal_nan=True)
+    xg, xe = x.clone().requires_grad_(), x.clone().requires_grad_()
+    (fused(lambda t: 2 ** t)(xg) * 1).sum().backward()
+    (2 ** xe).sum().backward()
+    torch.testing.assert_close(xg.grad, xe.grad, rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("reduction", ["amax", "amin", "argmax", "argmin"])
 def test_a_reduction_with_no_identity_over_an_empty_dim_raises_as_eager(reduction):
     """``amax``/``amin``/``argmax``/``argmin`` over a dim of size 0 raise ``IndexError`` as

@@ -109,7 +109,9 @@ class FusionTensor:
     def __mul__(self, other): return self.fusion.ops.mul(self, other)
     def __rmul__(self, other): return self.fusion.ops.mul(other, self)
     def __truediv__(self, other): return self.fusion.ops.div(self, other)
-    def __rtruediv__(self, other): return self.fusion.ops.div(other, self)
+    # as torch.Tensor's: a number divided by a tensor is the tensor's reciprocal times the
+    # number, each rounded to the tensor's dtype (3 / x of fp16 differs from a division)
+    def __rtruediv__(self, other): return self.fusion.ops.mul(self.fusion.ops.reciprocal(self), other)
     def __floordiv__(self, other): return self.fusion.ops.div(self, other, rounding_mode="floor")
     def __rfloordiv__(self, other): return self.fusion.ops.div(other, self, rounding_mode="floor")
     def __mod__(self, other): return self.fusion.ops.remainder(self, other)
@@ -127,6 +129,9 @@ class FusionTensor:
     def __and__(self, other): return self.fusion.ops.bitwise_and(self, other)
     def __or__(self, other): return self.fusion.ops.bitwise_or(self, other)
     def __xor__(self, other): return self.fusion.ops.bitwise_xor(self, other)
+    def __rand__(self, other): return self.fusion.ops.bitwise_and(other, self)
+    def __ror__(self, other): return self.fusion.ops.bitwise_or(other, self)
+    def __rxor__(self, other): return self.fusion.ops.bitwise_xor(other, self)
     def __invert__(self): return self.fusion.ops.bitwise_not(self)
 
     # a few methods, for code written against torch.Tensor

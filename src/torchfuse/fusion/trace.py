@@ -50,6 +50,9 @@ aten = torch.ops.aten
 _SIZE_ARITHMETIC = {operator.add: operator.add, operator.sub: operator.sub, operator.mul: operator.mul,
                     operator.floordiv: lambda a, b: sympy.floor(sympy.sympify(a) / b)}
 _DROPPED_KWARGS = ("device", "pin_memory", "layout")
+#: overloads of a number and a tensor (``2 ** x``, ``3 % x``) outside the registry: the fusion's
+#: op of that name takes them, the number as a constant operand, as a definition's ``2 ** t`` does
+_NUMBER_FIRST = {aten.pow.Scalar: "pow", aten.remainder.Scalar_Tensor: "remainder"}
 
 
 def signature(args: tuple) -> tuple:
@@ -660,6 +663,8 @@ def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names
                 env[node] = functools.reduce(operator.mul, args[0].shape, 1)
             elif target in _SIZE_ARITHMETIC:
                 env[node] = _SIZE_ARITHMETIC[target](*args)
+            elif target in _NUMBER_FIRST:
+                env[node] = getattr(fd.ops, _NUMBER_FIRST[target])(*args, **kwargs)
             elif registry.lookup(target) is None:
                 raise DefinitionError(f"{name}: {target} cannot be fused (it is not in the op registry)")
             else:
