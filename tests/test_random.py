@@ -66,6 +66,19 @@ def test_dropout_of_every_element_multiplies_by_zero_as_eager(dtype):
     assert torch.equal(y[zero].signbit(), want[zero].signbit())
 
 
+@pytest.mark.parametrize("dtype", [torch.bool, torch.int32, torch.int64])
+def test_dropout_of_every_element_keeps_a_bool_or_integer_dtype_as_eager(dtype):
+    """``p = 1`` of a bool or integer tensor gives zeros of its dtype, as eager's ``F.dropout``
+    (a zero of the input's dtype times the input): a bool input stays bool, not int64."""
+    def f(x):
+        return torch.nn.functional.dropout(x, p=1.0, training=True)
+
+    x = torch.tensor([1, 0, 3, -2], device=DEVICE).to(dtype)
+    y, want = torchfuse.compile(f, dynamic=False)(x), f(x)
+    assert y.dtype == want.dtype == dtype
+    assert torch.equal(y, want)
+
+
 @pytest.mark.parametrize("dtype,p", [(torch.bfloat16, 0.995), (torch.bfloat16, 0.3), (torch.float16, 0.9995)])
 def test_half_precision_dropout_keeps_one_minus_p(dtype, p):
     """fp16 and bf16 dropout keep ``1 - p`` of the elements, as eager's CUDA kernel (an fp32

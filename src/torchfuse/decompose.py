@@ -268,11 +268,13 @@ def native_dropout(input: torch.Tensor, p: float, train: bool | None) -> tuple[t
     ``1 - p``), whatever ``input``'s dtype.
 
     Returns ``(output, mask)``: ``output`` of ``input``'s shape and dtype, ``input * mask /
-    (1 - p)`` rounded once; ``mask`` bool. ``p == 1`` gives ``input * 0`` and an all-false mask,
-    as eager's ``F.dropout`` (``_dropout_impl`` multiplies by a zero) and CPU's
-    ``native_dropout`` compute it: NaN where ``input`` is NaN or infinite, ``-0.0`` where it is
-    negative (PyTorch's decomposition gives zeros there); not training or ``p == 0`` gives
-    ``input`` and an all-true mask.
+    (1 - p)`` rounded once; ``mask`` bool. ``p == 1`` gives ``input`` times a 0-dim zero of its
+    dtype and an all-false mask, as eager's ``F.dropout`` (``_dropout_impl`` multiplies by
+    ``at::zeros({}, input.options())``) and CPU's ``native_dropout`` compute it: NaN where
+    ``input`` is NaN or infinite, ``-0.0`` where it is negative (PyTorch's decomposition gives
+    zeros there), and ``input``'s dtype kept (a bool or integer tensor's zeros; a Python ``0``
+    would promote bools to int64); not training or ``p == 0`` gives ``input`` and an all-true
+    mask.
 
     Raises:
         RuntimeError: a training dropout of an integer tensor (eager's error).
@@ -285,7 +287,7 @@ def native_dropout(input: torch.Tensor, p: float, train: bool | None) -> tuple[t
     if not train or p == 0:
         return input, torch.ones_like(input, dtype=torch.bool)
     if p == 1:
-        return input * 0, torch.zeros_like(input, dtype=torch.bool)
+        return input * input.new_zeros(()), torch.zeros_like(input, dtype=torch.bool)
     if not input.dtype.is_floating_point:
         raise RuntimeError("result type Float can't be cast to the desired output type Long")
     mask = torch.rand_like(input, dtype=torch.float32) > p
