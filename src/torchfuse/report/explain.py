@@ -85,8 +85,9 @@ def explain(model_or_fn: Any, *example_inputs: Any, example_kwargs: dict | None 
         html: also write the HTML report to this path.
         verbose: print the summary. torchfuse's own warnings are then printed in it, at its
             end, and not also raised as Python warnings; with ``verbose=False`` they are raised
-            (the notes too) for the caller's warning filters. Other libraries' warnings are
-            raised either way.
+            for the caller's warning filters, and so is the note on an already compiled model
+            (the other notes are only in the result). Other libraries' warnings are raised
+            either way.
         mode: a ``torch.compile`` mode, as for :func:`torchfuse.compile` (``"reduce-overhead"``:
             CUDA graphs, whose state the summary shows per graph).
         options: an :class:`~torchfuse.Options` or dict; keyword arguments override single
