@@ -672,7 +672,6 @@ RECORDED_AS_IS = {
     aten.logaddexp2.default: lambda a, b: _integral(a, b),
     aten.addcdiv.default: lambda x, t1, t2, value=1: _integral(t1, t2),
     aten.threshold.default: _bool_operand,
-    aten.special_log_ndtr.default: lambda x: x.dtype in (torch.float16, torch.bfloat16),
     aten.heaviside.default: lambda a, b: a.dtype != b.dtype,
     aten.log_sigmoid_forward.default: _first_integral,
     aten.soft_margin_loss.default: _first_integral,
