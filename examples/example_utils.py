@@ -22,7 +22,7 @@ def parse_args(description: str, cpu_shapes: str, cuda_shapes: str, dropout: boo
                    help="cuda when available, else cpu (kernels run in Triton's interpreter)")
     p.add_argument("--check", action="store_true", help="compare forward and backward with eager and float64")
     p.add_argument("--bench", action="store_true", help="time eager, torch.compile and the fusion (CUDA)")
-    p.add_argument("--dtype", default=None, help="float32, float16 or bfloat16 (default: bfloat16 on cuda, "
+    p.add_argument("--dtype", default=None, help="float32, float16 or bfloat16, or fp32, fp16, bf16 (default: bfloat16 on cuda, "
                                                   "float32 on cpu)")
     p.add_argument("--shapes", default=None, help=f"comma-separated TOKENSxHIDDEN (default: {cuda_shapes} on "
                                                    f"cuda, {cpu_shapes} on cpu)")
@@ -42,6 +42,10 @@ def parse_args(description: str, cpu_shapes: str, cuda_shapes: str, dropout: boo
         print("--bench needs --device cuda; checking only", file=sys.stderr)
         args.bench = False
     args.dtype = args.dtype or ("bfloat16" if args.device == "cuda" else "float32")
+    # the short names torchfuse's command line takes, too
+    args.dtype = {"fp32": "float32", "fp16": "float16", "half": "float16", "bf16": "bfloat16"}.get(args.dtype, args.dtype)
+    if args.dtype not in ("float32", "float16", "bfloat16"):
+        p.error(f"--dtype {args.dtype!r}: use float32, float16 or bfloat16 (or fp32, fp16, bf16)")
     shapes = args.shapes or (cuda_shapes if args.device == "cuda" else cpu_shapes)
     args.shapes = [tuple(int(n) for n in s.split("x")) for s in shapes.split(",")]
     return args

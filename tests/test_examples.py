@@ -33,7 +33,8 @@ def _env(**extra) -> dict:
 
 def test_examples_check_on_cpu():
     env = _env(TORCHFUSE_INTERPRET="1")
-    procs = {name: subprocess.Popen([sys.executable, str(ROOT / "examples" / name), "--device", "cpu", "--check"],
+    procs = {name: subprocess.Popen([sys.executable, str(ROOT / "examples" / name), "--device", "cpu", "--check",
+                                     "--dtype", "fp32"],  # (the command line's short name)
                                     cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for name in EXAMPLES}
     for name, proc in procs.items():

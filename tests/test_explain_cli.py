@@ -111,6 +111,23 @@ def test_file_model_imports_the_modules_beside_it(tmp_path, monkeypatch):
     sys.modules.pop("blocks", None)
 
 
+def test_an_output_directory_gets_the_default_names_inside_it(tmp_path, monkeypatch):
+    """``-o outdir/`` (a directory that does not exist yet, or one that does) writes the
+    default names inside it; it wrote ``outdir/.txt`` and failed after the whole run."""
+    (tmp_path / "tiny.py").write_text(textwrap.dedent("""
+        import torch
+
+        def build():
+            return torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU()), (torch.randn(2, 8),)
+    """))
+    monkeypatch.chdir(tmp_path)
+    assert torchfuse_main(["explain", "tiny.py:build", "--device", DEVICE, "-o", "outdir/"]) == 0
+    written = sorted(p.name for p in (tmp_path / "outdir").iterdir())
+    assert written == ["explain-tiny-build.html", "explain-tiny-build.json", "explain-tiny-build.txt"], written
+    assert torchfuse_main(["explain", "tiny.py:build", "--device", DEVICE, "--train", "-o", "outdir"]) == 0
+    assert (tmp_path / "outdir" / "explain-tiny-build-train.json").is_file()
+
+
 def test_file_model_explained_for_inference_runs_in_eval_mode(tmp_path, capsys):
     """Inference explains a file's model in eval mode, as the named models run: BatchNorm
     reads its running statistics and writes none (no state update among the ATen calls)."""

@@ -39,6 +39,7 @@ import contextlib
 import dataclasses
 import importlib.util
 import linecache
+import os
 import re
 import sys
 import warnings
@@ -319,7 +320,8 @@ def parser() -> argparse.ArgumentParser:
                    help="compile with this Tuning field changed (repeatable), e.g. --set persistent.tile_elements=2048")
     p.add_argument("-o", "--output", default=None,
                    help="PREFIX for PREFIX.txt, PREFIX.html and PREFIX.json (default explain-<model>, "
-                        "explain-<model>-train with --train)")
+                        "explain-<model>-train with --train); a directory (an existing one, or ending in "
+                        "'/') gets those default names inside it")
     return p
 
 
@@ -353,7 +355,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"torchfuse explain: {e}", file=sys.stderr)
         return 2
     # a training run and an inference run of one model do not overwrite each other's files
-    prefix = args.output or f"explain-{_slug(args.model)}" + ("-train" if args.train else "")
+    name = f"explain-{_slug(args.model)}" + ("-train" if args.train else "")
+    prefix = args.output or name
+    if prefix.endswith(("/", os.sep)) or Path(prefix).is_dir():  # a directory: the default name in it
+        prefix = str(Path(prefix) / name)
     Path(prefix).parent.mkdir(parents=True, exist_ok=True)
     # torchfuse's own warnings are in the summary printed below: not also on stderr
     with contextlib.nullcontext() if args.train else torch.no_grad(), warnings.catch_warnings():
