@@ -382,6 +382,32 @@ def test_overlapping_inputs_at_new_offsets_keep_eagers_gradients():
         assert_matches(grads[1], grads[0], exact=True)
 
 
+OVERLAPPING_OUTPUTS = {
+    "unfold": lambda x: (x * 1).unfold(0, 7, 6),
+    "unfold, transpose, reshape": lambda x: (x * 2).unfold(0, 6, 4).transpose(0, 1).reshape(6, -1),
+    "as_strided": lambda x: (x + 1).as_strided((4, 5), (3, 1)),
+    "expand": lambda x: (x * 3)[:5].unsqueeze(0).expand(3, 5),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OVERLAPPING_OUTPUTS))
+def test_an_output_whose_windows_overlap_gets_eagers_gradient(case):
+    """A compiled function returning overlapping windows of an intermediate (framing a signal
+    with a hop shorter than the window): AOTAutograd copied the incoming gradient into the
+    output's overlapping strides, losing one of each two overlapping elements (``x.grad[6]``
+    214 for eager's 213; ``aot_eager`` too), where PyTorch cannot tell the overlap cheaply
+    (``unfold``, ``as_strided``); ``expand``'s it always handled."""
+    fn = OVERLAPPING_OUTPUTS[case]
+    x = torch.arange(23, dtype=F64, device=DEVICE).requires_grad_(True)
+    out = fn(x)
+    g = torch.arange(out.numel(), dtype=F64, device=DEVICE).reshape(out.shape) + 100
+    (want,) = torch.autograd.grad(out, x, g)
+    got_out = torchfuse.compile(fn, dynamic=False)(x)
+    assert got_out.stride() == out.stride()
+    (got,) = torch.autograd.grad(got_out, x, g)
+    assert_matches(got, want, exact=True)
+
+
 def test_a_graph_without_inputs_sharing_memory_is_not_wrapped():
     """The check costs nothing where no two inputs share a storage."""
     from torchfuse.backend import _with_overlap_check

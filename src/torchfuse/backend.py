@@ -11,6 +11,7 @@ kernels.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import time
@@ -508,7 +509,8 @@ def _trace_and_compile(gm: torch.fx.GraphModule, example_inputs: list, opts: Opt
         keep_inference_input_mutations=True,
     )
     try:
-        compiled = backend(gm, example_inputs)
+        with _tangents_in_a_memory_format_if_an_output_overlaps(gm):
+            compiled = backend(gm, example_inputs)
     except Exception as e:  # AOTAutograd's tracing (an op without a derivative): run the graph eagerly
         if isinstance(e, torch._dynamo.exc.TorchDynamoException):
             raise  # TorchDynamo's own signals (restart the analysis, a graph break), not failures
@@ -532,6 +534,27 @@ def _trace_and_compile(gm: torch.fx.GraphModule, example_inputs: list, opts: Opt
     compiled = _with_alias_check(compiled, gm, example_inputs, meta)
     compiled = _with_overlap_check(compiled, gm, example_inputs, meta)
     return _with_shared_version_counters(compiled, gm, meta)
+
+
+def _tangents_in_a_memory_format_if_an_output_overlaps(gm: torch.fx.GraphModule):
+    """A context for AOTAutograd's trace of ``gm``: where an output of TorchDynamo's graph
+    overlaps itself in a way PyTorch cannot tell cheaply (``unfold`` or ``as_strided``
+    windows: ``torch._debug_has_internal_overlap`` is 2), the backward expects its gradients
+    in the outputs' memory formats instead of their strides.
+
+    AOTAutograd copies each incoming gradient into the strides it expects; it falls back to a
+    memory format only for outputs whose overlap it is sure of (``expand``), so the gradient of
+    ``(x * 1).unfold(0, 7, 6)`` was copied into the windows' overlapping strides and lost one
+    of each two overlapping elements (``x.grad[6]`` 214 where eager's is 213; ``aot_eager``
+    too). Other graphs keep the default (a no-op context)."""
+    out = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
+    results = out.args[0] if out is not None else ()
+    results = results if isinstance(results, (list, tuple)) else [results]
+    values = [a.meta.get("example_value") for a in results if isinstance(a, torch.fx.Node)]
+    if any(isinstance(v, torch.Tensor) and v.layout == torch.strided and not v._has_symbolic_sizes_strides
+           and torch._debug_has_internal_overlap(v) != 0 for v in values):
+        return torch._functorch.config.patch(guess_tangent_strides_as_outputs=False)
+    return contextlib.nullcontext()
 
 
 #: what TorchDynamo answers with a graph break when a backend raises it
