@@ -501,6 +501,24 @@ def test_gradients_are_none_or_of_their_own_as_eager():
     assert v.bias.grad.untyped_storage().nbytes() == v.bias.numel() * v.bias.element_size()
 
 
+def test_gradients_viewing_a_whole_product_keep_eager_strides_at_dynamic_sizes():
+    """A returned gradient that views all of a product's result (``k``'s of ``q @ k.T``: the
+    transpose of a ``bmm``) stays that view at dynamic sizes, as at static ones: eager's
+    strides, and no copy."""
+    def f(q, k):
+        return (q @ k.transpose(-1, -2)).sum()
+
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend="torchfuse")
+    for n in (5, 9, 12):  # the second size compiles again with dynamic sizes
+        q, k = (torch.randn(2, n, 4, device=DEVICE, requires_grad=True) for _ in range(2))
+        want = torch.autograd.grad(f(q, k), (q, k))
+        got = torch.autograd.grad(compiled(q, k), (q, k))
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w, rtol=0, atol=0)
+            assert g.stride() == w.stride(), (n, g.stride(), w.stride())
+
+
 def test_a_frozen_projection_beside_a_trainable_one_needs_no_gradient():
     """A frozen ``linear`` (weight and bias need no gradient) reading the same input as a
     trainable one returns a result that needs no gradient, as in eager: a buffer it updates

@@ -624,9 +624,15 @@ def separate_gradient_views(gm: torch.fx.GraphModule) -> int:
 
 
 def _smaller(view: torch.fx.Node, root: torch.fx.Node) -> bool:
-    """Whether ``view`` covers fewer elements than ``root`` (a block of it), or may."""
+    """Whether ``view`` covers fewer elements than ``root`` (a block of it), or may. At dynamic
+    sizes a view whose element count is provably the root's (a transposed product's gradient,
+    ``permute(bmm(...))``) covers all of it, as at static sizes."""
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
     a, b = _val(view).numel(), _val(root).numel()
-    return not (type(a) is int and type(b) is int) or a < b
+    if type(a) is int and type(b) is int:
+        return a < b
+    return not statically_known_true(a == b)
 
 
 #: views whose result does not depend on their input's strides (``view`` may need a layout the
