@@ -8,6 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+import torchfuse
+
 from test_ops import (BOOL, F16, F32, I32, assert_all_fused, assert_matches, fused_ops, make_sample,
                       run_compiled, run_graph)
 
@@ -288,3 +290,43 @@ def test_zero_and_one_sized_outputs_of_each_dtype(dtype):
     a, b = make_sample(dtype, 5, shape=(0, 3)), make_sample(dtype, 6, shape=(1, 1))
     fn = lambda a, b: (a.to(F32) * 2, (b.to(F32) + 1).sum(1), torch.where(b.to(BOOL), 1.0, 2.0))
     check_layout(fn, a, b)
+
+
+ACTIVATIONS = {"elu": torch.nn.functional.elu, "celu": torch.nn.functional.celu, "selu": torch.nn.functional.selu,
+               "softplus": torch.nn.functional.softplus, "hardtanh": torch.nn.functional.hardtanh,
+               "relu6": torch.nn.functional.relu6, "hardsigmoid": torch.nn.functional.hardsigmoid,
+               "hardswish": torch.nn.functional.hardswish}
+
+
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+def test_activation_gradients_are_laid_out_as_their_incoming_gradient(name):
+    """These activations' gradients take ``grad_output``'s layout, as ATen's kernels do (PyTorch's
+    decompositions end in a ``where`` over a mask of the forward's input and took its layout):
+    ``k``'s gradient through ``act(k).transpose(1, 2) @ v`` is transposed as eager's, and the
+    relayout is fused into the gradient's kernel (no copy on ATen)."""
+    from torchfuse import backend
+
+    act = ACTIVATIONS[name]
+
+    def f(k, v):
+        return torch.bmm(act(k).transpose(1, 2), v).sum()
+
+    k, v = rand(2, 8, 4, seed=1).requires_grad_(), rand(2, 8, 4, seed=2)
+    (want,) = torch.autograd.grad(f(k, v), k)
+    before = list(backend.RECENT)
+    (got,) = torch.autograd.grad(torchfuse.compile(f, dynamic=False)(k, v), k)
+    graphs = [g for g in backend.RECENT if all(g is not b for b in before)]
+    assert got.stride() == want.stride()
+    assert_matches(got, want)
+    calls = [str(c.target) for g in graphs for c in g.segmentation.calls]
+    assert graphs and not any("copy_strided" in c for c in calls), calls
+
+
+def test_a_lerp_relaid_out_to_eagers_strides_is_fused():
+    """``lerp`` of a contiguous and a transposed tensor: its formula's result is copied to the
+    strides eager's kernel gives (``prims.copy_strided``), now a fused copy, not an ATen call."""
+    def f(a, b):
+        return torch.lerp(a, b, 0.7)
+
+    graphs = check_layout(f, rand(6, 4), rand(4, 6, seed=3).t())
+    assert not any("copy_strided" in str(c.target) for g in graphs for c in g.segmentation.calls)

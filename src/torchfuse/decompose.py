@@ -21,7 +21,7 @@ from torch._decomp import core_aten_decompositions, get_decompositions
 from torch._decomp.decompositions import pw_cast_for_opmath
 
 from .config import DecomposeTuning
-from .kernel_formulas import (LOAD_AT_RESULT_DTYPE, _operands_at_result_dtype, addcdiv, addcmul,
+from .kernel_formulas import (LOAD_AT_RESULT_DTYPE, _eager_strides, _operands_at_result_dtype, addcdiv, addcmul,
                               binary_cross_entropy, binary_cross_entropy_backward, gelu, gelu_backward,
                               glu_backward, hardsigmoid_backward, hardswish_backward, huber_loss, huber_loss_backward,
                               lerp_scalar, lerp_tensor, log_softmax_backward_data, logit_backward, logsumexp,
@@ -425,6 +425,27 @@ def _batch_norm_with_fp32_stats(decomposition):
     return run
 
 
+#: Activation gradients whose PyTorch decompositions end in a ``where`` over a mask of the
+#: forward's tensor, so their result takes that tensor's layout; ATen's kernels lay it out as
+#: ``grad_output`` first (its TensorIterator's operand order): ``k``'s gradient through
+#: ``elu(k).transpose(1, 2) @ v`` came out contiguous where eager's is transposed
+_GRAD_OUTPUT_LAYOUT = [aten.elu_backward.default, aten.hardtanh_backward.default, aten.softplus_backward.default,
+                       aten.hardswish_backward.default, aten.hardsigmoid_backward.default]
+
+
+def _with_eager_strides(decomposition):
+    """``decomposition``, its result laid out as ATen's kernel lays out the op's result from its
+    tensor operands in order (:func:`~torchfuse.kernel_formulas._eager_strides`: a relayout
+    fused into the kernel that computes it, where the layouts differ)."""
+    @functools.wraps(decomposition)
+    def run(*args, **kwargs):
+        out = decomposition(*args, **kwargs)
+        if out is NotImplemented or not isinstance(out, torch.Tensor):
+            return out
+        return _eager_strides(out, *(a for a in args if isinstance(a, torch.Tensor)))
+    return run
+
+
 def _group_norm_with_param_dtype_stats(decomposition):
     """PyTorch's group-norm decomposition, run in fp32 for an fp16/bf16 input whose weight or
     bias is fp32 (the mix CPU autocast gives ``native_group_norm``); the output is rounded
@@ -779,6 +800,9 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
         if op in table:
             table[op] = _batch_norm_with_fp32_stats(table[op])
     table[aten.native_group_norm.default] = _group_norm_with_param_dtype_stats(table[aten.native_group_norm.default])
+    for op in _GRAD_OUTPUT_LAYOUT:
+        if op in table:
+            table[op] = _with_eager_strides(table[op])
     for op in LOAD_AT_RESULT_DTYPE:
         if op in table:
             table[op] = _operands_at_result_dtype(table[op])

@@ -430,7 +430,10 @@ def _parse_clone(args, kwargs):
     return [args[0]], {}
 
 
-pointwise("clone", [aten.clone.default], _emit_identity, parse=_parse_clone, promotion=None)
+# ``prims.copy_strided(x, strides)``: a copy laid out as ``strides`` (the node's metadata), the
+# relayout the kernel formulas end with where eager's output strides differ from the formula's
+pointwise("clone", [aten.clone.default, prims.copy_strided.default], _emit_identity, parse=_parse_clone,
+          promotion=None)
 
 
 def _parse_copy(args, kwargs):
