@@ -547,12 +547,8 @@ def _tangents_in_a_memory_format_if_an_output_overlaps(gm: torch.fx.GraphModule)
     ``(x * 1).unfold(0, 7, 6)`` was copied into the windows' overlapping strides and lost one
     of each two overlapping elements (``x.grad[6]`` 214 where eager's is 213; ``aot_eager``
     too). Other graphs keep the default (a no-op context)."""
-    out = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
-    results = out.args[0] if out is not None else ()
-    results = results if isinstance(results, (list, tuple)) else [results]
-    values = [a.meta.get("example_value") for a in results if isinstance(a, torch.fx.Node)]
     if any(isinstance(v, torch.Tensor) and v.layout == torch.strided and not v._has_symbolic_sizes_strides
-           and torch._debug_has_internal_overlap(v) != 0 for v in values):
+           and torch._debug_has_internal_overlap(v) != 0 for v in _output_values(gm)):
         return torch._functorch.config.patch(guess_tangent_strides_as_outputs=False)
     return contextlib.nullcontext()
 
@@ -685,19 +681,25 @@ def _with_overlap_check(compiled: Callable, gm: torch.fx.GraphModule, example_in
                        "graph writes to one of them")
 
 
+def _output_values(gm: torch.fx.GraphModule) -> list:
+    """The traced values (TorchDynamo's ``example_value``) of the outputs of ``gm``, in order:
+    ``None`` for an output that is not a node; empty where the graph has no output node."""
+    out = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
+    if out is None:
+        return []
+    nodes = list(out.args[0]) if isinstance(out.args[0], (list, tuple)) else [out.args[0]]
+    return [n.meta.get("example_value") if isinstance(n, torch.fx.Node) else None for n in nodes]
+
+
 def _outputs_sharing_storage(gm: torch.fx.GraphModule, meta) -> tuple:
     """Outputs of TorchDynamo's graph ``gm`` that share a storage with an earlier output, need
     no gradient, and that AOTAutograd returns as tensors of their own: per storage,
     ``(first output's index, (the others' indices))``. Read from the outputs' traced values
     (TorchDynamo's ``example_value``); ``meta`` (AOTAutograd's ``ViewAndMutationMeta``)
     excludes outputs it rebuilds itself (views of inputs, of outputs that need a gradient)."""
-    out = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
-    if out is None:
-        return ()
-    nodes = list(out.args[0]) if isinstance(out.args[0], (list, tuple)) else [out.args[0]]
-    values = [n.meta.get("example_value") if isinstance(n, torch.fx.Node) else None for n in nodes]
-    infos = meta.output_info if meta is not None and len(meta.output_info) == len(nodes) else None
-    candidates = [j for j in range(len(nodes))
+    values = _output_values(gm)
+    infos = meta.output_info if meta is not None and len(meta.output_info) == len(values) else None
+    candidates = [j for j in range(len(values))
                   if infos is None or infos[j].output_type.name in ("non_alias", "unsafe_view_alias")]
     plan = []
     for group, _ in _shared_storages(values, candidates):
