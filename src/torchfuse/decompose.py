@@ -408,21 +408,29 @@ _BATCH_NORMS = [aten.native_batch_norm.default, aten._native_batch_norm_legit.de
                 aten._native_batch_norm_legit_no_training.default]
 
 
-def _batch_norm_with_fp32_stats(decomposition):
-    """PyTorch's batch-norm decomposition, run in fp32 for fp16/bf16 CPU inputs (the output
-    rounded back to the input's dtype once, as eager's fp32 arithmetic rounds it).
+def _in_fp32_where(decomposition, applies):
+    """A normalization's ``decomposition`` (returning its output first, then its statistics),
+    run on the input converted to fp32 where ``applies(input, *args, **kwargs)`` is true: the
+    statistics stay in fp32 and the output is rounded back to the input's dtype once, as
+    eager's fp32 arithmetic rounds it. Other calls pass unchanged."""
+    def run(input, *args, **kwargs):
+        if not applies(input, *args, **kwargs):
+            return decomposition(input, *args, **kwargs)
+        out = decomposition(input.float(), *args, **kwargs)
+        return (out[0].to(input.dtype), *out[1:])
+    return run
+
+
+def _half_cpu_input(input, *args, **kwargs) -> bool:
+    """Where :func:`_in_fp32_where` runs PyTorch's batch-norm decomposition in fp32: fp16/bf16
+    CPU inputs.
 
     That decomposition rounds the saved mean and inverse standard deviation of a CPU input to
     its dtype, which the backward then reads: for an fp16 input about 1000 from zero the mean
     is off by up to a quarter, and the input gradient came out a hundred times eager's error
     against float64. From an fp32 input it keeps them in fp32. CUDA inputs pass unchanged (the
     decomposition keeps fp32 statistics there)."""
-    def run(input, *args, **kwargs):
-        if input.device.type != "cpu" or input.dtype not in (torch.float16, torch.bfloat16):
-            return decomposition(input, *args, **kwargs)
-        out = decomposition(input.float(), *args, **kwargs)
-        return (out[0].to(input.dtype), *out[1:])
-    return run
+    return input.device.type == "cpu" and input.dtype in (torch.float16, torch.bfloat16)
 
 
 #: Activation gradients whose PyTorch decompositions end in a ``where`` over a mask of the
@@ -446,24 +454,18 @@ def _with_eager_strides(decomposition):
     return run
 
 
-def _group_norm_with_param_dtype_stats(decomposition):
-    """PyTorch's group-norm decomposition, run in fp32 for an fp16/bf16 input whose weight or
-    bias is fp32 (the mix CPU autocast gives ``native_group_norm``); the output is rounded
-    back to the input's dtype once, as before.
+def _half_input_with_fp32_params(input, weight, bias, *args, **kwargs) -> bool:
+    """Where :func:`_in_fp32_where` runs PyTorch's group-norm decomposition in fp32: an
+    fp16/bf16 input whose weight or bias is fp32 (the mix CPU autocast gives
+    ``native_group_norm``).
 
     Eager's kernel keeps the saved mean and inverse standard deviation of such a mixed call in
     the parameters' dtype (fp32), the decomposition rounds them to the input's, and the
     backward reads them: a bf16 input's weight gradient came out at 2e-3 of its value from
     float64, where eager's is at 3e-8. Calls of one dtype pass unchanged (eager's statistics
     have the input's dtype there)."""
-    def run(input, weight, bias, *args, **kwargs):
-        params = [p for p in (weight, bias) if p is not None]
-        if (input.dtype not in (torch.float16, torch.bfloat16)
-                or not any(p.dtype == torch.float32 for p in params)):
-            return decomposition(input, weight, bias, *args, **kwargs)
-        out = decomposition(input.float(), weight, bias, *args, **kwargs)
-        return (out[0].to(input.dtype), *out[1:])
-    return run
+    return (input.dtype in (torch.float16, torch.bfloat16)
+            and any(p is not None and p.dtype == torch.float32 for p in (weight, bias)))
 
 
 def unsafe_masked_index(x: torch.Tensor, mask: torch.Tensor, indices: list, fill) -> torch.Tensor:
@@ -798,8 +800,9 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
         table[op] = _bind(formula, reference=table[op])
     for op in _BATCH_NORMS:
         if op in table:
-            table[op] = _batch_norm_with_fp32_stats(table[op])
-    table[aten.native_group_norm.default] = _group_norm_with_param_dtype_stats(table[aten.native_group_norm.default])
+            table[op] = _in_fp32_where(table[op], _half_cpu_input)
+    table[aten.native_group_norm.default] = _in_fp32_where(table[aten.native_group_norm.default],
+                                                           _half_input_with_fp32_params)
     for op in _GRAD_OUTPUT_LAYOUT:
         if op in table:
             table[op] = _with_eager_strides(table[op])
