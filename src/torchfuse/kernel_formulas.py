@@ -528,7 +528,7 @@ def binary_cross_entropy(self: torch.Tensor, target: torch.Tensor, weight: torch
 
 #: ``EPSILON`` of ATen's ``binary_cross_entropy_backward`` kernels (``constexpr float EPSILON =
 #: 1e-12`` in aten/src/ATen/native/Loss.cpp and cuda/Loss.cu): an fp32 value in every dtype
-_BCE_EPSILON = struct.unpack("f", struct.pack("f", 1e-12))[0]
+_BCE_EPSILON = _to_fp32(1e-12)
 
 
 def binary_cross_entropy_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
