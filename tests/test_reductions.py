@@ -1065,6 +1065,32 @@ def test_batch_norm_gradients_of_half_inputs_far_from_zero_are_as_accurate_as_ea
     _assert_as_close_as_eager(fn, [x, w, b], grads, dy)
 
 
+@pytest.mark.skipif(DEVICE != "cpu", reason="the formula is CPU eager's kernel's; CUDA takes PyTorch's decomposition")
+@pytest.mark.parametrize("dim", [0, -1])
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=dtype_id)
+def test_half_weight_norm_computes_in_fp32_as_eager(dtype, dim):
+    """``_weight_norm_interface`` of fp16/bf16 CPU tensors as eager's kernel computes it: the
+    norm in fp32 and returned in fp32, ``v * (g / norm)`` rounded once. PyTorch's decomposition
+    rounded each step to the dtype (a third of the bf16 weights a 16-bit step from eager's),
+    and its fp16 norm made the backward (``_weight_norm_interface_backward``, on ATen) raise
+    "expected scalar type Float but found Half"."""
+    import torchfuse
+
+    torch.manual_seed(0)
+    v = torch.randn(6, 5, 4, device=DEVICE).to(dtype).requires_grad_()
+    shape = [1, 1, 1]
+    shape[dim] = v.shape[dim]
+    g = (torch.rand(shape, device=DEVICE) + 0.5).to(dtype).requires_grad_()
+    fn = lambda v, g: torch._weight_norm(v, g, dim % 3)  # noqa: E731
+    w, norm = torch._weight_norm_interface(v.detach(), g.detach(), dim % 3)
+    compiled = torchfuse.compile(lambda v, g: torch._weight_norm_interface(v, g, dim % 3), dynamic=False)
+    got_w, got_norm = compiled(v.detach(), g.detach())
+    assert torch.equal(got_w, w) and got_norm.dtype == norm.dtype == torch.float32
+    out = torchfuse.compile(fn, dynamic=False)(v, g)
+    dy = torch.randn_like(out)
+    _assert_as_close_as_eager(fn, [v, g], torch.autograd.grad(out, [v, g], dy), dy)
+
+
 _WIDE_ROWS = [[2049.0, 2049.0, 2049.0, 1e5, -1e5], [3.01, 3.01, 3.01, 1.0, 1.0], [NAN, 2049.0, 1.0, 0.5, 2.0]]
 _INT_ROWS = [[2049, 2049, 2049, 70000, -70000], [257, 257, 257, 1, 1], [3, 5, 7, 9, 11]]
 # products whose every partial product is exact in the narrow dtype once the elements are

@@ -27,7 +27,7 @@ from .kernel_formulas import (LOAD_AT_RESULT_DTYPE, _eager_strides, _operands_at
                               lerp_scalar, lerp_tensor, log_softmax_backward_data, logit_backward, logsumexp,
                               mish_backward, mse_loss, mse_loss_backward, sigmoid_backward, silu, silu_backward,
                               smooth_l1_loss, smooth_l1_loss_backward, soft_margin_loss, soft_margin_loss_backward,
-                              softmax_backward_data, tanh_backward)
+                              softmax_backward_data, tanh_backward, weight_norm_interface)
 
 aten = torch.ops.aten
 
@@ -753,6 +753,7 @@ WITH_REFERENCE = (
     (aten.binary_cross_entropy_backward.default, binary_cross_entropy_backward),
     (aten.lerp.Scalar, lerp_scalar), (aten.lerp.Tensor, lerp_tensor),
     (aten.addcmul.default, addcmul), (aten.addcdiv.default, addcdiv),
+    (aten._weight_norm_interface.default, weight_norm_interface),
 )
 
 

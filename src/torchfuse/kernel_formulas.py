@@ -571,6 +571,23 @@ def logsumexp(self: torch.Tensor, dim, keepdim: bool = False, *, reference) -> t
     return torch.sum(torch.exp(self - maxes), dims, keepdim).log().add(squeezed)
 
 
+def weight_norm_interface(v: torch.Tensor, g: torch.Tensor, dim: int = 0, *, reference):
+    """``aten._weight_norm_interface`` of fp16/bf16 CPU tensors as ATen's CPU kernel computes it
+    (``weight_norm_first_dim_kernel`` and ``weight_norm_last_dim_kernel`` in
+    aten/src/ATen/native/cpu/WeightNormKernel.cpp): the norm in fp32, returned in fp32 (the
+    dtype ``_weight_norm_interface_backward`` reads), and ``v * (g / norm)`` in fp32, rounded
+    once. PyTorch's decomposition rounds the norm (to fp16, or a bf16 one's quotient ``g /
+    norm``) and each step to the dtype: a third of bf16 elements were a 16-bit step from eager's,
+    and an fp16 norm made the backward raise. Other dtypes and devices take ``reference``."""
+    if not (v.dtype in (torch.float16, torch.bfloat16) and g.dtype == v.dtype
+            and kernel_device(v.device) == "cpu"):
+        return reference(v, g, dim)
+    other_dims = tuple(i for i in range(v.dim()) if i != dim)
+    x = v.float()
+    norm = x.norm(2, other_dims, keepdim=True)
+    return (x * (g.float() / norm)).to(v.dtype), norm
+
+
 def _plain_number(value) -> bool:
     """``value`` is a Python int or float known at trace time (not symbolic, not NaN) within fp32's
     range, so that the kernels' formula can be written with it as a constant."""
