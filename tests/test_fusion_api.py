@@ -1385,3 +1385,80 @@ def test_an_op_outside_the_registry_is_refused_at_the_first_call():
             fused(fn, interpret=DEVICE == "cpu")(x)
     with pytest.raises(DefinitionTypeError, match="pow"):
         fused(lambda i: i ** 2, interpret=DEVICE == "cpu")(torch.arange(4, device=DEVICE))
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])
+def test_a_number_divided_by_a_small_integer_tensor_is_not_wrapped_to_its_dtype(dtype):
+    """``fd.ops.div(-3, t)`` and ``fd.ops.atan2(-3, t)`` of a uint8/int8/int16 tensor compute in
+    float, as eager's ``torch.div(-3, t)``: the number is not converted to the tensor's dtype
+    first (-3 wrapped to uint8's 253, 300 to int8's 44)."""
+    x = torch.tensor([1, 2, 9, 100], dtype=dtype, device=DEVICE)
+    with Fusion("number_over_tensor") as fd:
+        t = fd.define_tensor([-1], dtype)
+        fd.add_output(fd.ops.div(-3, t))
+        fd.add_output(fd.ops.div(300, t))
+        fd.add_output(fd.ops.atan2(-3, t))
+    got = fd.execute([x])
+    want = [torch.div(-3, x), torch.div(300, x), torch.atan2(torch.tensor(-3.0, device=DEVICE), x)]
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+def test_a_fused_function_may_update_its_intermediates_in_place():
+    """``y.add_(1)``, ``relu(inplace=True)``, chained in-place ops and ``F.rms_norm`` (whose
+    PyTorch implementation adds its epsilon in place) hold as their out-of-place ops, forward
+    and backward as eager's; an in-place write into an argument is refused naming it."""
+    @fused(interpret=DEVICE == "cpu")
+    def updates(x):
+        y = x * 2
+        before = y + 1
+        y.add_(1).mul_(3)
+        return F.relu(y - 4, inplace=True), before, y
+
+    @fused(interpret=DEVICE == "cpu")
+    def rms(x, w):
+        return F.rms_norm(x, (16,), w, eps=1e-6)
+
+    @fused(interpret=DEVICE == "cpu")
+    def writes_argument(x):
+        x.mul_(2)
+        return x + 1
+
+    x = sample((4, 16), F32).requires_grad_()
+    got = updates(x)
+    want = updates.fn(x)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+    gs = [torch.ones_like(w) for w in want]
+    for g, w in zip(torch.autograd.grad(got, x, gs), torch.autograd.grad(want, x, gs)):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+    w = sample((16,), F32)
+    torch.testing.assert_close(rms(x.detach(), w), F.rms_norm(x.detach(), (16,), w, eps=1e-6), rtol=2e-6, atol=1e-6)
+    with pytest.raises(DefinitionError, match="writes into the function's argument 'x'"):
+        writes_argument(sample((4, 16), F32))
+
+
+def test_reductions_over_dim_0_of_a_0_dim_tensor_are_eagers():
+    """PyTorch takes dim 0 and -1 of a 0-dim tensor, reducing nothing: ``x.sum(-1)``,
+    ``softmax``, ``std``, ``argmax(0)`` of a 0-dim tensor, in ``@fused`` and in ``fd.ops``,
+    give eager's values (they used to fail in segmentation with an ``IndexError``)."""
+    x = torch.tensor(3.0, device=DEVICE)
+
+    @fused(interpret=DEVICE == "cpu")
+    def reduce(x):
+        return x.sum(-1), x.softmax(-1), x.std(0), x.amax(0, keepdim=True), x.argmax(0)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # std's degrees of freedom
+        for g, w in zip(reduce(x), reduce.fn(x)):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            torch.testing.assert_close(g, w, rtol=0, atol=0, equal_nan=True)
+    for reduction, want in [(lambda fd, a: fd.ops.mean(a, -1), x.mean(-1)),
+                            (lambda fd, a: fd.ops.argmin(a, 0), x.argmin(0)),
+                            (lambda fd, a: fd.ops.prod(a, 0), x.prod(0))]:
+        with Fusion("reduce_0_dim") as fd:
+            fd.add_output(reduction(fd, fd.define_tensor([], F32)))
+        (got,) = fd.execute([x])
+        assert got.dtype == want.dtype and got.shape == want.shape
+        torch.testing.assert_close(got, want, rtol=0, atol=0)

@@ -137,13 +137,15 @@ class Applier:
             return [self.operand(op, slot, v, in_list=True) for v in x]
         return self.operand(op, slot, x)
 
-    def constant(self, op: str, value: Any, others: list[FusionTensor]) -> FusionTensor:
+    def constant(self, op: str, value: Any, others: list[FusionTensor],
+                 kind: ELEMENTWISE_TYPE_PROMOTION_KIND = ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT) -> FusionTensor:
         """A 0-dim constant for a number given where the op takes a tensor, in the dtype
-        PyTorch would compute ``value op others`` in (so promotion and rounding match)."""
+        PyTorch would compute ``value op others`` in under the op's promotion ``kind`` (so
+        promotion and rounding match: ``-3 / uint8`` divides -3.0, not the wrapped 253)."""
         if isinstance(value, FusionScalar) or is_size(value):
             fail(op, f"operand {describe(value)} must be a tensor or a Python number here")
         examples = [torch.empty((1,) * t.ndim, dtype=t.dtype, device=META) for t in others]
-        compute, _ = elementwise_dtypes(value, *examples, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)
+        compute, _ = elementwise_dtypes(value, *examples, type_promotion_kind=kind)
         return self.apply(op, [aten.scalar_tensor.default], (value,), {"dtype": compute})[0]
 
     # ------------------------------------------------------------------ shape rules
@@ -220,11 +222,12 @@ class Applier:
             tensors = [a for a in args if isinstance(a, FusionTensor)]
             params = [p for p in _arguments(overloads[0]) if not p.kwarg_only]
             args = list(args)
+            kind = _promotion_kind(overloads[0], kwargs)
             for i, (a, p) in enumerate(zip(args, params)):
                 if _slot_kind(str(p.type)) == "tensor" and not isinstance(a, FusionTensor) and a is not None:
                     if not tensors:
                         fail(op, f"operand '{p.name}' ({describe(a)}) must be a tensor")
-                    args[i] = self.constant(op, a, tensors)
+                    args[i] = self.constant(op, a, tensors, kind)
             overload = choose_overload(overloads, args, kwargs)
             if overload is None:
                 fail(op, "no overload of " + ", ".join(map(str, overloads)) + " takes operands ("
@@ -287,6 +290,31 @@ class Applier:
                          "fixed sizes other than 1 cannot be checked; reshape outside the fusion)")
             fail(op, f"PyTorch rejects operands {operands}: {text}", type_error=is_type)
 
+    def reduce_nothing(self, op: str, name: str, x: FusionTensor, attrs: dict, metas: list[TensorMeta]) -> list:
+        """A reduction of a 0-dim tensor (over no dim, or its dim 0 or -1, as PyTorch takes them),
+        which a kernel's reduction cannot hold, as the pointwise ops it comes to: the element
+        converted to the result's dtype (``sum``, ``mean``, ``amax``, ``prod``, ``any``...),
+        index 0 (``argmax``), and a variance of ``(x - x)**2 / (1 - correction)`` (0, or NaN
+        as eager's for a correction of 1 or a non-finite element)."""
+        prims = torch.ops.prims
+
+        def cast(v, dtype):
+            return self.apply(op, [prims.convert_element_type.default], (v, dtype))[0]
+
+        def index():
+            return self.apply(op, [aten.full_like.default], (x, 0), {"dtype": torch.int64})[0]
+
+        if name in ("argmax", "argmin"):
+            return [index()]
+        if name in ("max_dim", "min_dim"):
+            return [cast(x, metas[0].dtype), index()]
+        if name in ("var", "prims_var", "var_mean"):
+            d = self.apply(op, [aten.sub.Tensor], (x, x))[0]
+            square = self.apply(op, [aten.mul.Tensor], (d, d))[0]
+            var = self.apply(op, [aten.div.Scalar], (square, 1 - float(attrs.get("correction", 1))))[0]
+            return [cast(var, metas[0].dtype)] + ([cast(x, metas[1].dtype)] if name == "var_mean" else [])
+        return [cast(x, m.dtype) for m in metas]
+
     def record(self, op, opdef, overload, named, ir_args, ir_kwargs, metas: list[TensorMeta]) -> list:
         for m in metas:
             if m.dtype not in registry.KERNEL_DTYPES:
@@ -318,6 +346,8 @@ class Applier:
             if t.dtype not in opdef.dtypes:
                 fail(op, f"operand '{name}' ({describe(t)}) has dtype {t.dtype}, which it does not take; "
                          f"it takes {_dtype_list(opdef.dtypes)}", type_error=True)
+            if t.ndim == 0:
+                return self.reduce_nothing(op, opdef.name, t, attrs, metas)
             if registry.REDUCTIONS[opdef.name].combine in _NO_IDENTITY:
                 self.fusion.reduced_sizes.append((op, [inputs[0].meta.shape[d] for d in attrs["dims"]]))
         elif opdef.kind == "random" and metas[0].dtype not in opdef.dtypes:
@@ -329,6 +359,16 @@ class Applier:
             o.producer = node
         self.fusion.nodes.append(node)
         return [FusionTensor(self.fusion, o) for o in outs]
+
+
+def _promotion_kind(overload, kwargs: dict) -> ELEMENTWISE_TYPE_PROMOTION_KIND:
+    """The type promotion kind of a registry op (its ``promotion``, called with the keyword
+    arguments where it depends on them: ``div``'s rounding mode); ``DEFAULT`` for none."""
+    opdef = registry.lookup(overload)
+    kind = getattr(opdef, "promotion", None)
+    if callable(kind):
+        kind = kind(kwargs)
+    return kind if isinstance(kind, ELEMENTWISE_TYPE_PROMOTION_KIND) else ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
 
 
 def meta_for(t: torch.Tensor, shape: list) -> TensorMeta:

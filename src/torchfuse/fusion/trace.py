@@ -617,6 +617,7 @@ def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names
     fd = Fusion(name, options=options, **overrides)
     env: dict = {}
     symbols: dict = {}  # FX size symbol -> this fusion's size
+    written_as: dict = {}  # a node an in-place op wrote -> every node that stands for its tensor
 
     def size(s: Any) -> Any:
         if isinstance(s, torch.SymInt):
@@ -665,17 +666,27 @@ def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names
                 env[node] = _SIZE_ARITHMETIC[target](*args)
             elif target in _NUMBER_FIRST:
                 env[node] = getattr(fd.ops, _NUMBER_FIRST[target])(*args, **kwargs)
+            elif registry.lookup(target) is None and _out_of_place(target) is not None:
+                # an in-place op (``y.add_(1)``, ``relu(inplace=True)``, and the ``add_`` of
+                # PyTorch's own ``rms_norm``): its out-of-place op, whose result stands for the
+                # written tensor from here on, where that tensor is an intermediate no view shares
+                written = node.args[0]
+                if not isinstance(written, torch.fx.Node) or written.op == "placeholder":
+                    raise DefinitionError(f"{name}: {target} writes into the function's argument "
+                                          f"{args[0].value.name!r}; a fused function cannot write into its "
+                                          "inputs: compute a new tensor and return it")
+                group = written_as.get(written, [written])  # the nodes that stand for that tensor
+                if any(_aliases(g) for g in group) or any(_aliases(u) for g in group for u in g.users if u is not node):
+                    raise DefinitionError(f"{name}: {target} writes into a view of another tensor, which a "
+                                          "fusion cannot hold; write the out-of-place op")
+                result = _apply_node(fd, node, _out_of_place(target), args, kwargs, size)
+                group.append(node)
+                for g in group:
+                    written_as[g], env[g] = group, result
             elif registry.lookup(target) is None:
                 raise DefinitionError(f"{name}: {target} cannot be fused (it is not in the op registry)")
             else:
-                val = node.meta.get("val")
-                vals = list(val) if isinstance(val, (list, tuple)) else [val]
-                shapes = [[size(s) for s in v.shape] for v in vals]
-                kwargs = {k: v for k, v in kwargs.items() if k not in _DROPPED_KWARGS}
-                overloads = [target] + [o for o in registry.lookup(target).aten if o is not target]
-                outs = fd.applier.apply(str(target).split(".")[1], overloads, args, kwargs, shapes=shapes,
-                                        strict_rank=False)
-                env[node] = tuple(outs) if isinstance(val, (list, tuple)) else outs[0]
+                env[node] = _apply_node(fd, node, target, args, kwargs, size)
         elif node.op == "output":
             result = node.args[0]
             results = list(result) if isinstance(result, (list, tuple)) else [result]
@@ -689,6 +700,41 @@ def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names
         elif node.op == "get_attr":
             raise DefinitionError(f"{name}: the function captures the tensor {node.target}; pass it as an argument")
     return fd.finish()
+
+
+def _apply_node(fd: Fusion, node: torch.fx.Node, target, args, kwargs, size) -> Any:
+    """Apply the registry op ``target`` for the FX node ``node`` (with its operands looked up)."""
+    val = node.meta.get("val")
+    vals = list(val) if isinstance(val, (list, tuple)) else [val]
+    shapes = [[size(s) for s in v.shape] for v in vals]
+    kwargs = {k: v for k, v in kwargs.items() if k not in _DROPPED_KWARGS}
+    overloads = [target] + [o for o in registry.lookup(target).aten if o is not target]
+    outs = fd.applier.apply(str(target).split(".")[1], overloads, args, kwargs, shapes=shapes,
+                            strict_rank=False)
+    return tuple(outs) if isinstance(val, (list, tuple)) else outs[0]
+
+
+def _out_of_place(target) -> Any:
+    """The registry's out-of-place overload of an in-place ATen overload (``aten.add.Scalar``
+    for ``aten.add_.Scalar``), or ``None``."""
+    if not isinstance(target, torch._ops.OpOverload):
+        return None
+    schema = target._schema
+    if not schema.name.endswith("_") or not schema.arguments or schema.arguments[0].alias_info is None \
+            or not schema.arguments[0].alias_info.is_write:
+        return None
+    packet = getattr(aten, schema.name.split("::")[-1][:-1], None)
+    overload = getattr(packet, target._overloadname, None) if packet is not None else None
+    return overload if overload is not None and registry.lookup(overload) is not None else None
+
+
+def _aliases(node: Any) -> bool:
+    """Whether the FX node's result may share memory with one of its operands (a view; an
+    in-place op the fusion holds as its out-of-place op does not count)."""
+    target = getattr(node, "target", None)
+    if not isinstance(target, torch._ops.OpOverload) or _out_of_place(target) is not None:
+        return False
+    return any(r.alias_info is not None for r in target._schema.returns)
 
 
 def fused(fn: Callable | None = None, *, name: str | None = None, options: Any = None, **overrides):

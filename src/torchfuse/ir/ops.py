@@ -165,7 +165,9 @@ def _normalize_dims(dims, rank: int) -> tuple[int, ...]:
         return tuple(range(rank))
     if isinstance(dims, int):
         dims = [dims]
-    return tuple(sorted({normalize_dim(int(d), rank) for d in dims}))
+    dims = tuple(sorted({normalize_dim(int(d), rank) for d in dims}))
+    # a 0-dim tensor's dim 0 (or -1), which PyTorch accepts, is no dim: nothing is reduced
+    return () if rank == 0 else dims
 
 
 def _scalar_ok(x: Any) -> None:

@@ -83,7 +83,7 @@ def _parse_arg(args, kwargs):
         # argmax over the flattened tensor: the index is into the flattened tensor, which
         # matches a reduction over all dims of a contiguous view only; keep it on ATen.
         raise Unsupported("argmax/argmin without dim")
-    return [x], {"dims": (normalize_dim(int(dim), _rank(x)),), "keepdim": bool(keepdim)}
+    return [x], {"dims": _normalize_dims(int(dim), _rank(x)), "keepdim": bool(keepdim)}
 
 
 def reduction(name, overloads, parse, info: ReductionInfo, dtypes=ALL_DTYPES):
