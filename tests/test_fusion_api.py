@@ -1385,6 +1385,12 @@ def test_an_op_outside_the_registry_is_refused_at_the_first_call():
             fused(fn, interpret=DEVICE == "cpu")(x)
     with pytest.raises(DefinitionTypeError, match="pow"):
         fused(lambda i: i ** 2, interpret=DEVICE == "cpu")(torch.arange(4, device=DEVICE))
+    with pytest.raises(DefinitionError, match="rshift"):
+        fused(lambda i: (i >> 1) + 1, interpret=DEVICE == "cpu")(torch.arange(4, device=DEVICE))
+    with pytest.raises(DefinitionError, match="argmax"):
+        fused(lambda x: x.argmax() + 1, interpret=DEVICE == "cpu")(x)
+    with pytest.raises(DefinitionError, match="writes into a view"):
+        fused(lambda x: (x * 2).permute(1, 0).add_(1) * 1, interpret=DEVICE == "cpu")(x)
 
 
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])
