@@ -1091,6 +1091,39 @@ def test_half_weight_norm_computes_in_fp32_as_eager(dtype, dim):
     _assert_as_close_as_eager(fn, [v, g], torch.autograd.grad(out, [v, g], dy), dy)
 
 
+@pytest.mark.parametrize("dim", [0, -1])
+@pytest.mark.parametrize("dtype", [F16, BF16, F32], ids=dtype_id)
+def test_weight_norm_computes_as_the_cuda_kernel(monkeypatch, dtype, dim):
+    """``_weight_norm_interface`` as CUDA eager's kernel computes it (on a CPU, its branch with
+    ``kernel_device`` replaced): the norm's sum of squares in the accumulation type, returned in
+    fp32 for fp16/bf16 (an fp16 norm made ``_weight_norm_interface_backward`` raise), and
+    ``g * v * (1 / norm)`` rounded once, bit for bit given that norm; the norm within the
+    summation order's rounding of float64's; gradients as eager's within the same tolerance."""
+    import torchfuse
+    from torchfuse import kernel_formulas
+
+    monkeypatch.setattr(kernel_formulas, "kernel_device", lambda device: "cuda")
+    torch.manual_seed(0)
+    v = torch.randn(6, 5, 4, device=DEVICE).to(dtype)
+    shape = [1, 1, 1]
+    shape[dim] = v.shape[dim]
+    g = (torch.rand(shape, device=DEVICE) + 0.5).to(dtype)
+    d = dim % 3
+    compiled = torchfuse.compile(lambda v, g: torch._weight_norm_interface(v, g, d), dynamic=False)
+    w, norm = compiled(v, g)
+    acc = torch.float32 if dtype != torch.float64 else dtype
+    assert norm.dtype == acc and w.dtype == dtype
+    others = [i for i in range(3) if i != d]
+    exact = v.double().pow(2).sum(others, keepdim=True).sqrt()
+    torch.testing.assert_close(norm.double(), exact, rtol=4e-7, atol=0)
+    want = (g.to(acc) * v.to(acc) * torch.reciprocal(norm)).to(dtype)
+    assert torch.equal(w, want)
+    vv, gg = v.clone().requires_grad_(), g.clone().requires_grad_()
+    out = torchfuse.compile(lambda v, g: torch._weight_norm(v, g, d), dynamic=False)(vv, gg)
+    out.float().sum().backward()  # the backward on ATen reads the fp32 norm
+    assert vv.grad.dtype == dtype and gg.grad.dtype == dtype
+
+
 _WIDE_ROWS = [[2049.0, 2049.0, 2049.0, 1e5, -1e5], [3.01, 3.01, 3.01, 1.0, 1.0], [NAN, 2049.0, 1.0, 0.5, 2.0]]
 _INT_ROWS = [[2049, 2049, 2049, 70000, -70000], [257, 257, 257, 1, 1], [3, 5, 7, 9, 11]]
 # products whose every partial product is exact in the narrow dtype once the elements are

@@ -572,20 +572,35 @@ def logsumexp(self: torch.Tensor, dim, keepdim: bool = False, *, reference) -> t
 
 
 def weight_norm_interface(v: torch.Tensor, g: torch.Tensor, dim: int = 0, *, reference):
-    """``aten._weight_norm_interface`` of fp16/bf16 CPU tensors as ATen's CPU kernel computes it
-    (``weight_norm_first_dim_kernel`` and ``weight_norm_last_dim_kernel`` in
-    aten/src/ATen/native/cpu/WeightNormKernel.cpp): the norm in fp32, returned in fp32 (the
-    dtype ``_weight_norm_interface_backward`` reads), and ``v * (g / norm)`` in fp32, rounded
-    once. PyTorch's decomposition rounds the norm (to fp16, or a bf16 one's quotient ``g /
-    norm``) and each step to the dtype: a third of bf16 elements were a 16-bit step from eager's,
-    and an fp16 norm made the backward raise. Other dtypes and devices take ``reference``."""
-    if not (v.dtype in (torch.float16, torch.bfloat16) and g.dtype == v.dtype
-            and kernel_device(v.device) == "cpu"):
+    """``aten._weight_norm_interface`` as ATen's kernels compute it; returns ``(w, norm)``.
+
+    * CPU, fp16/bf16 (``weight_norm_first_dim_kernel`` and ``weight_norm_last_dim_kernel`` in
+      aten/src/ATen/native/cpu/WeightNormKernel.cpp): the norm in fp32, returned in fp32, and
+      ``v * (g / norm)`` in fp32, rounded once.
+    * CUDA, every floating dtype (``weight_norm_fwd_first_dim_kernel`` and
+      ``weight_norm_fwd_last_dim_kernel`` in aten/src/ATen/native/cuda/WeightNorm.cu): the
+      norm ``sqrt`` of the sum of squares in the accumulation type (fp32 for fp16/bf16, which
+      is also the dtype of the returned norm), and ``g * v * (1 / norm)`` in that type, rounded
+      once.
+
+    PyTorch's decomposition rounds the norm (to fp16, or a bf16 one's quotient ``g / norm``)
+    and each step to the dtype: fp16/bf16 weights were twice as far from float64 as eager's,
+    and an fp16 norm made ``_weight_norm_interface_backward`` (on ATen, which reads an fp32
+    norm) raise. Other dtypes on a CPU take ``reference``."""
+    half = v.dtype in (torch.float16, torch.bfloat16) and g.dtype == v.dtype
+    device = kernel_device(v.device)
+    if device == "cpu" and half:
+        other_dims = tuple(i for i in range(v.dim()) if i != dim)
+        x = v.float()
+        norm = x.norm(2, other_dims, keepdim=True)
+        return (x * (g.float() / norm)).to(v.dtype), norm
+    if device != "cuda" or not (half or v.dtype == g.dtype) or not v.dtype.is_floating_point:
         return reference(v, g, dim)
-    other_dims = tuple(i for i in range(v.dim()) if i != dim)
-    x = v.float()
-    norm = x.norm(2, other_dims, keepdim=True)
-    return (x * (g.float() / norm)).to(v.dtype), norm
+    other_dims = [i for i in range(v.dim()) if i != dim]
+    x = v.float() if half else v
+    norm = torch.sqrt((x * x).sum(other_dims, keepdim=True))
+    scale = g.float() if half else g
+    return (scale * x * torch.reciprocal(norm)).to(v.dtype), norm
 
 
 def _plain_number(value) -> bool:
