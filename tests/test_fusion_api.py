@@ -291,33 +291,36 @@ def test_operators_with_a_number_first_are_torchs(dtype):
     ``reciprocal(t) * 3`` as ``Tensor.__rtruediv__`` (a division rounded fp16/bf16 quotients
     differently), ``&``, ``|`` and ``^`` take the number first (they raised ``TypeError``); in
     ``@fused``, ``2 ** x`` and ``3 % x`` (``aten.pow.Scalar``, ``aten.remainder.Scalar_Tensor``,
-    refused as outside the op registry) fuse as in a definition, ``2 ** x``'s gradient eager's."""
+    refused as outside the op registry) fuse as in a definition, ``2 ** x``'s gradient eager's.
+    On CUDA, fp32 powers are libdevice's, an ulp from eager's in some elements (docs/semantics.md)."""
     from torchfuse.fusion import fused
 
+    pow_ulps = dict(rtol=2.5e-7, atol=0) if DEVICE == "cuda" and dtype == F32 else dict(rtol=0, atol=0)
     x = sample([96], dtype, -4, 4, nonzero=True)
     if dtype.is_floating_point:
         x = torch.where(x.abs() < 0.25, torch.ones_like(x), x)
-    cases = [lambda t: 3 / t, lambda t: 3 % t, lambda t: 2.5 % t]
+    exact = dict(rtol=0, atol=0)
+    cases = [(lambda t: 3 / t, exact), (lambda t: 3 % t, exact), (lambda t: 2.5 % t, exact)]
     if dtype.is_floating_point:
-        cases += [lambda t: 2 ** t, lambda t: 1.5 ** t * t]
+        cases += [(lambda t: 2 ** t, pow_ulps), (lambda t: 1.5 ** t * t, pow_ulps)]
     else:
-        cases += [lambda t: 3 & t, lambda t: 5 | t, lambda t: 6 ^ t]
-    for fn in cases:
+        cases += [(lambda t: 3 & t, exact), (lambda t: 5 | t, exact), (lambda t: 6 ^ t, exact)]
+    for fn, tolerance in cases:
         with Fusion("number_first", interpret_integer_division=True) as fd:
             fd.add_output(fn(fd.define_tensor([-1], dtype, name="x")))
         (got,) = fd.execute([x])
         want = fn(x)
         assert got.dtype == want.dtype
-        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+        torch.testing.assert_close(got, want, equal_nan=True, **tolerance)
     if not dtype.is_floating_point:
         return
-    for fn in (lambda t: 2 ** t, lambda t: 3 % t, lambda t: 1.5 ** t * t):
+    for fn, tolerance in ((lambda t: 2 ** t, pow_ulps), (lambda t: 3 % t, exact), (lambda t: 1.5 ** t * t, pow_ulps)):
         got = fused(fn)(x)
-        torch.testing.assert_close(got, fn(x), rtol=0, atol=0, equal_nan=True)
+        torch.testing.assert_close(got, fn(x), equal_nan=True, **tolerance)
     xg, xe = x.clone().requires_grad_(), x.clone().requires_grad_()
     (fused(lambda t: 2 ** t)(xg) * 1).sum().backward()
     (2 ** xe).sum().backward()
-    torch.testing.assert_close(xg.grad, xe.grad, rtol=0, atol=0)
+    torch.testing.assert_close(xg.grad, xe.grad, **pow_ulps)
 
 
 @pytest.mark.parametrize("reduction", ["amax", "amin", "argmax", "argmin"])
@@ -1406,9 +1409,11 @@ def test_a_number_divided_by_a_small_integer_tensor_is_not_wrapped_to_its_dtype(
         fd.add_output(fd.ops.atan2(-3, t))
     got = fd.execute([x])
     want = [torch.div(-3, x), torch.div(300, x), torch.atan2(torch.tensor(-3.0, device=DEVICE), x)]
-    for g, w in zip(got, want):
+    # atan2 on CUDA is libdevice's, an ulp from eager's in some elements (docs/semantics.md)
+    ulps = [0, 0, 2.5e-7 if DEVICE == "cuda" else 0]
+    for g, w, rtol in zip(got, want, ulps):
         assert g.dtype == w.dtype
-        torch.testing.assert_close(g, w, rtol=0, atol=0)
+        torch.testing.assert_close(g, w, rtol=rtol, atol=0)
 
 
 def test_a_fused_function_may_update_its_intermediates_in_place():

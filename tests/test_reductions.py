@@ -1028,12 +1028,21 @@ def test_group_norm_gradients_of_half_inputs_with_fp32_weights_are_as_accurate_a
     """GroupNorm of an fp16/bf16 input with fp32 weight and bias (what CPU autocast passes
     ``native_group_norm``): eager saves the mean and inverse standard deviation in fp32, and so
     does torchfuse; PyTorch's decomposition rounded them to the input's dtype, and the weight
-    gradient came out at 2e-3 (bf16) of its value from float64, where eager's is at 3e-8."""
+    gradient came out at 2e-3 (bf16) of its value from float64, where eager's is at 3e-8. On
+    CUDA tensors eager raises for the mix, and so does torchfuse (it computed a value)."""
     torch.manual_seed(0)
     x = torch.randn(2, 8, 4, 4, device=DEVICE).to(dtype).requires_grad_()
     w = torch.randn(8, device=DEVICE, requires_grad=True)
     b = torch.randn(8, device=DEVICE, requires_grad=True)
     fn = lambda x, w, b: torch.nn.functional.group_norm(x, 4, w, b)  # dy in the dtype: exact in float64
+    if DEVICE == "cuda":  # CUDA's kernel takes no such mix: eager's error, not a value
+        import torchfuse
+
+        with pytest.raises(RuntimeError, match="expected scalar type"):
+            fn(x, w, b)
+        with pytest.raises(RuntimeError, match="expected scalar type"):
+            torchfuse.compile(fn, dynamic=False)(x, w, b)
+        return
     grads, dy, _ = _compiled_gradients(fn, [x, w, b])
     assert [g.dtype for g in grads] == [dtype, F32, F32]
     exact = [p.detach().double().requires_grad_() for p in (x, w, b)]
@@ -1043,6 +1052,25 @@ def test_group_norm_gradients_of_half_inputs_with_fp32_weights_are_as_accurate_a
         err, eager_err = (g.double() - r).abs().max().item(), (e.double() - r).abs().max().item()
         slack = torch.finfo(dtype if name == "x" else F32).eps * r.abs().max().item()
         assert err <= 2 * eager_err + 8 * slack, (name, err, eager_err)
+
+
+@pytest.mark.parametrize("params", [F32, F16])
+def test_group_norm_of_cuda_tensors_with_parameters_of_another_dtype_stays_on_aten(params):
+    """On CUDA tensors (fake ones here: no GPU needed) a GroupNorm whose weight and bias have
+    another dtype than its fp16 input stays ``native_group_norm``, so ATen raises CUDA eager's
+    error; parameters of the input's dtype decompose into fusable ops."""
+    from torch._subclasses import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from torchfuse.decompose import decomposition_table
+
+    with FakeTensorMode():
+        x = torch.empty(2, 8, 4, 4, dtype=F16, device="cuda")
+        w, b = torch.empty(8, dtype=params, device="cuda"), torch.empty(8, dtype=params, device="cuda")
+        gm = make_fx(lambda x, w, b: torch.ops.aten.native_group_norm(x, w, b, 2, 8, 16, 4, 1e-5),
+                     decomposition_table=decomposition_table())(x, w, b)
+    kept = any(n.target is torch.ops.aten.native_group_norm.default for n in gm.graph.nodes)
+    assert kept == (params != F16)
 
 
 @pytest.mark.parametrize("dtype", [F16, BF16])

@@ -680,6 +680,13 @@ def _no_blas_kernel(x, *args, **kwargs) -> bool:
     return x.dtype == torch.bool or (x.device.type == "cuda" and _integral(x))
 
 
+def _params_of_another_dtype_on_cuda(input, weight=None, bias=None, *args, **kwargs) -> bool:
+    """GroupNorm of a CUDA input whose weight or bias has another dtype: CUDA's kernel reads the
+    parameters in the input's dtype and raises ("expected scalar type Half but found Float")
+    where PyTorch's decomposition would compute (CPU's kernel takes the mix)."""
+    return input.device.type == "cuda" and any(p is not None and p.dtype != input.dtype for p in (weight, bias))
+
+
 #: arguments for which a decomposition must not run, so that the op is recorded as it is
 #: (:func:`declines_for`) and ATen computes it, or raises eager's error, when the graph runs:
 #: eager's kernel raises (no kernel for the dtype, on CPU and CUDA unless the rule reads the
@@ -691,6 +698,7 @@ def _no_blas_kernel(x, *args, **kwargs) -> bool:
 #: (:func:`~torchfuse.passes.fx.eager_raises`)
 RECORDED_AS_IS = {
     aten.frac.default: _first_integral,
+    aten.native_group_norm.default: _params_of_another_dtype_on_cuda,
     aten.logaddexp.default: lambda a, b: _integral(a, b),
     aten.logaddexp2.default: lambda a, b: _integral(a, b),
     aten.addcdiv.default: lambda x, t1, t2, value=1: _integral(t1, t2),
