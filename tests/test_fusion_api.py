@@ -1392,6 +1392,10 @@ def test_an_op_outside_the_registry_is_refused_at_the_first_call():
         fused(lambda i: (i >> 1) + 1, interpret=DEVICE == "cpu")(torch.arange(4, device=DEVICE))
     with pytest.raises(DefinitionError, match="argmax"):
         fused(lambda x: x.argmax() + 1, interpret=DEVICE == "cpu")(x)
+    for fn in (lambda t: True - t, lambda t: t - True):  # eager: NotImplementedError
+        with pytest.raises(DefinitionError, match="bool operand"):
+            with Fusion("bool_sub") as fd:
+                fd.add_output(fn(fd.define_tensor([-1])))
     with pytest.raises(DefinitionError, match="writes into a view"):
         fused(lambda x: (x * 2).permute(1, 0).add_(1) * 1, interpret=DEVICE == "cpu")(x)
 

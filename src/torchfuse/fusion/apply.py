@@ -144,6 +144,8 @@ class Applier:
         promotion and rounding match: ``-3 / uint8`` divides -3.0, not the wrapped 253)."""
         if isinstance(value, FusionScalar) or is_size(value):
             fail(op, f"operand {describe(value)} must be a tensor or a Python number here")
+        if isinstance(value, bool) and op in ("sub", "rsub"):  # as the op registry's sub refuses a bool operand
+            fail(op, "cannot be fused with these arguments: subtraction with a bool operand, which eager refuses")
         examples = [torch.empty((1,) * t.ndim, dtype=t.dtype, device=META) for t in others]
         compute, _ = elementwise_dtypes(value, *examples, type_promotion_kind=kind)
         return self.apply(op, [aten.scalar_tensor.default], (value,), {"dtype": compute})[0]
