@@ -541,6 +541,49 @@ def test_a_graph_returning_no_view_of_a_written_input_is_not_wrapped(monkeypatch
     assert wrapped == [False], wrapped
 
 
+def _jagged(lens=(3, 5, 2), width=8, requires_grad=False):
+    return torch.nested.nested_tensor([torch.randn(n, width, device=DEVICE) for n in lens], layout=torch.jagged,
+                                      requires_grad=requires_grad)
+
+
+def test_a_jagged_nested_tensor_is_fused(recwarn):
+    """A jagged nested tensor reaches AOTAutograd's graphs as its values, its offsets and its
+    ragged size, a nested int with no integer value: reading the size symbols from it raised
+    ``AttributeError`` at every graph's first call, which then ran through ATen as traced."""
+    def fn(x):
+        return (x * 2 + 1).relu()
+
+    compiled = torchfuse.compile(fn)
+    for lens in [(3, 5, 2), (3, 5, 2), (4, 1, 6, 2)]:
+        x = _jagged(lens)
+        before = list(backend.RECENT)
+        actual, expected = compiled(x), fn(x)
+        assert torch.equal(actual.offsets(), expected.offsets())
+        assert_matches(actual.values(), expected.values(), exact=True)
+        graphs = [g for g in backend.RECENT if all(g is not b for b in before)]
+        assert all(g.traced is None for g in graphs)
+    x = _jagged(requires_grad=True)
+    x_e = x.detach().clone().requires_grad_()
+    compiled(x).values().sum().backward()
+    fn(x_e).values().sum().backward()
+    assert_matches(x.grad.values(), x_e.grad.values(), exact=True)
+    assert not [w for w in recwarn if "torchfuse" in str(w.message)], [str(w.message) for w in recwarn]
+
+
+def test_a_graph_writing_no_input_is_not_wrapped_where_inputs_do_not_map_one_to_one(monkeypatch):
+    """A jagged nested tensor's inner tensors do not map one to one to the call's arguments:
+    a graph returning a view of it, and writing to no input, ran eagerly ("returns a view of
+    an input it writes to")."""
+    def fn(x):
+        return x.unflatten(-1, (2, 4))
+
+    wrapped = _wrapped_by(monkeypatch, "_with_alias_check")
+    x = _jagged()
+    actual, expected = torchfuse.compile(fn)(x), fn(x)
+    assert wrapped == [False], wrapped
+    assert_matches(actual.values(), expected.values(), exact=True)
+
+
 def test_outputs_alias_inputs_and_each_other():
     """Returned views of inputs are views (writes through them reach the input), a value
     returned twice is one tensor, and a mutated input returned is the caller's tensor."""

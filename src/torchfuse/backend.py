@@ -583,7 +583,7 @@ def _written_bases_of_outputs(meta, inputs: list) -> list[int] | None:
     parameters held by the graph) and every tensor input must be taken for one."""
     bases = {o.base_idx for o in meta.output_info
              if o.output_type.name == "alias_of_input" and o.base_idx is not None}
-    if not bases:
+    if not bases or not any(i.mutates_data for i in meta.input_info):
         return []
     if len(meta.input_info) != len(inputs) or not all(isinstance(inputs[i], torch.Tensor) for i in bases):
         return None

@@ -211,6 +211,11 @@ class CompiledGraph:
         key = []
         for _, (i, d) in self.symbols:
             x = env[i]
+            if d is None and isinstance(x, torch.SymInt) and x.node.is_nested_int():
+                # a jagged tensor's ragged size (an NJT's inner graph takes it as an argument):
+                # no integer value, and no kernel reads it
+                key.append(None)
+                continue
             key.append(int(x.shape[d]) if d is not None else int(x))
         return tuple(key)
 
@@ -243,7 +248,7 @@ class CompiledGraph:
             args.clear()  # boxed convention: let inputs be freed as soon as they are dead
         if self.symbols:
             sym_key = self.sym_key(env)
-            sym_values = {s: v for (s, _), v in zip(self.symbols, sym_key)}
+            sym_values = {s: v for (s, _), v in zip(self.symbols, sym_key) if v is not None}
         else:
             sym_key, sym_values = (), {}
         if sym_key not in self.prepared:
