@@ -330,3 +330,25 @@ def test_a_lerp_relaid_out_to_eagers_strides_is_fused():
 
     graphs = check_layout(f, rand(6, 4), rand(4, 6, seed=3).t())
     assert not any("copy_strided" in str(c.target) for g in graphs for c in g.segmentation.calls)
+
+
+@pytest.mark.parametrize("shape,fmt,shifts,dims", [
+    ((2, 4, 8, 8), torch.channels_last, -2, 2),                    # Swin's cyclic shift on NCHW
+    ((2, 4, 8, 8), torch.channels_last, (1, -3), (2, 3)),
+    ((2, 4, 8, 8), torch.channels_last, 8, 3),                     # a whole turn: contiguous in eager
+    ((2, 4, 1, 8), torch.channels_last, (2, 2), (-2, -1)),
+    ((2, 4, 3, 4, 4), torch.channels_last_3d, 1, 2),
+    ((2, 4, 8, 8), torch.channels_last, 3, None),                  # flattened: contiguous
+], ids=["cl-one-dim", "cl-two-dims", "cl-whole-turn", "cl-size-1", "cl3d", "cl-flat"])
+def test_roll_keeps_eagers_memory_format(shape, fmt, shifts, dims):
+    """``torch.roll`` of a channels-last tensor: eager's CPU kernel (a ``cat`` of two slices)
+    returns it channels-last, where PyTorch's decomposition (``index_select``) is contiguous."""
+    x = rand(*shape).contiguous(memory_format=fmt)
+
+    def fn(t):
+        return torch.roll(t * 2, shifts, dims) + 1
+
+    expected = fn(x)
+    actual, _ = run_compiled(fn, x)
+    assert_matches(actual, expected)
+    assert actual.stride() == expected.stride(), (actual.stride(), expected.stride())

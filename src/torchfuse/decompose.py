@@ -19,6 +19,7 @@ import math
 import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
 from torch._decomp.decompositions import pw_cast_for_opmath
+from torch._prims_common import suggest_memory_format
 
 from .config import DecomposeTuning
 from .kernel_formulas import (LOAD_AT_RESULT_DTYPE, _eager_strides, _operands_at_result_dtype, addcdiv, addcmul,
@@ -454,6 +455,35 @@ def _with_eager_strides(decomposition):
     return run
 
 
+def roll_in_cpu_format(a: torch.Tensor, shifts, dims=(), *, reference):
+    """``aten.roll`` (PyTorch's decomposition, ``reference``, an ``index_select``), its result
+    in the memory format eager's CPU kernel gives it. On CPU tensors eager rolls one dim as a
+    ``cat`` of two slices, ``a[start:]`` and ``a[:start]``, whose result keeps the slices'
+    suggested format where they agree (a channels-last input gives a channels-last result)
+    and is contiguous otherwise, or where ``start`` is 0; ``index_select`` always returns a
+    contiguous result. Several dims roll one after another (each through this rule); a roll
+    of the flattened tensor (no dims) is contiguous, as on CUDA tensors. Symbolic sizes keep
+    the decomposition's layout."""
+    out = reference(a, shifts, dims)
+    if not isinstance(shifts, (list, tuple)):
+        shifts = (shifts,)
+    if not isinstance(dims, (list, tuple)):
+        dims = (dims,)
+    if (a.device.type != "cpu" or len(dims) != 1 or len(shifts) != 1 or a.numel() == 0
+            or not all(type(v) is int for v in (*a.shape, *a.stride(), shifts[0]))):
+        return out
+    size = a.shape[dims[0]]
+    start = (size - shifts[0]) % size
+    if start == 0:
+        return out
+    fmt = suggest_memory_format(a.narrow(dims[0], start, size - start))
+    if fmt != suggest_memory_format(a.narrow(dims[0], 0, start)):
+        fmt = torch.contiguous_format
+    if out.is_contiguous(memory_format=fmt):
+        return out
+    return out.contiguous(memory_format=fmt)
+
+
 def _half_input_with_fp32_params(input, weight, bias, *args, **kwargs) -> bool:
     """Where :func:`_in_fp32_where` runs PyTorch's group-norm decomposition in fp32: an
     fp16/bf16 input whose weight or bias is fp32 (the mix CPU autocast gives
@@ -807,6 +837,7 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
         table[op] = reduce_at_dtype(op)
     for op, formula in WITH_REFERENCE:  # after the core table: each reads PyTorch's own entry
         table[op] = _bind(formula, reference=table[op])
+    table[aten.roll.default] = _bind(roll_in_cpu_format, reference=table[aten.roll.default])
     for op in _BATCH_NORMS:
         if op in table:
             table[op] = _in_fp32_where(table[op], _half_cpu_input)
