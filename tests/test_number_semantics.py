@@ -274,6 +274,28 @@ def test_pow_reads_its_exponent_in_the_tensors_dtype(dtype):
         assert_same_bits(result, tuple(e.float() for e in exact), ulps=4)
 
 
+@pytest.mark.parametrize("exponent", [1e10, -7e4, 65519.0, 3.4e38, float("inf")])
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=dtype_id)
+def test_pow_of_an_exponent_beyond_the_dtype_as_eager(dtype, exponent):
+    """``x ** e`` of fp16/bf16 ``x`` with a finite ``e`` beyond the dtype's range: CPU eager
+    converts ``e`` to the dtype and raises ("cannot be converted ... without overflow"), and so
+    does torchfuse (the op stays on ATen; the kernel had returned 0 and inf); an infinite
+    exponent, and CUDA tensors (which read it in fp32), give eager's values."""
+    x = torch.tensor([0.5, 2.0, 1.0], dtype=dtype, device=DEVICE)
+    fn = lambda x: torch.pow(x * 1, exponent)  # noqa: E731
+    try:
+        want = fn(x)
+    except RuntimeError as e:
+        assert "overflow" in str(e)
+        torch._dynamo.reset()
+        with pytest.raises(RuntimeError, match="overflow"):
+            torchfuse.compile(fn, dynamic=False)(x)
+        return
+    torch._dynamo.reset()
+    got = torchfuse.compile(fn, dynamic=False)(x)
+    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+
+
 @pytest.mark.parametrize("dtype", [F32, F64, F16, BF16], ids=dtype_id)
 def test_alpha_is_one_fused_multiply_add(dtype):
     """``add(a, b, alpha=s)`` is ``fma(b, s, a)``, rounded once: CUDA's ``AddFunctor`` as nvcc

@@ -366,6 +366,11 @@ def _parse_pow(args, kwargs):
     base = getattr(inputs[0].meta, "dtype", None)
     if base in (torch.float16, torch.bfloat16):
         attrs["half_base"] = "f16" if base == torch.float16 else "bf16"
+        e = attrs.get("exponent_value")
+        if (isinstance(e, (int, float)) and math.isfinite(e) and abs(e) > torch.finfo(base).max
+                and inputs[0].meta.device.type == "cpu"):
+            # CPU's kernel converts the exponent to the base's dtype and raises on overflow
+            raise Unsupported(f"an exponent beyond {base}'s range, which CPU eager refuses")
     return inputs, attrs
 
 
