@@ -98,7 +98,7 @@ class Ops(composites.Composites):
             out.append(d % max(x.ndim, 1))
         if len(set(out)) != len(out):
             fail(op, f"dims {dims} name a dim twice")
-        return sorted(out) if x.ndim else []  # a 0-dim tensor's dim 0 (as PyTorch takes it) is no dim
+        return sorted(out)
 
     def sum(self, x, dims=None, keepdim: bool = False, dtype: torch.dtype | None = None) -> FusionTensor:
         """Sum over ``dims`` (default: all). Integer and bool inputs sum to int64, as in
@@ -120,7 +120,7 @@ class Ops(composites.Composites):
 
     def prod(self, x, dim: int, keepdim: bool = False) -> FusionTensor:
         """Product over one dim."""
-        d = (self._dims("prod", x, dim) or [0])[0]
+        (d,) = self._dims("prod", x, dim)
         return self._apply("prod", [aten.prod.dim_int], (x, d, keepdim))[0]
 
     def any(self, x, dims=None, keepdim: bool = False) -> FusionTensor:
@@ -145,12 +145,12 @@ class Ops(composites.Composites):
 
     def argmax(self, x, dim: int, keepdim: bool = False) -> FusionTensor:
         """Index (int64) of the first largest element along ``dim`` (NaN counts as largest)."""
-        d = (self._dims("argmax", x, dim) or [0])[0]
+        (d,) = self._dims("argmax", x, dim)
         return self._apply("argmax", [aten.argmax.default], (x, d, keepdim))[0]
 
     def argmin(self, x, dim: int, keepdim: bool = False) -> FusionTensor:
         """Index (int64) of the first smallest element along ``dim``."""
-        d = (self._dims("argmin", x, dim) or [0])[0]
+        (d,) = self._dims("argmin", x, dim)
         return self._apply("argmin", [aten.argmin.default], (x, d, keepdim))[0]
 
     # ------------------------------------------------------------------ layout
