@@ -773,8 +773,8 @@ def declines_for(decomposition, rule):
     return guarded
 
 
-#: the decompositions of :mod:`torchfuse.kernel_formulas` that fall back to PyTorch's own (their
-#: ``reference``) where the kernels' formula does not apply
+#: decompositions (those of :mod:`torchfuse.kernel_formulas`, and ``roll``'s layout) that call or
+#: fall back to PyTorch's own (their ``reference``) where eager's kernels' formula does not apply
 WITH_REFERENCE = (
     (aten._softmax_backward_data.default, softmax_backward_data),
     (aten._log_softmax_backward_data.default, log_softmax_backward_data),
@@ -792,6 +792,7 @@ WITH_REFERENCE = (
     (aten.lerp.Scalar, lerp_scalar), (aten.lerp.Tensor, lerp_tensor),
     (aten.addcmul.default, addcmul), (aten.addcdiv.default, addcdiv),
     (aten._weight_norm_interface.default, weight_norm_interface),
+    (aten.roll.default, roll_in_cpu_format),
 )
 
 
@@ -837,7 +838,6 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
         table[op] = reduce_at_dtype(op)
     for op, formula in WITH_REFERENCE:  # after the core table: each reads PyTorch's own entry
         table[op] = _bind(formula, reference=table[op])
-    table[aten.roll.default] = _bind(roll_in_cpu_format, reference=table[aten.roll.default])
     for op in _BATCH_NORMS:
         if op in table:
             table[op] = _in_fp32_where(table[op], _half_cpu_input)

@@ -589,17 +589,15 @@ def weight_norm_interface(v: torch.Tensor, g: torch.Tensor, dim: int = 0, *, ref
     norm) raise. Other dtypes on a CPU take ``reference``."""
     half = v.dtype in (torch.float16, torch.bfloat16) and g.dtype == v.dtype
     device = kernel_device(v.device)
-    if device == "cpu" and half:
-        other_dims = tuple(i for i in range(v.dim()) if i != dim)
-        x = v.float()
-        norm = x.norm(2, other_dims, keepdim=True)
-        return (x * (g.float() / norm)).to(v.dtype), norm
-    if device != "cuda" or not (half or v.dtype == g.dtype) or not v.dtype.is_floating_point:
+    cuda = device == "cuda" and v.dtype == g.dtype and v.dtype.is_floating_point
+    if not (cuda or (device == "cpu" and half)):
         return reference(v, g, dim)
     other_dims = [i for i in range(v.dim()) if i != dim]
-    x = v.float() if half else v
+    x, scale = (v.float(), g.float()) if half else (v, g)
+    if not cuda:
+        norm = x.norm(2, other_dims, keepdim=True)
+        return (x * (scale / norm)).to(v.dtype), norm
     norm = torch.sqrt((x * x).sum(other_dims, keepdim=True))
-    scale = g.float() if half else g
     return (scale * x * torch.reciprocal(norm)).to(v.dtype), norm
 
 
