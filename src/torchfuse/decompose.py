@@ -493,7 +493,8 @@ def _half_input_with_fp32_params(input, weight, bias, *args, **kwargs) -> bool:
     the parameters' dtype (fp32), the decomposition rounds them to the input's, and the
     backward reads them: a bf16 input's weight gradient came out at 2e-3 of its value from
     float64, where eager's is at 3e-8. Calls of one dtype pass unchanged (eager's statistics
-    have the input's dtype there)."""
+    have the input's dtype there), and CUDA calls of mixed dtypes never get here: they stay on
+    ATen, which raises eager's error (:data:`RECORDED_AS_IS`)."""
     return (input.dtype in (torch.float16, torch.bfloat16)
             and any(p is not None and p.dtype == torch.float32 for p in (weight, bias)))
 
