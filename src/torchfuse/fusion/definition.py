@@ -28,6 +28,7 @@ from ..backend import resolve_options
 from ..ir.graph import Graph, Node, TensorMeta, Value
 from ..runtime.warn import user_stacklevel
 from .apply import Applier, describe
+from .concat import compute_in_stacked_domain
 from .errors import DefinitionError, fail
 from .inputs import SCALAR_TYPES, InputSpec, bind, canonical_shapes, declare_scalar, declare_tensor
 from .ops import Ops
@@ -61,6 +62,10 @@ class Fusion:
             the function stops some (``detach()``, ``torch.no_grad()``: ``@fused`` sets it from
             that trace; an output with none does not require grad); ``None`` (the default): every
             input an output is computed from.
+        stacked: ``(result, select, dim)`` of each ``fd.ops.cat`` (:mod:`.concat`).
+        views_of: input position -> the position of the input it is a view of, for inputs
+            the caller takes as views of another (``@fused``'s argument slices); a derived
+            backward through ``autograd_reference`` gives their gradient to that input.
         backward_refusal: why no backward can be derived (``@fused`` of a function reading
             ``.data``), raised as a :class:`DefinitionError` by a backward call; ``None``: it can.
     """
@@ -89,6 +94,12 @@ class Fusion:
         #: of its reduced dims, which must not be 0 at execution
         self.reduced_sizes: list[tuple[str, list]] = []
         self._reduced_canonical: list | None = None
+        #: ``(merged, stacked, dim)`` of each ``fd.ops.cat``: its result, the select over the
+        #: stacked shape it reshapes, and the concatenated dim (:mod:`.concat`)
+        self.stacked: list[tuple[Value, Value, int]] = []
+        #: input position -> position of the input it is a view of, for inputs a caller takes
+        #: as views of another (``@fused``'s slices of an argument); see :class:`FusionOp`
+        self.views_of: dict[int, int] = {}
 
     # ------------------------------------------------------------------ definition
     def __enter__(self) -> "Fusion":
@@ -211,6 +222,7 @@ class Fusion:
         if not self.finished:
             if not self.outputs:
                 raise DefinitionError(f"fusion {self.name!r} has no outputs; mark them with add_output")
+            compute_in_stacked_domain(self)  # a concatenation's readers in its kernel
             self.finished = True
             self.shapes = canonical_shapes(self.specs, self.sizes)
         return self

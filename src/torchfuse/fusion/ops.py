@@ -9,7 +9,7 @@ the namespace:
 * reductions: ``sum``, ``mean``, ``amax``, ``amin``, ``prod``, ``any``, ``all``, ``var``,
   ``var_mean``, ``argmax``, ``argmin``;
 * layout: ``broadcast_in_dim``, ``expand``, ``reshape``, ``permute``, ``transpose``,
-  ``squeeze``, ``unsqueeze``;
+  ``squeeze``, ``unsqueeze``, and ``cat`` of tensors of one shape (:mod:`.concat`);
 * random numbers: ``rand_like``, ``randn_like``, ``bernoulli`` (Philox in the kernel, seeded
   from PyTorch's generator: ``torch.manual_seed`` reproduces them);
 * constants: ``full``, ``full_like``, ``zeros_like``, ``ones_like``;
@@ -256,6 +256,23 @@ class Ops(composites.Composites):
         if not -x.ndim - 1 <= dim <= x.ndim:
             fail("unsqueeze", f"dim {dim} is out of range for operand 'self' ({describe(x)})")
         return self._apply("unsqueeze", [aten.unsqueeze.default], (x, dim % (x.ndim + 1)))[0]
+
+    def cat(self, tensors: Sequence, dim: int = 0) -> FusionTensor:
+        """The concatenation of ``tensors`` along ``dim`` (``torch.cat``), for tensors of one
+        shape and dtype: ``n`` tensors ``[..., d, ...]`` give ``[..., n * d, ...]``. Defined as a
+        select over the stacked shape ``[..., n, d, ...]``, which fuses with the tensors'
+        producers and, where they are pointwise, with its readers (:mod:`.concat`); the
+        values are the operands' own, bit for bit.
+
+        Raises:
+            DefinitionError: tensors of different shapes (concatenate those outside the
+                fusion), a 0-dim tensor, ``dim`` out of range, or no tensor.
+            DefinitionTypeError: tensors of different dtypes, or an operand that is not a
+                tensor of this fusion.
+        """
+        from .concat import cat
+
+        return cat(self._fusion, tensors, dim)
 
     # ------------------------------------------------------------------ random numbers
     def rand_like(self, x, dtype: torch.dtype | None = None) -> FusionTensor:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 aten = torch.ops.aten
 prims = torch.ops.prims
-_NEEDS_DEVICE = (aten.full.default, aten.scalar_tensor.default)
+_NEEDS_DEVICE = (aten.full.default, aten.scalar_tensor.default, aten.arange.default)
 
 
 def _broadcast_in_dim(x, shape, broadcast_dims):

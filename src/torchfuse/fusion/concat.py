@@ -1,0 +1,185 @@
+"""Concatenation in a fusion: ``fd.ops.cat`` as a select over a stacked dim, and the rewrite
+that keeps its readers in the same kernel.
+
+A kernel's domain has one index per element, so a concatenation of ``n`` tensors shaped
+``[..., d, ...]`` along a dim is defined, as the compiler's ATen pass
+:func:`~torchfuse.passes.aten.equal_cats_as_selects` does, as a select over the *stacked*
+shape ``[..., n, d, ...]``: ``where(i == 0, x0', where(i == 1, x1', ... x{n-1}'))`` (``xk'``:
+``xk`` unsqueezed before the dim, broadcast along the new one; ``i``: an ``arange(n)`` along
+it), reshaped to the concatenation's ``[..., n * d, ...]``. A select passes its operand's value
+through (signed zeros included), and code generation loads each operand only on the lanes of
+its branch, so each is read once.
+
+A reshape that merges dims ends a fusion group, so the readers of that reshape would run as a
+second kernel. :func:`compute_in_stacked_domain` (run when a definition is finished) moves the
+merge past them instead: the pointwise ops that read the concatenation, and those computing
+their other operands, are applied again over the stacked shape (their inputs split with a
+reshape, a view of the input, or unsqueezed where they broadcast along the dim), and each
+output is the merge of its stacked value, a view of the kernel's result. The values are the
+same element for element; only the index space changes.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import torch
+
+from ..ir import ops as registry
+from ..ir.graph import Value
+from .apply import describe
+from .errors import fail
+from .sizes import SizeMismatch
+from .tensor import FusionScalar, FusionTensor
+
+if TYPE_CHECKING:
+    from .definition import Fusion
+
+aten = torch.ops.aten
+
+
+def cat(fusion: "Fusion", tensors: Sequence, dim: int = 0) -> FusionTensor:
+    """The concatenation of ``tensors`` along ``dim`` (see the module docstring).
+
+    Raises:
+        DefinitionError: no tensor, tensors of different shapes or devices of sizes (dims that
+            cannot be shown equal), a 0-dim tensor, or ``dim`` out of range.
+        DefinitionTypeError: an operand that is not a tensor of this fusion, or tensors of
+            different dtypes.
+    """
+    op = "cat"
+    tensors = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
+    if not tensors:
+        fail(op, "takes at least one tensor")
+    for k, t in enumerate(tensors):
+        fusion.ops._tensor(op, f"tensors[{k}]", t)
+    first = tensors[0]
+    if first.ndim == 0:
+        fail(op, f"operand 'tensors[0]' ({describe(first)}) is 0-dim; a concatenation needs a dim")
+    if not isinstance(dim, int) or not -first.ndim <= dim < first.ndim:
+        fail(op, f"dim {dim!r} is out of range for operands of rank {first.ndim}")
+    dim %= first.ndim
+    for k, t in enumerate(tensors[1:], 1):
+        if t.dtype != first.dtype:
+            fail(op, f"operand 'tensors[{k}]' ({describe(t)}) has dtype {t.dtype}, operand 'tensors[0]' "
+                     f"({describe(first)}) {first.dtype}; cast them to one dtype first", type_error=True)
+        same = t.ndim == first.ndim
+        for d in range(first.ndim if same else 0):
+            try:
+                fusion.sizes.unify(t.shape[d], first.shape[d])
+            except SizeMismatch:
+                same = False
+        if not same:
+            fail(op, f"operand 'tensors[{k}]' ({describe(t)}) does not have the shape of operand 'tensors[0]' "
+                     f"({describe(first)}); a fusion concatenates tensors of one shape only (RoPE's two halves); "
+                     f"concatenate others outside the fusion and pass the result as an input")
+    if len(tensors) == 1:
+        return _copy(fusion, first)
+    n = len(tensors)
+    parts = [fusion.ops.unsqueeze(t, dim) for t in tensors]
+    index = fusion.applier.apply(op, [aten.arange.default], (n,), {"dtype": torch.int64}, shapes=[[n]])[0]
+    index = fusion.ops.broadcast_in_dim(index, [1] * dim + [n] + [1] * (first.ndim - dim), [dim])
+    select = parts[-1]
+    for k in range(n - 2, -1, -1):
+        select = fusion.ops.where(fusion.ops.eq(index, k), parts[k], select)
+    merged = fusion.ops.reshape(select, list(first.shape[:dim]) + [n * first.shape[dim]] + list(first.shape[dim + 1:]))
+    fusion.stacked.append((merged.value, select.value, dim))
+    return merged
+
+
+def _copy(fusion: "Fusion", t: FusionTensor) -> FusionTensor:
+    """A concatenation of one tensor: a new tensor of its values (eager's ``cat`` copies)."""
+    return fusion.applier.apply("cat", [aten.clone.default], (t,))[0]
+
+
+def compute_in_stacked_domain(fusion: "Fusion") -> int:
+    """Apply the readers of each concatenation over its stacked shape (see the module
+    docstring), where every value they compute is read only by one another or is an output.
+
+    Returns:
+        The number of concatenations whose readers were moved.
+    """
+    done = 0
+    for merged, stacked, at in fusion.stacked:
+        if _move_readers(fusion, merged, stacked, at):
+            done += 1
+    return done
+
+
+def _readers(fusion: "Fusion") -> dict[Value, list]:
+    out: dict[Value, list] = {}
+    for node in fusion.nodes:
+        for v in node.input_values():
+            out.setdefault(v, []).append(node)
+    return out
+
+
+def _pointwise(node) -> bool:
+    return node.op is not None and registry.REGISTRY[node.op].kind == "pointwise"
+
+
+def _move_readers(fusion: "Fusion", merged: Value, stacked: Value, at: int) -> bool:
+    readers = _readers(fusion)
+    find = fusion.sizes.find
+    shape = [find(s) for s in merged.meta.shape]
+    rank = len(shape)
+
+    def same_shape(v: Value) -> bool:
+        return v.meta is not None and [find(s) for s in v.meta.shape] == shape
+
+    region: list = []  # pointwise nodes computing, over the merged shape, from the concatenation
+    inside = {merged}
+    for node in fusion.nodes:
+        if _pointwise(node) and any(v in inside for v in node.input_values()) and same_shape(node.output):
+            region.append(node)
+            inside.add(node.output)
+    if not region:
+        return False
+    outputs = set(fusion.outputs)
+    for v in inside:
+        if any(r not in region for r in readers.get(v, [])) or (v is merged and v in outputs):
+            return False  # a value read elsewhere would be computed twice, or written out as well
+    new: dict[Value, Value] = {merged: stacked}
+    split = shape[:at] + [find(stacked.meta.shape[at]), find(stacked.meta.shape[at + 1])] + shape[at + 1:]
+
+    def in_stacked(v: Any) -> Any:
+        """``v`` (an operand of a moved node) over the stacked shape."""
+        if not isinstance(v, Value) or v.meta is None or v.meta.rank == 0:
+            return v
+        if v in new:
+            return new[v]
+        j = at - (rank - v.meta.rank)  # (operands broadcast from the right, as the replay's)
+        if j < 0:
+            return v
+        if find(v.meta.shape[j]) == 1:
+            out = fusion.ops.unsqueeze(FusionTensor(fusion, v), j).value
+        elif (v.producer is not None and _pointwise(v.producer) and same_shape(v)
+              and all(r in region or r is v.producer for r in readers.get(v, []))):
+            out = _reapply(fusion, v.producer, in_stacked)
+        else:
+            target = [find(s) for s in v.meta.shape]
+            target[j:j + 1] = split[at:at + 2]
+            out = fusion.ops.reshape(FusionTensor(fusion, v), target).value
+        new[v] = out
+        return out
+
+    for node in region:
+        new[node.output] = _reapply(fusion, node, in_stacked)
+    fusion.outputs = [fusion.ops.reshape(FusionTensor(fusion, new[o]), shape).value if o in new else o
+                      for o in fusion.outputs]
+    return True
+
+
+def _reapply(fusion: "Fusion", node, mapped) -> Value:
+    """Apply ``node``'s op again with each operand replaced by ``mapped(operand)``."""
+
+    def handle(x):
+        if isinstance(x, Value):
+            x = mapped(x)
+            return FusionTensor(fusion, x) if x.meta is not None else FusionScalar(fusion, x)
+        if isinstance(x, (list, tuple)):
+            return type(x)(handle(y) for y in x)
+        return x
+
+    args = handle(tuple(node.args))
+    kwargs = {k: handle(v) for k, v in node.kwargs.items()}
+    return fusion.applier.apply(node.source or node.op, [node.target], args, kwargs, strict_rank=False)[0].value
