@@ -16,6 +16,8 @@ and kernel cache as the compiler::
 
 Modules: :mod:`.definition` (:class:`Fusion`), :mod:`.ops` (the op namespace ``fd.ops``),
 :mod:`.composites` (silu, gelu, softmax, dropout, layer_norm, rms_norm from primitives),
+:mod:`.concat` (``cat`` as a select over a stacked dim), :mod:`.views` (``@fused``'s views
+of its arguments as inputs),
 :mod:`.apply` (checks and inference of one op), :mod:`.sizes` (symbolic sizes),
 :mod:`.inputs` (declarations and their check at execution), :mod:`.program` (IR graph,
 segmentation and runtime per device), :mod:`.reference` (the eager op-by-op reference),

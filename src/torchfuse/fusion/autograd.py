@@ -78,9 +78,11 @@ def random_frontier(fusion: Fusion) -> list[Value]:
 def inputs_reaching_outputs(fusion: Fusion) -> set[int]:
     """Positions of the declared inputs from which a floating-point output is computed through
     floating-point values: those autograd differentiates. An input read only through a
-    comparison or an integer cast (or not at all) gets no gradient in eager (``None``)."""
+    comparison or an integer cast (or not at all) gets no gradient in eager (``None``). An
+    input that is a view of another (:attr:`Fusion.views_of`) reaches as that one too."""
     reached: set[Value] = set()
-    origins: dict[Value, set[int]] = {v: {i} for i, v in enumerate(fusion.inputs)}
+    origins: dict[Value, set[int]] = {v: {i} | ({fusion.views_of[i]} if i in fusion.views_of else set())
+                                      for i, v in enumerate(fusion.inputs)}
     for node in fusion.nodes:
         sources = set().union(*(origins.get(v, set()) for v in node.input_values()))
         for o in node.outputs:
@@ -159,16 +161,24 @@ class FusionOp:
         self.backward_fusion = backward.finish() if backward is not None else None
         self.specs = fusion.specs
         self.n_outputs = len(fusion.outputs)
-        self.diff_inputs = [i for i, s in enumerate(self.specs) if s.is_tensor and s.dtype.is_floating_point]
-        self.diff_outputs = [k for k, v in enumerate(fusion.outputs) if v.meta.dtype.is_floating_point]
         frontier = random_frontier(fusion) if backward is None else []
+        #: a derived backward differentiates the autograd reference, a function of the inputs
+        #: that are no views of others (Fusion.views_of): it gives the viewed input the
+        #: gradient of every part read through views, which then get none (None) of their own;
+        #: else the recorded nodes, where each view gets its part and autograd adds it into
+        #: the viewed input's gradient, as for views the caller takes
+        self.by_reference = backward is None and fusion.autograd_reference is not None and not frontier
+        self.diff_inputs = [i for i, s in enumerate(self.specs) if s.is_tensor and s.dtype.is_floating_point
+                            and not (self.by_reference and i in fusion.views_of)]
+        self.diff_outputs = [k for k, v in enumerate(fusion.outputs) if v.meta.dtype.is_floating_point]
         self.saved = frontier
         #: inputs a derived backward gives a gradient (a given backward's are all given)
         self.reaching = inputs_reaching_outputs(fusion) if backward is None else set(range(len(self.specs)))
         #: outputs that pass no gradient to any input (computed through detach() alone)
         self.non_differentiable: list[int] = []
         if backward is None and fusion.gradient_inputs is not None:
-            self.reaching &= set().union(*fusion.gradient_inputs)
+            allowed = set().union(*fusion.gradient_inputs)  # (positions of the reference's inputs)
+            self.reaching &= allowed | {i for i, j in fusion.views_of.items() if j in allowed}
             self.non_differentiable = [k for k, ins in enumerate(fusion.gradient_inputs) if not ins]
         from .trace import stops_gradient
 
@@ -370,7 +380,7 @@ class FusionOp:
         def run(args_: list, kept: Sequence) -> tuple:
             if program is None:
                 return tuple(run_reference(fusion, args_, overrides=dict(zip(self.saved, kept)), outputs=out_values))
-            outs = program(*args_)
+            outs = program(*[a for i, a in enumerate(args_) if i not in fusion.views_of])
             outs = outs if isinstance(outs, (tuple, list)) else (outs,)
             return tuple(outs[k] for k in self.diff_outputs)
 

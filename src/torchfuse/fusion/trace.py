@@ -23,7 +23,13 @@ that break keeps it, so the op joins a single graph only where TorchDynamo compi
 function whose traces depend on conditions on sizes always runs outside (TorchDynamo cannot
 trace the check).
 
-What cannot be fused is reported when tracing: an ATen op outside the op registry, a scalar
+A view of an argument (slices, ``select``, ``narrow``, ``split``/``chunk``/``unbind`` pieces,
+transposes, chains of them) becomes an input of the fusion that each call takes of the real
+argument (:mod:`.views`); ``torch.cat`` of tensors of one shape is ``fd.ops.cat``
+(:mod:`.concat`), so rotary position embeddings fuse into one kernel.
+
+What cannot be fused is reported when tracing: an ATen op outside the op registry, a view of
+a value the function computes, a concatenation of tensors of different shapes, a scalar
 computed from sizes, a captured tensor constant.
 """
 from __future__ import annotations
@@ -43,6 +49,7 @@ import torch
 from ..ir import ops as registry
 from .definition import Fusion
 from .errors import DefinitionError
+from .views import is_view, size_check, takes_view, views_module
 
 log = logging.getLogger("torchfuse.fusion")
 
@@ -301,17 +308,32 @@ class Traced:
             traced sizes; ``sizes`` maps each symbol to ``(argument position, dim)``.
         exact: argument position -> traced shape, for a trace that holds for those sizes
             only (a condition pinned a size); else ``None``.
+        views: computes, from the tensor arguments, the views of them the fusion takes
+            after them as inputs (:mod:`.views`); ``None`` where it takes none.
     """
 
-    def __init__(self, fusion: Fusion, single: bool, guards: list, sizes: dict, exact: dict | None = None):
+    def __init__(self, fusion: Fusion, single: bool, guards: list, sizes: dict, exact: dict | None = None,
+                 views: torch.fx.GraphModule | None = None):
         self.fusion, self.single, self.guards, self.sizes, self.exact = fusion, single, guards, sizes, exact
+        self.views = views
+        self._sizes_bind = size_check(fusion.shapes) if views is not None else None
+
+    def inputs(self, args: tuple) -> list:
+        """The fusion's inputs for a call with ``args``: the tensor arguments, then the views
+        of them it reads (taken now: views on the host, no data moves)."""
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        return tensors if self.views is None else tensors + list(self.views(*tensors))
 
     def holds(self, args: tuple) -> bool:
         """Whether every guard holds for the sizes of the call's ``args`` (of the trace's
         signature); for a trace whose Python pinned a size to one value (``exact``: argument
-        position -> traced shape), whether the sizes are the traced ones."""
+        position -> traced shape), whether the sizes are the traced ones; for one that reads
+        views of its arguments, whether their sizes bind the fusion's (the two halves of an
+        odd size do not)."""
         if self.exact is not None:
             return all(tuple(args[i].shape) == shape for i, shape in self.exact.items())
+        if self._sizes_bind is not None and not self._sizes_bind([t.shape for t in self.inputs(args)]):
+            return False
         if not self.guards:
             return True
         values = {sym: int(args[i].shape[d]) for sym, (i, d) in self.sizes.items()}
@@ -342,6 +364,47 @@ def _shape_guards(gm: torch.fx.GraphModule, positions: list[int]) -> tuple[list,
     if any(x not in sizes for g in guards for x in g.free_symbols):
         return None, {}
     return guards, {sym: at for sym, at in sizes.items() if any(sym in g.free_symbols for g in guards)}
+
+
+def _symbols_at(gm: torch.fx.GraphModule, positions: list[int]) -> dict:
+    """``(argument position, dim) -> size symbol`` of the inputs of a symbolic trace."""
+    out = {}
+    inputs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for k, n in enumerate(inputs):
+        for d, s in enumerate(getattr(n.meta.get("val"), "shape", ())):
+            if isinstance(s, torch.SymInt) and isinstance(s.node.expr, sympy.Symbol):
+                out[(positions[k], d)] = s.node.expr
+    return out
+
+
+def _without_view_guards(guards: list, gm: torch.fx.GraphModule, views: torch.fx.GraphModule, tensors: list,
+                         positions: list[int]) -> tuple[list, dict]:
+    """``guards`` (a trace's, with their symbols' places) less those that taking the argument
+    views alone records (a slice's ``D // 2 <= D``, its result's strides): each call takes the
+    views again, so those decisions are made for its sizes, and the fusion's own relation
+    between the views' sizes is :func:`~torchfuse.fusion.views.size_check`'s."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    traced = make_fx(views, tracing_mode="symbolic")(*tensors)
+    own, _ = _shape_guards(traced, positions)
+    rename = {}
+    theirs = _symbols_at(traced, positions)
+    ours = _symbols_at(gm, positions)
+    for at, sym in theirs.items():
+        if at in ours:
+            rename[sym] = ours[at]
+    taken = {g.xreplace(rename) for g in own or []}
+    # a view's size is at least 1 (a call with an empty view fails the size check): a guard
+    # that holds for every such size (``Max(1, D - D // 2) == D - D // 2``, an intermediate's
+    # strides) is no decision
+    view_sizes = {}
+    for v in views.graph.output_node().args[0]:
+        for s in v.meta["val"].shape:
+            expr = s.node.expr if isinstance(s, torch.SymInt) else sympy.Integer(int(s))
+            if not expr.is_Integer and not isinstance(expr, sympy.Symbol):
+                view_sizes.setdefault(expr, sympy.Symbol(f"v{len(view_sizes)}", integer=True, positive=True))
+    kept = [g for g in guards if g not in taken and g.xreplace(view_sizes) is not sympy.true]
+    return kept, {sym: at for at, sym in ours.items() if any(sym in g.free_symbols for g in kept)}
 
 
 class FusedFunction:
@@ -447,11 +510,11 @@ class FusedFunction:
             op = self._ops.get(key)
             if op is None:
                 return self._outside_graph(_NOT_TRACED, *args)
-            return self._call_op(op, traced.single, args)
+            return self._call_op(op, traced.single, traced.inputs(args))
         traced, key = self._entry(args)
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        tensors = traced.inputs(args)
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-            return self._call_op(self._op_for(key, traced.fusion), traced.single, args)
+            return self._call_op(self._op_for(key, traced.fusion), traced.single, tensors)
         outs = tuple(traced.fusion.execute(tensors))
         return outs[0] if traced.single else outs
 
@@ -473,8 +536,8 @@ class FusedFunction:
         return self._ops[key]
 
     @staticmethod
-    def _call_op(op, single: bool, args: tuple):
-        outs = op(*[a for a in args if isinstance(a, torch.Tensor)])
+    def _call_op(op, single: bool, inputs: list):
+        outs = op(*inputs)
         outs = (outs,) if single or not isinstance(outs, tuple) else outs
         return outs[0] if single else outs
 
@@ -524,7 +587,9 @@ class FusedFunction:
             names = None
         guards, sizes = _shape_guards(gm, positions)
         exact = None if guards is not None else {i: tuple(args[i].shape) for i in positions}
-        fusion = replay(gm, self.name, self.options, input_names=names, **self.overrides)
+        fusion, views = replay(gm, self.name, self.options, input_names=names, **self.overrides)
+        if views is not None and guards:
+            guards, sizes = _without_view_guards(guards, gm, views, tensors, positions)
         # its derivative is ATen's (softplus_backward), as in eager; traced now, while the
         # numbers the function reads are the key's. Before dispatch, so that ``detach()`` and
         # ``torch.no_grad()`` stay in it (a later trace makes detach an alias and drops grad mode),
@@ -542,11 +607,13 @@ class FusedFunction:
                 fusion.backward_refusal = (f"{self.name} reads a tensor's .data, which autograd does not track; "
                                            f"write .detach() instead to differentiate it")
             else:
+                # (a function of the arguments: argument views get no gradient of their own,
+                # their part reaches the argument through it; see FusionOp)
                 fusion.autograd_reference = reference
                 fusion.gradient_inputs = gradient_inputs(reference)
         except Exception as e:  # noqa: BLE001 - the recorded nodes' derivative serves instead
             log.info("%s: no undecomposed trace for its backward (%s: %s)", self.name, type(e).__name__, e)
-        return Traced(fusion, returned[0], guards or [], sizes, exact)
+        return Traced(fusion, returned[0], guards or [], sizes, exact, views)
 
 
 class _InferenceModeWatch(torch.overrides.TorchFunctionMode):
@@ -607,9 +674,14 @@ def gradient_inputs(gm: torch.fx.GraphModule) -> list[set[int]]:
 
 
 def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names: list | None = None,
-           **overrides) -> Fusion:
+           **overrides) -> tuple[Fusion, torch.fx.GraphModule | None]:
     """Define a fusion by applying the ATen ops of ``gm`` (traced by ``make_fx`` with symbolic
     sizes) one by one.
+
+    Returns:
+        ``(fusion, views)``: ``views`` (``None`` where there are none) computes, from the
+        tensor arguments, the argument views the fusion takes after them as inputs
+        (:mod:`.views`).
 
     Raises:
         DefinitionError: an op the fusion cannot hold (see the module docstring).
@@ -618,18 +690,51 @@ def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names
     env: dict = {}
     symbols: dict = {}  # FX size symbol -> this fusion's size
     written_as: dict = {}  # a node an in-place op wrote -> every node that stands for its tensor
+    #: each view of an argument not applied yet -> whether its chain holds an op the fusion
+    #: does not (a slice: it becomes an input); the arguments themselves map to False
+    lazy: dict = {}
+    taken: list = []  # the views that became inputs, in order
+    view_sizes: dict = {}  # a view's size the arguments' sizes cannot express -> its symbol
 
     def size(s: Any) -> Any:
         if isinstance(s, torch.SymInt):
             expr = s.node.expr
             if expr.is_Integer:
                 return int(expr)
-            return expr.xreplace({k: symbols[k] for k in expr.free_symbols})
+            return expr.xreplace({**view_sizes, **{k: symbols[k] for k in expr.free_symbols}})
         return int(s)
+
+    def view_input(node: torch.fx.Node) -> Any:
+        """The argument view ``node`` as an input of the fusion (see :mod:`.views`)."""
+        root = node
+        while root.op != "placeholder":
+            root = root.args[0]
+        shape = []
+        for s in node.meta["val"].shape:
+            expr = s.node.expr if isinstance(s, torch.SymInt) else sympy.Integer(int(s))
+            if expr.is_Integer:
+                shape.append(int(expr))
+            elif expr in symbols:
+                shape.append(symbols[expr])
+            else:
+                shape.append(view_sizes.setdefault(expr, fd.sizes.new()))
+        base = env[root]
+        fd.views_of[len(fd.inputs)] = fd.inputs.index(base.value)
+        taken.append(node)
+        return fd.define_tensor(shape, node.meta["val"].dtype, name=f"{base.name}_view{len(taken) - 1}")
+
+    def materialize(node: torch.fx.Node) -> Any:
+        if node not in env:
+            if lazy[node]:
+                env[node] = view_input(node)
+            else:  # layout ops alone (a transpose): the fusion's own, as for any value
+                args, kwargs = lookup(node.args), lookup(node.kwargs)
+                env[node] = _apply_node(fd, node, node.target, args, kwargs, size)
+        return env[node]
 
     def lookup(a: Any) -> Any:
         if isinstance(a, torch.fx.Node):
-            return env[a]
+            return materialize(a) if a in lazy else env[a]
         if isinstance(a, (list, tuple)):
             return type(a)(lookup(x) for x in a)
         if isinstance(a, dict):
@@ -653,10 +758,24 @@ def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names
             k = len(fd.inputs)
             given = input_names[k] if input_names and k < len(input_names) else None
             env[node] = fd.define_tensor(shape, val.dtype, name=given or node.name)
+            lazy[node] = False
+        elif node.op == "call_function" and node.target is aten.sym_size.int and node.args[0] in lazy:
+            env[node] = size(node.meta["val"])  # (a view's size, without taking the view)
+        elif takes_view(node, lazy):
+            # applied when a value is computed from it: as an input if it slices
+            lazy[node] = lazy[node.args[0]] or (node.target is not operator.getitem
+                                                and registry.lookup(node.target) is None)
         elif node.op == "call_function":
             target = node.target
             args, kwargs = lookup(node.args), lookup(node.kwargs)
-            if target is operator.getitem:
+            if target is aten.cat.default:
+                env[node] = _concatenate(fd, node, args, name)
+            elif is_view(target) and registry.lookup(target) is None:
+                raise DefinitionError(f"{name}: {target} takes a view of a value the function computes, which a "
+                                      "fusion cannot hold; it takes slices, select, narrow, split, chunk, unbind "
+                                      "and transposes of the function's arguments only (slice the argument, or "
+                                      "compute the value outside and pass it in)")
+            elif target is operator.getitem:
                 env[node] = args[0][args[1]]
             elif target is aten.sym_size.int:
                 env[node] = args[0].shape[args[1]]
@@ -691,15 +810,36 @@ def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names
             result = node.args[0]
             results = list(result) if isinstance(result, (list, tuple)) else [result]
             for r in results:
-                out = lookup(r)
                 if isinstance(r, torch.fx.Node) and r.op == "placeholder":
-                    raise DefinitionError(f"{name}: the function returns its argument {out.value.name!r} unchanged; "
-                                          "a fused function returns values it computes (return the argument from "
-                                          "the caller, or a copy: x.clone())")
-                fd.add_output(out)
+                    raise DefinitionError(f"{name}: the function returns its argument {env[r].value.name!r} "
+                                          "unchanged; a fused function returns values it computes (return the "
+                                          "argument from the caller, or a copy: x.clone())")
+                if lazy.get(r):
+                    raise DefinitionError(f"{name}: the function returns a view of an argument ({r.target}); a "
+                                          "fused function returns values it computes (take the view in the "
+                                          "caller, or return a copy: x[..., :2].clone())")
+                fd.add_output(lookup(r))
         elif node.op == "get_attr":
             raise DefinitionError(f"{name}: the function captures the tensor {node.target}; pass it as an argument")
-    return fd.finish()
+    return fd.finish(), (views_module(gm, taken) if taken else None)
+
+
+def _concatenate(fd: Fusion, node: torch.fx.Node, args: tuple, name: str) -> Any:
+    """``aten.cat`` as ``fd.ops.cat``, for tensors of one shape in the trace: the sizes of
+    views that only the call's sizes make equal (``D // 2`` and ``D - D // 2``) are made one
+    size, which each call checks (:func:`~torchfuse.fusion.views.size_check`).
+
+    Raises:
+        DefinitionError: tensors of different shapes at the traced sizes.
+    """
+    tensors, dim = args[0], args[1] if len(args) > 1 else node.kwargs.get("dim", 0)
+    shapes = [[s.node.hint if isinstance(s, torch.SymInt) else int(s) for s in t.meta["val"].shape]
+              for t in node.args[0]]
+    if any(s != shapes[0] for s in shapes):
+        raise DefinitionError(f"{name}: cat of tensors of shapes {shapes}; a fusion concatenates tensors of one "
+                              f"shape, dtype and device only (such as RoPE's two halves of an even size): "
+                              f"concatenate others outside the fusion and pass the result as an argument")
+    return fd.ops.cat(tensors, dim)
 
 
 def _apply_node(fd: Fusion, node: torch.fx.Node, target, args, kwargs, size) -> Any:

@@ -1,0 +1,186 @@
+"""Slices of a ``@fused`` function's arguments and concatenations (``fd.ops.cat``, ``torch.cat``):
+rotary position embeddings (RoPE) as one kernel, values and gradients against eager, layouts,
+the other argument views (chunk, unbind, select, narrow, a step), refusals, and the function
+as one op inside ``torch.compile``."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+import torchfuse
+from conftest import DEVICE
+from torchfuse.fusion import DefinitionError, DefinitionTypeError, Fusion, fused
+from torchfuse.fusion import trace as trace_module
+
+F16, BF16, F32 = torch.float16, torch.bfloat16, torch.float32
+
+
+def sample(shape, dtype=F32, seed=0):
+    g = torch.Generator().manual_seed(seed + 7 * len(shape) + sum(shape))
+    return torch.randn(shape, generator=g).to(dtype).to(DEVICE)
+
+
+def rotate(q, cos, sin):
+    d = q.shape[-1] // 2
+    q1, q2 = q[..., :d], q[..., d:]
+    return q * cos + torch.cat((-q2, q1), dim=-1) * sin
+
+
+def _leaves(*tensors):
+    return [t.detach().clone().requires_grad_() for t in tensors]
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+def test_fused_rope_is_one_kernel_with_eager_values_and_gradients(dtype):
+    """RoPE over the two halves of the last dim: one kernel, eager's values bit for bit at
+    several sizes (the same ops in the same order, each rounded as eager rounds it), and
+    eager's gradients: the query's bit for bit in fp32 (each element is one product plus
+    zeros); cos and sin sum over batch and heads, where the reduction order differs, so they
+    are compared at the dtype's tolerance, as are fp16/bf16 gradients."""
+    rope = fused(rotate, interpret=DEVICE == "cpu")
+    for shape in [(2, 3, 5, 8), (3, 4, 7, 6), (4, 5, 3, 12)]:  # (one signature: no size 1, none equal)
+        q, cos, sin = sample(shape, dtype), sample(shape[-2:], dtype, 1), sample(shape[-2:], dtype, 2)
+        assert torch.equal(rope(q, cos, sin), rotate(q, cos, sin))
+    assert len(rope.fusions) == 1 and len(next(iter(rope.fusions.values()))) == 1  # one trace serves them all
+    assert rope.fusion_for(q, cos, sin).num_kernels(DEVICE) == 1
+    leaves, ref = _leaves(q, cos, sin), _leaves(q, cos, sin)
+    out, want = rope(*leaves), rotate(*ref)
+    g = sample(out.shape, dtype, 3)
+    assert torch.equal(out, want)
+    got_grads = torch.autograd.grad(out, leaves, g)
+    want_grads = torch.autograd.grad(want, ref, g)
+    if dtype == F32:
+        assert torch.equal(got_grads[0], want_grads[0])
+    for got, expected in zip(got_grads, want_grads):
+        torch.testing.assert_close(got, expected)
+
+
+def test_fused_rope_of_a_transposed_query_reads_it_through_its_strides():
+    """A query laid out ``[B, T, H, D]`` and transposed to ``[B, H, T, D]`` (as attention
+    projections give it): the halves are views with the argument's strides, no copy is made,
+    and values and gradients are eager's."""
+    rope = fused(rotate, interpret=DEVICE == "cpu")
+    q = sample((2, 5, 3, 8)).transpose(1, 2)
+    cos, sin = sample((5, 8), seed=1), sample((5, 8), seed=2)
+    assert torch.equal(rope(q, cos, sin), rotate(q, cos, sin))
+    (leaf,) = _leaves(sample((2, 5, 3, 8)))
+    (ref,) = _leaves(leaf)
+    out, want = rope(leaf.transpose(1, 2), cos, sin), rotate(ref.transpose(1, 2), cos, sin)
+    assert torch.equal(out, want)
+    (got,) = torch.autograd.grad(out.square().sum(), [leaf])
+    (expected,) = torch.autograd.grad(want.square().sum(), [ref])
+    torch.testing.assert_close(got, expected)
+
+
+def test_fused_rope_of_an_odd_size_is_refused_and_even_sizes_still_run():
+    """An odd last dim splits into halves of two sizes, whose concatenation a fusion does not
+    hold: the call with it is refused (its sizes do not bind the even trace's halves, and its
+    own trace concatenates unequal shapes), and even sizes keep their trace."""
+    rope = fused(rotate, interpret=DEVICE == "cpu")
+    q, cos, sin = sample((1, 2, 3, 8)), sample((3, 8), seed=1), sample((3, 8), seed=2)
+    assert torch.equal(rope(q, cos, sin), rotate(q, cos, sin))
+    odd = sample((1, 2, 3, 9)), sample((3, 9), seed=1), sample((3, 9), seed=2)
+    with pytest.raises(DefinitionError, match=r"cat of tensors of shapes .*one shape"):
+        rope(*odd)
+    assert torch.equal(rope(q, cos, sin), rotate(q, cos, sin))
+
+
+def test_fused_rope_is_one_op_inside_torch_compile_with_dynamic_sizes():
+    """Under ``torch.compile`` the function is one op (no graph break with ``fullgraph``), the
+    halves are views TorchDynamo takes of the argument, and new sequence lengths and head
+    sizes reuse the graph; values and gradients are eager's."""
+    rope = fused(rotate, interpret=DEVICE == "cpu")
+    q, cos, sin = sample((2, 2, 5, 8)), sample((5, 8), seed=1), sample((5, 8), seed=2)
+    rope(q, cos, sin)  # (a first call outside registers the op)
+
+    def attention_input(q, cos, sin):
+        return rope(q, cos, sin) * 2
+
+    compiled = torch.compile(attention_input, backend="torchfuse", dynamic=True, fullgraph=True)
+    trace_module.OUTSIDE_GRAPH_CALLS = []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # no group may fall back to ATen
+            for t, d in [(5, 8), (7, 8), (6, 12)]:
+                q, cos, sin = _leaves(sample((2, 2, t, d)), sample((t, d), seed=1), sample((t, d), seed=2))
+                ref = _leaves(q, cos, sin)
+                out, want = compiled(q, cos, sin), rotate(*ref) * 2
+                assert torch.equal(out, want)
+                (got,) = torch.autograd.grad(out.sum(), [q])
+                (expected,) = torch.autograd.grad(want.sum(), [ref[0]])
+                assert torch.equal(got, expected)
+        assert trace_module.OUTSIDE_GRAPH_CALLS == []
+    finally:
+        trace_module.OUTSIDE_GRAPH_CALLS = None
+    assert len(rope.fusions) == 1
+
+
+def test_fused_argument_views_chunk_unbind_select_narrow_and_steps():
+    """Each view of an argument (chunk, unbind, select, narrow, a slice with a step, and chains
+    with a transpose and a new dim) is an input of the one fusion, one kernel: values are
+    eager's bit for bit, and gradients too, each view's added into its argument's."""
+    def views(x, y):
+        a, b = x.chunk(2, dim=-1)
+        first, second = y.unbind(0)
+        return (a * b + x[..., ::2] - x.narrow(-1, 1, 3) * first[:, None, :]
+                + second.transpose(0, 1)[:, None, :] * x[:, 1, 3:][:, None, :])
+
+    f = fused(views, interpret=DEVICE == "cpu")
+    x, y = sample((3, 4, 6)), sample((2, 3, 3), seed=1)
+    assert torch.equal(f(x, y), views(x, y))
+    assert f.fusion_for(x, y).num_kernels(DEVICE) == 1
+    leaves, ref = _leaves(x, y), _leaves(x, y)
+    got = torch.autograd.grad(f(*leaves).square().sum(), leaves)
+    want = torch.autograd.grad(views(*ref).square().sum(), ref)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+
+
+def test_fd_ops_cat_in_a_hand_written_fusion():
+    """``fd.ops.cat`` of three tensors of one shape along a middle dim: ``torch.cat``'s values
+    in one kernel, the pointwise reader included; tensors of other shapes or dtypes are
+    refused with what the fusion takes."""
+    with Fusion("cat3", interpret=DEVICE == "cpu") as fd:
+        a, b, c = (fd.define_tensor([-1, -1, -1], F32, name=n) for n in "abc")
+        w = fd.define_tensor([1, -1, 1], F32, name="w")
+        fd.add_output(fd.ops.cat([a, fd.ops.neg(b), c * 2.0], dim=1) * w)
+    xs = [sample((2, 3, 4), seed=k) for k in range(3)]
+    w = sample((1, 9, 1), seed=4)
+    (out,) = fd.execute([*xs, w])
+    assert torch.equal(out, torch.cat([xs[0], -xs[1], xs[2] * 2.0], dim=1) * w)
+    assert fd.num_kernels(DEVICE) == 1
+    with Fusion("unequal") as bad:
+        x, y = bad.define_tensor([-1, 4]), bad.define_tensor([-1, 5])
+        with pytest.raises(DefinitionError, match="does not have the shape of operand 'tensors\\[0\\]'.*one shape only"):
+            bad.ops.cat([x, y], dim=1)
+        z = bad.define_tensor([-1, 4], F16)
+        with pytest.raises(DefinitionTypeError, match="has dtype torch.float16.*cast them to one dtype"):
+            bad.ops.cat([x, z], dim=0)
+        bad.add_output(x + 1)
+
+
+def test_fused_refuses_slices_of_computed_values_and_unequal_concatenations():
+    """What a fusion cannot hold is refused at the first call, saying what it takes: a slice
+    of a value the function computes, and a concatenation of tensors of different shapes."""
+    @fused
+    def slice_of_intermediate(x):
+        return (x * 2)[..., :2] + 1
+
+    with pytest.raises(DefinitionError, match="view of a value the function computes.*of the function's arguments only"):
+        slice_of_intermediate(sample((3, 4)))
+
+    @fused
+    def unequal(x):
+        return torch.cat((x[..., :1], x[..., 1:]), dim=-1) * 2
+
+    with pytest.raises(DefinitionError, match=r"cat of tensors of shapes \[\[3, 1\], \[3, 3\]\]"):
+        unequal(sample((3, 4)))
+
+    @fused
+    def returns_a_view(x):
+        return x[..., :2]
+
+    with pytest.raises(DefinitionError, match="returns a view of an argument"):
+        returns_a_view(sample((3, 4)))
