@@ -144,6 +144,34 @@ def test_concatenation_of_equal_tensors_is_a_select():
     assert equal_cats_as_selects(gm, 4) == 0
 
 
+def test_concatenation_with_a_data_dependent_size_is_left_alone():
+    """A concatenation of a static tensor and one of data-dependent rows (``x[mask]`` under
+    ``capture_dynamic_output_shape_ops``) stays a concatenation without the pass failing (its
+    sizes are not compared, which would guard on the unbacked one): a later concatenation of
+    equal static tensors in the graph is still made a select, and values equal eager's for
+    none, some and all rows selected."""
+    import warnings
+
+    from torchfuse import backend
+
+    def f(x, thr):
+        y = x[x[:, 0] > thr]
+        return torch.cat([x, y], 0) * 2, torch.cat([x, x * 3], 1).exp()
+
+    x = torch.randn(6, 4, device=DEVICE)
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(capture_scalar_outputs=True, capture_dynamic_output_shape_ops=True), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = torchfuse.compile(f)
+        for thr in (0.0, 10.0, -10.0):
+            for got, want in zip(compiled(x, thr), f(x, thr)):
+                torch.testing.assert_close(got, want, rtol=1e-6, atol=0)
+    assert not [w for w in caught if "graph pass" in str(w.message)], [str(w.message) for w in caught]
+    graph = [g for g in backend.RECENT if g.name == "inference"][-1]
+    assert sum("cat" in str(c.target) for c in graph.segmentation.calls) == 1
+
+
 def test_split_projection_backward_fuses_its_concatenation():
     """A projection split into query, key and value (GPT-2's attention): through
     ``torchfuse.compile`` with gradients, values and gradients equal eager's, the backward's

@@ -206,7 +206,9 @@ def equal_cats_as_selects(gm: torch.fx.GraphModule, max_inputs: int) -> int:
         if not isinstance(out, torch.Tensor) or not all(isinstance(v, torch.Tensor) for v in vals):
             continue
         shape = vals[0].shape
-        if (not shape or not all(type(s) is int for s in shape) or not out.is_contiguous()
+        # every input's sizes are plain ints before they are compared: comparing a symbolic
+        # size (an unbacked one of ``x[mask]``) guards on it, which raises for an unbacked one
+        if (not shape or not all(type(s) is int for v in vals for s in v.shape) or not out.is_contiguous()
                 or any(v.shape != shape or v.dtype != out.dtype or v.device != out.device for v in vals)):
             continue
         fake = detect_fake_mode(vals)
