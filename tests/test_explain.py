@@ -559,6 +559,33 @@ def test_a_reproducer_tells_rounding_from_a_wrong_value(tmp_path):
         module.check_output(0, torch.where(eager > 1, float("nan"), eager), eager, exact)
 
 
+def test_a_graph_taking_a_data_dependent_size_compiles_without_a_deprecation_warning():
+    """Training on ``x[mask]`` (the backward graph takes the data-dependent row count as an
+    input): recording the inputs for a reproducer takes that size's hint without PyTorch's
+    ``size_hint`` FutureWarning reaching the program, and values and gradients equal eager's."""
+    import warnings
+
+    def f(x):
+        y = x[x > 0]
+        return (y * y.shape[0]).tanh()
+
+    x = torch.randn(6, 5, device=DEVICE)
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(capture_scalar_outputs=True, capture_dynamic_output_shape_ops=True), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = torchfuse.compile(f)
+        for data in (x, -x.abs(), x.abs() + 1):
+            a, b = data.clone().requires_grad_(), data.clone().requires_grad_()
+            got, want = compiled(a), f(b)
+            torch.testing.assert_close(got, want)
+            got.sum().backward()
+            want.sum().backward()
+            torch.testing.assert_close(a.grad, b.grad)
+    assert not [w for w in caught if issubclass(w.category, FutureWarning) and "torchfuse" in w.filename], \
+        [str(w.message) for w in caught]
+
+
 def test_graph_failure_writes_a_reproducer(monkeypatch, tmp_path):
     import torchfuse.segment
 

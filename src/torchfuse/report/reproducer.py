@@ -42,8 +42,12 @@ def _hint(x: Any) -> Any:
         node = x.node
         if node.hint is not None:
             return node.hint
+        env = node.shape_env
+        # ``optimization_hint`` where PyTorch has it: ``size_hint`` warns there (a
+        # FutureWarning the program would see for every graph taking an unbacked size)
+        hint = getattr(env, "optimization_hint", None)
         try:
-            return int(node.shape_env.size_hint(node.expr))
+            return int(hint(node.expr, fallback=8) if hint is not None else env.size_hint(node.expr))
         except Exception:  # unbacked: no value known; any size will do for a reproducer
             return 8
     return x
