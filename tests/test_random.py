@@ -343,3 +343,60 @@ def test_checkpointed_dropout_fuses_around_the_draw():
                 assert not any("gt" in str(n.target) for n in seg.calls), (name, seg)
                 assert sum(n.op == "gt" for g in seg.groups for n in g.nodes) == 1, (name, seg)
     assert counts[True] == counts[False] and counts[True]["forward"] == 1, counts
+
+
+_pause = {"thread": None, "reached": None, "release": None}
+
+
+@torch.library.custom_op("torchfuse_test::pause_in", mutates_args=())
+def _pause_in(x: torch.Tensor) -> torch.Tensor:
+    """``x + 1``; in the thread named in ``_pause``, blocks until released (the call's seeds
+    are drawn by then: they are drawn when the call starts)."""
+    import threading
+
+    if threading.current_thread() is _pause["thread"]:
+        _pause["reached"].set()
+        assert _pause["release"].wait(60)
+    return x + 1
+
+
+@_pause_in.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+def test_concurrent_calls_each_use_their_own_seeds():
+    """Two threads calling one compiled graph: each call's random groups use the seeds that
+    call drew, as a call running alone with the same generator state does. (Seeds kept on
+    the shared group runner let the second call's draw replace the first's: both calls
+    returned the same mask, and the first call's own draw went unused.)"""
+    import threading
+
+    def f(x):
+        return torch.nn.functional.dropout(_pause_in(x) * 2, p=0.5, training=True)
+
+    x = torch.rand(64, 50, device=DEVICE) + 0.1  # nonzero, so a zero output means dropped
+    g = torchfuse.compile(f)
+    for _ in range(2):  # the first call and the generated straight-line function
+        g(x)
+    torch.manual_seed(0)
+    alone = [g(x), g(x)]
+    torch.manual_seed(0)
+    results = {}
+
+    def call(name):
+        results[name] = g(x)
+
+    first = threading.Thread(target=call, args=("first",))
+    _pause.update(thread=first, reached=threading.Event(), release=threading.Event())
+    try:
+        first.start()
+        assert _pause["reached"].wait(60)  # the first call has drawn its seeds and waits
+        call("second")                      # the second draws and runs to its end meanwhile
+    finally:
+        _pause["release"].set()
+        first.join(60)
+        _pause["thread"] = None
+    assert not first.is_alive()
+    assert not torch.equal(results["first"], results["second"])
+    assert torch.equal(results["first"], alone[0]) and torch.equal(results["second"], alone[1])

@@ -13,6 +13,7 @@ generated or compiled runs its ops through ATen, with one warning.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import warnings
 from typing import Any
@@ -112,9 +113,9 @@ class GroupRunner:
         self.schedulers = schedulers.candidates(group)
         self.traits = GroupTraits.of(group)
         self.random = has_random(group)
-        #: the current call's seed, set by CompiledGraph: ``(tensor, address)`` of one int64 in
-        #: device memory (None: draw one per launch)
-        self.seed: tuple[torch.Tensor, int] | None = None
+        # the calling thread's seed (see ``seed``): threads calling one compiled graph at once
+        # each launch with the seeds their own call drew
+        self._seeds = threading.local()
         two_stage = any(s.stages == 2 for s in self.schedulers)
         self.workspace_dtypes = workspace_dtypes(group) if two_stage else []
         #: set by CompiledGraph when it makes the group's device current around every call
@@ -125,6 +126,18 @@ class GroupRunner:
         self.interpret_blocks = options.interpret and not options.launch_configs_for_sm_count
         if group.outputs and group.outputs[0].meta.device.type == "cuda" and torch.cuda.is_available():
             self.sm_count = torch.cuda.get_device_properties(group.outputs[0].meta.device).multi_processor_count
+
+    @property
+    def seed(self) -> tuple[torch.Tensor, int] | None:
+        """The current call's seed, set by CompiledGraph around each call: ``(tensor, address)``
+        of one int64 in device memory (None: draw one per launch). Kept per thread: a value on
+        the runner itself let a concurrent call of the graph replace it mid-call (two calls
+        then launched with one seed, the same dropout mask)."""
+        return getattr(self._seeds, "value", None)
+
+    @seed.setter
+    def seed(self, value: tuple[torch.Tensor, int] | None) -> None:
+        self._seeds.value = value
 
     @property
     def planned_sm_count(self) -> int:
