@@ -1479,3 +1479,49 @@ def test_reductions_over_dim_0_of_a_0_dim_tensor_are_eagers():
         (got,) = fd.execute([x])
         assert got.dtype == want.dtype and got.shape == want.shape
         torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+def test_fused_functions_traced_in_two_threads_at_once_match_eager():
+    """Two threads whose first calls of a ``@fused`` function (two signatures) trace at the
+    same time: each trace runs to its end before the other starts, and both match eager.
+    (Traces that overlapped, the second one started while the first was inside the function
+    and ended after it, broke each other inside ``make_fx``: ``... is not tracked with
+    proxy`` or ``CURRENT_PATCHER is None``.)"""
+    import threading
+
+    inside = {torch.float32: threading.Event(), torch.float64: threading.Event()}
+    returned = threading.Event()
+
+    def body(x, w):
+        if x.dtype == torch.float32 and not inside[torch.float32].is_set():
+            inside[torch.float32].set()
+            inside[torch.float64].wait(2)  # the other trace starts now, unless it must wait
+        elif x.dtype == torch.float64 and not inside[torch.float64].is_set():
+            inside[torch.float64].set()
+            returned.wait(2)  # and ends after this one's, unless they do not overlap
+        return torch.tanh(x * w).sum(-1) + x.mean(-1)
+
+    f = fused(body)
+    inputs = {dt: (torch.randn(5, 8, device=DEVICE, dtype=dt), torch.randn(8, device=DEVICE, dtype=dt))
+              for dt in inside}
+    results = {}
+
+    def call(dt):
+        try:
+            results[dt] = f(*inputs[dt])
+        except Exception as e:  # noqa: BLE001 - reported by the assertion below
+            results[dt] = e
+        if dt == torch.float32:
+            returned.set()
+
+    first = threading.Thread(target=call, args=(torch.float32,))
+    second = threading.Thread(target=call, args=(torch.float64,))
+    first.start()
+    assert inside[torch.float32].wait(60)
+    second.start()
+    first.join(60)
+    second.join(60)
+    assert not first.is_alive() and not second.is_alive()
+    for dt, (x, w) in inputs.items():
+        assert isinstance(results[dt], torch.Tensor), results[dt]
+        torch.testing.assert_close(results[dt], body(x, w))

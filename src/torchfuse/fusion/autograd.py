@@ -31,7 +31,7 @@ import torch
 
 from ..ir import ops as registry
 from ..ir.graph import Value
-from .definition import Fusion, default_device
+from .definition import TRACING, Fusion, default_device
 from .errors import DefinitionError
 from .inputs import SCALAR_TYPES, bind
 from .program import Program
@@ -422,7 +422,10 @@ class FusionOp:
         key = (device.type, device.index, tuple(value_key(x) for x in scalars))
         program = self._derived.get(key)
         if program is None:
-            program = self._derived[key] = self._derive(device, scalars)
+            with TRACING:  # one make_fx trace at a time in the process (see TRACING)
+                program = self._derived.get(key)  # another thread may have derived it meanwhile
+                if program is None:
+                    program = self._derived[key] = self._derive(device, scalars)
         tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
         try:
             return program(tensors + kept + grads)

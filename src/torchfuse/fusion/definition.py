@@ -18,6 +18,7 @@ backend="torchfuse")`` (:mod:`torchfuse.fusion.program`).
 """
 from __future__ import annotations
 
+import threading
 import warnings
 from typing import Any, Callable, Sequence
 
@@ -332,6 +333,25 @@ class Fusion:
     def __repr__(self) -> str:
         state = "finished" if self.finished else "open"
         return f"<Fusion {self.name!r}: {len(self.inputs)} inputs, {len(self.nodes)} ops, {state}>"
+
+
+def _tracing_lock():
+    """The lock that :data:`TRACING` is: TorchDynamo's compile lock, an ``RLock`` (a private
+    name of ``torch._dynamo.convert_frame``; a lock of this module's own where it is missing)."""
+    try:
+        from torch._dynamo.convert_frame import compile_lock
+    except ImportError:
+        compile_lock = None
+    return compile_lock if compile_lock is not None else threading.RLock()
+
+
+#: held around every ``make_fx`` trace of this package (a ``@fused`` function's first call with a
+#: signature, a derived backward's first call): ``make_fx`` and FX keep the current tracer and
+#: patcher in module globals, so two traces at once in two threads, or one beside TorchDynamo's
+#: compile of a model (AOTAutograd traces with ``make_fx``), broke each other (``... is not
+#: tracked with proxy``, ``CURRENT_PATCHER is None``). TorchDynamo holds the same lock while it
+#: compiles; reentrant, so a trace that compiles or traces again in its thread goes on.
+TRACING = _tracing_lock()
 
 
 def default_device() -> str:

@@ -47,7 +47,7 @@ import sympy
 import torch
 
 from ..ir import ops as registry
-from .definition import Fusion
+from .definition import TRACING, Fusion
 from .errors import DefinitionError
 from .views import is_view, size_check, takes_view, views_module
 
@@ -478,13 +478,16 @@ class FusedFunction:
     def _entry(self, args: tuple) -> tuple[Traced, tuple]:
         key, traced = self._find(args)
         if traced is None:
-            if not self.fusions:
-                self._reads = tuple(r for r in self._reads if watchable(read_number_place(r, args)))
-            traced = self._trace(args)
-            self.fusions.setdefault(key[0], []).append(traced)
-            # registered now, so that a compiled graph calling the function with these
-            # arguments later finds its op (without it: a graph break, an error under fullgraph)
-            self._op_for(key, traced.fusion)
+            with TRACING:  # one make_fx trace at a time in the process (see TRACING)
+                key, traced = self._find(args)  # another thread may have traced it meanwhile
+                if traced is None:
+                    if not self.fusions:
+                        self._reads = tuple(r for r in self._reads if watchable(read_number_place(r, args)))
+                    traced = self._trace(args)
+                    self.fusions.setdefault(key[0], []).append(traced)
+                    # registered now, so that a compiled graph calling the function with these
+                    # arguments later finds its op (without it: a graph break, an error under fullgraph)
+                    self._op_for(key, traced.fusion)
         return traced, key
 
     def __call__(self, *args, **kwargs):
@@ -532,7 +535,9 @@ class FusedFunction:
 
     def _op_for(self, key: tuple, fusion: Fusion):
         if key not in self._ops:
-            self._ops[key] = fusion.as_op()
+            with TRACING:  # one op per trace, when threads first call it at once
+                if key not in self._ops:
+                    self._ops[key] = fusion.as_op()
         return self._ops[key]
 
     @staticmethod
