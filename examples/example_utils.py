@@ -13,10 +13,12 @@ import statistics
 import sys
 
 
-def parse_args(description: str, cpu_shapes: str, cuda_shapes: str, dropout: bool = False) -> argparse.Namespace:
+def parse_args(description: str, cpu_shapes: str, cuda_shapes: str, dropout: bool = False,
+               shape_names: str = "TOKENSxHIDDEN") -> argparse.Namespace:
     """Parse the examples' common options and prepare the device (on a CPU,
     ``TORCHFUSE_INTERPRET=1``, read when a fusion is defined: kernels run in Triton's
-    interpreter). ``dropout``: the example has a dropout probability (``--p``)."""
+    interpreter). ``dropout``: the example has a dropout probability (``--p``);
+    ``shape_names``: what the sizes of a ``--shapes`` entry are, for its help."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--device", choices=["cpu", "cuda"], default=None,
                    help="cuda when available, else cpu (kernels run in Triton's interpreter)")
@@ -24,7 +26,7 @@ def parse_args(description: str, cpu_shapes: str, cuda_shapes: str, dropout: boo
     p.add_argument("--bench", action="store_true", help="time eager, torch.compile and the fusion (CUDA)")
     p.add_argument("--dtype", default=None, help="float32, float16 or bfloat16, or fp32, fp16, bf16 (default: bfloat16 on cuda, "
                                                   "float32 on cpu)")
-    p.add_argument("--shapes", default=None, help=f"comma-separated TOKENSxHIDDEN (default: {cuda_shapes} on "
+    p.add_argument("--shapes", default=None, help=f"comma-separated {shape_names} (default: {cuda_shapes} on "
                                                    f"cuda, {cpu_shapes} on cpu)")
     if dropout:
         p.add_argument("--p", type=float, default=0.1, help="dropout probability")

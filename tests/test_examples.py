@@ -1,7 +1,7 @@
 """The examples and the documentation's snippets run on a CPU-only machine: small sizes,
 kernels in Triton's interpreter.
 
-Both examples start at once, each in its own process (most of their time is importing
+The examples start at once, each in its own process (most of their time is importing
 PyTorch and tracing), and must pass their own checks against eager PyTorch and float64.
 Every ```python block of README.md and examples/README.md runs as pasted, each in a fresh
 namespace, in one process on the CPU with ``TORCHFUSE_INTERPRET=1`` (what the README says to
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ["transformer_block_fusion.py", "gated_rmsnorm.py"]
+EXAMPLES = ["transformer_block_fusion.py", "gated_rmsnorm.py", "rope.py"]
 DOCS = ["README.md", "examples/README.md"]
 GPU_MARKER = "# needs a GPU"
 
