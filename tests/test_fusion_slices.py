@@ -184,3 +184,28 @@ def test_fused_refuses_slices_of_computed_values_and_unequal_concatenations():
 
     with pytest.raises(DefinitionError, match="returns a view of an argument"):
         returns_a_view(sample((3, 4)))
+
+
+def test_fused_gradients_where_view_sizes_are_functions_of_argument_sizes():
+    """The derived backward of a function whose outputs have a view's size (``N - 1``,
+    ``D // 2``) or whose arguments are related only through views (``qkv[..., :D]`` with
+    ``cos`` of size ``D``): eager's gradients at several sizes, every argument's."""
+    def difference(x, w):
+        return (x[:, 1:] - x[:, :-1]) * w[:, ::2]
+
+    def qkv_rope(qkv, cos, sin):
+        d = cos.shape[-1]
+        return rotate(qkv[..., :d], cos, sin) * qkv[..., d:2 * d], qkv[..., 2 * d:] * 2
+
+    for fn, shapes in [(difference, [[(3, 6), (3, 9)], [(4, 9), (4, 15)], [(2, 5), (2, 7)]]),
+                       (qkv_rope, [[(2, 5, 3, 24), (3, 8), (3, 8)], [(2, 3, 4, 12), (4, 4), (4, 4)]])]:
+        f = fused(fn, interpret=DEVICE == "cpu")
+        for shape in shapes:
+            args = [sample(s, seed=k) for k, s in enumerate(shape)]
+            leaves, ref = _leaves(*args), _leaves(*args)
+            out, want = f(*leaves), fn(*ref)
+            out, want = (out, want) if isinstance(out, tuple) else ((out,), (want,))
+            assert all(torch.equal(o, w) for o, w in zip(out, want))
+            g = [sample(o.shape, seed=5 + k) for k, o in enumerate(out)]
+            for got, expected in zip(torch.autograd.grad(out, leaves, g), torch.autograd.grad(want, ref, g)):
+                torch.testing.assert_close(got, expected)

@@ -400,9 +400,13 @@ class FusionOp:
 
         return joint
 
-    def _examples(self, device: torch.device) -> list[torch.Tensor]:
+    def _examples(self, device: torch.device, like: Sequence[torch.Tensor] | None = None) -> list[torch.Tensor]:
         """Tensors of the joint's inputs with every size at its representative (distinct
-        primes: make_fx gives distinct sizes distinct symbols)."""
+        primes: make_fx gives distinct sizes distinct symbols), or with the sizes of ``like``
+        (a call's tensor inputs, saved values and output gradients)."""
+        if like is not None:
+            return [torch.empty(t.shape, dtype=t.dtype, device=device) for t in like]
+
         def example(shape, dtype):
             return torch.zeros([self.fusion.sizes.representative(s) for s in shape], dtype=dtype, device=device)
 
@@ -420,13 +424,21 @@ class FusionOp:
 
         # (a key of the numbers as they are: 0.0 == -0.0, and 2 == 2.0 == True)
         key = (device.type, device.index, tuple(value_key(x) for x in scalars))
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        like = None
+        if self.fusion.views_of:
+            # the sizes of argument views are functions of their arguments' (``D // 2``,
+            # ``D - 1``) that the fusion's representatives need not satisfy, and the joint reads
+            # the arguments and the views' gradients: it is traced at this call's sizes, and
+            # serves the calls whose sizes are equal or 1 where these are (make_fx's symbols)
+            like = tensors + kept + grads
+            key += (_size_pattern(like),)
         program = self._derived.get(key)
         if program is None:
             with TRACING:  # one make_fx trace at a time in the process (see TRACING)
                 program = self._derived.get(key)  # another thread may have derived it meanwhile
                 if program is None:
-                    program = self._derived[key] = self._derive(device, scalars)
-        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+                    program = self._derived[key] = self._derive(device, scalars, like)
         try:
             return program(tensors + kept + grads)
         except ZeroDivisionError:
@@ -435,9 +447,10 @@ class FusionOp:
             # this call runs the joint eagerly
             return list(self._joint(scalars)(*tensors, *kept, *grads))
 
-    def _derive(self, device: torch.device, scalars: tuple):
+    def _derive(self, device: torch.device, scalars: tuple, like: Sequence[torch.Tensor] | None = None):
         """Trace the joint into an ATen graph with symbolic sizes and compile it (on CPU
-        without the interpreter, run the traced graph)."""
+        without the interpreter, run the traced graph); at the sizes of ``like`` where given
+        (see :meth:`_examples`), else at the representatives."""
         from torch.fx.experimental.proxy_tensor import make_fx
 
         from ..decompose import decomposition_table
@@ -445,7 +458,7 @@ class FusionOp:
 
         options = self.fusion.options
         gm = make_fx(self._joint(scalars), decomposition_table=decomposition_table(options.tuning.decompose),
-                     tracing_mode="symbolic")(*self._examples(device))
+                     tracing_mode="symbolic")(*self._examples(device, like))
         if self.fusion.runs_op_by_op(device):
             return lambda args: gm(*args)
         return Program(graph_from_fx(gm, options), options, f"{self.fusion.name}_backward")
@@ -462,6 +475,24 @@ class FusionOp:
             index = torch.cuda.current_device()  # "cuda" and "cuda:0" are one device
         programs = [p for k, p in self._derived.items() if k[:2] == (device.type, index)]
         return fwd, (programs[0].num_kernels if programs and isinstance(programs[0], Program) else None)
+
+
+def _size_pattern(tensors: Sequence[torch.Tensor]) -> tuple:
+    """Per dim of ``tensors``, 0 or 1 for those sizes, else the index of the first dim with
+    its size: what a make_fx trace at these sizes specializes (0 and 1) and shares (one
+    symbol for equal sizes)."""
+    seen: list[int] = []
+    out = []
+    for t in tensors:
+        for s in t.shape:
+            s = int(s)
+            if s in (0, 1):
+                out.append(s)
+                continue
+            if s not in seen:
+                seen.append(s)
+            out.append(("d", seen.index(s)))
+    return tuple(out)
 
 
 def _aliases(t: torch.Tensor, args: Sequence) -> bool:
