@@ -209,3 +209,24 @@ def test_fused_gradients_where_view_sizes_are_functions_of_argument_sizes():
             g = [sample(o.shape, seed=5 + k) for k, o in enumerate(out)]
             for got, expected in zip(torch.autograd.grad(out, leaves, g), torch.autograd.grad(want, ref, g)):
                 torch.testing.assert_close(got, expected)
+
+
+def test_fused_views_lined_up_by_one_op_are_one_op_inside_torch_compile():
+    """Two views whose sizes only the call makes equal (``N - 1`` and ``(W + 1) // 2``), read
+    by one op: the trace's guard that they are equal is the fusion's size check, not a
+    decision on sizes, so the function is one op under ``fullgraph`` at new sizes, with
+    eager's values and gradients."""
+    def difference(x, w):
+        return (x[:, 1:] - x[:, :-1]) * w[:, ::2]
+
+    f = fused(difference, interpret=DEVICE == "cpu")
+    f(sample((3, 6)), sample((3, 9), seed=1))
+    assert all(not t.guards and t.exact is None for ts in f.fusions.values() for t in ts)
+    compiled = torch.compile(lambda x, w: f(x, w) + 1, backend="torchfuse", dynamic=True, fullgraph=True)
+    for n in (6, 8, 11):
+        leaves = _leaves(sample((3, n)), sample((3, 2 * n - 3), seed=1))
+        ref = _leaves(*leaves)
+        out, want = compiled(*leaves), difference(*ref) + 1
+        assert torch.equal(out, want)
+        for got, expected in zip(torch.autograd.grad(out.sum(), leaves), torch.autograd.grad(want.sum(), ref)):
+            torch.testing.assert_close(got, expected)

@@ -49,7 +49,7 @@ import torch
 from ..ir import ops as registry
 from .definition import TRACING, Fusion
 from .errors import DefinitionError
-from .views import is_view, size_check, takes_view, views_module
+from .views import integer_polynomial, is_view, size_check, takes_view, views_module
 
 log = logging.getLogger("torchfuse.fusion")
 
@@ -378,11 +378,12 @@ def _symbols_at(gm: torch.fx.GraphModule, positions: list[int]) -> dict:
 
 
 def _without_view_guards(guards: list, gm: torch.fx.GraphModule, views: torch.fx.GraphModule, tensors: list,
-                         positions: list[int]) -> tuple[list, dict]:
+                         positions: list[int], fusion: Fusion) -> tuple[list, dict]:
     """``guards`` (a trace's, with their symbols' places) less those that taking the argument
     views alone records (a slice's ``D // 2 <= D``, its result's strides): each call takes the
     views again, so those decisions are made for its sizes, and the fusion's own relation
-    between the views' sizes is :func:`~torchfuse.fusion.views.size_check`'s."""
+    between the views' sizes is :func:`~torchfuse.fusion.views.size_check`'s; less those
+    that relation implies (``N - 1 == (W + 1) // 2``: two views lined up by one op)."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
     traced = make_fx(views, tracing_mode="symbolic")(*tensors)
@@ -404,6 +405,16 @@ def _without_view_guards(guards: list, gm: torch.fx.GraphModule, views: torch.fx
             if not expr.is_Integer and not isinstance(expr, sympy.Symbol):
                 view_sizes.setdefault(expr, sympy.Symbol(f"v{len(view_sizes)}", integer=True, positive=True))
     kept = [g for g in guards if g not in taken and g.xreplace(view_sizes) is not sympy.true]
+    # each size as the fusion's canonical size, which every call it serves binds (fresh symbols:
+    # the fusion's names may be the trace's); only integer polynomials, which size_check tests
+    fresh: dict = {}
+    as_fusion = {}
+    for expr, sym in getattr(views, "fusion_sizes", {}).items():
+        canonical = sympy.sympify(fusion.sizes.find(sym))
+        if canonical.is_Integer or integer_polynomial(canonical):
+            as_fusion[expr] = canonical.xreplace({x: fresh.setdefault(x, sympy.Dummy(integer=True, positive=True))
+                                                  for x in canonical.free_symbols})
+    kept = [g for g in kept if g.xreplace(as_fusion) is not sympy.true]
     return kept, {sym: at for at, sym in ours.items() if any(sym in g.free_symbols for g in kept)}
 
 
@@ -594,7 +605,7 @@ class FusedFunction:
         exact = None if guards is not None else {i: tuple(args[i].shape) for i in positions}
         fusion, views = replay(gm, self.name, self.options, input_names=names, **self.overrides)
         if views is not None and guards:
-            guards, sizes = _without_view_guards(guards, gm, views, tensors, positions)
+            guards, sizes = _without_view_guards(guards, gm, views, tensors, positions, fusion)
         # its derivative is ATen's (softplus_backward), as in eager; traced now, while the
         # numbers the function reads are the key's. Before dispatch, so that ``detach()`` and
         # ``torch.no_grad()`` stay in it (a later trace makes detach an alias and drops grad mode),
@@ -826,7 +837,11 @@ def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names
                 fd.add_output(lookup(r))
         elif node.op == "get_attr":
             raise DefinitionError(f"{name}: the function captures the tensor {node.target}; pass it as an argument")
-    return fd.finish(), (views_module(gm, taken) if taken else None)
+    module = views_module(gm, taken) if taken else None
+    if module is not None:
+        #: the trace's size symbols and views' sizes -> the fusion's sizes they became
+        module.fusion_sizes = {**symbols, **view_sizes}
+    return fd.finish(), module
 
 
 def _concatenate(fd: Fusion, node: torch.fx.Node, args: tuple, name: str) -> Any:

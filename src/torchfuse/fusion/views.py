@@ -81,13 +81,13 @@ def size_check(shapes: Iterable[tuple | None]) -> Callable[[list], bool]:
                 rest.append(f"s[{k}][{d}] >= 1")  # (an empty view: no fusion holds a size 0)
             elif isinstance(s, int):
                 rest.append(f"s[{k}][{d}] == {s}")
-            elif not isinstance(s, sympy.Symbol) and _integer_polynomial(s) and all(x in first for x in s.free_symbols):
+            elif not isinstance(s, sympy.Symbol) and integer_polynomial(s) and all(x in first for x in s.free_symbols):
                 text = str(s.xreplace({x: sympy.Symbol(first[x]) for x in s.free_symbols}))
                 rest.append(f"s[{k}][{d}] == {text}")
     return eval("lambda s: " + (" and ".join(equal + rest) or "True"))  # noqa: S307 - built above
 
 
-def _integer_polynomial(expr: Any) -> bool:
+def integer_polynomial(expr: Any) -> bool:
     """Whether ``expr`` is a polynomial with integer coefficients (Python's ``*`` and ``+``
     evaluate it exactly on ints and SymInts)."""
     try:
