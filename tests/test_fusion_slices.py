@@ -230,3 +230,30 @@ def test_fused_views_lined_up_by_one_op_are_one_op_inside_torch_compile():
         assert torch.equal(out, want)
         for got, expected in zip(torch.autograd.grad(out.sum(), leaves), torch.autograd.grad(want.sum(), ref)):
             torch.testing.assert_close(got, expected)
+
+
+def test_fused_arguments_whose_sizes_the_function_relates():
+    """An argument whose size the trace computes from another's (``x[..., 1:] * y`` makes
+    x's last size y's plus one; ``cat((x, y), -1) * w`` makes w's twice x's) is a size of its
+    own that each call binds and checks: eager's values and gradients at several sizes, one
+    kernel, and a call whose sizes eager rejects raises eager's error with the call's sizes."""
+    def shifted(x, y):
+        return x[..., 1:] * y
+
+    def concatenated(x, y, w):
+        return torch.cat((x, y), -1) * w
+
+    f, g = fused(shifted, interpret=DEVICE == "cpu"), fused(concatenated, interpret=DEVICE == "cpu")
+    for n in (6, 9):
+        leaves = _leaves(sample((3, n)), sample((3, n - 1), seed=1))
+        ref = _leaves(*leaves)
+        out, want = f(*leaves), shifted(*ref)
+        assert torch.equal(out, want)
+        grad = sample(out.shape, seed=2)
+        for got, expected in zip(torch.autograd.grad(out, leaves, grad), torch.autograd.grad(want, ref, grad)):
+            assert torch.equal(got, expected)
+        args = sample((3, n)), sample((3, n), seed=1), sample((2 * n,), seed=2)
+        assert torch.equal(g(*args), concatenated(*args))
+        assert g.fusion_for(*args).num_kernels(DEVICE) == 1
+    with pytest.raises(RuntimeError, match=r"size of tensor a \(5\) must match the size of tensor b \(3\)"):
+        f(sample((3, 6)), sample((3, 3), seed=1))

@@ -596,6 +596,12 @@ class FusedFunction:
             # make_fx's fake mode meets a real tensor: one the function reads without taking it
             raise DefinitionError(f"{self.name} reads a tensor it does not take as an argument (a captured or "
                                   f"global tensor); pass it as an argument to fuse it") from None
+        except RuntimeError:
+            # an error at symbolic sizes ("size of tensor a (s9 - 1) must match ... (s7)"): the
+            # function as written raises eager's own, with the call's sizes, where it raises
+            with torch.no_grad():
+                self.fn(*args)
+            raise
         try:
             params = list(inspect.signature(self.fn).parameters)
             names = [params[i] if i < len(params) else None for i in positions]
@@ -757,11 +763,25 @@ def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names
             return {k: lookup(v) for k, v in a.items()}
         return a
 
+    # a size the trace computed from others (``x[..., 1:] * y`` makes x's ``n + 1`` of y's ``n``):
+    # a size of its own, made that expression once every input is declared, so that a call
+    # binds it, and checks it, as any size the fusion computes
+    computed: list = []
     for node in gm.graph.nodes:
+        if node.op != "placeholder" and computed:
+            for fresh, expr, arg, d in computed:
+                if not (expr.free_symbols <= symbols.keys() and integer_polynomial(expr)):
+                    raise DefinitionError(f"{name}: argument {arg!r} has, in dim {d}, a size the function makes "
+                                          f"{expr} of other arguments' sizes, which a fusion cannot check; pass "
+                                          f"sizes that the function's ops line up one to one")
+                fd.sizes.unify(fresh, expr.xreplace(symbols))
+            computed = []
         if node.op == "placeholder":
             val = node.meta["val"]
+            k = len(fd.inputs)
+            given = (input_names[k] if input_names and k < len(input_names) else None) or node.name
             shape = []
-            for s in val.shape:
+            for d, s in enumerate(val.shape):
                 expr = s.node.expr if isinstance(s, torch.SymInt) else sympy.Integer(int(s))
                 if expr.is_Integer:
                     shape.append(int(expr))
@@ -770,10 +790,9 @@ def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names
                         symbols[expr] = fd.sizes.new()
                     shape.append(symbols[expr])
                 else:
-                    raise DefinitionError(f"{name}: input {node.name} has a size {expr} computed from other sizes")
-            k = len(fd.inputs)
-            given = input_names[k] if input_names and k < len(input_names) else None
-            env[node] = fd.define_tensor(shape, val.dtype, name=given or node.name)
+                    shape.append(fd.sizes.new())
+                    computed.append((shape[-1], expr, given, d))
+            env[node] = fd.define_tensor(shape, val.dtype, name=given)
             lazy[node] = False
         elif node.op == "call_function" and node.target is aten.sym_size.int and node.args[0] in lazy:
             env[node] = size(node.meta["val"])  # (a view's size, without taking the view)
