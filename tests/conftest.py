@@ -65,6 +65,22 @@ def true_fp32():
             C._set_fp32_precision_setter("cuda", op, value)
 
 
+@contextlib.contextmanager
+def data_dependent_capture():
+    """TorchDynamo capturing ``.item()`` and ops whose output size depends on the data (graphs
+    with unbacked sizes), a fresh TorchDynamo, every warning recorded: yields the list of
+    caught warnings."""
+    import warnings
+
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(capture_scalar_outputs=True, capture_dynamic_output_shape_ops=True), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield caught
+
+
 def _read_legacy(getter):
     """A legacy TF32 flag's value, ``None`` when the two APIs already disagree (the getter
     raises then): only the per-op precisions are restored."""

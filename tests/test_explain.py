@@ -563,17 +563,14 @@ def test_a_graph_taking_a_data_dependent_size_compiles_without_a_deprecation_war
     """Training on ``x[mask]`` (the backward graph takes the data-dependent row count as an
     input): recording the inputs for a reproducer takes that size's hint without PyTorch's
     ``size_hint`` FutureWarning reaching the program, and values and gradients equal eager's."""
-    import warnings
+    from conftest import data_dependent_capture
 
     def f(x):
         y = x[x > 0]
         return (y * y.shape[0]).tanh()
 
     x = torch.randn(6, 5, device=DEVICE)
-    torch._dynamo.reset()
-    with torch._dynamo.config.patch(capture_scalar_outputs=True, capture_dynamic_output_shape_ops=True), \
-            warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with data_dependent_capture() as caught:
         compiled = torchfuse.compile(f)
         for data in (x, -x.abs(), x.abs() + 1):
             a, b = data.clone().requires_grad_(), data.clone().requires_grad_()

@@ -150,8 +150,7 @@ def test_concatenation_with_a_data_dependent_size_is_left_alone():
     sizes are not compared, which would guard on the unbacked one): a later concatenation of
     equal static tensors in the graph is still made a select, and values equal eager's for
     none, some and all rows selected."""
-    import warnings
-
+    from conftest import data_dependent_capture
     from torchfuse import backend
 
     def f(x, thr):
@@ -159,10 +158,7 @@ def test_concatenation_with_a_data_dependent_size_is_left_alone():
         return torch.cat([x, y], 0) * 2, torch.cat([x, x * 3], 1).exp()
 
     x = torch.randn(6, 4, device=DEVICE)
-    torch._dynamo.reset()
-    with torch._dynamo.config.patch(capture_scalar_outputs=True, capture_dynamic_output_shape_ops=True), \
-            warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with data_dependent_capture() as caught:
         compiled = torchfuse.compile(f)
         for thr in (0.0, 10.0, -10.0):
             for got, want in zip(compiled(x, thr), f(x, thr)):
