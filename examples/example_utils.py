@@ -122,6 +122,18 @@ def median_ms(step, iters: int) -> float:
     return statistics.median(time_steps(step, iters, "cuda"))
 
 
+def time_modes(rows: list[dict], label: str, backend: str, forward, training, fwd_bytes: int, step_bytes: int,
+               iters: int) -> None:
+    """Time one backend at one shape (``label``): ``forward()`` and ``training()`` (forward
+    and backward), :func:`median_ms` of ``iters`` calls each; appends the two rows
+    :func:`print_bench` prints, with the fewest bytes each must move (``fwd_bytes``,
+    ``step_bytes``)."""
+    rows.append({"shape": label, "mode": "forward", "backend": backend, "bytes": fwd_bytes,
+                 "ms": median_ms(forward, iters)})
+    rows.append({"shape": label, "mode": "fwd+bwd", "backend": backend, "bytes": step_bytes,
+                 "ms": median_ms(training, iters)})
+
+
 def print_bench(title: str, rows: list[dict], copy_gbs: float) -> None:
     """One line per (shape, mode, backend): ms, GB/s of the fewest bytes, fraction of copy."""
     print(f"\n{title}  (device copy: {copy_gbs:.0f} GB/s, measured in this run)")

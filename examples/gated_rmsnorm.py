@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import sys
 
-from example_utils import median_ms, parse_args, print_bench, run_check
+from example_utils import parse_args, print_bench, run_check, time_modes
 
 ARGS = parse_args(__doc__.splitlines()[0], cpu_shapes="24x40,37x72", cuda_shapes="16384x1024,16384x4096")
 
@@ -109,11 +109,7 @@ def bench(op, dtype) -> None:
             def training():
                 torch.autograd.grad(fn(*inputs), inputs, grad)
 
-            label = f"{t}x{h}"
-            rows.append({"shape": label, "mode": "forward", "backend": name, "bytes": fwd_bytes,
-                         "ms": median_ms(forward, ARGS.iters)})
-            rows.append({"shape": label, "mode": "fwd+bwd", "backend": name, "bytes": step_bytes,
-                         "ms": median_ms(training, ARGS.iters)})
+            time_modes(rows, f"{t}x{h}", name, forward, training, fwd_bytes, step_bytes, ARGS.iters)
     rows.sort(key=lambda r: (r["shape"], r["mode"]))
     print_bench(f"gated RMSNorm, {str(dtype).replace('torch.', '')}, {torch.cuda.get_device_name()}, "
                 f"torch {torch.__version__}", rows, copy_gbs)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import sys
 
-from example_utils import median_ms, parse_args, print_bench, run_check
+from example_utils import parse_args, print_bench, run_check, time_modes
 
 ARGS = parse_args(__doc__.splitlines()[0], cpu_shapes="2x3x5x8,1x2x7x16", cuda_shapes="8x32x2048x128,1x32x8192x128",
                   shape_names="BxHEADSxTxD")
@@ -108,11 +108,7 @@ def bench(dtype) -> None:
             def training():
                 torch.autograd.grad(fn(*inputs), inputs[:2], grads)
 
-            label = "x".join(map(str, shape))
-            rows.append({"shape": label, "mode": "forward", "backend": name, "bytes": fwd_bytes,
-                         "ms": median_ms(forward, ARGS.iters)})
-            rows.append({"shape": label, "mode": "fwd+bwd", "backend": name, "bytes": step_bytes,
-                         "ms": median_ms(training, ARGS.iters)})
+            time_modes(rows, "x".join(map(str, shape)), name, forward, training, fwd_bytes, step_bytes, ARGS.iters)
     rows.sort(key=lambda r: (r["shape"], r["mode"]))
     print_bench(f"RoPE of q and k, {str(dtype).replace('torch.', '')}, {torch.cuda.get_device_name()}, "
                 f"torch {torch.__version__}", rows, copy_gbs)
