@@ -257,3 +257,45 @@ def test_fused_arguments_whose_sizes_the_function_relates():
         assert g.fusion_for(*args).num_kernels(DEVICE) == 1
     with pytest.raises(RuntimeError, match=r"size of tensor a \(5\) must match the size of tensor b \(3\)"):
         f(sample((3, 6)), sample((3, 3), seed=1))
+
+
+def test_fused_functions_with_conditions_on_sizes_are_one_op_under_fullgraph():
+    """A trace whose Python decided on sizes (``chunk``'s piece sizes, a transposed argument's
+    view strides, an ``if`` on a size) or that holds for its exact sizes (arguments with gaps)
+    is chosen by plain comparisons of sizes, which TorchDynamo traces as guards: once traced
+    outside, each is one op under ``fullgraph=True`` with dynamic sizes, with eager's values
+    and gradients, on both sides of an ``if``."""
+    def swiglu(x):
+        gate, up = x.chunk(2, -1)
+        return torch.nn.functional.silu(gate) * up
+
+    def halves(gate, up):
+        return torch.nn.functional.silu(gate) * up
+
+    def scaled(x):
+        y = x.exp()
+        if x.shape[-1] > 8:
+            y = y * 2
+        return y
+
+    llama = lambda b, t, h, d, seed: sample((b, t, h, d), seed=seed).transpose(1, 2)  # [B, H, T, D], dense
+    cases = [(swiglu, [lambda: (sample((3, 16)),), lambda: (sample((5, 24), seed=1),)]),
+             (halves, [lambda: sample((3, 32)).chunk(2, -1)]),
+             (scaled, [lambda: (sample((3, 16)),), lambda: (sample((5, 6), seed=1),)]),
+             (rotate, [lambda: (llama(2, 5, 3, 8, 0), sample((5, 8), seed=1), sample((5, 8), seed=2)),
+                       lambda: (llama(3, 7, 2, 12, 3), sample((7, 12), seed=4), sample((7, 12), seed=5))])]
+    for fn, makers in cases:
+        f = fused(fn, interpret=DEVICE == "cpu")
+        for make in makers:
+            f(*make())  # traced outside first, as for any signature
+        compiled = torch.compile(lambda *a: f(*a) + 1, backend="torchfuse", dynamic=True, fullgraph=True)
+        for make in makers:
+            # leaves with the arguments' strides (chunk's halves have gaps, which the signature keys)
+            leaves = [torch.empty_strided(t.shape, t.stride(), device=DEVICE).copy_(t).requires_grad_()
+                      for t in make()]
+            ref = _leaves(*leaves)
+            out, want = compiled(*leaves), fn(*ref) + 1
+            assert torch.equal(out, want), fn.__name__
+            for got, expected in zip(torch.autograd.grad(out.sum(), leaves), torch.autograd.grad(want.sum(), ref)):
+                torch.testing.assert_close(got, expected)
+        torch._dynamo.reset()

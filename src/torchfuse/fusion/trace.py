@@ -19,9 +19,10 @@ differentiable and a single op inside ``torch.compile``. Under ``torch.compile``
 that op; a signature first met under ``torch.compile`` (no call of it outside) runs outside
 the compiled graph (a graph break) and registers it: the code TorchDynamo compiled around
 that break keeps it, so the op joins a single graph only where TorchDynamo compiles again
-(after ``torch._dynamo.reset()``, or in code that first calls it after one call outside). A
-function whose traces depend on conditions on sizes always runs outside (TorchDynamo cannot
-trace the check).
+(after ``torch._dynamo.reset()``, or in code that first calls it after one call outside).
+Which trace serves a call is decided by plain comparisons of sizes (the trace's conditions
+written by PyTorch's printer of guards), which TorchDynamo traces as guards of the compiled
+code; a condition the printer cannot write makes the call run outside.
 
 A view of an argument (slices, ``select``, ``narrow``, ``split``/``chunk``/``unbind`` pieces,
 transposes, chains of them) becomes an input of the fusion that each call takes of the real
@@ -289,7 +290,8 @@ def _value_kind(a) -> str:
 
 
 #: why a call of a ``@fused`` function inside a compiled region ran outside the graph
-_BY_SIZES = "which of its traces serves a call is decided on sizes (an if on sizes in its body)"
+_BY_SIZES = ("which of its traces serves a call is decided by a condition on sizes that cannot be written as "
+             "Python comparisons")
 _NOT_TRACED = "it had no trace for these argument dtypes and sizes yet (traced now; later compilations fuse it)"
 
 #: while :func:`torchfuse.explain` runs, a list of ``(function name, why, stack text)`` of each
@@ -317,6 +319,9 @@ class Traced:
         self.fusion, self.single, self.guards, self.sizes, self.exact = fusion, single, guards, sizes, exact
         self.views = views
         self._sizes_bind = size_check(fusion.shapes) if views is not None else None
+        #: the guards as one plain-Python test of the arguments' sizes (``None``: no guards,
+        #: or one PyTorch's printer cannot write)
+        self.check = _guard_check(guards, sizes)
 
     def inputs(self, args: tuple) -> list:
         """The fusion's inputs for a call with ``args``: the tensor arguments, then the views
@@ -336,8 +341,35 @@ class Traced:
             return False
         if not self.guards:
             return True
+        if self.check is not None:
+            return bool(self.check(args))
         values = {sym: int(args[i].shape[d]) for sym, (i, d) in self.sizes.items()}
         return all(bool(g.xreplace(values)) for g in self.guards)
+
+    @property
+    def traceable(self) -> bool:
+        """Whether TorchDynamo can trace :meth:`holds` (plain Python on sizes, which it turns
+        into guards of the compiled code): no guards, or guards :func:`_guard_check` wrote."""
+        return not self.guards or self.check is not None
+
+
+def _guard_check(guards: list, sizes: dict) -> Callable[[tuple], bool] | None:
+    """``guards`` (sympy conditions on size symbols; ``sizes``: symbol -> ``(argument
+    position, dim)``) as one Python function of the call's arguments, written by PyTorch's
+    printer of guards (``torch.utils._sympy.printers.PythonPrinter``: ``//``, ``%``,
+    ``max``...), so that TorchDynamo traces it as comparisons of sizes: a trace chosen by an
+    ``if`` on sizes stays one op in the compiled graph. ``None`` where there are no guards or
+    the printer cannot write one."""
+    if not guards:
+        return None
+    try:
+        from torch.utils._sympy.printers import PythonPrinter
+
+        names = {sym: sympy.Symbol(f"a[{i}].shape[{d}]", integer=True) for sym, (i, d) in sizes.items()}
+        text = " and ".join(f"({PythonPrinter().doprint(g.xreplace(names))})" for g in guards)
+        return eval(f"lambda a: {text}", {"max": max, "min": min})  # noqa: S307 - printed from the guards
+    except Exception:  # noqa: BLE001 - a guard outside the printer's forms: checked with sympy instead
+        return None
 
 
 def _shape_guards(gm: torch.fx.GraphModule, positions: list[int]) -> tuple[list, dict]:
@@ -516,8 +548,8 @@ class FusedFunction:
             # op yet runs outside the graph (a graph break, kept by the code compiled around it)
             # and registers it.
             traces = self.fusions.get(self.key_of(args), ())
-            if any(t.guards or t.exact is not None for t in traces):
-                # which trace serves these sizes is decided on sizes, which TorchDynamo cannot
+            if not all(t.traceable for t in traces):
+                # which trace serves these sizes is decided by a condition TorchDynamo cannot
                 # trace: the call runs outside the graph (a graph break)
                 return self._outside_graph(_BY_SIZES, *args)
             key, traced = self._find(args)
