@@ -9,7 +9,7 @@ of saving them.
 
 Run (CPU, kernels in Triton's interpreter, small sizes)::
 
-    python examples/gated_rmsnorm.py --device cpu --check
+    PYTHONPATH=src python examples/gated_rmsnorm.py --device cpu --check
 
 On a GPU, check and compare with eager and torch.compile::
 

@@ -15,7 +15,7 @@ Shapes are ``BxHEADSxTxD``: ``q`` and ``k`` are ``[B, HEADS, T, D]`` (``D`` even
 
 Run (CPU, kernels in Triton's interpreter, small sizes)::
 
-    python examples/rope.py --device cpu --check
+    PYTHONPATH=src python examples/rope.py --device cpu --check
 
 On a GPU, check and compare with eager and torch.compile::
 

@@ -11,7 +11,7 @@ sums of the weight and bias gradients).
 
 Run (CPU, kernels in Triton's interpreter, small sizes)::
 
-    python examples/transformer_block_fusion.py --device cpu --check
+    PYTHONPATH=src python examples/transformer_block_fusion.py --device cpu --check
 
 On a GPU, check and compare with eager and torch.compile::
 

@@ -33,9 +33,11 @@ class Composites:
         return self.broadcast_in_dim(p, shape, list(dims))
 
     def silu(self, x):
-        """``x * sigmoid(x)`` (SiLU, swish)."""
+        """SiLU (swish), ``x / (1 + exp(-x))`` in fp32 for fp16/bf16, rounded once: the formula
+        of PyTorch's kernels (and of the compiler's ``aten.silu``), so values are eager's
+        where the device's ``exp`` is."""
         xf = self._compute(x)
-        return self._result(self.mul(xf, self.sigmoid(xf)), x.dtype)
+        return self._result(self.div(xf, self.add(self.exp(self.neg(xf)), 1.0)), x.dtype)
 
     def gelu(self, x, approximate: str = "none"):
         """GELU: ``x * Phi(x)`` with the erf (``"none"``) or tanh (``"tanh"``) form."""
