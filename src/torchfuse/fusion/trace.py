@@ -312,16 +312,25 @@ class Traced:
             only (a condition pinned a size); else ``None``.
         views: computes, from the tensor arguments, the views of them the fusion takes
             after them as inputs (:mod:`.views`); ``None`` where it takes none.
+        check: the guards as a Python function of the arguments (:func:`_guard_check`),
+            checked against ``example`` (the traced arguments, which satisfy them); ``None``:
+            no guards, or they are evaluated with sympy.
     """
 
     def __init__(self, fusion: Fusion, single: bool, guards: list, sizes: dict, exact: dict | None = None,
-                 views: torch.fx.GraphModule | None = None):
+                 views: torch.fx.GraphModule | None = None, example: tuple | None = None):
         self.fusion, self.single, self.guards, self.sizes, self.exact = fusion, single, guards, sizes, exact
         self.views = views
         self._sizes_bind = size_check(fusion.shapes) if views is not None else None
         #: the guards as one plain-Python test of the arguments' sizes (``None``: no guards,
         #: or one PyTorch's printer cannot write)
         self.check = _guard_check(guards, sizes)
+        if self.check is not None and example is not None:
+            try:  # the traced arguments satisfy every guard: a printed form that says otherwise is unused
+                if not self.check(example):
+                    self.check = None
+            except Exception:  # noqa: BLE001 - (a name the printer used that Python lacks)
+                self.check = None
 
     def inputs(self, args: tuple) -> list:
         """The fusion's inputs for a call with ``args``: the tensor arguments, then the views
@@ -667,7 +676,7 @@ class FusedFunction:
                 fusion.gradient_inputs = gradient_inputs(reference)
         except Exception as e:  # noqa: BLE001 - the recorded nodes' derivative serves instead
             log.info("%s: no undecomposed trace for its backward (%s: %s)", self.name, type(e).__name__, e)
-        return Traced(fusion, returned[0], guards or [], sizes, exact, views)
+        return Traced(fusion, returned[0], guards or [], sizes, exact, views, example=args)
 
 
 class _InferenceModeWatch(torch.overrides.TorchFunctionMode):
