@@ -1540,3 +1540,49 @@ def test_fused_functions_traced_in_two_threads_at_once_match_eager():
     for dt, (x, w) in inputs.items():
         assert isinstance(results[dt], torch.Tensor), results[dt]
         torch.testing.assert_close(results[dt], body(x, w))
+
+
+# ----------------------------------------------------------------------------- copies and pickling
+
+@fused
+def _scaled_silu(x, w):
+    return F.silu(x) * w
+
+
+def test_a_model_holding_fusions_is_copied_and_its_fused_function_pickled():
+    """copy.deepcopy of a module holding a @fused function and a fusion op (an EMA copy) shares
+    them, as functions are shared; a module-level @fused function pickles by name (multiprocessing
+    sends it so); an open definition copies into an independent one."""
+    import copy
+    import pickle
+
+    with Fusion("copied_relu") as fd:
+        a = fd.define_tensor([-1, -1], F32)
+        fd.add_output(fd.ops.relu(a))
+
+    class Holder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(sample([8], F32))
+            self.act, self.relu = _scaled_silu, fd.as_op()
+
+        def forward(self, x):
+            return self.relu(self.act(x, self.w))
+
+    x = sample([4, 8], F32)
+    model = Holder()
+    model(x)
+    ema = copy.deepcopy(model)
+    assert ema.act is model.act and ema.relu is model.relu and ema.w is not model.w
+    with torch.no_grad():
+        ema.w.mul_(0.5)
+    torch.testing.assert_close(ema(x), torch.relu(F.silu(x) * ema.w), rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(model(x), torch.relu(F.silu(x) * model.w), rtol=1e-6, atol=1e-6)
+    assert copy.copy(_scaled_silu) is _scaled_silu and pickle.loads(pickle.dumps(_scaled_silu)) is _scaled_silu
+    assert copy.deepcopy(fd) is fd
+
+    with Fusion("open") as open_fd:
+        b = open_fd.define_tensor([-1], F32)
+        copied = copy.deepcopy(open_fd)
+        open_fd.add_output(b + 1)
+    assert copied is not open_fd and not copied.finished and not copied.outputs

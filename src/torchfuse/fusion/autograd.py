@@ -272,6 +272,13 @@ class FusionOp:
         program = self.fusion.program(device, self.extras)
         return program(inputs), program.fresh_outputs
 
+    # an operator, registered once: copying a model that holds one (``copy.deepcopy``) shares it
+    def __copy__(self) -> "FusionOp":
+        return self
+
+    def __deepcopy__(self, memo: dict) -> "FusionOp":
+        return self
+
     def __call__(self, *inputs):
         outs = self.forward_op(*inputs)[: self.n_outputs]
         return outs[0] if self.n_outputs == 1 else tuple(outs)

@@ -18,6 +18,7 @@ backend="torchfuse")`` (:mod:`torchfuse.fusion.program`).
 """
 from __future__ import annotations
 
+import copy
 import threading
 import warnings
 from typing import Any, Callable, Sequence
@@ -326,6 +327,16 @@ class Fusion:
         from .autograd import FusionOp
 
         return FusionOp(self, backward, name)
+
+    def __deepcopy__(self, memo: dict) -> "Fusion":
+        """A finished fusion is immutable (its programs are caches), so a copy of a model holding
+        one shares it; an open definition is copied value by value."""
+        if self.finished:
+            return self
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return new
 
     def __str__(self) -> str:
         return f"fusion {self.name}\n{self.graph('meta')}"

@@ -27,12 +27,8 @@ class SizeMismatch(Exception):
     """Two sizes cannot be the same size; the message says why."""
 
 
-def _primes(start: int):
-    n = start
-    while True:
-        if n > 1 and all(n % p for p in range(2, int(n ** 0.5) + 1)):
-            yield n
-        n += 1
+def _is_prime(n: int) -> bool:
+    return n > 1 and all(n % p for p in range(2, int(n ** 0.5) + 1))
 
 
 class SizeTable:
@@ -44,7 +40,9 @@ class SizeTable:
         self._by_name: dict[str, sympy.Symbol] = {}
         self._representative: dict[sympy.Symbol, int] = {}
         self._statics: set[int] = set()
-        self._prime_source = _primes(5)
+        # the next candidate for a representative, an int: a generator would make an open
+        # definition impossible to copy (``copy.deepcopy``)
+        self._next_candidate = 5
         self._count = 0
 
     # ----------------------------------------------------------------- creation
@@ -80,8 +78,9 @@ class SizeTable:
     def _next_prime(self) -> int:
         used = set(self._representative.values())
         while True:
-            p = next(self._prime_source)
-            if p not in self._statics and p not in used:
+            p = self._next_candidate
+            self._next_candidate += 1
+            if _is_prime(p) and p not in self._statics and p not in used:
                 return p
 
     # ----------------------------------------------------------------- unification

@@ -542,6 +542,23 @@ class FusedFunction:
                     self._op_for(key, traced.fusion)
         return traced, key
 
+    # a fused function is a function: copying a model that holds one (``copy.deepcopy`` of a
+    # module for an EMA copy) shares it, and pickling names it (multiprocessing sends it so)
+    def __copy__(self) -> "FusedFunction":
+        return self
+
+    def __deepcopy__(self, memo: dict) -> "FusedFunction":
+        return self
+
+    def __reduce__(self) -> str:
+        """Pickled by reference, as functions are: by ``__module__`` and ``__qualname__``.
+
+        Raises:
+            pickle.PicklingError: (at pickling) the function is not reachable by that name (one
+                defined inside another function).
+        """
+        return self.__qualname__
+
     def __call__(self, *args, **kwargs):
         if kwargs:
             args = self._positional(args, kwargs)
