@@ -168,8 +168,17 @@ def test_fused_refuses_slices_of_computed_values_and_unequal_concatenations():
     def slice_of_intermediate(x):
         return (x * 2)[..., :2] + 1
 
-    with pytest.raises(DefinitionError, match="view of a value the function computes.*of the function's arguments only"):
+    with pytest.raises(DefinitionError, match=r"x\[a:b\] \(aten.slice.Tensor\) takes a view of a value the function "
+                                              "computes.*of the function's arguments only"):
         slice_of_intermediate(sample((3, 4)))
+
+    @fused
+    def chunk_of_intermediate(x):  # (HuggingFace's rotate_half of q.float())
+        a, b = x.float().chunk(2, -1)
+        return torch.cat((-b, a), -1)
+
+    with pytest.raises(DefinitionError, match=r"chunk or split \(aten.split_with_sizes.default\) takes a view"):
+        chunk_of_intermediate(sample((3, 4), torch.bfloat16))
 
     @fused
     def unequal(x):

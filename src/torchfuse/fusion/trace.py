@@ -864,7 +864,8 @@ def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names
             if target is aten.cat.default:
                 env[node] = _concatenate(fd, node, args, name)
             elif is_view(target) and registry.lookup(target) is None:
-                raise DefinitionError(f"{name}: {target} takes a view of a value the function computes, which a "
+                raise DefinitionError(f"{name}: {_python_name(target)} takes a view of a value the function "
+                                      "computes, which a "
                                       "fusion cannot hold; it takes slices, select, narrow, split, chunk, unbind "
                                       "and transposes of the function's arguments only (slice the argument, or "
                                       "compute the value outside and pass it in)")
@@ -919,6 +920,19 @@ def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names
         #: the trace's size symbols and views' sizes -> the fusion's sizes they became
         module.fusion_sizes = {**symbols, **view_sizes}
     return fd.finish(), module
+
+
+#: the Python spellings of the ATen view ops a trace records, for refusals
+_VIEW_SPELLINGS = {"slice": "x[a:b]", "select": "x[i]", "split_with_sizes": "chunk or split", "split": "chunk or split",
+                   "unbind": "unbind", "narrow": "narrow", "diagonal": "diagonal", "unfold": "unfold",
+                   "as_strided": "as_strided"}
+
+
+def _python_name(target: Any) -> str:
+    """``aten.split_with_sizes.default`` as the user wrote it: ``chunk or split
+    (aten.split_with_sizes.default)``; the ATen name alone for others."""
+    spelled = _VIEW_SPELLINGS.get(getattr(getattr(target, "_schema", None), "name", "").split("::")[-1])
+    return f"{spelled} ({target})" if spelled else str(target)
 
 
 def _concatenate(fd: Fusion, node: torch.fx.Node, args: tuple, name: str) -> Any:
