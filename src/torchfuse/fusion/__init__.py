@@ -22,7 +22,8 @@ of its arguments as inputs),
 :mod:`.inputs` (declarations and their check at execution), :mod:`.program` (IR graph,
 segmentation and runtime per device), :mod:`.reference` (the eager op-by-op reference),
 :mod:`.autograd` (a fusion as a differentiable PyTorch operator), :mod:`.trace` (the
-:func:`fused` decorator).
+:func:`fused` decorator), :mod:`.traces` (one trace of it and the conditions on sizes that
+choose it).
 """
 from __future__ import annotations
 

@@ -50,7 +50,8 @@ import torch
 from ..ir import ops as registry
 from .definition import TRACING, Fusion
 from .errors import DefinitionError
-from .views import integer_polynomial, is_view, size_check, takes_view, views_module
+from .traces import Traced, shape_guards, without_view_guards
+from .views import integer_polynomial, is_view, takes_view, views_module
 
 log = logging.getLogger("torchfuse.fusion")
 
@@ -299,166 +300,6 @@ _NOT_TRACED = "it had no trace for these argument dtypes and sizes yet (traced n
 OUTSIDE_GRAPH_CALLS: list | None = None
 
 
-class Traced:
-    """One trace of a :class:`FusedFunction`: its fusion, whether the function returned one
-    tensor, and the conditions on sizes its Python decisions assumed.
-
-    Attributes:
-        fusion: the :class:`~torchfuse.fusion.Fusion`.
-        single: the function returned one tensor (not a tuple).
-        guards: sympy conditions on the trace's size symbols (``s1 <= 5``), each true for the
-            traced sizes; ``sizes`` maps each symbol to ``(argument position, dim)``.
-        exact: argument position -> traced shape, for a trace that holds for those sizes
-            only (a condition pinned a size); else ``None``.
-        views: computes, from the tensor arguments, the views of them the fusion takes
-            after them as inputs (:mod:`.views`); ``None`` where it takes none.
-        check: the guards as a Python function of the arguments (:func:`_guard_check`),
-            checked against ``example`` (the traced arguments, which satisfy them); ``None``:
-            no guards, or they are evaluated with sympy.
-    """
-
-    def __init__(self, fusion: Fusion, single: bool, guards: list, sizes: dict, exact: dict | None = None,
-                 views: torch.fx.GraphModule | None = None, example: tuple | None = None):
-        self.fusion, self.single, self.guards, self.sizes, self.exact = fusion, single, guards, sizes, exact
-        self.views = views
-        self._sizes_bind = size_check(fusion.shapes) if views is not None else None
-        #: the guards as one plain-Python test of the arguments' sizes (``None``: no guards,
-        #: or one PyTorch's printer cannot write)
-        self.check = _guard_check(guards, sizes)
-        if self.check is not None and example is not None:
-            try:  # the traced arguments satisfy every guard: a printed form that says otherwise is unused
-                if not self.check(example):
-                    self.check = None
-            except Exception:  # noqa: BLE001 - (a name the printer used that Python lacks)
-                self.check = None
-
-    def inputs(self, args: tuple) -> list:
-        """The fusion's inputs for a call with ``args``: the tensor arguments, then the views
-        of them it reads (taken now: views on the host, no data moves)."""
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        return tensors if self.views is None else tensors + list(self.views(*tensors))
-
-    def holds(self, args: tuple) -> bool:
-        """Whether every guard holds for the sizes of the call's ``args`` (of the trace's
-        signature); for a trace whose Python pinned a size to one value (``exact``: argument
-        position -> traced shape), whether the sizes are the traced ones; for one that reads
-        views of its arguments, whether their sizes bind the fusion's (the two halves of an
-        odd size do not)."""
-        if self.exact is not None:
-            return all(tuple(args[i].shape) == shape for i, shape in self.exact.items())
-        if self._sizes_bind is not None and not self._sizes_bind([t.shape for t in self.inputs(args)]):
-            return False
-        if not self.guards:
-            return True
-        if self.check is not None:
-            return bool(self.check(args))
-        values = {sym: int(args[i].shape[d]) for sym, (i, d) in self.sizes.items()}
-        return all(bool(g.xreplace(values)) for g in self.guards)
-
-    @property
-    def traceable(self) -> bool:
-        """Whether TorchDynamo can trace :meth:`holds` (plain Python on sizes, which it turns
-        into guards of the compiled code): no guards, or guards :func:`_guard_check` wrote."""
-        return not self.guards or self.check is not None
-
-
-def _guard_check(guards: list, sizes: dict) -> Callable[[tuple], bool] | None:
-    """``guards`` (sympy conditions on size symbols; ``sizes``: symbol -> ``(argument
-    position, dim)``) as one Python function of the call's arguments, written by PyTorch's
-    printer of guards (``torch.utils._sympy.printers.PythonPrinter``: ``//``, ``%``,
-    ``max``...), so that TorchDynamo traces it as comparisons of sizes: a trace chosen by an
-    ``if`` on sizes stays one op in the compiled graph. ``None`` where there are no guards or
-    the printer cannot write one."""
-    if not guards:
-        return None
-    try:
-        from torch.utils._sympy.printers import PythonPrinter
-
-        names = {sym: sympy.Symbol(f"a[{i}].shape[{d}]", integer=True) for sym, (i, d) in sizes.items()}
-        text = " and ".join(f"({PythonPrinter().doprint(g.xreplace(names))})" for g in guards)
-        return eval(f"lambda a: {text}", {"max": max, "min": min})  # noqa: S307 - printed from the guards
-    except Exception:  # noqa: BLE001 - a guard outside the printer's forms: checked with sympy instead
-        return None
-
-
-def _shape_guards(gm: torch.fx.GraphModule, positions: list[int]) -> tuple[list, dict]:
-    """The shape guards ``make_fx`` recorded while tracing ``gm`` symbolically (conditions the
-    traced Python evaluated on sizes), and each size symbol's ``(argument position, dim)``
-    (``positions``: the argument position of each of ``gm``'s inputs).
-
-    Returns ``None`` for the guards when one names a size that no input's dim is any more
-    (``x.shape[1] == 4`` pins the dim to 4, and the trace has no symbol for it): the trace then
-    holds for its exact sizes only.
-    """
-    sizes: dict = {}
-    shape_env = None
-    inputs = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    for k, n in enumerate(inputs):
-        val = n.meta.get("val")
-        for d, s in enumerate(getattr(val, "shape", ())):
-            if isinstance(s, torch.SymInt):
-                shape_env = s.node.shape_env
-                if isinstance(s.node.expr, sympy.Symbol):
-                    sizes.setdefault(s.node.expr, (positions[k], d))
-    guards = [g.expr for g in shape_env.guards] if shape_env is not None else []
-    guards = [g for g in guards if g is not sympy.true]
-    if any(x not in sizes for g in guards for x in g.free_symbols):
-        return None, {}
-    return guards, {sym: at for sym, at in sizes.items() if any(sym in g.free_symbols for g in guards)}
-
-
-def _symbols_at(gm: torch.fx.GraphModule, positions: list[int]) -> dict:
-    """``(argument position, dim) -> size symbol`` of the inputs of a symbolic trace."""
-    out = {}
-    inputs = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    for k, n in enumerate(inputs):
-        for d, s in enumerate(getattr(n.meta.get("val"), "shape", ())):
-            if isinstance(s, torch.SymInt) and isinstance(s.node.expr, sympy.Symbol):
-                out[(positions[k], d)] = s.node.expr
-    return out
-
-
-def _without_view_guards(guards: list, gm: torch.fx.GraphModule, views: torch.fx.GraphModule, tensors: list,
-                         positions: list[int], fusion: Fusion) -> tuple[list, dict]:
-    """``guards`` (a trace's, with their symbols' places) less those that taking the argument
-    views alone records (a slice's ``D // 2 <= D``, its result's strides): each call takes the
-    views again, so those decisions are made for its sizes, and the fusion's own relation
-    between the views' sizes is :func:`~torchfuse.fusion.views.size_check`'s; less those
-    that relation implies (``N - 1 == (W + 1) // 2``: two views lined up by one op)."""
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    traced = make_fx(views, tracing_mode="symbolic")(*tensors)
-    own, _ = _shape_guards(traced, positions)
-    rename = {}
-    theirs = _symbols_at(traced, positions)
-    ours = _symbols_at(gm, positions)
-    for at, sym in theirs.items():
-        if at in ours:
-            rename[sym] = ours[at]
-    taken = {g.xreplace(rename) for g in own or []}
-    # a view's size is at least 1 (a call with an empty view fails the size check): a guard
-    # that holds for every such size (``Max(1, D - D // 2) == D - D // 2``, an intermediate's
-    # strides) is no decision
-    view_sizes = {}
-    for v in views.graph.output_node().args[0]:
-        for s in v.meta["val"].shape:
-            expr = s.node.expr if isinstance(s, torch.SymInt) else sympy.Integer(int(s))
-            if not expr.is_Integer and not isinstance(expr, sympy.Symbol):
-                view_sizes.setdefault(expr, sympy.Symbol(f"v{len(view_sizes)}", integer=True, positive=True))
-    kept = [g for g in guards if g not in taken and g.xreplace(view_sizes) is not sympy.true]
-    # each size as the fusion's canonical size, which every call it serves binds (fresh symbols:
-    # the fusion's names may be the trace's); only integer polynomials, which size_check tests
-    fresh: dict = {}
-    as_fusion = {}
-    for expr, sym in getattr(views, "fusion_sizes", {}).items():
-        canonical = sympy.sympify(fusion.sizes.find(sym))
-        if canonical.is_Integer or integer_polynomial(canonical):
-            as_fusion[expr] = canonical.xreplace({x: fresh.setdefault(x, sympy.Dummy(integer=True, positive=True))
-                                                  for x in canonical.free_symbols})
-    kept = [g for g in kept if g.xreplace(as_fusion) is not sympy.true]
-    return kept, {sym: at for at, sym in ours.items() if any(sym in g.free_symbols for g in kept)}
-
-
 class FusedFunction:
     """A Python function run as one fusion per input signature and branch of its Python on
     sizes (see the module docstring).
@@ -665,11 +506,11 @@ class FusedFunction:
             names = [params[i] if i < len(params) else None for i in positions]
         except (TypeError, ValueError):
             names = None
-        guards, sizes = _shape_guards(gm, positions)
+        guards, sizes = shape_guards(gm, positions)
         exact = None if guards is not None else {i: tuple(args[i].shape) for i in positions}
         fusion, views = replay(gm, self.name, self.options, input_names=names, **self.overrides)
         if views is not None and guards:
-            guards, sizes = _without_view_guards(guards, gm, views, tensors, positions, fusion)
+            guards, sizes = without_view_guards(guards, gm, views, tensors, positions, fusion)
         # its derivative is ATen's (softplus_backward), as in eager; traced now, while the
         # numbers the function reads are the key's. Before dispatch, so that ``detach()`` and
         # ``torch.no_grad()`` stay in it (a later trace makes detach an alias and drops grad mode),
