@@ -358,30 +358,33 @@ class FusedFunction:
         """The fusion ``fn`` becomes for arguments like ``args`` (traced on first use)."""
         return self._entry(args)[0].fusion
 
-    def _find(self, args: tuple) -> tuple[tuple, Traced | None]:
-        """``((signature, trace index), trace)`` of the trace serving ``args``; the trace is
-        ``None`` when none of the signature's holds (the index is then the next one's)."""
+    def _find(self, args: tuple) -> tuple[tuple, Traced | None, list | None]:
+        """``((signature, trace index), trace, the fusion's inputs)`` of the trace serving
+        ``args``; the trace and inputs are ``None`` when none of the signature's serves it (the
+        index is then the next one's)."""
         sig = self.key_of(args)
         traces = self.fusions.get(sig, [])
         for i, t in enumerate(traces):
-            if t.holds(args):
-                return (sig, i), t
-        return (sig, len(traces)), None
+            inputs = t.serves(args)
+            if inputs is not None:
+                return (sig, i), t, inputs
+        return (sig, len(traces)), None, None
 
-    def _entry(self, args: tuple) -> tuple[Traced, tuple]:
-        key, traced = self._find(args)
+    def _entry(self, args: tuple) -> tuple[Traced, tuple, list]:
+        key, traced, inputs = self._find(args)
         if traced is None:
             with TRACING:  # one make_fx trace at a time in the process (see TRACING)
-                key, traced = self._find(args)  # another thread may have traced it meanwhile
+                key, traced, inputs = self._find(args)  # another thread may have traced it meanwhile
                 if traced is None:
                     if not self.fusions:
                         self._reads = tuple(r for r in self._reads if watchable(read_number_place(r, args)))
                     traced = self._trace(args)
                     self.fusions.setdefault(key[0], []).append(traced)
+                    inputs = traced.inputs(args)
                     # registered now, so that a compiled graph calling the function with these
                     # arguments later finds its op (without it: a graph break, an error under fullgraph)
                     self._op_for(key, traced.fusion)
-        return traced, key
+        return traced, key, inputs
 
     # a fused function is a function: copying a model that holds one (``copy.deepcopy`` of a
     # module for an EMA copy) shares it, and pickling names it (multiprocessing sends it so)
@@ -419,13 +422,12 @@ class FusedFunction:
                 # which trace serves these sizes is decided by a condition TorchDynamo cannot
                 # trace: the call runs outside the graph (a graph break)
                 return self._outside_graph(_BY_SIZES, *args)
-            key, traced = self._find(args)
+            key, traced, tensors = self._find(args)
             op = self._ops.get(key)
             if op is None:
                 return self._outside_graph(_NOT_TRACED, *args)
-            return self._call_op(op, traced.single, traced.inputs(args))
-        traced, key = self._entry(args)
-        tensors = traced.inputs(args)
+            return self._call_op(op, traced.single, tensors)
+        traced, key, tensors = self._entry(args)
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             return self._call_op(self._op_for(key, traced.fusion), traced.single, tensors)
         outs = tuple(traced.fusion.execute(tensors))
@@ -462,7 +464,7 @@ class FusedFunction:
             # the stack as FX's stack traces hold it: explain finds the user's line as for an op
             OUTSIDE_GRAPH_CALLS.append((getattr(self.fn, "__name__", "fused function"), why,
                                         "".join(traceback.format_stack())))
-        traced, key = self._entry(args)
+        traced, key, _ = self._entry(args)
         self._op_for(key, traced.fusion)  # what later compilations put in their graphs
         return self(*args)
 

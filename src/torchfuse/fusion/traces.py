@@ -58,26 +58,29 @@ class Traced:
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         return tensors if self.views is None else tensors + list(self.views(*tensors))
 
-    def holds(self, args: tuple) -> bool:
-        """Whether every guard holds for the sizes of the call's ``args`` (of the trace's
-        signature); for a trace whose Python pinned a size to one value (``exact``: argument
-        position -> traced shape), whether the sizes are the traced ones; for one that reads
-        views of its arguments, whether their sizes bind the fusion's (the two halves of an
-        odd size do not)."""
+    def serves(self, args: tuple) -> list | None:
+        """The fusion's inputs (:meth:`inputs`) for the call's ``args`` (of the trace's
+        signature) when the trace serves it, else ``None``: every guard holds for its sizes;
+        for a trace whose Python pinned a size to one value (``exact``: argument position ->
+        traced shape), the sizes are the traced ones; for one that reads views of its
+        arguments, the views' sizes bind the fusion's (the two halves of an odd size do not).
+        The views are taken once, for the check and the call."""
         if self.exact is not None:
-            return all(tuple(args[i].shape) == shape for i, shape in self.exact.items())
-        if self._sizes_bind is not None and not self._sizes_bind([t.shape for t in self.inputs(args)]):
-            return False
+            held = all(tuple(args[i].shape) == shape for i, shape in self.exact.items())
+            return self.inputs(args) if held else None
+        inputs = self.inputs(args)
+        if self._sizes_bind is not None and not self._sizes_bind([t.shape for t in inputs]):
+            return None
         if not self.guards:
-            return True
+            return inputs
         if self.check is not None:
-            return bool(self.check(args))
+            return inputs if self.check(args) else None
         values = {sym: int(args[i].shape[d]) for sym, (i, d) in self.sizes.items()}
-        return all(bool(g.xreplace(values)) for g in self.guards)
+        return inputs if all(bool(g.xreplace(values)) for g in self.guards) else None
 
     @property
     def traceable(self) -> bool:
-        """Whether TorchDynamo can trace :meth:`holds` (plain Python on sizes, which it turns
+        """Whether TorchDynamo can trace :meth:`serves` (plain Python on sizes, which it turns
         into guards of the compiled code): no guards, or guards :func:`guard_check` wrote."""
         return not self.guards or self.check is not None
 
