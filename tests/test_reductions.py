@@ -1054,6 +1054,25 @@ def test_group_norm_gradients_of_half_inputs_with_fp32_weights_are_as_accurate_a
         assert err <= 2 * eager_err + 8 * slack, (name, err, eager_err)
 
 
+@pytest.mark.parametrize("dtype", [F16, BF16])
+def test_layer_norm_gradients_of_half_inputs_with_fp32_weights_are_eager_ones(dtype):
+    """LayerNorm of an fp16/bf16 input with fp32 weight and bias (what CPU autocast passes
+    ``native_layer_norm``): eager saves the mean and inverse standard deviation in fp32, and so
+    does torchfuse; PyTorch's decomposition rounded them to the input's dtype on CPU tensors,
+    and a third of the bf16 input gradient's elements were a 16-bit step from eager's (which
+    are float64's, rounded). The weight and bias gradients stay within twice eager's error."""
+    torch.manual_seed(0)
+    x = (torch.randn(8, 32, device=DEVICE) * 2 + 1).to(dtype).requires_grad_()
+    w = torch.randn(32, device=DEVICE, requires_grad=True)
+    b = torch.randn(32, device=DEVICE, requires_grad=True)
+    fn = lambda x, w, b: torch.nn.functional.layer_norm(x, (32,), w, b)
+    grads, dy, _ = _compiled_gradients(fn, [x, w, b])
+    assert [g.dtype for g in grads] == [dtype, F32, F32]
+    eager = torch.autograd.grad(fn(x, w, b), [x, w, b], dy)
+    torch.testing.assert_close(grads[0], eager[0], rtol=0, atol=0)
+    _assert_as_close_as_eager(fn, [x, w, b], grads, dy)
+
+
 @pytest.mark.parametrize("params", [F32, F16])
 def test_group_norm_of_cuda_tensors_with_parameters_of_another_dtype_stays_on_aten(params):
     """On CUDA tensors (fake ones here: no GPU needed) a GroupNorm whose weight and bias have

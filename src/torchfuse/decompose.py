@@ -499,6 +499,19 @@ def _half_input_with_fp32_params(input, weight, bias, *args, **kwargs) -> bool:
             and any(p is not None and p.dtype == torch.float32 for p in (weight, bias)))
 
 
+def _half_cpu_input_with_fp32_params(input, normalized_shape, weight=None, bias=None, *args, **kwargs) -> bool:
+    """Where :func:`_in_fp32_where` runs PyTorch's layer-norm decomposition in fp32: an fp16/bf16
+    CPU input whose weight or bias is fp32 (the mix CPU autocast gives ``native_layer_norm``).
+
+    As for group norm (:func:`_half_input_with_fp32_params`), eager's CPU kernel keeps the saved
+    mean and inverse standard deviation of such a mixed call in fp32, the decomposition rounds
+    them to the input's dtype on CPU tensors, and the backward reads them: a bf16 input's
+    gradient was a bf16 step from eager's (and from float64's rounding) in a third of its
+    elements. Calls of one dtype pass unchanged (eager's statistics have the input's dtype
+    there), and so do CUDA calls (the decomposition keeps fp32 statistics there)."""
+    return input.device.type == "cpu" and _half_input_with_fp32_params(input, weight, bias)
+
+
 def unsafe_masked_index(x: torch.Tensor, mask: torch.Tensor, indices: list, fill) -> torch.Tensor:
     """``aten._unsafe_masked_index`` as eager computes it: ``x[indices]`` where ``mask`` is set,
     ``fill`` elsewhere, each index first clamped to ``[-size, size - 1]`` of its dim and a
@@ -844,6 +857,8 @@ def decomposition_table(tuning: DecomposeTuning = DecomposeTuning()) -> dict:
             table[op] = _in_fp32_where(table[op], _half_cpu_input)
     table[aten.native_group_norm.default] = _in_fp32_where(table[aten.native_group_norm.default],
                                                            _half_input_with_fp32_params)
+    table[aten.native_layer_norm.default] = _in_fp32_where(table[aten.native_layer_norm.default],
+                                                           _half_cpu_input_with_fp32_params)
     for op in _GRAD_OUTPUT_LAYOUT:
         if op in table:
             table[op] = _with_eager_strides(table[op])
