@@ -220,6 +220,36 @@ def test_a_graph_aotautograd_rejects_runs_eagerly():
         fn(x, y)[0].sum().backward()
 
 
+@pytest.mark.parametrize("plain_first", [True, False])
+def test_a_backward_with_batched_gradients_runs_through_aten(plain_first):
+    """``torch.autograd.grad(..., is_grads_batched=True)`` (``jacobian(..., vectorize=True)``
+    calls it) runs the backward under vmap, with batched gradients that have no storage: a
+    kernel launch raised "Cannot access data pointer", on a later call (after a plain backward)
+    out of the program. Such a call runs the traced graph; plain calls stay fused."""
+    from torchfuse import backend
+
+    x, w = make_sample(F32, 14, shape=(3, 16), specials=False), make_sample(F32, 15, shape=(16,), specials=False)
+    fn = lambda x, w: torch.nn.functional.layer_norm(x * w, (16,)).tanh()
+    v = make_sample(F32, 16, shape=(5, 3, 16), specials=False)
+    compiled = torchfuse.compile(fn, dynamic=False)
+
+    def grads(f):
+        x1 = x.clone().requires_grad_(True)
+        y = f(x1, w)
+        plain = torch.autograd.grad(y, x1, v[0], retain_graph=True)[0] if plain_first else None
+        return plain, torch.autograd.grad(y, x1, v, is_grads_batched=True)[0]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no run-time fallback either
+        plain, batched = grads(compiled)
+    plain_eager, batched_eager = grads(fn)
+    assert_matches(batched, batched_eager, rtol=1e-5, atol=1e-5)
+    if plain_first:
+        assert_matches(plain, plain_eager, rtol=1e-5, atol=1e-5)
+    graph = backend.RECENT[-1]
+    assert graph.name == "backward" and graph.traced is None
+
+
 class _Encoder(torch.nn.Module):
     def __init__(self):
         super().__init__()

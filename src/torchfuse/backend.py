@@ -76,6 +76,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     record = _report_record(compiled, gm)
     if name == "forward":
         compiled = _saving_inputs_as_eager(compiled, gm)
+    elif name == "backward" and record is compiled:
+        compiled = _batched_gradients_as_traced(compiled, gm)
     if capture is not None and record is not None:
         if isinstance(record, dict):
             record["program"] = capture
@@ -184,6 +186,31 @@ def _report_record(compiled: Callable, gm: torch.fx.GraphModule) -> Any:
     if isinstance(compiled, CompiledGraph):
         return compiled
     return UNFUSED[-1] if UNFUSED and UNFUSED[-1]["fx_graph"] is gm else None
+
+
+def _batched_gradients_as_traced(compiled: Callable, gm: torch.fx.GraphModule) -> Callable:
+    """The backward graph ``compiled``, whose calls with batched incoming gradients run the
+    traced graph through ATen. ``torch.autograd.grad(..., is_grads_batched=True)`` (and so
+    ``torch.autograd.functional.jacobian`` and ``hessian`` with ``vectorize=True``) calls the
+    backward under vmap: its gradients are batched tensors, which have no storage a kernel could
+    read, and ATen's ops have batching rules for them (``aot_eager`` runs them so). Only the
+    incoming gradients are checked (the saved activations are the forward's own tensors): a
+    ``has_storage`` per gradient a call; a graph without incoming gradients is returned as it is."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    tangents = [i for i, n in enumerate(placeholders) if n.name.startswith("tangents")]
+    if not tangents:
+        return compiled
+    traced = _boxed(gm.forward)
+
+    def run(args: list):
+        for i in tangents:
+            t = args[i]
+            if isinstance(t, torch.Tensor) and not torch._C._has_storage(t):
+                return traced(args)
+        return compiled(args)
+
+    run._boxed_call = True
+    return run
 
 
 def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Options, name: str,
