@@ -1396,11 +1396,12 @@ def test_an_op_outside_the_registry_is_refused_at_the_first_call():
         positions(x)
     p = torch.linspace(0.1, 0.9, 10, device=DEVICE)
     assert torch.equal(shifted(x, p), x + p)
-    # the others the README names (slices of computed values, concatenations of unequal
-    # shapes: argument slices and equal concatenations fuse, tests/test_fusion_slices.py), and
-    # integer powers
-    for fn, op in [(lambda x: (x * 2)[:, 1:4], "slice"), (lambda x: torch.cat([x, x[:, :3]], 1) * 2, "cat"),
-                   (lambda x: (x * 2).chunk(2, 1)[0], "split"), (lambda x: x.cumsum(1) * 2, "cumsum")]:
+    # the others the README names (slices of values computed other than elementwise,
+    # concatenations of unequal shapes: argument slices, their elementwise values' slices and
+    # equal concatenations fuse, tests/test_fusion_slices.py), and integer powers
+    for fn, op in [(lambda x: x.softmax(1)[:, 1:4], "slice"), (lambda x: torch.cat([x, x[:, :3]], 1) * 2, "cat"),
+                   (lambda x: (x - x.amax(1, keepdim=True)).chunk(2, 1)[0], "split"),
+                   (lambda x: x.cumsum(1) * 2, "cumsum")]:
         with pytest.raises(DefinitionError, match=op):
             fused(fn, interpret=DEVICE == "cpu")(x)
     with pytest.raises(DefinitionTypeError, match="pow"):

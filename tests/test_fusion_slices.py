@@ -138,6 +138,39 @@ def test_fused_argument_views_chunk_unbind_select_narrow_and_steps():
         torch.testing.assert_close(g, w)
 
 
+def rope_of_float(q, cos, sin):  # (HuggingFace's rotate_half of q.float(), rounded back)
+    qf = q.float()
+    d = qf.shape[-1] // 2
+    return (qf * cos + torch.cat((-qf[..., d:], qf[..., :d]), dim=-1) * sin).to(q.dtype)
+
+
+@pytest.mark.parametrize("fn, shapes", [
+    (rope_of_float, [((2, 3, 5, 8), BF16), ((5, 8), F32), ((5, 8), F32)]),
+    (lambda x, y: (lambda a, b: a * b)(*(x * y).chunk(2, -1)), [((3, 8), F32), ((8,), F32)]),
+    (lambda x, w: (x * w)[..., 3], [((4, 8), F16), ((8,), F32)]),  # w's element as a 1-element slice: fp32
+    (lambda x, w: (x * w)[..., -1] + 1, [((4, 8), F16), ((8,), F32)]),
+    (lambda x, w: (x.sigmoid() * w)[:, 1], [((4, 3, 6), F32), ((3, 6), F32)]),
+    (lambda x, w: (x.exp() * w)[:, 1], [((4, 3, 6), F32), ((4, 1, 6), F32)]),  # w broadcast along the dim
+    (lambda x: (lambda a, b, c: a * b + c)(*x.tanh().unbind(1)), [((4, 3, 6), F32)]),
+    (lambda x, y: (x + y)[:, ::2] * 3, [((4, 9), BF16), ((4, 9), BF16)]),
+    (lambda x: (x.float() * 2)[..., 1:][..., ::2].sin(), [((3, 9), F16)]),
+], ids=["rope_of_float", "chunk", "select_promotes", "select_last", "select_middle", "select_broadcast", "unbind",
+        "step", "chained"])
+def test_fused_views_of_elementwise_values_are_views_of_their_arguments(fn, shapes):
+    """A slice, ``select`` or ``split`` piece of a value computed elementwise from the
+    arguments is computed from the same views of the arguments: one kernel, eager's values,
+    dtype and shape bit for bit (the ops run on the same elements), and eager's gradients."""
+    args = [sample(shape, dtype, seed=k) for k, (shape, dtype) in enumerate(shapes)]
+    f = fused(fn, interpret=DEVICE == "cpu")
+    got, want = f(*args), fn(*args)
+    assert got.dtype == want.dtype and got.shape == want.shape and torch.equal(got, want)
+    assert f.fusion_for(*args).num_kernels(DEVICE) == 1
+    leaves, ref = _leaves(*args), _leaves(*args)
+    g = sample(want.shape, want.dtype, seed=9)
+    for a, b in zip(torch.autograd.grad(f(*leaves), leaves, g), torch.autograd.grad(fn(*ref), ref, g)):
+        torch.testing.assert_close(a, b)
+
+
 def test_fd_ops_cat_in_a_hand_written_fusion():
     """``fd.ops.cat`` of three tensors of one shape along a middle dim: ``torch.cat``'s values
     in one kernel, the pointwise reader included; tensors of other shapes or dtypes are
@@ -163,22 +196,38 @@ def test_fd_ops_cat_in_a_hand_written_fusion():
 
 def test_fused_refuses_slices_of_computed_values_and_unequal_concatenations():
     """What a fusion cannot hold is refused at the first call, saying what it takes: a slice
-    of a value the function computes, and a concatenation of tensors of different shapes."""
+    of a value the function computes other than elementwise from its arguments (after a
+    reduction, a concatenation, a random draw), a ``select`` that makes a 0-dim result of
+    one, and a concatenation of tensors of different shapes."""
     @fused
-    def slice_of_intermediate(x):
-        return (x * 2)[..., :2] + 1
+    def slice_after_a_reduction(x):
+        return (x - x.amax(-1, keepdim=True))[..., :2] + 1
 
     with pytest.raises(DefinitionError, match=r"x\[a:b\] \(aten.slice.Tensor\) takes a view of a value the function "
                                               "computes.*of the function's arguments only"):
-        slice_of_intermediate(sample((3, 4)))
+        slice_after_a_reduction(sample((3, 4)))
 
     @fused
-    def chunk_of_intermediate(x):  # (HuggingFace's rotate_half of q.float())
-        a, b = x.float().chunk(2, -1)
-        return torch.cat((-b, a), -1)
+    def chunk_of_a_concatenation(x):
+        a, b = torch.cat((x, x * 2), -1).float().chunk(2, -1)
+        return a * b
 
     with pytest.raises(DefinitionError, match=r"chunk or split \(aten.split_with_sizes.default\) takes a view"):
-        chunk_of_intermediate(sample((3, 4), torch.bfloat16))
+        chunk_of_a_concatenation(sample((3, 4), torch.bfloat16))
+
+    @fused
+    def slice_of_dropout(x):
+        return torch.nn.functional.dropout(x, 0.5)[..., :2] * 2
+
+    with pytest.raises(DefinitionError, match=r"x\[a:b\] \(aten.slice.Tensor\) takes a view"):
+        slice_of_dropout(sample((3, 4)))
+
+    @fused
+    def element_of_a_product(x, w):  # (a 0-dim result: its operands' elements would promote as numbers)
+        return (x * w)[2]
+
+    with pytest.raises(DefinitionError, match=r"x\[i\] \(aten.select.int\) takes a view"):
+        element_of_a_product(sample((8,), F16), sample((8,), seed=1))
 
     @fused
     def unequal(x):

@@ -139,6 +139,7 @@ def _move_readers(fusion: "Fusion", merged: Value, stacked: Value, at: int) -> b
         if any(r not in region for r in readers.get(v, [])) or (v is merged and v in outputs):
             return False  # a value read elsewhere would be computed twice, or written out as well
     new: dict[Value, Value] = {merged: stacked}
+    again: set = set()  # producers of operands applied over the stacked shape as well
     split = shape[:at] + [find(stacked.meta.shape[at]), find(stacked.meta.shape[at + 1])] + shape[at + 1:]
 
     def in_stacked(v: Any) -> Any:
@@ -153,7 +154,8 @@ def _move_readers(fusion: "Fusion", merged: Value, stacked: Value, at: int) -> b
         if find(v.meta.shape[j]) == 1:
             out = fusion.ops.unsqueeze(FusionTensor(fusion, v), j).value
         elif (v.producer is not None and _pointwise(v.producer) and same_shape(v)
-              and all(r in region or r is v.producer for r in readers.get(v, []))):
+              and all(r in region or r in again for r in readers.get(v, []))):
+            again.add(v.producer)  # (its operands' producers, read by it alone, move too)
             out = _reapply(fusion, v.producer, in_stacked)
         else:
             target = [find(s) for s in v.meta.shape]

@@ -51,7 +51,7 @@ from ..ir import ops as registry
 from .definition import TRACING, Fusion
 from .errors import DefinitionError
 from .traces import Traced, shape_guards, without_view_guards
-from .views import integer_polynomial, is_view, takes_view, views_module
+from .views import integer_polynomial, is_view, push_views_to_arguments, takes_view, views_module
 
 log = logging.getLogger("torchfuse.fusion")
 
@@ -503,6 +503,7 @@ class FusedFunction:
             with torch.no_grad():
                 self.fn(*args)
             raise
+        push_views_to_arguments(gm)  # (a slice of q.float() as q's slice, converted)
         try:
             params = list(inspect.signature(self.fn).parameters)
             names = [params[i] if i < len(params) else None for i in positions]

@@ -14,6 +14,7 @@ view; where the fusion's ops then relate it to others (``cat`` of the two halves
 from __future__ import annotations
 
 import operator
+import sys
 from typing import Any, Callable, Iterable
 
 import sympy
@@ -94,3 +95,156 @@ def integer_polynomial(expr: Any) -> bool:
         return all(c.is_Integer for c in sympy.Poly(expr).coeffs())
     except sympy.PolynomialError:
         return False
+
+
+#: views of a computed value that :func:`push_views_to_arguments` moves to its operands
+_MOVABLE_VIEWS = (torch.ops.aten.slice.Tensor, torch.ops.aten.select.int)
+_SPLITS = (torch.ops.aten.split_with_sizes.default, torch.ops.aten.split.Tensor)
+
+
+def _elementwise(node: torch.fx.Node) -> bool:
+    """Whether ``node`` computes each element from the same element of its (broadcast) tensor
+    operands, with no random draw: an ATen op tagged pointwise, a dtype conversion, a clone."""
+    t = node.target
+    if node.op != "call_function" or not isinstance(t, torch._ops.OpOverload):
+        return False
+    if t in (torch.ops.aten._to_copy.default, torch.ops.aten.clone.default):
+        return set(node.kwargs) <= {"dtype"}
+    return torch.Tag.pointwise in t.tags and torch.Tag.nondeterministic_seeded not in t.tags
+
+
+def _tensor(a: Any) -> bool:
+    return isinstance(a, torch.fx.Node) and isinstance(a.meta.get("val"), torch.Tensor)
+
+
+def _from_argument(node: torch.fx.Node) -> bool:
+    """Whether ``node`` is an argument or a chain of views of one."""
+    while node.op != "placeholder":
+        if node.op != "call_function" or not node.args or not isinstance(node.args[0], torch.fx.Node):
+            return False
+        if node.target is not operator.getitem and not is_view(node.target):
+            return False
+        node = node.args[0]
+    return True
+
+
+def _movable(node: torch.fx.Node) -> bool:
+    """Whether a view of ``node`` can be taken of the arguments it is computed from."""
+    if _from_argument(node):
+        return True
+    return _elementwise(node) and all(_movable(a) for a in node.all_input_nodes if _tensor(a))
+
+
+def push_views_to_arguments(gm: torch.fx.GraphModule) -> int:
+    """Rewrite, in place, each slice, ``select`` and ``split``/``chunk`` piece of a value that
+    ``gm`` computes elementwise from its arguments into the same computation of those pieces of
+    the arguments: ``rotate_half(q.float())`` becomes ``cat((-q[..., D//2:].float(),
+    q[..., :D//2].float()))``, whose argument views a fusion takes as inputs. An operand
+    broadcast along the view's dim is left whole (``select`` takes its size-1 dim away). The
+    elementwise ops are computed once per piece; the values are eager's (each element is
+    computed from the same elements by the same ops). A 1-dim operand's ``select`` is a
+    1-element slice (a 0-dim operand would promote as a number does); a view whose rewrite
+    would change the result's dtype or rank is left as written (and refused by
+    :func:`~torchfuse.fusion.trace.replay`).
+
+    Returns:
+        The number of views moved.
+    """
+    from torch._guards import detect_fake_mode
+
+    fake = detect_fake_mode([n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"])
+    if fake is None:
+        return 0
+    moved = 0
+    for node in list(gm.graph.nodes):
+        spec = _view_spec(node)
+        if spec is None or _from_argument(spec[0]) or not _movable(spec[0]):
+            continue
+        made: list = []
+        with gm.graph.inserting_before(node), fake:
+            new = _moved(gm.graph, spec, made)
+        expected = node.meta["val"]
+        if (new is None or new.meta["val"].dtype != expected.dtype
+                or new.meta["val"].dim() != expected.dim()):
+            for m in reversed(made):
+                gm.graph.erase_node(m)
+            continue
+        node.replace_all_uses_with(new)
+        moved += 1
+        dead = [node]
+        while dead:
+            n = dead.pop()
+            if n.op == "call_function" and not n.users:
+                inputs = n.all_input_nodes
+                gm.graph.erase_node(n)
+                dead.extend(inputs)
+    if moved:
+        gm.recompile()
+    return moved
+
+
+def _view_spec(node: torch.fx.Node) -> tuple | None:
+    """``(source, op, dim, rest, piece)`` for a slice or ``select`` of ``source`` (``piece``
+    None) or the ``piece``-th item of a split of it; ``rest``: the op's arguments after the dim.
+    None for other nodes."""
+    if node.op != "call_function":
+        return None
+    if node.target in _MOVABLE_VIEWS and len(node.args) >= 1 and not node.kwargs:
+        src, dim, rest = node.args[0], (node.args[1] if len(node.args) > 1 else 0), tuple(node.args[2:])
+        piece = None
+        op = node.target
+    elif (node.target is operator.getitem and isinstance(node.args[0], torch.fx.Node)
+          and node.args[0].target in _SPLITS and not node.args[0].kwargs):
+        split = node.args[0]
+        src, op, piece = split.args[0], split.target, node.args[1]
+        dim, rest = (split.args[2] if len(split.args) > 2 else 0), (split.args[1],)
+    else:
+        return None
+    if not _tensor(src) or not isinstance(dim, int):
+        return None
+    return src, op, dim % max(src.meta["val"].dim(), 1), rest, piece
+
+
+def _moved(graph: torch.fx.Graph, spec: tuple, made: list) -> torch.fx.Node | None:
+    """The nodes computing the view ``spec`` of its source from views of the source's operands
+    (appended to ``made``); None where an operand's view cannot be written so."""
+    src, op, dim, rest, piece = spec
+
+    def node(target, args, kwargs=None):
+        n = graph.call_function(target, args, kwargs or {})
+        made.append(n)
+        values = torch.fx.node.map_arg((args, kwargs or {}), lambda a: a.meta["val"])
+        n.meta["val"] = target(*values[0], **values[1])
+        return n
+
+    if _from_argument(src):
+        if piece is None:
+            return node(op, (src, dim, *rest))
+        return node(operator.getitem, (node(op, (src, rest[0], dim)), piece))
+    out = src.meta["val"]
+    args = []
+    for a in src.args:
+        if not _tensor(a) or a.meta["val"].dim() == 0:
+            args.append(a)
+            continue
+        val = a.meta["val"]
+        d = dim - (out.dim() - val.dim())
+        broadcast = d < 0 or (val.shape[d] == 1 and out.shape[dim] != 1)
+        if broadcast and (op is not torch.ops.aten.select.int or d < 0):
+            args.append(a)
+            continue
+        view = (a, op, d, (0,) if broadcast else rest, piece)
+        if op is torch.ops.aten.select.int and val.dim() == 1:
+            # a 0-dim operand would promote as a number: its one element as a 1-element slice
+            if broadcast:
+                args.append(a)
+                continue
+            index = rest[0]
+            if not isinstance(index, int):
+                return None
+            view = (a, torch.ops.aten.slice.Tensor, d, (index, index + 1 if index != -1 else sys.maxsize), None)
+        moved = _moved(graph, view, made)
+        if moved is None:
+            return None
+        args.append(moved)
+    return node(src.target, tuple(args), dict(src.kwargs))
