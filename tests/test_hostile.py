@@ -278,6 +278,33 @@ def test_huge_reduction_strides_give_64_bit_reduction_indices():
     assert ".to(tl.int64)" in text
 
 
+def test_64_bit_argmax_takes_indices_past_2_to_31():
+    """With 64-bit indices a row may hold more than 2**31 elements: the masked lanes' index
+    that argmax's smallest matching index is taken against is int64's largest, not int32's
+    (which returned 2147483647 for a maximum at 2**31 + 100). The generated source of a row
+    reached through a huge stride says so, and with the switch to 64 bits forced on small rows
+    every reduction scheduler returns eager's indices."""
+    x = torch.empty(3, 40, device=DEVICE)
+    _, text = _plan_source(lambda x: (x * 2).argmax(-1), [x], [(1, 2**26)])
+    assert "9223372036854775807" in text and "2147483647" not in text
+
+    def fn(x):
+        y = x * 2
+        return y.argmax(-1), y.argmin(-1), torch.max(y, -1), torch.min(y, 0)
+
+    import torchfuse.schedulers.layout as layout
+    limit = layout.INT32_LIMIT
+    layout.INT32_LIMIT = 8  # every kernel below computes its indices in 64 bits
+    try:
+        for shape in [(5, 37), (5, 9000), (1, 5000)]:  # persistent, looped, split (interpreter)
+            g = torch.Generator().manual_seed(shape[1])
+            x = torch.randint(-3, 4, shape, generator=g).float().to(DEVICE)
+            x[0, -1] = NAN
+            check(fn, x, exact=True)
+    finally:
+        layout.INT32_LIMIT = limit
+
+
 # ----------------------------------------------------------------------------- mutation and aliasing
 
 def _run_both(fn, *inputs):

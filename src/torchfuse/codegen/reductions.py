@@ -202,7 +202,7 @@ class Reductions:
         """Smallest index among lanes whose value equals ``best`` (NaN matching NaN)."""
         res = self.fresh("first")
         self.emit(f"{res} = tl.min(tl.where(({vals} == {best}) | (({vals} != {vals}) & ({best} != {best})), "
-                  f"{idxs}, 2147483647), 1)[:, None]")
+                  f"{idxs}, {self.index_sentinel}), 1)[:, None]")
         return res
 
     def value_at(self, node: Node, vals: str, idxs: str, first: str, dtype: torch.dtype, best: str) -> str:
@@ -314,7 +314,7 @@ class Reductions:
         elif c in ("argmax", "argmin"):
             self.emit(f"{res}_v = tl.where({mask}, {v}, {ident})")
             best = self.max_nan(f"{res}_v", c, acc)
-            idxs = f"tl.where({mask}, rindex, 2147483647)"
+            idxs = f"tl.where({mask}, rindex, {self.index_sentinel})"
             idx = self.first_index(f"{res}_v", idxs, best)
             value = self.value_at(node, f"{res}_v", idxs, idx, acc, best)
             self.finish_reduction(node, {"value": (value, acc), "index": (idx, torch.int32)})
@@ -371,7 +371,7 @@ class Reductions:
             self.emit(f"{a}_m2 = tl.where({mask}, {a}_m2 + {a}_delta * ({a}_x - {a}_mean), {a}_m2)")
         elif c in ("argmax", "argmin"):
             self.emit(f"{a}_nv = tl.where({mask}, {v}, {ident})")
-            self.emit(f"{a}_ni = tl.where({mask}, rindex, 2147483647) + tl.zeros([XBLOCK, RBLOCK], {self.index_type})")
+            self.emit(f"{a}_ni = tl.where({mask}, rindex, {self.index_sentinel}) + tl.zeros([XBLOCK, RBLOCK], {self.index_type})")
             self.emit(f"{a}_v, {a}_i = tf_{c}_combine({a}_v, {a}_i, {a}_nv, {a}_ni)")
 
     def emit_loop_init(self, node: Node, accs: dict) -> None:
@@ -387,7 +387,7 @@ class Reductions:
                 self.emit(f"{a}_{part} = tl.zeros({shape}, {tdt})")
         elif c in ("argmax", "argmin"):
             self.emit(f"{a}_v = tl.full({shape}, {self.identity(c, acc)}, {tdt})")
-            self.emit(f"{a}_i = tl.full({shape}, 2147483647, {self.index_type})")
+            self.emit(f"{a}_i = tl.full({shape}, {self.index_sentinel}, {self.index_type})")
         else:
             self.emit(f"{a} = tl.full({shape}, {self.identity(c, acc)}, {tdt})")
 

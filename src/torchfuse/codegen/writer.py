@@ -614,6 +614,12 @@ class KernelWriter(Reductions):
     def index_type(self) -> str:
         return "tl.int64" if self.layout.index64 else "tl.int32"
 
+    @property
+    def index_sentinel(self) -> str:
+        """The largest index of :attr:`index_type`: what masked lanes hold where the smallest
+        index is taken (argmax's first index), above every index of a row."""
+        return "9223372036854775807" if self.layout.index64 else "2147483647"
+
     # ------------------------------------------------------------------ whole kernels
     def params(self) -> list[str]:
         params = [self.pname[v] for v in self.g.inputs] + [self.pname[v] for v in self.g.outputs]
@@ -651,7 +657,9 @@ class KernelWriter(Reductions):
         self.r_offset = offset  # a multiple of RBLOCK (random_by_fours relies on it)
         ridx = f"{offset} + tl.arange(0, RBLOCK)[None, :]"
         if self.layout.index64:
-            ridx = f"({ridx}).to(tl.int64)"
+            # widen before adding: an offset past 2**31 - 1 (a loop over a longer row) must not
+            # meet an int32 arange (Triton's interpreter holds the loop's offset as a Python int)
+            ridx = f"{offset} + tl.arange(0, RBLOCK)[None, :].to(tl.int64)"
         self.emit(f"rindex = {ridx}")
         if self.tuning.codegen.all_true_masks and self.first_stage and self.r_limit == "rnumel" and (
                 offset == "0" or self.loop_start == "0"):

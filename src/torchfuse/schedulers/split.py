@@ -165,7 +165,7 @@ def _write_finish(w) -> None:
         acc = w.acc_of(n)
         for comp, dtype in workspace_components(n):
             name = a if comp == "value" else f"{a}_{comp}"
-            other = w.identity(c, acc) if comp in ("value", "v") else ("2147483647" if comp == "i" else "0.0")
+            other = w.identity(c, acc) if comp in ("value", "v") else (w.index_sentinel if comp == "i" else "0.0")
             w.emit(f"{name} = tl.load(ws{k} + sindex * xnumel + xindex, mask=xsmask, other={other})")
             k += 1
         w.emit_loop_finish(n, accs)
