@@ -875,14 +875,15 @@ def test_statistics_of_a_constant_row_are_exact(rows, width, dtype):
     """A row of one repeated value has that value as its mean and no variance, exactly, as
     eager's Welford kernels give them: so a LayerNorm of it is 0 (a mean off by an ulp would
     come out as that error times rsqrt(eps): 1e-2 for rows of 300.1), and the gradient of its
-    ``std`` is 0. Values not exact in binary (300.1, 0.7) and an exact one (2.0); persistent
-    and looped rows; the exact zeros float64 gives (CPU eager's bf16 LayerNorm of a row of
-    300.1 gives -0.001), the ordinary row as eager's."""
+    ``std`` is 0. Values not exact in binary (300.1, 0.7), an exact one (2.0) and one near
+    the largest finite value (3e38, whose row sum overflows); persistent and looped rows; the
+    exact zeros float64 gives (CPU eager's bf16 LayerNorm of a row of 300.1 gives -0.001),
+    the ordinary row as eager's."""
     import torch.nn.functional as F
 
     import torchfuse
 
-    for value in (300.1, 0.7, 2.0):
+    for value in (300.1, 0.7, 2.0, 3e38):
         x = torch.full((rows, width), value, device=DEVICE, dtype=dtype)
         x[0] = torch.linspace(-1, 1, width, device=DEVICE, dtype=dtype)  # one ordinary row
         ln = lambda t: F.layer_norm(t, t.shape[-1:])

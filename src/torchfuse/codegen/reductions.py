@@ -295,8 +295,16 @@ class Reductions:
             # (x - mean) times rsqrt(eps)).
             n = self.fresh("n")
             self.emit(f"{n} = tl.full([], rnumel, {triton_dtype(acc)})")
-            self.emit(f"{res}_m0 = tl.sum(tl.where({mask}, {v}, 0.0), 1)[:, None] / {n}")
-            self.emit(f"{res}_d = tl.where({mask}, {v} - {res}_m0, 0.0)")
+            # (each value scaled before the sum: a row of values near the dtype's largest sums
+            # without overflow; the correction below makes a constant row's mean its value)
+            self.emit(f"{res}_m0 = tl.sum(tl.where({mask}, {v} * (1.0 / {n}), 0.0), 1)[:, None]")
+            # deviations from a preliminary mean beyond 2**(E/2) (E: the dtype's largest exponent)
+            # are taken times 2**(-E/2): a rounding error of such a mean squared would overflow
+            # (a constant row of 3e38 would get an infinite variance). A power of two scales
+            # every sum exactly, so other rows' values are the unscaled ones
+            half = 512 if acc == torch.float64 else 64
+            self.emit(f"{res}_k = tl.where(tl.abs({res}_m0) > {float(2.0 ** half)!r}, {float(2.0 ** -half)!r}, 1.0)")
+            self.emit(f"{res}_d = tl.where({mask}, ({v} - {res}_m0) * {res}_k, 0.0)")
             if self.tuning.codegen.batch_row_sums:
                 self.emit(f"{res}_s, {res}_q = tf_row_sum2({res}_d, {res}_d * {res}_d)")
             else:
@@ -307,10 +315,10 @@ class Reductions:
             # does a row whose squared deviations overflow: its M2 is infinite, as eager's, where
             # Q - S*C would be inf - inf)
             self.emit(f"{res}_fin = tl.abs({res}_m0) < float('inf')")
-            self.emit(f"{res}_mean = tl.where({res}_fin, {res}_m0 + {res}_c, {res}_m0)")
+            self.emit(f"{res}_mean = tl.where({res}_fin, {res}_m0 + {res}_c / {res}_k, {res}_m0)")
             self.emit(f"{res}_m2 = tl.where({res}_fin & ({res}_q < float('inf')), "
                       f"tl.maximum({res}_q - {res}_s * {res}_c, 0.0), {res}_q)")
-            self.finish_welford(node, f"{res}_mean", f"{res}_m2", n, acc)
+            self.finish_welford(node, f"{res}_mean", f"{res}_m2", n, acc, scale=f"{res}_k")
         elif c in ("argmax", "argmin"):
             self.emit(f"{res}_v = tl.where({mask}, {v}, {ident})")
             best = self.max_nan(f"{res}_v", c, acc)
@@ -321,10 +329,14 @@ class Reductions:
         else:
             raise AssertionError(c)
 
-    def finish_welford(self, node: Node, mean: str, m2: str, n: str, acc: torch.dtype) -> None:
+    def finish_welford(self, node: Node, mean: str, m2: str, n: str, acc: torch.dtype, scale: str | None = None) -> None:
+        """The variance ``m2 / max(n - correction, 0)`` and the mean as the node's results;
+        ``scale``: the factor ``m2``'s deviations were taken times, divided out of the variance
+        (not of ``m2``, which may overflow where the variance does not)."""
         corr = node.attrs.get("correction", 1.0)
         var = self.fresh("var")
-        self.emit(f"{var} = {m2} / tl.maximum({n} - {float(corr)!r}, 0.0)")
+        unscale = "" if scale is None else f" / {scale} / {scale}"
+        self.emit(f"{var} = {m2} / tl.maximum({n} - {float(corr)!r}, 0.0){unscale}")
         self.finish_reduction(node, {"var": (var, acc), "mean": (mean, acc)})
 
     def finish_reduction(self, node: Node, results: dict[str, tuple[str, torch.dtype]]) -> None:
