@@ -974,6 +974,30 @@ def test_a_fused_function_run_outside_the_graph_is_a_listed_break():
         torch.testing.assert_close(torchfuse.compile(fn)(x, b), fn(x, b))
 
 
+def test_a_frame_skipped_for_a_break_inside_a_loop_is_a_listed_break():
+    """A graph break inside a loop makes TorchDynamo run the whole frame eagerly (a MoE
+    layer's loop over experts with ``torch.where(mask)``): no compiled graph carries a break
+    reason, and the calls it compiles alone looked like a program without breaks. Explain
+    lists the skipped frame at its ``def`` line, with the break that caused it."""
+    class Experts(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(2))
+
+        def forward(self, x):  # the frame the tests look for
+            for layer in self.layers:
+                x = torch.sigmoid(layer(x)) * 2
+                torch._dynamo.graph_break()
+            return x
+
+    result = torchfuse.explain(Experts().to(DEVICE), torch.randn(3, 8, device=DEVICE), verbose=False)
+    skipped = [b for b in result.graph_breaks if "skipped the frame" in b.reason]
+    assert len(skipped) == 1, result.graph_breaks
+    assert skipped[0].reason.startswith("forward runs eagerly") and "graph_break()" in skipped[0].reason
+    assert (skipped[0].location.file, skipped[0].location.line) == (__file__, _line_of("the frame the tests look for"))
+    assert "1 graph break" in result.summary().splitlines()[0]
+
+
 def test_random_draws_of_a_checkpointed_region_are_aten_calls_that_move_data(tmp_path):
     """Under non-reentrant checkpointing, AOTAutograd wraps dropout's draw in higher-order ops
     (``run_and_save_rng_state`` in the forward and ``run_with_rng_state`` in the backward, or

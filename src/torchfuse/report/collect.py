@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import linecache
 import operator
 import re
 from pathlib import Path
@@ -391,6 +392,30 @@ def graph_breaks(break_reasons: list) -> list[GraphBreak]:
             continue
         seen.add(key)
         out.append(GraphBreak(reason=first, detail=text, location=stack[-1] if stack else None, stack=stack))
+    return out
+
+
+def skipped_frames(reasons: list[str]) -> list[GraphBreak]:
+    """Records of the frames TorchDynamo ran eagerly, from its texts of unimplemented cases
+    (``torch._dynamo.utils.counters["unimplemented"]``): a graph break inside a loop makes
+    it skip the whole frame ("frame skipped: forward (model.py line 13)"), which leaves no
+    break reason on any compiled graph, and the nested calls it compiles alone look like a
+    program without breaks. The reason names the break that led to it."""
+    out: list[GraphBreak] = []
+    for text in reasons:
+        found = re.search(r"frame skipped: (\S+) \((.+) line (\d+)\)", text)
+        if found is None:
+            continue
+        first = text.strip().splitlines()[0]
+        explained = re.search(r"Explanation: (.+)", text)  # (the first break's, which led to the skip)
+        if explained is not None:
+            first = f"{first} ({explained.group(1).strip()})"
+        line = int(found.group(3))
+        where = SourceLocation(file=found.group(2), line=line, function=found.group(1),
+                               code=linecache.getline(found.group(2), line).strip())
+        out.append(GraphBreak(reason=f"{found.group(1)} runs eagerly (TorchDynamo skipped the frame: a graph break "
+                                     f"inside a loop), after: {first}", detail=text.strip(), location=where,
+                              stack=[where]))
     return out
 
 

@@ -144,6 +144,7 @@ def explain(model_or_fn: Any, *example_inputs: Any, example_kwargs: dict | None 
     compiled_before = {id(c) for c in backend.RECENT}
     unfused_before = {id(u) for u in backend.UNFUSED}
     guards_before = _guard_failure_counts()
+    unimplemented_before = dict(torch._dynamo.utils.counters["unimplemented"])
     recorder = _Recorder(opts)
     dynamo_explain = ExplainWithBackend(recorder)
     fn = torch.compile(model_or_fn, backend=dynamo_explain)
@@ -166,6 +167,9 @@ def explain(model_or_fn: Any, *example_inputs: Any, example_kwargs: dict | None 
     result = ExplainResult(environment=_environment(everything, model_or_fn, opts), seconds=seconds, notes=notes,
                            compile_phases=phases.seconds, calls=len(calls))
     result.graph_breaks = collect.graph_breaks(dynamo_explain.output().break_reasons)
+    unimplemented = torch._dynamo.utils.counters["unimplemented"]
+    result.graph_breaks += collect.skipped_frames([k for k, n in unimplemented.items()
+                                                   if n > unimplemented_before.get(k, 0)])
     _fused_calls_outside_graphs(result, outside)
     compiled_objects = _add_graphs(result, recorder, compiled_before | unfused_before)
     result.kernels = _kernels(compiled_objects)
