@@ -161,8 +161,11 @@ def push_views_to_arguments(gm: torch.fx.GraphModule) -> int:
         if spec is None or _from_argument(spec[0]) or not _movable(spec[0]):
             continue
         made: list = []
-        with gm.graph.inserting_before(node), fake:
-            new = _moved(gm.graph, spec, made)
+        try:
+            with gm.graph.inserting_before(node), fake:
+                new = _moved(gm.graph, spec, made)
+        except Exception:  # noqa: BLE001 - an op that refuses its operands' views: left as written
+            new = None
         expected = node.meta["val"]
         if (new is None or new.meta["val"].dtype != expected.dtype
                 or new.meta["val"].dim() != expected.dim()):
@@ -221,6 +224,8 @@ def _moved(graph: torch.fx.Graph, spec: tuple, made: list) -> torch.fx.Node | No
         if piece is None:
             return node(op, (src, dim, *rest))
         return node(operator.getitem, (node(op, (src, rest[0], dim)), piece))
+    if any(isinstance(v, torch.fx.Node) for v in src.kwargs.values()):
+        return None  # (a tensor passed by keyword: left as written)
     out = src.meta["val"]
     args = []
     for a in src.args:
