@@ -144,8 +144,14 @@ def rope_of_float(q, cos, sin):  # (HuggingFace's rotate_half of q.float(), roun
     return (qf * cos + torch.cat((-qf[..., d:], qf[..., :d]), dim=-1) * sin).to(q.dtype)
 
 
+def rope_interleaved(q, cos, sin):  # (GPT-J's rotate_every_two: pairs of neighbours)
+    rotated = torch.stack((-q[..., 1::2], q[..., ::2]), dim=-1).flatten(-2)
+    return q * cos + rotated * sin
+
+
 @pytest.mark.parametrize("fn, shapes", [
     (rope_of_float, [((2, 3, 5, 8), BF16), ((5, 8), F32), ((5, 8), F32)]),
+    (rope_interleaved, [((2, 3, 5, 8), BF16), ((5, 8), BF16), ((5, 8), BF16)]),
     (lambda x, y: (lambda a, b: a * b)(*(x * y).chunk(2, -1)), [((3, 8), F32), ((8,), F32)]),
     (lambda x, w: (x * w)[..., 3], [((4, 8), F16), ((8,), F32)]),  # w's element as a 1-element slice: fp32
     (lambda x, w: (x * w)[..., -1] + 1, [((4, 8), F16), ((8,), F32)]),
@@ -154,12 +160,14 @@ def rope_of_float(q, cos, sin):  # (HuggingFace's rotate_half of q.float(), roun
     (lambda x: (lambda a, b, c: a * b + c)(*x.tanh().unbind(1)), [((4, 3, 6), F32)]),
     (lambda x, y: (x + y)[:, ::2] * 3, [((4, 9), BF16), ((4, 9), BF16)]),
     (lambda x: (x.float() * 2)[..., 1:][..., ::2].sin(), [((3, 9), F16)]),
-], ids=["rope_of_float", "chunk", "select_promotes", "select_last", "select_middle", "select_broadcast", "unbind",
+], ids=["rope_of_float", "rope_interleaved", "chunk", "select_promotes", "select_last", "select_middle", "select_broadcast", "unbind",
         "step", "chained"])
 def test_fused_views_of_elementwise_values_are_views_of_their_arguments(fn, shapes):
     """A slice, ``select`` or ``split`` piece of a value computed elementwise from the
-    arguments is computed from the same views of the arguments: one kernel, eager's values,
-    dtype and shape bit for bit (the ops run on the same elements), and eager's gradients."""
+    arguments is computed from the same views of the arguments, and a concatenation read
+    through a reshape that merges its dims further (GPT-J's ``stack(...).flatten(-2)``) keeps
+    its readers in its kernel: one kernel, eager's values, dtype and shape bit for bit (the
+    ops run on the same elements), and eager's gradients."""
     args = [sample(shape, dtype, seed=k) for k, (shape, dtype) in enumerate(shapes)]
     f = fused(fn, interpret=DEVICE == "cpu")
     got, want = f(*args), fn(*args)

@@ -12,10 +12,11 @@ its branch, so each is read once.
 
 A reshape that merges dims ends a fusion group, so the readers of that reshape would run as a
 second kernel. :func:`compute_in_stacked_domain` (run when a definition is finished) moves the
-merge past them instead: the pointwise ops that read the concatenation, and those computing
+merge past them instead: the pointwise ops that read the concatenation (or a reshape of it
+that merges more dims: GPT-J's interleaved ``stack(...).flatten(-2)``), and those computing
 their other operands, are applied again over the stacked shape (their inputs split with a
-reshape, a view of the input, or unsqueezed where they broadcast along the dim), and each
-output is the merge of its stacked value, a view of the kernel's result. The values are the
+reshape, a view of the input, or given size-1 dims where they broadcast), and each output is
+the merge of its stacked value, a view of the kernel's result. The values are the
 same element for element; only the index space changes.
 """
 from __future__ import annotations
@@ -117,17 +118,58 @@ def _pointwise(node) -> bool:
     return node.op is not None and registry.REGISTRY[node.op].kind == "pointwise"
 
 
+def _chain_end(fusion: "Fusion", merged: Value, readers: dict) -> Value:
+    """The last of the reshapes that ``merged`` reaches through, each the only reader of the
+    one before and not an output (GPT-J's ``stack(...).flatten(-2)``); ``merged`` itself if
+    none."""
+    top = merged
+    while top not in fusion.outputs:
+        users = readers.get(top, [])
+        if len(users) != 1 or users[0].op != "reshape" or users[0].output is None:
+            break
+        top = users[0].output
+    return top
+
+
+def _groups(sizes: list, target: list) -> list[list] | None:
+    """``sizes`` cut into consecutive groups whose products are the sizes of ``target`` in
+    order (trailing 1s join the last group); None where no such cut exists."""
+    import sympy
+
+    groups: list[list] = []
+    k = 0
+    for t in target:
+        group, product = [], sympy.Integer(1)
+        while k < len(sizes) and (not group or sympy.expand(product - t) != 0):
+            group.append(sizes[k])
+            product *= sizes[k]
+            k += 1
+        if not group or sympy.expand(product - t) != 0:
+            return None
+        groups.append(group)
+    if any(s != 1 for s in sizes[k:]) or (k < len(sizes) and not groups):
+        return None
+    if groups:
+        groups[-1] += sizes[k:]
+    return groups
+
+
 def _move_readers(fusion: "Fusion", merged: Value, stacked: Value, at: int) -> bool:
     readers = _readers(fusion)
     find = fusion.sizes.find
-    shape = [find(s) for s in merged.meta.shape]
-    rank = len(shape)
+    top = _chain_end(fusion, merged, readers)
+    shape = [find(s) for s in top.meta.shape]
+    # the stacked shape (the merged one with the concatenation's dim split in two), cut into
+    # one group of dims per dim of the readers' shape
+    groups = _groups([find(s) for s in stacked.meta.shape], shape)
+    if groups is None:
+        return False
 
     def same_shape(v: Value) -> bool:
         return v.meta is not None and [find(s) for s in v.meta.shape] == shape
 
-    region: list = []  # pointwise nodes computing, over the merged shape, from the concatenation
-    inside = {merged}
+    region: list = []  # pointwise nodes computing, over the readers' shape, from the concatenation
+    inside = {top}
     for node in fusion.nodes:
         if _pointwise(node) and any(v in inside for v in node.input_values()) and same_shape(node.output):
             region.append(node)
@@ -136,11 +178,10 @@ def _move_readers(fusion: "Fusion", merged: Value, stacked: Value, at: int) -> b
         return False
     outputs = set(fusion.outputs)
     for v in inside:
-        if any(r not in region for r in readers.get(v, [])) or (v is merged and v in outputs):
+        if any(r not in region for r in readers.get(v, [])) or (v is top and v in outputs):
             return False  # a value read elsewhere would be computed twice, or written out as well
-    new: dict[Value, Value] = {merged: stacked}
+    new: dict[Value, Value] = {top: stacked}
     again: set = set()  # producers of operands applied over the stacked shape as well
-    split = shape[:at] + [find(stacked.meta.shape[at]), find(stacked.meta.shape[at + 1])] + shape[at + 1:]
 
     def in_stacked(v: Any) -> Any:
         """``v`` (an operand of a moved node) over the stacked shape."""
@@ -148,18 +189,18 @@ def _move_readers(fusion: "Fusion", merged: Value, stacked: Value, at: int) -> b
             return v
         if v in new:
             return new[v]
-        j = at - (rank - v.meta.rank)  # (operands broadcast from the right, as the replay's)
-        if j < 0:
-            return v
-        if find(v.meta.shape[j]) == 1:
-            out = fusion.ops.unsqueeze(FusionTensor(fusion, v), j).value
+        offset = len(shape) - v.meta.rank  # (operands broadcast from the right, as the replay's)
+        target = []
+        for i, s in enumerate(v.meta.shape):
+            group = groups[offset + i]
+            target += [1] * len(group) if find(s) == 1 else group
+        if target == [find(s) for s in v.meta.shape]:
+            out = v
         elif (v.producer is not None and _pointwise(v.producer) and same_shape(v)
               and all(r in region or r in again for r in readers.get(v, []))):
             again.add(v.producer)  # (its operands' producers, read by it alone, move too)
             out = _reapply(fusion, v.producer, in_stacked)
-        else:
-            target = [find(s) for s in v.meta.shape]
-            target[j:j + 1] = split[at:at + 2]
+        else:  # a view of an input, or size-1 dims added (free in a kernel)
             out = fusion.ops.reshape(FusionTensor(fusion, v), target).value
         new[v] = out
         return out
