@@ -144,6 +144,46 @@ def test_concatenation_of_equal_tensors_is_a_select():
     assert equal_cats_as_selects(gm, 4) == 0
 
 
+def _rotate_half(x):
+    d = x.shape[-1] // 2
+    return torch.cat((-x[..., d:], x[..., :d]), dim=-1)
+
+
+def _rope_of_projection(x, w, cos, sin):  # (HuggingFace Llama's: heads of a projection, transposed)
+    q = (x @ w).view(2, 5, 3, 8).transpose(1, 2)
+    return q * cos + _rotate_half(q) * sin
+
+
+def _rope_interleaved(q, cos, sin):  # (GPT-J's rotate_every_two)
+    return q * cos + torch.stack((-q[..., 1::2], q[..., ::2]), dim=-1).flatten(-2) * sin
+
+
+@pytest.mark.parametrize("fn, shapes", [
+    (_rope_of_projection, [(2, 5, 16), (16, 24), (5, 8), (5, 8)]),
+    (_rope_interleaved, [(2, 3, 5, 8), (5, 8), (5, 8)]),
+], ids=["projection", "interleaved"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_pointwise_readers_of_a_concatenation_fuse_with_it(fn, shapes, dtype):
+    """RoPE's ``q * cos + rotate_half(q) * sin``: the concatenation's readers are applied over
+    its stacked shape (the other operands split by views), so the select and the products
+    are one fusion group, where the view merging the stacked dims made them two, with the
+    concatenation written out between. Values, shapes and strides (the transposed heads'
+    layout) equal eager's bit for bit; gradients equal eager's."""
+    from torchfuse import backend
+
+    args = [torch.randn(s, device=DEVICE, dtype=dtype) for s in shapes]
+    torch._dynamo.reset()
+    compiled = torchfuse.compile(fn, dynamic=False)
+    got, want = compiled(*args), fn(*args)
+    assert got.shape == want.shape and got.stride() == want.stride() and torch.equal(got, want)
+    graph = [g for g in backend.RECENT if g.name == "inference"][-1]
+    assert len(graph.segmentation.groups) == 1, graph.segmentation.groups
+    leaves, ref = [a.clone().requires_grad_() for a in args], [a.clone().requires_grad_() for a in args]
+    g = torch.randn_like(want)
+    for a, b in zip(torch.autograd.grad(compiled(*leaves), leaves, g), torch.autograd.grad(fn(*ref), ref, g)):
+        torch.testing.assert_close(a, b)
+
+
 def test_concatenation_with_a_data_dependent_size_is_left_alone():
     """A concatenation of a static tensor and one of data-dependent rows (``x[mask]`` under
     ``capture_dynamic_output_shape_ops``) stays a concatenation without the pass failing (its

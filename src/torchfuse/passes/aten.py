@@ -38,6 +38,7 @@ from ..config import GraphPassTuning
 from . import calls_to, finish, flat_nodes, view_root
 
 aten = torch.ops.aten
+prims = torch.ops.prims
 
 
 _PERMUTES = (aten.permute.default, aten.t.default)
@@ -250,10 +251,136 @@ def equal_cats_as_selects(gm: torch.fx.GraphModule, max_inputs: int) -> int:
             if user.op == "call_function" and user.target in _RESHAPES and list(_val(user).shape) == stacked:
                 user.replace_all_uses_with(select)
                 g.erase_node(user)
+        _readers_over_stacked_shape(gm, fake, select, result)
         if result is not select and not result.users:
             g.erase_node(result)
         done += 1
     return finish(gm, done, "concatenations of equal tensors made selects")
+
+
+def _dim_groups(sizes: list[int], target: list[int]) -> list[list[int]] | None:
+    """``sizes`` cut into consecutive groups whose products are ``target``'s sizes in order
+    (trailing 1s join the last group); None where no such cut exists."""
+    groups: list[list[int]] = []
+    k = 0
+    for t in target:
+        group: list[int] = []
+        while k < len(sizes) and (not group or math.prod(group) != t):
+            group.append(sizes[k])
+            k += 1
+        if not group or math.prod(group) != t:
+            return None
+        groups.append(group)
+    if not groups or any(s != 1 for s in sizes[k:]):
+        return None
+    groups[-1] += sizes[k:]
+    return groups
+
+
+def _elementwise(node: torch.fx.Node) -> bool:
+    """An ATen call of one element from the same element of each (broadcast) operand, with
+    no tensor passed by keyword: tagged pointwise and drawing no random numbers, or a dtype
+    conversion."""
+    t = node.target
+    if node.op != "call_function" or not isinstance(t, torch._ops.OpOverload):
+        return False
+    if t in (aten._to_copy.default, prims.convert_element_type.default):
+        return set(node.kwargs) <= {"dtype"}
+    return (torch.Tag.pointwise in t.tags and torch.Tag.nondeterministic_seeded not in t.tags
+            and not any(isinstance(v, torch.fx.Node) for v in node.kwargs.values()))
+
+
+def _readers_over_stacked_shape(gm: torch.fx.GraphModule, fake, select: torch.fx.Node, result: torch.fx.Node) -> bool:
+    """Apply the pointwise readers of ``result`` (a concatenation's select ``select`` viewed
+    as the concatenation) over the select's stacked shape, in place.
+
+    A view that merges dims ends a fusion group, so the readers of the concatenation (RoPE's
+    ``q * cos + rotate_half(q) * sin``) would be a kernel of their own, reading the
+    concatenation written out by the select's. Applied over the stacked shape instead, each
+    reader's other operands split to it by a view (no data moves; where they broadcast, size-1
+    dims), or, where a pointwise producer of one only feeds the readers, that producer applied
+    again over the stacked shape, the select and its readers are one group. A reader's value
+    read elsewhere is a view of its stacked value, with its strides (checked; where a view would
+    not give them, nothing changes). The same elements are computed by the same ops.
+
+    Returns:
+        Whether the readers moved.
+    """
+    top = result  # (through the reshapes that merge more dims: GPT-J's stack(...).flatten(-2))
+    while len(top.users) == 1 and next(iter(top.users)).op == "call_function" \
+            and next(iter(top.users)).target in _RESHAPES:
+        top = next(iter(top.users))
+    if top is select:  # (its readers fuse with it as they are)
+        return False
+    shape = list(_val(top).shape)
+    groups = _dim_groups(list(_val(select).shape), shape)
+    if groups is None:
+        return False
+    region: list = []  # pointwise calls over the concatenation's shape, from it
+    inside = {top}
+    for node in gm.graph.nodes:
+        if (_elementwise(node) and any(a in inside for a in node.all_input_nodes)
+                and isinstance(_val(node), torch.Tensor) and list(_val(node).shape) == shape):
+            region.append(node)
+            inside.add(node)
+    if not region:
+        return False
+    made: list = []
+    new: dict = {top: select}
+    again: set = set()
+    g = gm.graph
+
+    def stacked(v):
+        """``v`` (an operand of a moved reader) over the stacked shape."""
+        val = _val(v)
+        if not isinstance(val, torch.Tensor) or val.dim() == 0:
+            return v
+        if v in new:
+            return new[v]
+        offset = len(shape) - val.dim()
+        target = []
+        for i, size in enumerate(val.shape):
+            target += [1] * len(groups[offset + i]) if size == 1 else groups[offset + i]
+        if target == list(val.shape):
+            out = v
+        elif (_elementwise(v) and list(val.shape) == shape
+              and all(u in inside or u in again for u in v.users)):
+            again.add(v)  # (its own operands' producers, read by it alone, move too)
+            out = apply(v)
+        else:
+            out = _call_with_val(g, fake, aten.view.default, v, target)
+            made.append(out)
+        new[v] = out
+        return out
+
+    def apply(node):
+        args = tuple(stacked(a) if isinstance(a, torch.fx.Node) else a for a in node.args)
+        out = _call_with_val(g, fake, node.target, *args, **node.kwargs)
+        made.append(out)
+        return out
+
+    views = {}
+    with g.inserting_before(region[-1].next):
+        for node in region:
+            new[node] = apply(node)
+        for node in region:
+            if any(u not in inside for u in node.users):  # read elsewhere: a view with its strides
+                views[node] = _call_with_val(g, fake, aten.view.default, new[node], shape)
+                made.append(views[node])
+    if any(_val(v).stride() != _val(n).stride() for n, v in views.items()):
+        for m in reversed(made):
+            g.erase_node(m)
+        return False
+    for node, view in views.items():
+        node.replace_all_uses_with(view, delete_user_cb=lambda u: u not in inside)
+    for node in reversed(region):
+        g.erase_node(node)
+    _erase_unused(list(again))
+    while top is not result and not top.users:  # (the reshapes between; the caller erases result)
+        below = top.args[0]
+        g.erase_node(top)
+        top = below
+    return True
 
 
 def _nodes_between(first: torch.fx.Node, end: torch.fx.Node) -> list:
