@@ -853,6 +853,25 @@ def test_a_function_called_once_outside_compiles_without_a_graph_break():
     torch.testing.assert_close(compiled(x, b), (F.gelu(x * 2 + b) + x).sum())
 
 
+def test_a_first_call_under_fullgraph_raises_saying_to_call_it_outside_first():
+    """A signature first met inside a ``fullgraph=True`` caller cannot run outside the graph:
+    TorchDynamo's error named a ``torch.compiler.disable`` the user never wrote ("Remove the
+    torch.compiler.disable call"); it says why and what to do. After one call outside, the
+    same caller compiles, with eager's values."""
+    @fused(interpret=DEVICE == "cpu")
+    def shifted_relu(x, y):
+        return (x * y + 1).relu()
+
+    x = sample((4, 8), F32)
+    torch._dynamo.reset()
+    compiled = torchfuse.compile(lambda x: shifted_relu(x, x * 2) * 2, fullgraph=True, interpret=DEVICE == "cpu")
+    with pytest.raises(Exception, match="call the function once outside torch.compile"):
+        compiled(x)
+    shifted_relu(x, x * 2)
+    torch._dynamo.reset()
+    torch.testing.assert_close(compiled(x), (x * (x * 2) + 1).relu() * 2, rtol=0, atol=0)
+
+
 def test_a_function_taking_python_numbers_compiles_without_a_graph_break():
     """Python numbers among the arguments (a float, an int, a bool) are part of the trace's
     signature; finding it under TorchDynamo needs no graph break (torch 2.11's TorchDynamo

@@ -295,6 +295,12 @@ _BY_SIZES = ("which of its traces serves a call is decided by a condition on siz
              "Python comparisons")
 _NOT_TRACED = "it had no trace for these argument dtypes and sizes yet (traced now; later compilations fuse it)"
 
+#: what TorchDynamo's error says where it may not break the graph for such a call
+#: (``fullgraph=True``): the graph break is torchfuse's, not a ``torch.compiler.disable`` of the user's
+_OUTSIDE_GRAPH_REASON = ("a @fused function's first call with a signature (dtypes, ranks, size-1 dims, layouts, "
+                         "the Python values it reads) runs outside the compiled graph, where it is traced; under "
+                         "fullgraph=True, call the function once outside torch.compile with such arguments first")
+
 #: while :func:`torchfuse.explain` runs, a list of ``(function name, why, stack text)`` of each
 #: call that ran outside a compiled graph (a graph break TorchDynamo may not list), else None
 OUTSIDE_GRAPH_CALLS: list | None = None
@@ -458,7 +464,7 @@ class FusedFunction:
         outs = (outs,) if single or not isinstance(outs, tuple) else outs
         return outs[0] if single else outs
 
-    @torch.compiler.disable
+    @torch.compiler.disable(reason=_OUTSIDE_GRAPH_REASON)
     def _outside_graph(self, why: str, *args):
         if OUTSIDE_GRAPH_CALLS is not None:
             # the stack as FX's stack traces hold it: explain finds the user's line as for an op
