@@ -338,6 +338,21 @@ def test_a_wider_zero_dim_tensor_is_read_as_each_device_reads_it(dtype):
     check_bits(fn, x, y, s, w)
 
 
+def test_threshold_of_integer_tensors_converts_its_numbers_as_eager():
+    """``threshold`` of an integer tensor converts its threshold and value to the tensor's
+    dtype first, truncating, as eager's kernel does (``threshold(x, -1.7, 5)`` replaces -1,
+    ``value=2.9`` writes 2); PyTorch's decomposition compared and selected in floating point
+    (-1 was kept). Such a call runs as ATen's kernel; an int threshold and value still fuse."""
+    x = tensor([-3, -2, -1, 0, 1, 2, 7, -8], dtype=torch.int32)
+    for threshold, value in ((-1.7, 5), (0.5, 2.9), (-2.0, 4)):
+        def fn(x):
+            return torch.nn.functional.threshold(x, threshold, value) * 3
+
+        actual, _ = run_compiled(fn, x)
+        assert torch.equal(actual, fn(x)), (threshold, value, actual, fn(x))
+    check_bits(lambda x: torch.nn.functional.threshold(x, -1, 5) * 3, x)
+
+
 # ----------------------------------------------------------------------------- NaN signs, -0.0
 
 def _nans(dtype) -> torch.Tensor:

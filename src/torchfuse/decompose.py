@@ -715,8 +715,12 @@ _NO_LOGICAL_NOT = _BARE_UNSIGNED | frozenset({torch.float8_e4m3fn, torch.float8_
                                               torch.float8_e5m2fnuz, torch.float8_e8m0fnu})
 
 
-def _bool_operand(x, *args, **kwargs) -> bool:
-    return x.dtype == torch.bool
+def _threshold_by_kernel(x, threshold, value) -> bool:
+    """Bool tensors (no kernel), and integer tensors with a threshold or value that is not an
+    int: eager's kernel converts both to the tensor's dtype first, truncating
+    (``threshold(x, -1.7, 5)`` of an int32 ``x`` replaces -1, ``value=2.9`` writes 2) and raising
+    where one does not fit, where PyTorch's decomposition compares and selects in floating point."""
+    return x.dtype == torch.bool or (_integral(x) and not all(isinstance(v, int) for v in (threshold, value)))
 
 
 def _no_blas_kernel(x, *args, **kwargs) -> bool:
@@ -746,7 +750,7 @@ RECORDED_AS_IS = {
     aten.logaddexp.default: lambda a, b: _integral(a, b),
     aten.logaddexp2.default: lambda a, b: _integral(a, b),
     aten.addcdiv.default: lambda x, t1, t2, value=1: _integral(t1, t2),
-    aten.threshold.default: _bool_operand,
+    aten.threshold.default: _threshold_by_kernel,
     aten.heaviside.default: lambda a, b: a.dtype != b.dtype,
     aten.log_sigmoid_forward.default: _first_integral,
     aten.soft_margin_loss.default: _first_integral,
