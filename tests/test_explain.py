@@ -1115,3 +1115,23 @@ def test_a_folded_batchnorms_shift_is_attributed_to_the_batchnorm():
         result = torchfuse.explain(model, torch.randn(1, 3, 8, 8, device=DEVICE), freeze=True, verbose=False)
     (group,) = result.groups
     assert any("BatchNorm2d" in (loc.module or "") for loc in group.locations), group.locations
+
+
+def test_explain_takes_dynamic_and_fullgraph_as_torchfuse_compile_does():
+    """``dynamic=`` and ``fullgraph=`` reach ``torch.compile`` as from :func:`torchfuse.compile`
+    (they were refused as unknown options): ``dynamic=True`` compiles the first call with
+    symbolic sizes, and ``fullgraph=True`` raises TorchDynamo's error at a graph break."""
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU()).to(DEVICE)
+    x = torch.randn(4, 8, device=DEVICE)
+    with torch.no_grad():
+        static = torchfuse.explain(model, x, verbose=False)
+        dynamic = torchfuse.explain(model, x, verbose=False, dynamic=True)
+    assert {p.sizes for g in static.graphs for grp in g.groups for p in grp.plans} == {"static"}
+    assert all(p.sizes.startswith("s") for g in dynamic.graphs for grp in g.groups for p in grp.plans), str(dynamic)
+
+    def breaks(t):
+        torch._dynamo.graph_break()
+        return t * 2
+
+    with pytest.raises(torch._dynamo.exc.Unsupported):
+        torchfuse.explain(breaks, x, verbose=False, fullgraph=True)

@@ -63,7 +63,7 @@ def _uncompiled(model_or_fn: Any) -> Any:
 def explain(model_or_fn: Any, *example_inputs: Any, example_kwargs: dict | None = None,
             more_inputs: Sequence[Sequence[Any] | dict] = (), backward: bool = False, measure: bool = False,
             html: str | None = None, verbose: bool = True, mode: str | None = None, options: Any = None,
-            **option_overrides: Any) -> ExplainResult:
+            dynamic: bool | None = None, fullgraph: bool = False, **option_overrides: Any) -> ExplainResult:
     """Compile and run ``model_or_fn(*example_inputs, **example_kwargs)`` with torchfuse;
     describe what it did.
 
@@ -90,6 +90,7 @@ def explain(model_or_fn: Any, *example_inputs: Any, example_kwargs: dict | None 
             either way.
         mode: a ``torch.compile`` mode, as for :func:`torchfuse.compile` (``"reduce-overhead"``:
             CUDA graphs, whose state the summary shows per graph).
+        dynamic, fullgraph: passed to ``torch.compile``, as by :func:`torchfuse.compile`.
         options: an :class:`~torchfuse.Options` or dict; keyword arguments override single
             options, as for :func:`torchfuse.compile`. For a program on CPU tensors, interpret
             mode is turned on unless ``interpret`` is given (here or as a whole ``Options``):
@@ -147,7 +148,7 @@ def explain(model_or_fn: Any, *example_inputs: Any, example_kwargs: dict | None 
     unimplemented_before = dict(torch._dynamo.utils.counters["unimplemented"])
     recorder = _Recorder(opts)
     dynamo_explain = ExplainWithBackend(recorder)
-    fn = torch.compile(model_or_fn, backend=dynamo_explain)
+    fn = torch.compile(model_or_fn, backend=dynamo_explain, dynamic=dynamic, fullgraph=fullgraph)
     t0 = time.perf_counter()
     trace.OUTSIDE_GRAPH_CALLS = outside = []
     try:
