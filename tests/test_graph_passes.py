@@ -87,7 +87,7 @@ def test_concatenation_of_one_nonempty_tensor_is_a_copy():
     tensors, or one whose empty input promotes the dtype, stays. Outputs equal eager's."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from torchfuse.passes.aten import cat_of_one
+    from torchfuse.passes.concat import cat_of_one
 
     aten = torch.ops.aten
 
@@ -117,7 +117,7 @@ def test_concatenation_of_equal_tensors_is_a_select():
     mixed dtypes and more inputs than the limit stay concatenations."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from torchfuse.passes.aten import equal_cats_as_selects
+    from torchfuse.passes.concat import equal_cats_as_selects
 
     aten = torch.ops.aten
 
@@ -182,6 +182,67 @@ def test_pointwise_readers_of_a_concatenation_fuse_with_it(fn, shapes, dtype):
     g = torch.randn_like(want)
     for a, b in zip(torch.autograd.grad(compiled(*leaves), leaves, g), torch.autograd.grad(fn(*ref), ref, g)):
         torch.testing.assert_close(a, b)
+
+
+def test_summed_scatters_into_zeros_are_a_concatenation():
+    """A sum of ``slice_scatter``s into zeros whose pieces tile a dim (the backward of slices
+    of one tensor: RoPE's halves) becomes the pieces' concatenation plus 0.0, the sum's values
+    to the bit (a negative zero comes out +0.0, as from the sum; infinities and NaN as they
+    are), shape and strides; pieces that leave a gap, overlap, or an integer sum stay."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from torchfuse.passes.concat import summed_scatters_as_cat
+
+    aten = torch.ops.aten
+
+    def f(a, b, c, i):
+        z = torch.zeros(2, 3, 12)
+        three = (aten.slice_scatter(z, a, 2, 8, 12) + aten.slice_scatter(z, b, 2, 0, 4)) + aten.slice_scatter(z, c, 2, 4, 8)
+        gap = aten.slice_scatter(z, a, 2, 0, 4) + aten.slice_scatter(z, b, 2, 8, 12)
+        zi = torch.zeros(2, 3, 8, dtype=torch.int64)
+        ints = aten.slice_scatter(zi, i, 2, 0, 4) + aten.slice_scatter(zi, i, 2, 4, 8)
+        return three, gap, ints
+
+    a, b, c = (torch.randn(2, 3, 4) for _ in range(3))
+    a[0, 0, :3] = torch.tensor([-0.0, float("inf"), float("nan")])
+    i = torch.randint(-5, 5, (2, 3, 4))
+    want = f(a, b, c, i)
+    gm = make_fx(f, tracing_mode="fake")(a, b, c, i)
+    assert summed_scatters_as_cat(gm) == 1
+    assert sum(n.target is aten.slice_scatter.default for n in gm.graph.nodes) == 4  # the gap's and the ints'
+    for got, w in zip(gm(a, b, c, i), want):
+        assert got.dtype == w.dtype and got.shape == w.shape and got.stride() == w.stride()
+        bits = torch.int32 if w.dtype == torch.float32 else w.dtype
+        assert torch.equal(got.view(bits), w.view(bits))
+
+
+def test_pointwise_values_read_through_slices_are_computed_from_sliced_operands():
+    """A pointwise value that only slices and selects read (RoPE's backward slices ``g * sin``)
+    becomes the same op of its operands' slices, through a chain of such values: values,
+    dtypes, shapes and strides to the bit, a 1-dim operand's select taken as a 1-element slice
+    (an fp32 weight then still promotes an fp16 tensor), broadcast operands left whole; a
+    value also read whole, or a view of one that is returned, stays."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from torchfuse.passes.concat import views_of_pointwise_values
+
+    aten = torch.ops.aten
+
+    def f(x, w, b, h):
+        y = (x * w).exp()  # read by slices only, through a chain
+        z = h * w  # fp16 times an fp32 vector: fp32, read by a select only
+        kept = x + b
+        return y[..., :4] * 2, y[..., 4:] - 1, y[:, 1].neg(), z[..., 2] * 3, kept[..., :2] * 2, kept
+
+    x, h = torch.randn(3, 4, 8), torch.randn(3, 4, 8).half()
+    w, b = torch.randn(8), torch.randn(4, 1)
+    want = f(x, w, b, h)
+    gm = make_fx(f, tracing_mode="fake")(x, w, b, h)
+    assert views_of_pointwise_values(gm) == 3  # exp, then x * w beneath it; h * w
+    assert sum(n.target is aten.add.Tensor for n in gm.graph.nodes) == 1  # kept: also returned whole
+    for got, w_ in zip(gm(x, w, b, h), want):
+        assert got.dtype == w_.dtype and got.shape == w_.shape and got.stride() == w_.stride()
+        assert torch.equal(got, w_)
 
 
 def test_concatenation_with_a_data_dependent_size_is_left_alone():

@@ -41,7 +41,7 @@ import torch.fx
 
 from . import freezing
 from .config import Options
-from .passes import aten, cross_entropy, fx
+from .passes import aten, concat, cross_entropy, fx
 
 # The passes are looked up in their modules when they run (``module.function``), so that a test
 # can wrap one to watch what it did.
@@ -132,9 +132,11 @@ ATEN_PASSES: tuple[GraphPass, ...] = (
     GraphPass("resolved_negative_views", lambda gm, o: aten.resolved_negative_views(gm), _always,
               guarded=False),
     GraphPass("merge_duplicate_pads", lambda gm, o: aten.merge_duplicate_pads(gm), _always, guarded=False),
-    GraphPass("cat_of_one", lambda gm, o: aten.cat_of_one(gm), _always),
+    GraphPass("cat_of_one", lambda gm, o: concat.cat_of_one(gm), _always),
+    GraphPass("summed_scatters_as_cat", lambda gm, o: concat.summed_scatters_as_cat(gm), _always),
+    GraphPass("views_of_pointwise_values", lambda gm, o: concat.views_of_pointwise_values(gm), _always),
     GraphPass("equal_cats_as_selects",
-              lambda gm, o: aten.equal_cats_as_selects(gm, o.tuning.graph_passes.cat_select_max_inputs), _always),
+              lambda gm, o: concat.equal_cats_as_selects(gm, o.tuning.graph_passes.cat_select_max_inputs), _always),
     GraphPass("scalar_copies_from_device", lambda gm, o: aten.scalar_copies_from_device(gm), _always),
     # unguarded: a gradient left a view of another's storage would be wrong for CUDA graphs
     GraphPass("separate_gradient_views", lambda gm, o: aten.separate_gradient_views(gm),

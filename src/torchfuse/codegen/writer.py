@@ -428,7 +428,7 @@ class KernelWriter(Reductions):
     def mask_branches(self, node: Node) -> None:
         """Before pointwise ``node``'s operands are emitted: where ``node`` is a select on a
         condition computed from indices alone (a concatenation's ``i == k``,
-        :func:`~torchfuse.passes.aten.equal_cats_as_selects`), each branch it alone reads is
+        :func:`~torchfuse.passes.concat.equal_cats_as_selects`), each branch it alone reads is
         computed, down to its loads, only on the lanes that take it; an op ``node`` alone reads,
         inside such a branch, inherits the branch's lanes. The other lanes load nothing and
         their values are never selected, so each input of a concatenation is read once

@@ -292,7 +292,7 @@ class GraphPassTuning:
         conv_bias_epilogue_devices: device types where a frozen graph's convolution biases move
             into the following fusion group (:func:`~torchfuse.freezing.conv_bias_epilogues`).
         cat_select_max_inputs: concatenations of at most this many tensors of one shape become
-            fusible selects (:func:`~torchfuse.passes.aten.equal_cats_as_selects`); each input
+            fusible selects (:func:`~torchfuse.passes.concat.equal_cats_as_selects`); each input
             is one more select an element evaluates.
         linear_group_devices: device types where ``linear`` calls that read one input become
             one matrix product in training and frozen graphs

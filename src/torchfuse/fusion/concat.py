@@ -3,7 +3,7 @@ that keeps its readers in the same kernel.
 
 A kernel's domain has one index per element, so a concatenation of ``n`` tensors shaped
 ``[..., d, ...]`` along a dim is defined, as the compiler's ATen pass
-:func:`~torchfuse.passes.aten.equal_cats_as_selects` does, as a select over the *stacked*
+:func:`~torchfuse.passes.concat.equal_cats_as_selects` does, as a select over the *stacked*
 shape ``[..., n, d, ...]``: ``where(i == 0, x0', where(i == 1, x1', ... x{n-1}'))`` (``xk'``:
 ``xk`` unsqueezed before the dim, broadcast along the new one; ``i``: an ``arange(n)`` along
 it), reshaped to the concatenation's ``[..., n * d, ...]``. A select passes its operand's value
