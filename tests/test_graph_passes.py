@@ -654,12 +654,13 @@ def test_aten_passes_that_apply():
     assert names(ATEN_PASSES_BEFORE_FREEZING, "inference") == ["conv_relu_epilogues"]
     assert names(ATEN_PASSES_BEFORE_FREEZING, "forward") == []
     assert names(ATEN_PASSES_BEFORE_FREEZING, "inference", conv_epilogues=False) == []
-    assert names(ATEN_PASSES, "backward") == ["resolved_negative_views", "merge_duplicate_pads", "cat_of_one", "equal_cats_as_selects",
+    assert names(ATEN_PASSES, "backward") == ["resolved_negative_views", "merge_duplicate_pads", "cat_of_one",
+                                              "summed_scatters_as_cat", "views_of_pointwise_values", "equal_cats_as_selects",
                                               "scalar_copies_from_device", "separate_gradient_views",
                                               "lifted_scalar_constants", "log_softmax_sums", "one_hot_picks"]
     assert names(ATEN_PASSES, "forward", cross_entropy_rewrites=False) == [
-        "resolved_negative_views", "merge_duplicate_pads", "cat_of_one", "equal_cats_as_selects", "scalar_copies_from_device",
-        "lifted_scalar_constants"]
+        "resolved_negative_views", "merge_duplicate_pads", "cat_of_one", "summed_scatters_as_cat",
+        "views_of_pointwise_values", "equal_cats_as_selects", "scalar_copies_from_device", "lifted_scalar_constants"]
     text = describe()
     assert (text.index("FX level") < text.index("fold_conv_batchnorm") < text.index("AOTAutograd")
             < text.index("conv_relu_epilogues") < text.index("one_hot_picks") < text.index("IR level"))
