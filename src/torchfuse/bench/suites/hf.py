@@ -9,7 +9,8 @@ enlarged where a model's default is shorter than the sequence (weights are rando
 Configurations: the library's defaults (``AutoConfig.for_model``), which are the base sizes
 (``bert-base``, ``roberta-base``, ``distilbert-base``, ``gpt2``, ``t5-small``,
 ``bart-large``, ``electra-small``), except ALBERT, whose default is xxlarge and which is
-set to ``albert-base-v2``'s sizes. ``--quick`` uses 2-layer models of width 32.
+set to ``albert-base-v2``'s sizes, and Llama, whose default is 7B and which is set to
+TinyLlama-1.1B's (rotary position embeddings, grouped-query attention, RMSNorm, SwiGLU). ``--quick`` uses 2-layer models of width 32.
 """
 from __future__ import annotations
 
@@ -30,12 +31,16 @@ MODELS = {
     "electra": ("electra", "masked-lm", {}),
     "t5": ("t5", "seq2seq-lm", {}),
     "bart": ("bart", "seq2seq-lm", {}),
+    # (Llama's default config is 7B, whose AdamW state alone exceeds one GPU: TinyLlama-1.1B's sizes)
+    "llama": ("llama", "causal-lm", {"hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 22,
+                                     "num_attention_heads": 32, "num_key_value_heads": 4}),
 }
 
 #: the checkpoint each model's default configuration has the sizes of (``torchfuse explain
 #: hf:bert-base`` names a model by it)
 SIZE_NAMES = {"bert": "bert-base", "roberta": "roberta-base", "distilbert": "distilbert-base",
-              "albert": "albert-base-v2", "gpt2": "gpt2", "electra": "electra-small", "t5": "t5-small", "bart": "bart-large"}
+              "albert": "albert-base-v2", "gpt2": "gpt2", "electra": "electra-small", "t5": "t5-small", "bart": "bart-large",
+              "llama": "tinyllama-1.1b"}
 
 #: settings every size needs (T5's decoder start and padding tokens, as ``t5-small`` has them;
 #: some library versions leave them unset in the default config)
@@ -52,6 +57,8 @@ QUICK = {
     "t5": {"d_model": 32, "d_kv": 16, "d_ff": 64, "num_layers": 2, "num_decoder_layers": 2, "num_heads": 2},
     "bart": {"d_model": 32, "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 2,
              "decoder_attention_heads": 2, "encoder_ffn_dim": 64, "decoder_ffn_dim": 64},
+    "llama": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "num_key_value_heads": 2},
 }
 QUICK_VOCAB = 128
 
