@@ -245,6 +245,72 @@ def test_pointwise_values_read_through_slices_are_computed_from_sliced_operands(
         assert torch.equal(got, w_)
 
 
+def test_concatenation_passes_leave_what_they_must_not_change():
+    """Sums of scatters into fp16 zeros of fp32 pieces (the scatter converts each piece, a
+    concatenation would promote) and into a fill of -0.0 (which keeps a piece's -0.0) stay
+    sums; a slice of a pointwise value read by ``as_strided`` or returned through a view (both
+    see its place in its storage) stays a slice: values, dtypes and storage offsets are
+    eager's."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from torchfuse.passes.concat import summed_scatters_as_cat, views_of_pointwise_values
+
+    def scatters(a, b):
+        half, neg = torch.zeros(2, 8, dtype=torch.float16), torch.full((2, 8), -0.0)
+        return (half.slice_scatter(a, 1, 0, 4) + half.slice_scatter(b, 1, 4, 8),
+                neg.slice_scatter(a, 1, 0, 4) + neg.slice_scatter(b, 1, 4, 8))
+
+    a = torch.tensor([[-0.0, 1.0, -0.0, 2.0]] * 2)
+    want = scatters(a, -a)
+    gm = make_fx(scatters, tracing_mode="fake")(a, -a)
+    assert summed_scatters_as_cat(gm) == 0
+    for got, w in zip(gm(a, -a), want):
+        assert got.dtype == w.dtype
+        assert torch.equal(got.view(torch.int16 if w.dtype == torch.float16 else torch.int32),
+                           w.view(torch.int16 if w.dtype == torch.float16 else torch.int32))
+
+    def views(x):
+        return torch.as_strided(x.exp()[2:], (4,), (1,), 0) * 1, x.sin()[1:].unsqueeze(0)
+
+    x = torch.randn(4, 4)
+    want = views(x)
+    gm = make_fx(views, tracing_mode="fake")(x)
+    assert views_of_pointwise_values(gm) == 0
+    for got, w in zip(gm(x), want):
+        assert torch.equal(got, w) and got.storage_offset() == w.storage_offset()
+
+
+@pytest.mark.parametrize("form", ["permute_and_direct", "channels_last_after_cat", "channels_last_select"])
+def test_concatenation_readers_that_cannot_move_are_left_alone(form):
+    """A value read both directly and through a transpose of a square concatenation (moved
+    over the stacked shape, they would broadcast wrongly), and a channels-last copy (defined
+    for rank 4 only) after a concatenation or read by a select: the passes leave them, with no
+    warning, and values equal eager's."""
+    import warnings
+
+    def permute_and_direct(a, b):
+        c = torch.cat([a, b], dim=1)
+        return c * (c + c.t())
+
+    def channels_last_after_cat(a, b):
+        return (torch.cat([a, b], 1) * 2).contiguous(memory_format=torch.channels_last) + 1
+
+    def channels_last_select(a, b):
+        return a.contiguous(memory_format=torch.channels_last)[:, 0] * b[:, 0]
+
+    fn = {"permute_and_direct": permute_and_direct, "channels_last_after_cat": channels_last_after_cat,
+          "channels_last_select": channels_last_select}[form]
+    shape = (4, 2) if form == "permute_and_direct" else (2, 3, 4, 4)
+    args = [torch.randn(shape, device=DEVICE) for _ in range(2)]
+    torch._dynamo.reset()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = torchfuse.compile(fn, dynamic=False)(*args)
+    assert not [w for w in caught if "graph pass" in str(w.message)], [str(w.message) for w in caught]
+    want = fn(*args)
+    assert got.stride() == want.stride() and torch.equal(got, want)
+
+
 def test_concatenation_with_a_data_dependent_size_is_left_alone():
     """A concatenation of a static tensor and one of data-dependent rows (``x[mask]`` under
     ``capture_dynamic_output_shape_ops``) stays a concatenation without the pass failing (its

@@ -239,10 +239,11 @@ def _call_with_val(graph: torch.fx.Graph, fake, target, *args, **kwargs) -> torc
     """Insert ``target(*args, **kwargs)`` at the graph's insertion point with the
     ``meta["val"]`` later passes read: ``target`` run on the arguments' fake values in ``fake``
     (their FakeTensorMode)."""
-    node = graph.call_function(target, args, kwargs)
     vals = torch.fx.node.map_arg((args, kwargs), _val)
-    with fake:
-        node.meta["val"] = target(*vals[0], **vals[1])
+    with fake:  # (first: a call that raises leaves no node behind)
+        val = target(*vals[0], **vals[1])
+    node = graph.call_function(target, args, kwargs)
+    node.meta["val"] = val
     return node
 
 

@@ -86,7 +86,9 @@ def _scatter_pieces(node, base=None) -> tuple | None:
         return None
     zeros, src = node.args[0], node.args[1]
     dim, start, end, step = (list(node.args[2:]) + [0, None, None, 1][len(node.args) - 2:])[:4]
-    filled = (_call_of(zeros, aten.full.default) and zeros.args[1] == 0) or any(
+    # (a fill of -0.0 keeps a piece's -0.0 in the sum, where the concatenation plus 0.0 would not)
+    filled = (_call_of(zeros, aten.full.default) and zeros.args[1] == 0
+              and math.copysign(1.0, zeros.args[1]) > 0) or any(
         _call_of(zeros, op) for op in (aten.zeros.default, aten.zeros_like.default, aten.new_zeros.default))
     if not filled or step != 1:
         return None
@@ -124,6 +126,8 @@ def summed_scatters_as_cat(gm: torch.fx.GraphModule) -> int:
         if found is None or not isinstance(out, torch.Tensor) or not out.is_floating_point():
             continue
         zeros, dim, pieces = found
+        if any(_val(src).dtype != out.dtype for _, _, src in pieces):
+            continue  # (a scatter converts its piece to the zeros' dtype, a concatenation promotes)
         pieces.sort(key=lambda p: p[0])
         size = _val(zeros).shape[dim]
         if pieces[0][0] != 0 or pieces[-1][1] != size or any(a[1] != b[0] for a, b in zip(pieces, pieces[1:])):
@@ -272,6 +276,9 @@ def _elementwise(node: torch.fx.Node) -> bool:
         return False
     if t in (aten._to_copy.default, prims.convert_element_type.default):
         return set(node.kwargs) <= {"dtype"}
+    if t is aten.clone.default and node.kwargs.get("memory_format") not in (
+            None, torch.preserve_format, torch.contiguous_format):
+        return False  # (channels-last: of its operand's rank only)
     return (torch.Tag.pointwise in t.tags and torch.Tag.nondeterministic_seeded not in t.tags
             and not any(isinstance(v, torch.fx.Node) for v in node.kwargs.values()))
 
@@ -338,7 +345,9 @@ def _readers_over_stacked_shape(gm: torch.fx.GraphModule, fake, select: torch.fx
         if target == list(val.shape):
             return v
         if (_elementwise(v) and list(val.shape) == shape
-                and all(u in groups or u in again for u in v.users)):
+                and all(u in groups or u in again for u in v.users)
+                # (an operand kept over the stacked shape already must be so with the same dims)
+                and all(a not in new or groups.get(a) == cut for a in v.all_input_nodes)):
             again.add(v)  # (its own operands' producers, read by it alone, move too)
             groups[v] = cut
             out = apply(v)
@@ -451,6 +460,28 @@ def _view_of_operand(graph: torch.fx.Graph, fake, a, out_rank: int, view: tuple,
     return node
 
 
+def _storage_read(view: torch.fx.Node, outputs: set) -> bool:
+    """Whether a view of ``view`` (followed through views) is returned, or read by
+    ``as_strided``: both see where its elements sit in its storage, which a value computed
+    from the operands' views would change (a new storage, offset 0)."""
+    from . import aliases_first_argument
+
+    work, seen = [view], set()
+    while work:
+        node = work.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        for u in node.users:
+            if _call_of(u, aten.as_strided.default):
+                return True
+            if u.op == "call_function" and u.args and u.args[0] is node and aliases_first_argument(u.target):
+                if u in outputs:
+                    return True
+                work.append(u)
+    return False
+
+
 def views_of_pointwise_values(gm: torch.fx.GraphModule, rounds: int = 8) -> int:
     """Replace each pointwise call that only static slices and selects read by the same call of
     those views of its operands, in place (repeated, so that views move up through a chain of
@@ -479,6 +510,8 @@ def views_of_pointwise_values(gm: torch.fx.GraphModule, rounds: int = 8) -> int:
                 continue
             if not all((_call_of(v, aten.slice.Tensor) or _call_of(v, aten.select.int)) and not v.kwargs
                        and v not in outputs and all(type(x) is int for x in v.args[1:]) for v in views):
+                continue
+            if any(_storage_read(v, outputs) for v in views):
                 continue
             fake = detect_fake_mode([_val(e)])
             if fake is None:
