@@ -277,10 +277,10 @@ def test_pow_reads_its_exponent_in_the_tensors_dtype(dtype):
 @pytest.mark.parametrize("exponent", [1e10, -7e4, 65519.0, 3.4e38, float("inf")])
 @pytest.mark.parametrize("dtype", [F16, BF16], ids=dtype_id)
 def test_pow_of_an_exponent_beyond_the_dtype_as_eager(dtype, exponent):
-    """``x ** e`` of fp16/bf16 ``x`` with a finite ``e`` beyond the dtype's range: CPU eager
-    converts ``e`` to the dtype and raises ("cannot be converted ... without overflow"), and so
-    does torchfuse (the op stays on ATen; the kernel had returned 0 and inf); an infinite
-    exponent, and CUDA tensors (which read it in fp32), give eager's values."""
+    """``x ** e`` of fp16/bf16 ``x`` with a finite ``e`` beyond the dtype's range: eager
+    converts ``e`` to the dtype and raises ("cannot be converted ... without overflow"), on CPU
+    and CUDA tensors alike, and so does torchfuse (the op stays on ATen; the kernel had
+    returned 0 and inf); an infinite exponent gives eager's values."""
     x = torch.tensor([0.5, 2.0, 1.0], dtype=dtype, device=DEVICE)
     fn = lambda x: torch.pow(x * 1, exponent)  # noqa: E731
     try:

@@ -1061,12 +1061,23 @@ def test_layer_norm_gradients_of_half_inputs_with_fp32_weights_are_eager_ones(dt
     ``native_layer_norm``): eager saves the mean and inverse standard deviation in fp32, and so
     does torchfuse; PyTorch's decomposition rounded them to the input's dtype on CPU tensors,
     and a third of the bf16 input gradient's elements were a 16-bit step from eager's (which
-    are float64's, rounded). The weight and bias gradients stay within twice eager's error."""
+    are float64's, rounded). The weight and bias gradients stay within twice eager's error.
+    CUDA's kernel refuses the mix ("expected scalar type"), and so does torchfuse there (the op
+    stays on ATen), where the decomposition computed a value."""
     torch.manual_seed(0)
     x = (torch.randn(8, 32, device=DEVICE) * 2 + 1).to(dtype).requires_grad_()
     w = torch.randn(32, device=DEVICE, requires_grad=True)
     b = torch.randn(32, device=DEVICE, requires_grad=True)
     fn = lambda x, w, b: torch.nn.functional.layer_norm(x, (32,), w, b)
+    if DEVICE == "cuda":
+        import torchfuse
+
+        with pytest.raises(RuntimeError, match="expected scalar type"):
+            torch.autograd.grad(fn(x, w, b), [x, w, b], torch.ones_like(x))
+        torch._dynamo.reset()
+        with pytest.raises(RuntimeError, match="expected scalar type"):
+            torch.autograd.grad(torchfuse.compile(fn, dynamic=False)(x, w, b), [x, w, b], torch.ones_like(x))
+        return
     grads, dy, _ = _compiled_gradients(fn, [x, w, b])
     assert [g.dtype for g in grads] == [dtype, F32, F32]
     eager = torch.autograd.grad(fn(x, w, b), [x, w, b], dy)
@@ -1076,9 +1087,10 @@ def test_layer_norm_gradients_of_half_inputs_with_fp32_weights_are_eager_ones(dt
 
 @pytest.mark.parametrize("params", [F32, F16])
 def test_group_norm_of_cuda_tensors_with_parameters_of_another_dtype_stays_on_aten(params):
-    """On CUDA tensors (fake ones here: no GPU needed) a GroupNorm whose weight and bias have
-    another dtype than its fp16 input stays ``native_group_norm``, so ATen raises CUDA eager's
-    error; parameters of the input's dtype decompose into fusable ops."""
+    """On CUDA tensors (fake ones here: no GPU needed) a GroupNorm or LayerNorm whose weight and
+    bias have another dtype than its fp16 input stays ``native_group_norm`` or
+    ``native_layer_norm``, so ATen raises CUDA eager's error; parameters of the input's dtype
+    decompose into fusable ops."""
     from torch._subclasses import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -1091,6 +1103,16 @@ def test_group_norm_of_cuda_tensors_with_parameters_of_another_dtype_stays_on_at
                      decomposition_table=decomposition_table())(x, w, b)
     kept = any(n.target is torch.ops.aten.native_group_norm.default for n in gm.graph.nodes)
     assert kept == (params != F16)
+    with FakeTensorMode():  # (LayerNorm's own meta function raises CUDA eager's error when kept)
+        x = torch.empty(2, 8, 16, dtype=F16, device="cuda")
+        w, b = torch.empty(16, dtype=params, device="cuda"), torch.empty(16, dtype=params, device="cuda")
+        trace = lambda: make_fx(lambda x, w, b: torch.ops.aten.native_layer_norm(x, [16], w, b, 1e-5),  # noqa: E731
+                                decomposition_table=decomposition_table())(x, w, b)
+        if params != F16:
+            with pytest.raises(RuntimeError, match="expected scalar type Half but found Float"):
+                trace()
+        else:
+            assert not any(n.target is torch.ops.aten.native_layer_norm.default for n in trace().graph.nodes)
 
 
 @pytest.mark.parametrize("dtype", [F16, BF16])

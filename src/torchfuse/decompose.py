@@ -729,9 +729,10 @@ def _no_blas_kernel(x, *args, **kwargs) -> bool:
 
 
 def _params_of_another_dtype_on_cuda(input, weight=None, bias=None, *args, **kwargs) -> bool:
-    """GroupNorm of a CUDA input whose weight or bias has another dtype: CUDA's kernel reads the
-    parameters in the input's dtype and raises ("expected scalar type Half but found Float")
-    where PyTorch's decomposition would compute (CPU's kernel takes the mix)."""
+    """GroupNorm or LayerNorm of a CUDA input whose weight or bias has another dtype: CUDA's
+    kernels read the parameters in the input's dtype and raise ("expected scalar type Half but
+    found Float"; LayerNorm's measured with torch 2.11 on an H100) where PyTorch's
+    decomposition would compute (CPU's kernels take the mix)."""
     return input.device.type == "cuda" and any(p is not None and p.dtype != input.dtype for p in (weight, bias))
 
 
@@ -747,6 +748,8 @@ def _params_of_another_dtype_on_cuda(input, weight=None, bias=None, *args, **kwa
 RECORDED_AS_IS = {
     aten.frac.default: _first_integral,
     aten.native_group_norm.default: _params_of_another_dtype_on_cuda,
+    aten.native_layer_norm.default: lambda input, shape, weight=None, bias=None, *a, **k:
+        _params_of_another_dtype_on_cuda(input, weight, bias),
     aten.logaddexp.default: lambda a, b: _integral(a, b),
     aten.logaddexp2.default: lambda a, b: _integral(a, b),
     aten.addcdiv.default: lambda x, t1, t2, value=1: _integral(t1, t2),

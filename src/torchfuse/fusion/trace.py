@@ -337,8 +337,10 @@ class FusedFunction:
         self._ops: dict[tuple, Any] = {}
         #: where ``fn`` may read a number (:func:`_free_number_reads`); narrowed at the first
         #: trace to the places that hold one then (not a module, a function, an attribute name),
-        #: so that every later call, and every guard TorchDynamo adds, reads only those
-        self._reads = _free_number_reads(fn)
+        #: so that every later call, and every guard TorchDynamo adds, reads only those; each
+        #: with its label, made here (TorchDynamo with dynamic sizes, torch 2.11, cannot trace
+        #: the f-string of an argument's position, which it takes for a symbolic int)
+        self._reads = tuple((r, _read_label(r)) for r in _free_number_reads(fn))
 
     def free_numbers(self, args: tuple = ()) -> tuple:
         """The Python values (numbers, strings, dtypes, tuples of them: :func:`watchable`)
@@ -349,10 +351,10 @@ class FusedFunction:
         guards on the globals a compiled function reads. A place that held no such value at
         the first trace is not watched."""
         values = []
-        for read in self._reads:
+        for read, label in self._reads:
             v = read_number_place(read, args)
             if watchable(v):
-                values.append((_read_label(read), value_key(v)))
+                values.append((label, value_key(v)))
         return tuple(values)
 
     def key_of(self, args: tuple) -> tuple:
@@ -383,7 +385,7 @@ class FusedFunction:
                 key, traced, inputs = self._find(args)  # another thread may have traced it meanwhile
                 if traced is None:
                     if not self.fusions:
-                        self._reads = tuple(r for r in self._reads if watchable(read_number_place(r, args)))
+                        self._reads = tuple(r for r in self._reads if watchable(read_number_place(r[0], args)))
                     traced = self._trace(args)
                     self.fusions.setdefault(key[0], []).append(traced)
                     inputs = traced.inputs(args)
