@@ -27,6 +27,7 @@ import torch
 
 from ..ir import ops as registry
 from ..ir.graph import Value
+from ..passes.concat import dim_groups
 from .apply import describe
 from .errors import fail
 from .sizes import SizeMismatch
@@ -131,29 +132,6 @@ def _chain_end(fusion: "Fusion", merged: Value, readers: dict) -> Value:
     return top
 
 
-def _groups(sizes: list, target: list) -> list[list] | None:
-    """``sizes`` cut into consecutive groups whose products are the sizes of ``target`` in
-    order (trailing 1s join the last group); None where no such cut exists."""
-    import sympy
-
-    groups: list[list] = []
-    k = 0
-    for t in target:
-        group, product = [], sympy.Integer(1)
-        while k < len(sizes) and (not group or sympy.expand(product - t) != 0):
-            group.append(sizes[k])
-            product *= sizes[k]
-            k += 1
-        if not group or sympy.expand(product - t) != 0:
-            return None
-        groups.append(group)
-    if any(s != 1 for s in sizes[k:]) or (k < len(sizes) and not groups):
-        return None
-    if groups:
-        groups[-1] += sizes[k:]
-    return groups
-
-
 def _move_readers(fusion: "Fusion", merged: Value, stacked: Value, at: int) -> bool:
     readers = _readers(fusion)
     find = fusion.sizes.find
@@ -161,7 +139,7 @@ def _move_readers(fusion: "Fusion", merged: Value, stacked: Value, at: int) -> b
     shape = [find(s) for s in top.meta.shape]
     # the stacked shape (the merged one with the concatenation's dim split in two), cut into
     # one group of dims per dim of the readers' shape
-    groups = _groups([find(s) for s in stacked.meta.shape], shape)
+    groups = dim_groups([find(s) for s in stacked.meta.shape], shape)
     if groups is None:
         return False
 

@@ -20,6 +20,8 @@ from typing import Any, Callable, Iterable
 import sympy
 import torch
 
+from ..passes.concat import elementwise
+
 
 def is_view(target: Any) -> bool:
     """Whether the ATen overload ``target`` returns a view of its first argument (its
@@ -102,17 +104,6 @@ _MOVABLE_VIEWS = (torch.ops.aten.slice.Tensor, torch.ops.aten.select.int)
 _SPLITS = (torch.ops.aten.split_with_sizes.default, torch.ops.aten.split.Tensor)
 
 
-def _elementwise(node: torch.fx.Node) -> bool:
-    """Whether ``node`` computes each element from the same element of its (broadcast) tensor
-    operands, with no random draw: an ATen op tagged pointwise, a dtype conversion, a clone."""
-    t = node.target
-    if node.op != "call_function" or not isinstance(t, torch._ops.OpOverload):
-        return False
-    if t in (torch.ops.aten._to_copy.default, torch.ops.aten.clone.default):
-        return set(node.kwargs) <= {"dtype"}
-    return torch.Tag.pointwise in t.tags and torch.Tag.nondeterministic_seeded not in t.tags
-
-
 def _tensor(a: Any) -> bool:
     return isinstance(a, torch.fx.Node) and isinstance(a.meta.get("val"), torch.Tensor)
 
@@ -132,7 +123,7 @@ def _movable(node: torch.fx.Node) -> bool:
     """Whether a view of ``node`` can be taken of the arguments it is computed from."""
     if _from_argument(node):
         return True
-    return _elementwise(node) and all(_movable(a) for a in node.all_input_nodes if _tensor(a))
+    return elementwise(node) and all(_movable(a) for a in node.all_input_nodes if _tensor(a))
 
 
 def push_views_to_arguments(gm: torch.fx.GraphModule) -> int:

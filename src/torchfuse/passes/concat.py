@@ -248,17 +248,20 @@ def equal_cats_as_selects(gm: torch.fx.GraphModule, max_inputs: int) -> int:
     return finish(gm, done, "concatenations of equal tensors made selects")
 
 
-def _dim_groups(sizes: list[int], target: list[int]) -> list[list[int]] | None:
-    """``sizes`` cut into consecutive groups whose products are ``target``'s sizes in order
-    (trailing 1s join the last group); None where no such cut exists."""
-    groups: list[list[int]] = []
+def dim_groups(sizes: list, target: list) -> list[list] | None:
+    """``sizes`` (ints or ``sympy`` expressions) cut into consecutive groups whose products are
+    ``target``'s sizes in order (trailing 1s join the last group); None where no such cut
+    exists. Shared with the direct API's concatenation (:mod:`torchfuse.fusion.concat`)."""
+    import sympy
+
+    groups: list[list] = []
     k = 0
     for t in target:
-        group: list[int] = []
-        while k < len(sizes) and (not group or math.prod(group) != t):
+        group: list = []
+        while k < len(sizes) and (not group or sympy.expand(math.prod(group) - t) != 0):
             group.append(sizes[k])
             k += 1
-        if not group or math.prod(group) != t:
+        if not group or sympy.expand(math.prod(group) - t) != 0:
             return None
         groups.append(group)
     if not groups or any(s != 1 for s in sizes[k:]):
@@ -267,10 +270,10 @@ def _dim_groups(sizes: list[int], target: list[int]) -> list[list[int]] | None:
     return groups
 
 
-def _elementwise(node: torch.fx.Node) -> bool:
+def elementwise(node: torch.fx.Node) -> bool:
     """An ATen call of one element from the same element of each (broadcast) operand, with
     no tensor passed by keyword: tagged pointwise and drawing no random numbers, or a dtype
-    conversion."""
+    conversion (shared with :mod:`torchfuse.fusion.views`, on ``make_fx`` traces)."""
     t = node.target
     if node.op != "call_function" or not isinstance(t, torch._ops.OpOverload):
         return False
@@ -307,7 +310,7 @@ def _readers_over_stacked_shape(gm: torch.fx.GraphModule, fake, select: torch.fx
         top = next(iter(top.users))
     if top is select:  # (its readers fuse with it as they are)
         return False
-    first = _dim_groups(list(_val(select).shape), list(_val(top).shape))
+    first = dim_groups(list(_val(select).shape), list(_val(top).shape))
     if first is None:
         return False
     groups = {top: first}  # per value kept over the stacked shape: the stacked dims of each of its dims
@@ -318,7 +321,7 @@ def _readers_over_stacked_shape(gm: torch.fx.GraphModule, fake, select: torch.fx
             continue
         if _call_of(node, aten.permute.default) and node.args[0] in groups:
             groups[node] = [groups[node.args[0]][d] for d in node.args[1]]
-        elif (_elementwise(node) and all(list(_val(a).shape) == list(_val(node).shape) for a in reads)
+        elif (elementwise(node) and all(list(_val(a).shape) == list(_val(node).shape) for a in reads)
               and all(groups[a] == groups[reads[0]] for a in reads)):
             groups[node] = groups[reads[0]]
         else:
@@ -344,7 +347,7 @@ def _readers_over_stacked_shape(gm: torch.fx.GraphModule, fake, select: torch.fx
             target += [1] * len(cut[offset + i]) if size == 1 else cut[offset + i]
         if target == list(val.shape):
             return v
-        if (_elementwise(v) and list(val.shape) == shape
+        if (elementwise(v) and list(val.shape) == shape
                 and all(u in groups or u in again for u in v.users)
                 # (an operand kept over the stacked shape already must be so with the same dims)
                 and all(a not in new or groups.get(a) == cut for a in v.all_input_nodes)):
@@ -505,7 +508,7 @@ def views_of_pointwise_values(gm: torch.fx.GraphModule, rounds: int = 8) -> int:
         before = done
         for e in list(gm.graph.nodes):
             views = list(e.users)
-            if (getattr(e, "_erased", False) or not views or e in outputs or not _elementwise(e)
+            if (getattr(e, "_erased", False) or not views or e in outputs or not elementwise(e)
                     or not isinstance(_val(e), torch.Tensor)):
                 continue
             if not all((_call_of(v, aten.slice.Tensor) or _call_of(v, aten.select.int)) and not v.kwargs
