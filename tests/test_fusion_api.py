@@ -456,6 +456,30 @@ def test_derived_backward_matches_eager():
     assert fwd == 1 and 1 <= bwd <= 4
 
 
+
+def test_a_derived_backward_computes_only_the_gradients_asked_for():
+    """The derived backward differentiates the inputs whose gradients autograd asks for
+    (``ctx.needs_input_grad``) alone: a LayerNorm whose weight and bias are frozen runs no
+    column sums for them; each pattern of inputs asked for is derived once, and its values
+    are eager's."""
+    op = _layer_norm_fusion().as_op()
+    n, h = 6, 24
+    x, w, b = sample((n, h), F32), sample((h,), F32), sample((h,), F32)
+    g, gm = sample((n, h), F32), sample((n, 1), F32)
+    for wanted in ([x], [x, w], [b], [x, w, b], [x]):
+        for t in (x, w, b):
+            t.requires_grad_(any(t is u for u in wanted))
+        outs, refs = op(x, w, b), (F.layer_norm(x, (h,), w, b), x.mean(1, keepdim=True))
+        k = 2 if x.requires_grad else 1  # the mean of x alone
+        grads = torch.autograd.grad(outs[:k], wanted, [g, gm][:k])
+        for got, want in zip(grads, torch.autograd.grad(refs[:k], wanted, [g, gm][:k])):
+            torch.testing.assert_close(got, want)
+    kernels = {key[2]: program.num_kernels for key, program in op._derived.items()}
+    assert set(kernels) == {(True, False, False), (True, True, False), (False, False, True), (True, True, True)}
+    assert kernels[(True, False, False)] < kernels[(True, True, True)], kernels
+    assert kernels[(False, False, True)] < kernels[(True, True, True)], kernels
+
+
 #: functions whose decompositions take a branch by value (``where``): differentiating the
 #: parts gives the untaken branch's NaN (``exp(1e30) * 0``) where eager's formula gives a number
 BRANCHING = {

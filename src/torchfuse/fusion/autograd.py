@@ -299,6 +299,10 @@ class FusionOp:
         ctx.output_layouts = [(o.shape, o.dtype, o.device) for o in output[: self.n_outputs]]
 
     def _backward(self, ctx, grads):
+        needed = [bool(ctx.needs_input_grad[i]) and i in self.reaching for i in self.diff_inputs]
+        result: list[Any] = [None] * len(self.specs)  # None: no gradient asked for or no path from the input
+        if not any(needed):
+            return tuple(result)
         saved = list(ctx.saved_tensors)
         tensors, kept = saved[: ctx.n_tensors], saved[ctx.n_tensors:]
         tensor_iter, scalar_iter = iter(tensors), iter(ctx.scalars)
@@ -310,12 +314,22 @@ class FusionOp:
                 shape, dtype, device = ctx.output_layouts[k]
                 g = torch.zeros(shape, dtype=dtype, device=device)
             out_grads.append(g)
-        unique = self.backward_op(*inputs, *kept, *out_grads)
-        result: list[Any] = [None] * len(self.specs)
-        for i, slot in zip(self.diff_inputs, self.grad_slots):
-            if i in self.reaching:  # else None, as eager's autograd: no path from the input
-                result[i] = unique[slot]
+        unique = self.backward_op(*inputs, *kept, *out_grads, needed)
+        slots = [self.grad_slots[k] for k in self._returned(needed)]
+        for k, (i, slot) in enumerate(zip(self.diff_inputs, self.grad_slots)):
+            if needed[k]:
+                result[i] = unique[slots.index(slot)]
         return tuple(result)
+
+    def _returned(self, needed: Sequence[bool]) -> list[int]:
+        """Per distinct gradient that an input in ``needed`` (one flag per differentiable input)
+        takes, the position among the differentiable inputs of the first such input: the
+        gradients the backward operator returns, in order."""
+        firsts: dict[int, int] = {}
+        for k, slot in enumerate(self.grad_slots):
+            if needed[k]:
+                firsts.setdefault(slot, k)
+        return sorted(firsts.values())
 
     def _grad_structure(self) -> list[int]:
         """Per differentiable input, the index of its gradient among the distinct ones: inputs
@@ -344,21 +358,25 @@ class FusionOp:
 
     def _register_backward(self):
         n_kept = self.n_outputs if self.backward_fusion is not None else len(self.saved)
+        # ``needed``: per differentiable input, whether its gradient is asked for
+        # (ctx.needs_input_grad); a derived backward computes those alone (RoPE's cos and sin
+        # tables need no gradient: its sums over batch and heads are never run)
         names = self._schema_inputs() + [f"Tensor k{j}" for j in range(n_kept)] + \
-            [f"Tensor g{j}" for j in range(len(self.diff_outputs))]
+            [f"Tensor g{j}" for j in range(len(self.diff_outputs))] + ["bool[] needed"]
         schema = "(" + ", ".join(names) + ") -> Tensor[]"
         n_in = len(self.specs)
         self.grad_slots = self._grad_structure()
-        first = [self.grad_slots.index(k) for k in range(max(self.grad_slots, default=-1) + 1)]
 
         def backward(*args):
+            *args, needed = args
             if self.backward_fusion is not None:
                 grads = self.backward_fusion.execute(list(args))
             else:
-                grads = self._run_derived(list(args[:n_in]), list(args[n_in:n_in + n_kept]), list(args[n_in + n_kept:]))
+                grads = self._run_derived(list(args[:n_in]), list(args[n_in:n_in + n_kept]), list(args[n_in + n_kept:]),
+                                          tuple(needed))
             fresh: list = []
-            for j in first:
-                g = grads[j]
+            for k in self._returned(needed):
+                g = grads[k]
                 if _aliases(g, list(args) + fresh):
                     g = g.clone(memory_format=torch.contiguous_format)
                 fresh.append(g.contiguous())
@@ -368,19 +386,21 @@ class FusionOp:
 
         @op.register_fake
         def _(*args):
-            return [torch.empty(args[self.diff_inputs[j]].shape, dtype=args[self.diff_inputs[j]].dtype,
-                                device=args[self.diff_inputs[j]].device) for j in first]
+            return [torch.empty(args[self.diff_inputs[k]].shape, dtype=args[self.diff_inputs[k]].dtype,
+                                device=args[self.diff_inputs[k]].device) for k in self._returned(args[-1])]
 
         return op
 
-    def _joint(self, scalars: tuple):
+    def _joint(self, scalars: tuple, needed: Sequence[bool] | None = None):
         """``(tensor inputs, saved values, output gradients) -> input gradients``: the
         vector-Jacobian product of the fusion's :attr:`~Fusion.autograd_reference` where it
         has one and draws no random numbers, else of the reference, random values read from
-        ``saved``."""
+        ``saved``; the gradients of the differentiable inputs flagged in ``needed`` (default
+        all), in order."""
         fusion, specs = self.fusion, self.specs
         n_tensors = sum(1 for s in specs if s.is_tensor)
         n_saved = len(self.saved)
+        wrt = [i for k, i in enumerate(self.diff_inputs) if needed is None or needed[k]]
         out_values = [fusion.outputs[k] for k in self.diff_outputs]
         program = fusion.autograd_reference if not self.saved else None
 
@@ -398,11 +418,11 @@ class FusionOp:
 
             def f(*diff):
                 args_ = list(full)
-                for i, d in zip(self.diff_inputs, diff):
+                for i, d in zip(wrt, diff):
                     args_[i] = d
                 return run(args_, kept)
 
-            _, vjp = torch.func.vjp(f, *[full[i] for i in self.diff_inputs])
+            _, vjp = torch.func.vjp(f, *[full[i] for i in wrt])
             return list(vjp(tuple(grads)))
 
         return joint
@@ -422,7 +442,8 @@ class FusionOp:
         out += [example(self.fusion.outputs[k].meta.shape, self.fusion.outputs[k].meta.dtype) for k in self.diff_outputs]
         return out
 
-    def _run_derived(self, inputs: list, kept: list, grads: list) -> list:
+    def _run_derived(self, inputs: list, kept: list, grads: list, needed: tuple) -> list:
+        """Per differentiable input, its gradient where ``needed`` flags it, else ``None``."""
         if self.fusion.backward_refusal is not None:
             raise DefinitionError(self.fusion.backward_refusal)
         device = next(x.device for x in inputs if isinstance(x, torch.Tensor))
@@ -430,7 +451,7 @@ class FusionOp:
         from .trace import value_key
 
         # (a key of the numbers as they are: 0.0 == -0.0, and 2 == 2.0 == True)
-        key = (device.type, device.index, tuple(value_key(x) for x in scalars))
+        key = (device.type, device.index, needed, tuple(value_key(x) for x in scalars))
         tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
         like = None
         if self.fusion.views_of:
@@ -445,16 +466,19 @@ class FusionOp:
             with TRACING:  # one make_fx trace at a time in the process (see TRACING)
                 program = self._derived.get(key)  # another thread may have derived it meanwhile
                 if program is None:
-                    program = self._derived[key] = self._derive(device, scalars, like)
+                    program = self._derived[key] = self._derive(device, scalars, like, needed)
         try:
-            return program(tensors + kept + grads)
+            out = program(tensors + kept + grads)
         except ZeroDivisionError:
             # the traced joint divides sizes in Python (a variance's ``N - correction`` of 0),
             # where eager's vector-Jacobian product divides in IEEE arithmetic (inf, then NaN):
             # this call runs the joint eagerly
-            return list(self._joint(scalars)(*tensors, *kept, *grads))
+            out = self._joint(scalars, needed)(*tensors, *kept, *grads)
+        computed = iter(out)
+        return [next(computed) if n else None for n in needed]
 
-    def _derive(self, device: torch.device, scalars: tuple, like: Sequence[torch.Tensor] | None = None):
+    def _derive(self, device: torch.device, scalars: tuple, like: Sequence[torch.Tensor] | None = None,
+                needed: Sequence[bool] | None = None):
         """Trace the joint into an ATen graph with symbolic sizes and compile it (on CPU
         without the interpreter, run the traced graph); at the sizes of ``like`` where given
         (see :meth:`_examples`), else at the representatives."""
@@ -464,7 +488,7 @@ class FusionOp:
         from ..ir.from_fx import graph_from_fx
 
         options = self.fusion.options
-        gm = make_fx(self._joint(scalars), decomposition_table=decomposition_table(options.tuning.decompose),
+        gm = make_fx(self._joint(scalars, needed), decomposition_table=decomposition_table(options.tuning.decompose),
                      tracing_mode="symbolic")(*self._examples(device, like))
         if self.fusion.runs_op_by_op(device):
             return lambda args: gm(*args)
