@@ -57,6 +57,20 @@ def test_fused_rope_is_one_kernel_with_eager_values_and_gradients(dtype):
         torch.testing.assert_close(got, expected)
 
 
+
+def test_fused_rope_runs_as_a_generated_function_from_its_second_call_with_a_set_of_sizes():
+    """The halves ``q[..., :d]`` and ``q[..., d:]`` are ATen views whose bounds are
+    expressions of the argument's sizes (``D // 2``): they are evaluated when the call's
+    straight-line function is written, once per set of sizes, not on every call; the values
+    at each size are eager's."""
+    rope = fused(rotate, interpret=DEVICE == "cpu")
+    for shape in [(2, 3, 5, 8), (3, 4, 7, 6), (2, 3, 5, 8)]:
+        q, cos, sin = sample(shape), sample(shape[-2:], seed=1), sample(shape[-2:], seed=2)
+        for _ in range(2):
+            assert torch.equal(rope(q, cos, sin), rotate(q, cos, sin))
+    stats = rope.fusion_for(q, cos, sin).program(DEVICE).compiled.stats
+    assert stats["graph_function"] == "one generated straight-line function per set of sizes (2 so far)", stats
+
 def test_fused_rope_of_a_transposed_query_reads_it_through_its_strides():
     """A query laid out ``[B, T, H, D]`` and transposed to ``[B, H, T, D]`` (as attention
     projections give it): the halves are views with the argument's strides, no copy is made,

@@ -47,28 +47,6 @@ class SizeOf:
         return f"size({self.expr})"
 
 
-class SizedCall:
-    """Wraps an ATen call whose arguments hold symbolic sizes: evaluates them from the sizes
-    of the graph inputs that carry the symbols, then calls the op."""
-
-    def __init__(self, target, dims: tuple):
-        self.target = target
-        self.dims = dims
-        self.__name__ = getattr(target, "__name__", str(target))
-
-    def __call__(self, args, kwargs, *tensors):
-        values = {s: int(t.shape[d]) for (s, d), t in zip(self.dims, tensors)}
-
-        def concrete(x):
-            if isinstance(x, sympy.Expr):
-                return int(x.xreplace(values))
-            if isinstance(x, (list, tuple)):
-                return type(x)(concrete(y) for y in x)
-            return x
-
-        return self.target(*concrete(args), **{k: concrete(v) for k, v in kwargs.items()})
-
-
 def build_graph(fusion: "Fusion", device: torch.device, extra_outputs: tuple = ()) -> Graph:
     """The fusion's IR graph on ``device``, with its outputs followed by ``extra_outputs``
     (values of the definition, e.g. random numbers saved for a backward pass)."""
@@ -138,37 +116,6 @@ def _integer_division_stays_on_aten(node: Node, device: torch.device, options: O
     return opdef.integer_division and not node.output.meta.dtype.is_floating_point
 
 
-def bind_symbolic_call_arguments(seg: Segmentation) -> Segmentation:
-    """Give ATen calls whose arguments hold symbolic sizes (views the segmenter took out of a
-    group, e.g. a reshape of a group's result) the input tensors their sizes are read from."""
-    graph = seg.graph
-    for step in seg.steps:
-        if not isinstance(step, Node) or isinstance(step.target, (SizedCall, SizeOf)):
-            continue
-        free: set = set()
-        _collect_symbols((step.args, step.kwargs), free)
-        if not free:
-            continue
-        order = sorted(free, key=str)
-        dims = tuple((s, graph.symbols[s][1]) for s in order)
-        sources = [graph.inputs[graph.symbols[s][0]] for s in order]
-        step.target = SizedCall(step.target, dims)
-        step.args = (step.args, step.kwargs, *sources)
-        step.kwargs = {}
-    return seg
-
-
-def _collect_symbols(obj: Any, found: set) -> None:
-    if isinstance(obj, sympy.Expr) and not obj.is_Integer:
-        found.update(obj.free_symbols)
-    elif isinstance(obj, (list, tuple)):
-        for o in obj:
-            _collect_symbols(o, found)
-    elif isinstance(obj, dict):
-        for o in obj.values():
-            _collect_symbols(o, found)
-
-
 def segment_fusion(graph: Graph, options: Options) -> Segmentation:
     """The segmenter's passes, then :func:`fuse_horizontally`: a user-defined fusion asks for
     one kernel, so groups over one domain merge even when no value flows between them."""
@@ -206,7 +153,7 @@ class Program:
     def __init__(self, graph: Graph, options: Options, name: str):
         from ..segment import FusionGroup
 
-        self.segmentation = bind_symbolic_call_arguments(segment_fusion(graph, options))
+        self.segmentation = segment_fusion(graph, options)
         self.compiled = CompiledGraph(self.segmentation, options, name=name)
         written = {o for s in self.segmentation.steps if isinstance(s, FusionGroup) for o in s.outputs}
         outs = graph.outputs
