@@ -71,6 +71,24 @@ def test_fused_rope_runs_as_a_generated_function_from_its_second_call_with_a_set
     stats = rope.fusion_for(q, cos, sin).program(DEVICE).compiled.stats
     assert stats["graph_function"] == "one generated straight-line function per set of sizes (2 so far)", stats
 
+
+@pytest.mark.parametrize("dtype", [F32, BF16])
+def test_fused_rope_backward_is_one_kernel_at_each_size(dtype):
+    """The derived backward of RoPE (``rotate_half``'s gradient scatters into zeros) is traced
+    at each set of sizes and given the ATen graph passes: one kernel, the query's gradient
+    eager's bit for bit (each element is one product plus zeros, as eager's), for a query that
+    requires grad and tables that do not; a size seen before reuses its trace."""
+    rope = fused(rotate, interpret=DEVICE == "cpu")
+    for shape in [(2, 3, 5, 8), (3, 4, 7, 6), (2, 3, 5, 8)]:
+        q = sample(shape, dtype).requires_grad_()
+        cos, sin = sample(shape[-2:], dtype, 1), sample(shape[-2:], dtype, 2)
+        g = sample(shape, dtype, 3)
+        (got,) = torch.autograd.grad(rope(q, cos, sin), [q], g)
+        (want,) = torch.autograd.grad(rotate(q, cos, sin), [q], g)
+        assert torch.equal(got, want)
+    (op,) = rope._ops.values()
+    assert [p.num_kernels for p in op._derived.values()] == [1, 1]
+
 def test_fused_rope_of_a_transposed_query_reads_it_through_its_strides():
     """A query laid out ``[B, T, H, D]`` and transposed to ``[B, H, T, D]`` (as attention
     projections give it): the halves are views with the argument's strides, no copy is made,

@@ -188,29 +188,43 @@ def test_summed_scatters_into_zeros_are_a_concatenation():
     """A sum of ``slice_scatter``s into zeros whose pieces tile a dim (the backward of slices
     of one tensor: RoPE's halves) becomes the pieces' concatenation plus 0.0, the sum's values
     to the bit (a negative zero comes out +0.0, as from the sum; infinities and NaN as they
-    are), shape and strides; pieces that leave a gap, overlap, or an integer sum stay."""
+    are), shape and strides, also where each scatter has zeros of its own (a graph traced
+    without common-subexpression elimination); a gradient summed first and then added the
+    scatters one by one (``x`` also read whole) becomes that sum plus the concatenation plus
+    0.0, its values to the bit too (signed zeros on both sides); pieces that leave a gap,
+    overlap, an integer sum, a sum with another term between the scatters, or a head of
+    another dtype stay."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
     from torchfuse.passes.concat import summed_scatters_as_cat
 
     aten = torch.ops.aten
 
-    def f(a, b, c, i):
+    def f(a, b, c, i, h):
         z = torch.zeros(2, 3, 12)
         three = (aten.slice_scatter(z, a, 2, 8, 12) + aten.slice_scatter(z, b, 2, 0, 4)) + aten.slice_scatter(z, c, 2, 4, 8)
         gap = aten.slice_scatter(z, a, 2, 0, 4) + aten.slice_scatter(z, b, 2, 8, 12)
         zi = torch.zeros(2, 3, 8, dtype=torch.int64)
         ints = aten.slice_scatter(zi, i, 2, 0, 4) + aten.slice_scatter(zi, i, 2, 4, 8)
-        return three, gap, ints
+        own = aten.slice_scatter(torch.zeros(2, 3, 8), a, 2, 4, 8) + aten.slice_scatter(torch.zeros(2, 3, 8), b, 2, 0, 4)
+        z8 = torch.zeros(2, 3, 8)
+        chain = (h * 2 + aten.slice_scatter(z8, a, 2, 4, 8)) + aten.slice_scatter(torch.zeros(2, 3, 8), b, 2, 0, 4)
+        between = ((h + aten.slice_scatter(z8, a, 2, 4, 8)) + c.repeat(1, 1, 2)) + aten.slice_scatter(z8, b, 2, 0, 4)
+        mixed = (h.half() + aten.slice_scatter(z8, a, 2, 4, 8)) + aten.slice_scatter(z8, b, 2, 0, 4)
+        return three, gap, ints, own, chain, between, mixed
 
     a, b, c = (torch.randn(2, 3, 4) for _ in range(3))
     a[0, 0, :3] = torch.tensor([-0.0, float("inf"), float("nan")])
     i = torch.randint(-5, 5, (2, 3, 4))
-    want = f(a, b, c, i)
-    gm = make_fx(f, tracing_mode="fake")(a, b, c, i)
-    assert summed_scatters_as_cat(gm) == 1
-    assert sum(n.target is aten.slice_scatter.default for n in gm.graph.nodes) == 4  # the gap's and the ints'
-    for got, w in zip(gm(a, b, c, i), want):
+    h = torch.randn(2, 3, 8)
+    h[0, 0, :4] = -0.0  # against a's -0.0 (at 4) and b's (at 0, below)
+    h[0, 0, 4:6] = torch.tensor([-0.0, 1.0])
+    b[0, 0, :2] = torch.tensor([-0.0, 2.0])
+    want = f(a, b, c, i, h)
+    gm = make_fx(f, tracing_mode="fake")(a, b, c, i, h)
+    assert summed_scatters_as_cat(gm) == 3
+    assert sum(n.target is aten.slice_scatter.default for n in gm.graph.nodes) == 8  # gap, ints, between, mixed
+    for got, w in zip(gm(a, b, c, i, h), want):
         assert got.dtype == w.dtype and got.shape == w.shape and got.stride() == w.stride()
         bits = torch.int32 if w.dtype == torch.float32 else w.dtype
         assert torch.equal(got.view(bits), w.view(bits))

@@ -194,6 +194,8 @@ class FusionOp:
         base = re.sub(r"\W", "_", name or fusion.name)
         self.name = f"{base}_{next(_counter)}"
         self._derived: dict = {}
+        #: keys of :meth:`_run_derived` whose joints are traced at each call's exact sizes
+        self._by_size: set = set()
         self.forward_op = self._register_forward()
         self.backward_op = self._register_backward()
         _RUN_BY[_op_name(self.forward_op)] = fusion
@@ -461,12 +463,17 @@ class FusionOp:
             # serves the calls whose sizes are equal or 1 where these are (make_fx's symbols)
             like = tensors + kept + grads
             key += (_size_pattern(like),)
-        program = self._derived.get(key)
+        sizes = tuple(tuple(t.shape) for t in like) if like is not None else ()
+        program = self._derived.get(key + sizes if key in self._by_size else key)
         if program is None:
             with TRACING:  # one make_fx trace at a time in the process (see TRACING)
-                program = self._derived.get(key)  # another thread may have derived it meanwhile
+                # (another thread may have derived it meanwhile)
+                program = self._derived.get(key + sizes if key in self._by_size else key)
                 if program is None:
-                    program = self._derived[key] = self._derive(device, scalars, like, needed)
+                    program, by_size = self._derive(device, scalars, like, needed)
+                    if by_size:
+                        self._by_size.add(key)
+                    self._derived[key + sizes if by_size else key] = program
         try:
             out = program(tensors + kept + grads)
         except ZeroDivisionError:
@@ -478,21 +485,36 @@ class FusionOp:
         return [next(computed) if n else None for n in needed]
 
     def _derive(self, device: torch.device, scalars: tuple, like: Sequence[torch.Tensor] | None = None,
-                needed: Sequence[bool] | None = None):
+                needed: Sequence[bool] | None = None) -> tuple[Any, bool]:
         """Trace the joint into an ATen graph with symbolic sizes and compile it (on CPU
         without the interpreter, run the traced graph); at the sizes of ``like`` where given
-        (see :meth:`_examples`), else at the representatives."""
+        (see :meth:`_examples`), else at the representatives. Returns the program and whether
+        it serves only the sizes of ``like``.
+
+        A joint of argument views (``like`` given) that scatters gradients into zeros (the
+        backward of ``cat`` of slices, RoPE's ``rotate_half``) is traced again with these
+        sizes alone and given the ATen graph passes, whose concatenation rewrites (the
+        scatters' sum as a concatenation, a concatenation as a select) need static sizes:
+        one kernel with the rest instead of zeros, scatters on ATen and copies."""
         from torch.fx.experimental.proxy_tensor import make_fx
 
         from ..decompose import decomposition_table
         from ..ir.from_fx import graph_from_fx
 
+        from ..pipeline import run_aten_passes
+
         options = self.fusion.options
-        gm = make_fx(self._joint(scalars, needed), decomposition_table=decomposition_table(options.tuning.decompose),
-                     tracing_mode="symbolic")(*self._examples(device, like))
+        joint, examples = self._joint(scalars, needed), self._examples(device, like)
+        table = decomposition_table(options.tuning.decompose)
+        gm = make_fx(joint, decomposition_table=table, tracing_mode="symbolic")(*examples)
+        by_size = like is not None and any(n.target is torch.ops.aten.slice_scatter.default for n in gm.graph.nodes)
+        if by_size:
+            gm = make_fx(joint, decomposition_table=table, tracing_mode="fake")(*examples)
         if self.fusion.runs_op_by_op(device):
-            return lambda args: gm(*args)
-        return Program(graph_from_fx(gm, options), options, f"{self.fusion.name}_backward")
+            return (lambda args: gm(*args)), by_size
+        if by_size:
+            run_aten_passes(gm, options, "backward", {})
+        return Program(graph_from_fx(gm, options), options, f"{self.fusion.name}_backward"), by_size
 
     def num_kernels(self, device: torch.device | str | None = None) -> tuple[int, int | None]:
         """Kernels of the forward and of the backward (``None`` until a derived backward has

@@ -73,13 +73,19 @@ def cat_of_one(gm: torch.fx.GraphModule) -> int:
     return finish(gm, done, "concatenations of one non-empty tensor made copies")
 
 
+def _same_fill(a: torch.fx.Node, b: torch.fx.Node) -> bool:
+    """``a`` and ``b`` are one tensor of zeros, or two made by the same call (a graph traced
+    without common-subexpression elimination makes one per scatter)."""
+    return a is b or (a.target is b.target and a.args == b.args and a.kwargs == b.kwargs)
+
+
 def _scatter_pieces(node, base=None) -> tuple | None:
     """``(zeros, dim, [(start, end, src)])`` when ``node`` is a sum (``add``) of
     ``slice_scatter``s of pieces into one tensor of zeros along one dim, with step 1 and
     static bounds, each read only by that sum; else None."""
     if _call_of(node, aten.add.Tensor) and len(node.args) == 2 and not node.kwargs:
         found = [_scatter_pieces(a, base) for a in node.args]
-        if any(f is None for f in found) or found[0][:2] != found[1][:2]:
+        if any(f is None for f in found) or found[0][1] != found[1][1] or not _same_fill(found[0][0], found[1][0]):
             return None
         return found[0][0], found[0][1], found[0][2] + found[1][2]
     if not _call_of(node, aten.slice_scatter.default) or node.kwargs or len(node.users) != 1:
@@ -100,9 +106,40 @@ def _scatter_pieces(node, base=None) -> tuple | None:
     return zeros, dim % _val(zeros).dim(), [(start, end, src)]
 
 
+def _trailing_scatters(n: torch.fx.Node) -> tuple | None:
+    """``(head, zeros, dim, [(start, end, src)])`` when ``n`` is a sum of ``slice_scatter``s
+    into zeros (head ``None``), or a chain ``((head + s1) + s2) ...`` whose last terms are
+    (sums of) such scatters, each partial sum read only by the next; all scatters of one
+    fill along one dim. Else None."""
+    found = _scatter_pieces(n)
+    if found is not None:
+        return None, *found
+    cur, terms = n, []
+    while (_call_of(cur, aten.add.Tensor) and len(cur.args) == 2 and not cur.kwargs
+           and (cur is n or len(cur.users) == 1)):
+        a, b = cur.args
+        term = _scatter_pieces(b) if isinstance(b, torch.fx.Node) else None
+        if term is not None:
+            terms.append(term)
+            cur = a
+            continue
+        term = _scatter_pieces(a) if isinstance(a, torch.fx.Node) else None
+        if term is None:
+            break
+        terms.append(term)
+        cur = b
+    if not terms or not isinstance(cur, torch.fx.Node):
+        return None
+    zeros, dim = terms[0][0], terms[0][1]
+    if any(t[1] != dim or not _same_fill(t[0], zeros) for t in terms):
+        return None
+    return cur, zeros, dim, [p for t in terms for p in t[2]]
+
+
 def summed_scatters_as_cat(gm: torch.fx.GraphModule) -> int:
     """Replace each sum of ``slice_scatter``s into zeros whose pieces tile a dim by the
-    concatenation of the pieces plus 0.0.
+    concatenation of the pieces plus 0.0, and a sum ``((head + s1) + s2) ...`` whose last
+    terms are such scatters by ``head + (cat + 0.0)``.
 
     The backward of a concatenation read by slices (RoPE's ``cat((-x2, x1))`` of ``x``'s
     halves) reaches ``x`` as ``slice_backward`` of each half, decomposed to a scatter into a
@@ -110,8 +147,12 @@ def summed_scatters_as_cat(gm: torch.fx.GraphModule) -> int:
     adding them. Each element of the sum is one piece's element plus zeros, which is that
     element plus 0.0 (a negative zero becomes +0.0 as in the sum; nothing else changes), so
     the concatenation plus 0.0 is the sum bit for bit, and a concatenation of equal pieces
-    fuses (:func:`equal_cats_as_selects`). Floating-point sums only (``+ 0.0`` would promote
-    an integer one).
+    fuses (:func:`equal_cats_as_selects`). Where autograd adds the scatters one by one into a
+    gradient already summed (``x`` also read whole: ``x * cos``), each element is
+    ``head`` plus its piece's element plus zeros, in that order; adding zeros changes at most
+    the sign of a zero, and a sum with a +0.0 term is never -0.0, so ``head + (cat + 0.0)``
+    is that sum bit for bit too. Floating-point sums of one dtype only (``+ 0.0`` would
+    promote an integer one; a head of another dtype would promote differently).
 
     Returns:
         The number of sums replaced.
@@ -121,13 +162,15 @@ def summed_scatters_as_cat(gm: torch.fx.GraphModule) -> int:
         user = next(iter(n.users), None) if len(n.users) == 1 else None
         if user is not None and _scatter_pieces(user) is not None:
             continue  # (the outermost sum of a chain is replaced, and with it this one)
-        found = _scatter_pieces(n)
+        found = _trailing_scatters(n)
         out = _val(n)
         if found is None or not isinstance(out, torch.Tensor) or not out.is_floating_point():
             continue
-        zeros, dim, pieces = found
+        head, zeros, dim, pieces = found
         if any(_val(src).dtype != out.dtype for _, _, src in pieces):
             continue  # (a scatter converts its piece to the zeros' dtype, a concatenation promotes)
+        if head is not None and (not isinstance(_val(head), torch.Tensor) or _val(head).dtype != out.dtype):
+            continue
         pieces.sort(key=lambda p: p[0])
         size = _val(zeros).shape[dim]
         if pieces[0][0] != 0 or pieces[-1][1] != size or any(a[1] != b[0] for a, b in zip(pieces, pieces[1:])):
@@ -140,16 +183,19 @@ def summed_scatters_as_cat(gm: torch.fx.GraphModule) -> int:
         if fake is None:
             continue
         with gm.graph.inserting_before(n):
-            cat = _call_with_val(gm.graph, fake, aten.cat.default, [src for _, _, src in pieces], dim)
-            total = _call_with_val(gm.graph, fake, aten.add.Tensor, cat, 0.0)
-        if _val(total).stride() != out.stride():
-            gm.graph.erase_node(total)
-            gm.graph.erase_node(cat)
+            made = [_call_with_val(gm.graph, fake, aten.cat.default, [src for _, _, src in pieces], dim)]
+            made.append(_call_with_val(gm.graph, fake, aten.add.Tensor, made[-1], 0.0))
+            if head is not None:
+                made.append(_call_with_val(gm.graph, fake, aten.add.Tensor, head, made[-1]))
+        total = made[-1]
+        if _val(total).stride() != out.stride() or list(_val(total).shape) != list(out.shape):
+            for m in reversed(made):
+                gm.graph.erase_node(m)
             continue
         for key in ("stack_trace", "nn_module_stack"):
             if key in n.meta:
-                cat.meta.setdefault(key, n.meta[key])
-                total.meta.setdefault(key, n.meta[key])
+                for m in made:
+                    m.meta.setdefault(key, n.meta[key])
         n.replace_all_uses_with(total)
         _erase_unused([n])
         done += 1
