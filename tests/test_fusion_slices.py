@@ -89,6 +89,65 @@ def test_fused_rope_backward_is_one_kernel_at_each_size(dtype):
     (op,) = rope._ops.values()
     assert [p.num_kernels for p in op._derived.values()] == [1, 1]
 
+
+def _halves(x):
+    d = x.shape[-1] // 2
+    return x[..., :d] * x[..., d:]
+
+
+def _thirds(x):
+    a, b, c = x.chunk(3, -1)
+    return a * c + b
+
+
+@pytest.mark.parametrize("fn,shapes", [(_halves, [(2, 4), (2, 3), (2, 2), (2, 6), (2, 3)]),
+                                       (_thirds, [(2, 9), (2, 7), (2, 6)])])
+def test_fused_views_of_size_one_broadcast_as_eagers(fn, shapes):
+    """A view whose size the arguments' make 1 at a call (``D // 2`` of 3, the last third of
+    7) broadcasts against the other operand as in eager: values and gradients are eager's at
+    each size, in any order (such a trace serves its own sizes alone)."""
+    f = fused(fn, interpret=DEVICE == "cpu")
+    for shape in shapes:
+        x = sample(shape).requires_grad_()
+        out, want = f(x), fn(x)
+        assert out.shape == want.shape and torch.equal(out, want), shape
+        g = sample(want.shape, seed=1)
+        assert torch.equal(torch.autograd.grad(out, x, g)[0], torch.autograd.grad(want, x, g)[0]), shape
+
+
+def _tail(x):
+    return x[:, 1:] * 2
+
+
+def _partial_rope(q, cos, sin, r):
+    qr, qp = q[..., :r], q[..., r:]
+    d = r // 2
+    return torch.cat((qr * cos + torch.cat((-qr[..., d:], qr[..., :d]), -1) * sin, qp), -1)
+
+
+def test_fused_calls_with_an_empty_argument_view_run_unfused():
+    """A call where a view the function takes is empty (``x[:, 1:]`` of one column; partial
+    rotary embeddings with the whole head rotated) runs the function as written, as a call
+    with an empty argument does: eager's values and gradients, before and after calls that
+    fuse; inside ``torch.compile`` too; ``fusion_for`` says why there is no fusion."""
+    f = fused(_tail, interpret=DEVICE == "cpu")
+    for shape in [(3, 1), (3, 4), (3, 1), (2, 5)]:
+        x = sample(shape).requires_grad_()
+        out, want = f(x), _tail(x)
+        assert out.shape == want.shape and torch.equal(out, want), shape
+        if want.numel():
+            g = sample(want.shape, seed=1)
+            assert torch.equal(torch.autograd.grad(out, x, g)[0], torch.autograd.grad(want, x, g)[0])
+    with pytest.raises(DefinitionError, match="a view it takes of these arguments has no elements"):
+        f.fusion_for(sample((3, 1)))
+    rope = fused(_partial_rope, interpret=DEVICE == "cpu")
+    q, cos, sin = sample((2, 3, 8)), sample((3, 8), seed=1), sample((3, 8), seed=2)
+    assert torch.equal(rope(q, cos, sin, 8), _partial_rope(q, cos, sin, 8))
+    compiled = torch.compile(lambda x: f(x) + 1, backend="torchfuse", dynamic=True)
+    for shape in [(3, 4), (3, 1), (3, 5)]:
+        x = sample(shape)
+        assert torch.equal(compiled(x), _tail(x) + 1), shape
+
 def test_fused_rope_of_a_transposed_query_reads_it_through_its_strides():
     """A query laid out ``[B, T, H, D]`` and transposed to ``[B, H, T, D]`` (as attention
     projections give it): the halves are views with the argument's strides, no copy is made,

@@ -306,6 +306,10 @@ _OUTSIDE_GRAPH_REASON = ("a @fused function's first call with a signature (dtype
 OUTSIDE_GRAPH_CALLS: list | None = None
 
 
+class _EmptyView(Exception):
+    """A trace met a view of an argument with no elements (``x[:, 1:]`` of one column)."""
+
+
 class FusedFunction:
     """A Python function run as one fusion per input signature and branch of its Python on
     sizes (see the module docstring).
@@ -363,8 +367,17 @@ class FusedFunction:
         return signature(args) + self.free_numbers(args)
 
     def fusion_for(self, *args) -> Fusion:
-        """The fusion ``fn`` becomes for arguments like ``args`` (traced on first use)."""
-        return self._entry(args)[0].fusion
+        """The fusion ``fn`` becomes for arguments like ``args`` (traced on first use).
+
+        Raises:
+            DefinitionError: a view the function takes of ``args`` has no elements (such a
+                call runs unfused).
+        """
+        try:
+            return self._entry(args)[0].fusion
+        except _EmptyView:
+            raise DefinitionError(f"{self.name}: a view it takes of these arguments has no elements; such a call "
+                                  f"runs the function unfused") from None
 
     def _find(self, args: tuple) -> tuple[tuple, Traced | None, list | None]:
         """``((signature, trace index), trace, the fusion's inputs)`` of the trace serving
@@ -419,6 +432,17 @@ class FusedFunction:
             # every size at least 2 (a Python ``if x.shape[0] == 0`` took its other branch); under
             # TorchDynamo the function is traced inline
             return self.fn(*args)
+        try:
+            return self._fused_call(args)
+        except _EmptyView:  # (as an empty argument: the call runs as written, unfused)
+            return self.fn(*args)
+
+    def _fused_call(self, args: tuple):
+        """The call through the trace serving ``args``.
+
+        Raises:
+            _EmptyView: a view the function takes of an argument has no elements.
+        """
         if torch.compiler.is_compiling():
             # Under TorchDynamo the call must be the fusion's registered op, one node in the
             # graph: tracing into this tracer, the code generator or the fusion's runtime would
@@ -434,8 +458,11 @@ class FusedFunction:
             op = self._ops.get(key)
             if op is None:
                 return self._outside_graph(_NOT_TRACED, *args)
+            if any(0 in t.shape for t in tensors):  # an empty view: traced inline, as an empty argument
+                return self.fn(*args)
             return self._call_op(op, traced.single, tensors)
         traced, key, tensors = self._entry(args)
+        _check_views(tensors)
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             return self._call_op(self._op_for(key, traced.fusion), traced.single, tensors)
         outs = tuple(traced.fusion.execute(tensors))
@@ -472,7 +499,10 @@ class FusedFunction:
             # the stack as FX's stack traces hold it: explain finds the user's line as for an op
             OUTSIDE_GRAPH_CALLS.append((getattr(self.fn, "__name__", "fused function"), why,
                                         "".join(traceback.format_stack())))
-        traced, key, _ = self._entry(args)
+        try:
+            traced, key, _ = self._entry(args)
+        except _EmptyView:
+            return self.fn(*args)
         self._op_for(key, traced.fusion)  # what later compilations put in their graphs
         return self(*args)
 
@@ -518,8 +548,10 @@ class FusedFunction:
         except (TypeError, ValueError):
             names = None
         guards, sizes = shape_guards(gm, positions)
-        exact = None if guards is not None else {i: tuple(args[i].shape) for i in positions}
         fusion, views = replay(gm, self.name, self.options, input_names=names, **self.overrides)
+        if views is not None and views.unit_views:
+            guards = None  # (see replay: a view of size 1 serves these sizes alone)
+        exact = None if guards is not None else {i: tuple(args[i].shape) for i in positions}
         if views is not None and guards:
             guards, sizes = without_view_guards(guards, gm, views, tensors, positions, fusion)
         # its derivative is ATen's (softplus_backward), as in eager; traced now, while the
@@ -546,6 +578,12 @@ class FusedFunction:
         except Exception as e:  # noqa: BLE001 - the recorded nodes' derivative serves instead
             log.info("%s: no undecomposed trace for its backward (%s: %s)", self.name, type(e).__name__, e)
         return Traced(fusion, returned[0], guards or [], sizes, exact, views, example=args)
+
+
+def _check_views(tensors: list) -> None:
+    """Raises :class:`_EmptyView` when a fusion input (an argument view) has no elements."""
+    if any(0 in t.shape for t in tensors):
+        raise _EmptyView
 
 
 class _InferenceModeWatch(torch.overrides.TorchFunctionMode):
@@ -627,6 +665,7 @@ def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names
     lazy: dict = {}
     taken: list = []  # the views that became inputs, in order
     view_sizes: dict = {}  # a view's size the arguments' sizes cannot express -> its symbol
+    unit_views: list = []  # such sizes that are 1 at this trace (declared as broadcast dims)
 
     def size(s: Any) -> Any:
         if isinstance(s, torch.SymInt):
@@ -644,10 +683,20 @@ def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names
         shape = []
         for s in node.meta["val"].shape:
             expr = s.node.expr if isinstance(s, torch.SymInt) else sympy.Integer(int(s))
+            # (the size at this trace, read without specializing it: int() of a SymInt would)
+            hint = s.node.hint if isinstance(s, torch.SymInt) else int(s)
+            if hint == 0:
+                raise _EmptyView
             if expr.is_Integer:
                 shape.append(int(expr))
             elif expr in symbols:
                 shape.append(symbols[expr])
+            elif hint == 1:
+                # a size the arguments' make 1 here (``D // 2`` of 3): the trace broadcast it as
+                # eager does, which other sizes would not; it serves these sizes alone
+                shape.append(1)
+                view_sizes[expr] = sympy.Integer(1)
+                unit_views.append(expr)
             else:
                 shape.append(view_sizes.setdefault(expr, fd.sizes.new()))
         base = env[root]
@@ -771,6 +820,8 @@ def replay(gm: torch.fx.GraphModule, name: str, options: Any = None, input_names
     if module is not None:
         #: the trace's size symbols and views' sizes -> the fusion's sizes they became
         module.fusion_sizes = {**symbols, **view_sizes}
+        #: whether a view's size was 1 at the trace where other sizes make it larger
+        module.unit_views = bool(unit_views)
     return fd.finish(), module
 
 
