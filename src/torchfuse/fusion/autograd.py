@@ -500,7 +500,6 @@ class FusionOp:
 
         from ..decompose import decomposition_table
         from ..ir.from_fx import graph_from_fx
-
         from ..pipeline import run_aten_passes
 
         options = self.fusion.options
