@@ -224,6 +224,28 @@ def test_execute_checks_inputs():
             fd.execute(inputs)
 
 
+def test_execute_checks_each_signature_once_and_every_failing_call():
+    """A call whose inputs have the types, dtypes, devices, shapes (and, where a layout is
+    declared, strides) of a call that passed is not checked again; a call that fails raises
+    every time, and one that differs only in a declared layout's strides is checked."""
+    with Fusion("checked_once") as fd:
+        x = fd.define_tensor(["N", -1], F32, contiguity=True, name="x")
+        y = fd.define_tensor(["N", 1], F32, name="y")
+        fd.add_output(x + y)
+    good = [sample((3, 4), F32), sample((3, 1), F32)]
+    for _ in range(3):
+        torch.testing.assert_close(fd.execute(good)[0], good[0] + good[1])
+    assert len(fd.bind.memo) == 1
+    for _ in range(2):
+        with pytest.raises(ValueError, match="size N"):
+            fd.execute([good[0], sample((4, 1), F32)])
+        with pytest.raises(ValueError, match="stride"):
+            fd.execute([sample((4, 3), F32).t(), good[1]])  # (3, 4) as the good call, another layout
+    assert len(fd.bind.memo) == 1
+    fd.execute([sample((5, 2), F32), sample((5, 1), F32)])
+    assert len(fd.bind.memo) == 2
+
+
 def test_runtime_scalar_changes_without_recompiling():
     with Fusion("scaled") as fd:
         x = fd.define_tensor([-1], F32, name="x")

@@ -33,7 +33,7 @@ from ..ir import ops as registry
 from ..ir.graph import Value
 from .definition import TRACING, Fusion, default_device
 from .errors import DefinitionError
-from .inputs import SCALAR_TYPES, bind
+from .inputs import SCALAR_TYPES, Binder
 from .program import Program
 from .reference import run_reference
 from .sizes import evaluate
@@ -194,6 +194,7 @@ class FusionOp:
         base = re.sub(r"\W", "_", name or fusion.name)
         self.name = f"{base}_{next(_counter)}"
         self._derived: dict = {}
+        self.bind = Binder(self.specs, fusion.shapes, where=f"fused op {fusion.name!r}")
         #: keys of :meth:`_run_derived` whose joints are traced at each call's exact sizes
         self._by_size: set = set()
         self.forward_op = self._register_forward()
@@ -265,7 +266,7 @@ class FusionOp:
 
     def _run_forward(self, inputs: list) -> tuple[list, list[bool]]:
         """The outputs and extras, and per output whether it is a fresh kernel-written tensor."""
-        device, sizes = bind(self.specs, self.fusion.shapes, inputs, where=f"fused op {self.fusion.name!r}")
+        device, sizes = self.bind(inputs)
         self.fusion.check_reduced_sizes(sizes, where=f"fused op {self.fusion.name!r}")
         if self.fusion.runs_op_by_op(device):
             self.fusion.warn_op_by_op()

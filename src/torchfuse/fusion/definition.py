@@ -32,7 +32,7 @@ from ..runtime.warn import user_stacklevel
 from .apply import Applier, describe
 from .concat import compute_in_stacked_domain
 from .errors import DefinitionError, fail
-from .inputs import SCALAR_TYPES, InputSpec, bind, canonical_shapes, declare_scalar, declare_tensor
+from .inputs import SCALAR_TYPES, Binder, InputSpec, canonical_shapes, declare_scalar, declare_tensor
 from .ops import Ops
 from .program import Program, SizeOf, build_graph
 from .reference import run_reference
@@ -87,6 +87,7 @@ class Fusion:
         self.applier = Applier(self)
         self.finished = False
         self.shapes: list = []  # canonical declared sizes per input, once finished
+        self.bind: Binder | None = None  # checks a call's inputs against them (inputs.Binder), once finished
         self._programs: dict[tuple, Program] = {}
         self._size_values: dict = {}
         self._names: set[str] = set()
@@ -227,6 +228,7 @@ class Fusion:
             compute_in_stacked_domain(self)  # a concatenation's readers in its kernel
             self.finished = True
             self.shapes = canonical_shapes(self.specs, self.sizes)
+            self.bind = Binder(self.specs, self.shapes)
         return self
 
     # ------------------------------------------------------------------ running
@@ -249,7 +251,7 @@ class Fusion:
         if isinstance(inputs, torch.Tensor):  # iterating it would bind its rows as the inputs
             raise TypeError(f"fusion {self.name!r}: execute takes a list of its {len(self.specs)} inputs, "
                             f"got one tensor (write execute([t]))")
-        device, sizes = bind(self.specs, self.shapes, inputs)
+        device, sizes = self.bind(inputs)
         self.check_reduced_sizes(sizes)
         if self.runs_op_by_op(device):
             self.warn_op_by_op()

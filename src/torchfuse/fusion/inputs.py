@@ -178,6 +178,41 @@ def bind(specs: list[InputSpec], shapes: list[tuple | None], inputs: Sequence,
     return device or torch.device("cpu"), values
 
 
+
+class Binder:
+    """:func:`bind` for one fusion's declarations, remembered per call signature: the types,
+    dtypes, devices and shapes of the inputs, and the strides of those with a declared
+    layout (everything :func:`bind` reads), so that a repeated call checks nothing again.
+    A call that fails raises :func:`bind`'s error every time (nothing is remembered).
+
+    Args:
+        specs, shapes, where: as :func:`bind`'s.
+        capacity: signatures remembered; the memo starts over when full.
+    """
+
+    def __init__(self, specs: list[InputSpec], shapes: list[tuple | None], where: str = "execute",
+                 capacity: int = 64):
+        self.specs, self.shapes, self.where, self.capacity = specs, shapes, where, capacity
+        self.memo: dict[tuple, tuple[torch.device, dict]] = {}
+
+    def __call__(self, inputs: Sequence) -> tuple[torch.device, dict]:
+        """``(device, {root size symbol: int})`` of ``inputs`` (shared: do not modify it).
+
+        Raises:
+            TypeError, ValueError: as :func:`bind`.
+        """
+        if len(inputs) != len(self.specs):
+            return bind(self.specs, self.shapes, inputs, self.where)
+        key = tuple((x.dtype, x.device, x.shape, x.stride() if spec.contiguity is not None else None)
+                    if isinstance(x, torch.Tensor) else type(x) for spec, x in zip(self.specs, inputs))
+        found = self.memo.get(key)
+        if found is None:
+            found = bind(self.specs, self.shapes, inputs, self.where)
+            if len(self.memo) >= self.capacity:
+                self.memo.clear()
+            self.memo[key] = found
+        return found
+
 def _check_layout(spec: InputSpec, x: torch.Tensor, where: str = "execute") -> None:
     expected = 1
     for d in reversed(spec.dim_order):
