@@ -129,7 +129,8 @@ def test_fused_calls_with_an_empty_argument_view_run_unfused():
     """A call where a view the function takes is empty (``x[:, 1:]`` of one column; partial
     rotary embeddings with the whole head rotated) runs the function as written, as a call
     with an empty argument does: eager's values and gradients, before and after calls that
-    fuse; inside ``torch.compile`` too; ``fusion_for`` says why there is no fusion."""
+    fuse; inside ``torch.compile`` too, under ``fullgraph=True`` once called outside with
+    such arguments; ``fusion_for`` says why there is no fusion."""
     f = fused(_tail, interpret=DEVICE == "cpu")
     for shape in [(3, 1), (3, 4), (3, 1), (2, 5)]:
         x = sample(shape).requires_grad_()
@@ -147,6 +148,14 @@ def test_fused_calls_with_an_empty_argument_view_run_unfused():
     for shape in [(3, 4), (3, 1), (3, 5)]:
         x = sample(shape)
         assert torch.equal(compiled(x), _tail(x) + 1), shape
+    # called outside first with the empty view, as a fullgraph caller must: traced inline there
+    g = fused(_tail, interpret=DEVICE == "cpu")
+    x = sample((2, 1))
+    assert torch.equal(g(x), _tail(x))
+    for dynamic in (None, True):
+        torch._dynamo.reset()
+        whole = torch.compile(lambda x: g(x) * 3, backend="torchfuse", fullgraph=True, dynamic=dynamic)
+        assert torch.equal(whole(x), _tail(x) * 3)
 
 def test_fused_rope_of_a_transposed_query_reads_it_through_its_strides():
     """A query laid out ``[B, T, H, D]`` and transposed to ``[B, H, T, D]`` (as attention

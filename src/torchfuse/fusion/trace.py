@@ -339,6 +339,9 @@ class FusedFunction:
         self.overrides = overrides
         self.fusions: dict[tuple, list[Traced]] = {}
         self._ops: dict[tuple, Any] = {}
+        #: per signature, the argument shapes at which a view the function takes is empty
+        #: (those calls run unfused; a compiled caller then traces the function inline)
+        self._empty_views: dict[tuple, set] = {}
         #: where ``fn`` may read a number (:func:`_free_number_reads`); narrowed at the first
         #: trace to the places that hold one then (not a module, a function, an attribute name),
         #: so that every later call, and every guard TorchDynamo adds, reads only those; each
@@ -435,6 +438,7 @@ class FusedFunction:
         try:
             return self._fused_call(args)
         except _EmptyView:  # (as an empty argument: the call runs as written, unfused)
+            self._empty_views.setdefault(self.key_of(args), set()).add(_shapes(args))
             return self.fn(*args)
 
     def _fused_call(self, args: tuple):
@@ -457,6 +461,8 @@ class FusedFunction:
             key, traced, tensors = self._find(args)
             op = self._ops.get(key)
             if op is None:
+                if _shapes(args) in self._empty_views.get(key[0], ()):
+                    return self.fn(*args)  # (an empty view met outside: traced inline, as an empty argument)
                 return self._outside_graph(_NOT_TRACED, *args)
             if any(0 in t.shape for t in tensors):  # an empty view: traced inline, as an empty argument
                 return self.fn(*args)
@@ -502,6 +508,7 @@ class FusedFunction:
         try:
             traced, key, _ = self._entry(args)
         except _EmptyView:
+            self._empty_views.setdefault(self.key_of(args), set()).add(_shapes(args))
             return self.fn(*args)
         self._op_for(key, traced.fusion)  # what later compilations put in their graphs
         return self(*args)
@@ -578,6 +585,11 @@ class FusedFunction:
         except Exception as e:  # noqa: BLE001 - the recorded nodes' derivative serves instead
             log.info("%s: no undecomposed trace for its backward (%s: %s)", self.name, type(e).__name__, e)
         return Traced(fusion, returned[0], guards or [], sizes, exact, views, example=args)
+
+
+def _shapes(args: tuple) -> tuple:
+    """The shapes of the tensor arguments, as a key."""
+    return tuple(tuple(int(s) for s in a.shape) for a in args if isinstance(a, torch.Tensor))
 
 
 def _check_views(tensors: list) -> None:
