@@ -461,7 +461,8 @@ class FusedFunction:
             key, traced, tensors = self._find(args)
             op = self._ops.get(key)
             if op is None:
-                if _shapes(args) in self._empty_views.get(key[0], ()):
+                empty = self._empty_views.get(key[0])  # (sizes read only where some were empty)
+                if empty and _shapes(args) in empty:
                     return self.fn(*args)  # (an empty view met outside: traced inline, as an empty argument)
                 return self._outside_graph(_NOT_TRACED, *args)
             if any(0 in t.shape for t in tensors):  # an empty view: traced inline, as an empty argument
