@@ -571,6 +571,38 @@ def test_a_fused_functions_input_without_a_path_to_its_outputs_gets_no_gradient(
             torch.testing.assert_close(g, w)
 
 
+
+def _two_outputs(x, b):
+    return x * 2, x + b
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_an_input_only_an_unread_output_depends_on_gets_no_gradient(compiled):
+    """As eager's autograd: where the loss reads one output, an input that only another
+    output depends on gets ``None`` (``allow_unused``; without it, eager's error), not
+    zeros, so that AdamW skips it (a zero gradient would still decay it and move its
+    moments): three steps leave the parameters as eager's. Compiled, the reference is the
+    plain function compiled by AOTAutograd alone (``aot_eager``), whose compiled backward
+    gives that input zeros."""
+    f = fused(_two_outputs, interpret=DEVICE == "cpu")
+    x, b = sample((3, 5), F32).requires_grad_(), sample((5,), F32).requires_grad_()
+    got = torch.autograd.grad(f(x, b)[0].sum(), [x, b], allow_unused=True)
+    assert got[1] is None and torch.equal(got[0], torch.autograd.grad(_two_outputs(x, b)[0].sum(), x)[0])
+    with pytest.raises(RuntimeError, match="not have been used in the graph"):
+        torch.autograd.grad(f(x, b)[0].sum(), [x, b])
+    params = {name: [t.detach().clone().requires_grad_() for t in (x, b)] for name in ("fused", "reference")}
+    fns = {"fused": torch.compile(f, backend="torchfuse") if compiled else f,
+           "reference": torch.compile(_two_outputs, backend="aot_eager") if compiled else _two_outputs}
+    for name, (px, pb) in params.items():
+        opt = torch.optim.AdamW([px, pb], lr=0.1, weight_decay=0.5)
+        for _ in range(3):
+            opt.zero_grad()
+            fns[name](px, pb)[0].square().sum().backward()
+            opt.step()
+    assert (params["fused"][1].grad is None) == (params["reference"][1].grad is None) == (not compiled)
+    for got_t, want_t in zip(params["fused"], params["reference"]):
+        torch.testing.assert_close(got_t, want_t)
+
 def _detached_and_not(x, w):
     return (x * w).detach(), x + w
 

@@ -299,10 +299,12 @@ class FusionOp:
             ctx.mark_non_differentiable(*(output[k] for k in self.non_differentiable))
         ctx.scalars = [x for x in inputs if not isinstance(x, torch.Tensor)]
         ctx.n_tensors = len(tensors)
+        ctx.set_materialize_grads(False)  # (an output the loss does not read: None, see _backward)
         ctx.output_layouts = [(o.shape, o.dtype, o.device) for o in output[: self.n_outputs]]
 
     def _backward(self, ctx, grads):
-        needed = [bool(ctx.needs_input_grad[i]) and i in self.reaching for i in self.diff_inputs]
+        needed = [bool(ctx.needs_input_grad[i]) and i in self.reaching and self._reaches_used(i, grads)
+                  for i in self.diff_inputs]
         result: list[Any] = [None] * len(self.specs)  # None: no gradient asked for or no path from the input
         if not any(needed):
             return tuple(result)
@@ -323,6 +325,18 @@ class FusionOp:
             if needed[k]:
                 result[i] = unique[slots.index(slot)]
         return tuple(result)
+
+    def _reaches_used(self, i: int, grads: Sequence) -> bool:
+        """Whether input ``i`` passes a gradient to an output that got one (``grads``: per
+        output, ``None`` where the loss does not read it). As eager's autograd, an input only
+        an unread output depends on gets ``None``, not zeros: an optimizer then skips it (no
+        weight decay, no moment update). Known only for traced functions
+        (:attr:`~Fusion.gradient_inputs`); else every output counts."""
+        per_output = self.fusion.gradient_inputs
+        if per_output is None:
+            return True
+        base = self.fusion.views_of.get(i, i)
+        return any(grads[o] is not None and (i in ins or base in ins) for o, ins in enumerate(per_output))
 
     def _returned(self, needed: Sequence[bool]) -> list[int]:
         """Per distinct gradient that an input in ``needed`` (one flag per differentiable input)
