@@ -438,8 +438,13 @@ class FusedFunction:
         try:
             return self._fused_call(args)
         except _EmptyView:  # (as an empty argument: the call runs as written, unfused)
-            self._empty_views.setdefault(self.key_of(args), set()).add(_shapes(args))
-            return self.fn(*args)
+            return self._unfused_empty_view(args)
+
+    def _unfused_empty_view(self, args: tuple):
+        """Run a call where a view the function takes is empty as written (unfused), noting
+        its shapes for a compiled caller (which then traces the function inline)."""
+        self._empty_views.setdefault(self.key_of(args), set()).add(_shapes(args))
+        return self.fn(*args)
 
     def _fused_call(self, args: tuple):
         """The call through the trace serving ``args``.
@@ -509,8 +514,7 @@ class FusedFunction:
         try:
             traced, key, _ = self._entry(args)
         except _EmptyView:
-            self._empty_views.setdefault(self.key_of(args), set()).add(_shapes(args))
-            return self.fn(*args)
+            return self._unfused_empty_view(args)
         self._op_for(key, traced.fusion)  # what later compilations put in their graphs
         return self(*args)
 
