@@ -479,13 +479,17 @@ class FusionOp:
             like = tensors + kept + grads
             key += (_size_pattern(like),)
         sizes = tuple(tuple(t.shape) for t in like) if like is not None else ()
-        program = self._derived.get(key + sizes if key in self._by_size else key)
+
+        def find():
+            by_size = key in self._by_size
+            return self._derived.get(key + sizes if by_size else key), by_size
+
+        program, by_size = find()
         if program is None:
             with TRACING:  # one make_fx trace at a time in the process (see TRACING)
-                # (another thread may have derived it meanwhile)
-                program = self._derived.get(key + sizes if key in self._by_size else key)
+                program, by_size = find()  # (another thread may have derived it meanwhile)
                 if program is None:
-                    program, by_size = self._derive(device, scalars, like, needed)
+                    program, by_size = self._derive(device, scalars, like, needed, by_size)
                     if by_size:
                         self._by_size.add(key)
                     self._derived[key + sizes if by_size else key] = program
@@ -500,7 +504,7 @@ class FusionOp:
         return [next(computed) if n else None for n in needed]
 
     def _derive(self, device: torch.device, scalars: tuple, like: Sequence[torch.Tensor] | None = None,
-                needed: Sequence[bool] | None = None) -> tuple[Any, bool]:
+                needed: Sequence[bool] | None = None, by_size: bool = False) -> tuple[Any, bool]:
         """Trace the joint into an ATen graph with symbolic sizes and compile it (on CPU
         without the interpreter, run the traced graph); at the sizes of ``like`` where given
         (see :meth:`_examples`), else at the representatives. Returns the program and whether
@@ -510,7 +514,8 @@ class FusionOp:
         backward of ``cat`` of slices, RoPE's ``rotate_half``) is traced again with these
         sizes alone and given the ATen graph passes, whose concatenation rewrites (the
         scatters' sum as a concatenation, a concatenation as a select) need static sizes:
-        one kernel with the rest instead of zeros, scatters on ATen and copies."""
+        one kernel with the rest instead of zeros, scatters on ATen and copies. With
+        ``by_size`` (an earlier call's joint of this kind) only that trace is made."""
         from torch.fx.experimental.proxy_tensor import make_fx
 
         from ..decompose import decomposition_table
@@ -520,8 +525,10 @@ class FusionOp:
         options = self.fusion.options
         joint, examples = self._joint(scalars, needed), self._examples(device, like)
         table = decomposition_table(options.tuning.decompose)
-        gm = make_fx(joint, decomposition_table=table, tracing_mode="symbolic")(*examples)
-        by_size = like is not None and any(n.target is torch.ops.aten.slice_scatter.default for n in gm.graph.nodes)
+        if not by_size:
+            gm = make_fx(joint, decomposition_table=table, tracing_mode="symbolic")(*examples)
+            by_size = like is not None and any(n.target is torch.ops.aten.slice_scatter.default
+                                               for n in gm.graph.nodes)
         if by_size:
             gm = make_fx(joint, decomposition_table=table, tracing_mode="fake")(*examples)
         if self.fusion.runs_op_by_op(device):

@@ -430,7 +430,7 @@ class FusedFunction:
     def __call__(self, *args, **kwargs):
         if kwargs:
             args = self._positional(args, kwargs)
-        if any(0 in a.shape for a in args if isinstance(a, torch.Tensor)):
+        if _has_empty([a for a in args if isinstance(a, torch.Tensor)]):
             # an empty tensor: no fusion holds a size-0 dim, and a trace at other sizes assumed
             # every size at least 2 (a Python ``if x.shape[0] == 0`` took its other branch); under
             # TorchDynamo the function is traced inline
@@ -470,11 +470,12 @@ class FusedFunction:
                 if empty and _shapes(args) in empty:
                     return self.fn(*args)  # (an empty view met outside: traced inline, as an empty argument)
                 return self._outside_graph(_NOT_TRACED, *args)
-            if any(0 in t.shape for t in tensors):  # an empty view: traced inline, as an empty argument
+            if _has_empty(tensors):  # an empty view: traced inline, as an empty argument
                 return self.fn(*args)
             return self._call_op(op, traced.single, tensors)
         traced, key, tensors = self._entry(args)
-        _check_views(tensors)
+        if _has_empty(tensors):
+            raise _EmptyView
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             return self._call_op(self._op_for(key, traced.fusion), traced.single, tensors)
         outs = tuple(traced.fusion.execute(tensors))
@@ -597,10 +598,10 @@ def _shapes(args: tuple) -> tuple:
     return tuple(tuple(int(s) for s in a.shape) for a in args if isinstance(a, torch.Tensor))
 
 
-def _check_views(tensors: list) -> None:
-    """Raises :class:`_EmptyView` when a fusion input (an argument view) has no elements."""
-    if any(0 in t.shape for t in tensors):
-        raise _EmptyView
+def _has_empty(tensors) -> bool:
+    """Whether one of ``tensors`` (arguments, or a fusion's inputs with argument views) has
+    no elements."""
+    return any(0 in t.shape for t in tensors)
 
 
 class _InferenceModeWatch(torch.overrides.TorchFunctionMode):
